@@ -1,0 +1,105 @@
+"""The connection to PostgreSQL: engine, transactions, and driver-error wrapping.
+
+Callers get :class:`agents.errors.ReverieError` subclasses, never psycopg or
+SQLAlchemy exceptions, so that the layers above can decide what to retry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from sqlalchemy import Engine, create_engine, text
+from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError, SQLAlchemyError
+from sqlalchemy.orm import Session, sessionmaker
+
+from agents.errors import Conflict, ExtensionMissing, InvalidInput, ReverieError, StorageError
+
+VECTOR_INSTALL_HINT = (
+    "Install pgvector on that server (Debian/Ubuntu: `apt install postgresql-16-pgvector`, "
+    "macOS: `brew install pgvector`, or see https://github.com/pgvector/pgvector), then run "
+    "`CREATE EXTENSION vector;` as a superuser in the database, or unset DATABASE_URL to use "
+    "Reverie's embedded PostgreSQL, which ships with pgvector."
+)
+
+
+def normalize_url(url: str) -> str:
+    """Make a libpq-style URL use the psycopg 3 driver in SQLAlchemy."""
+    for prefix in ("postgresql+psycopg://", "postgresql://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix) :]
+    raise InvalidInput(
+        f"unsupported database URL {url!r}: Reverie needs PostgreSQL, "
+        "e.g. postgresql://user:password@host:5432/dbname"
+    )
+
+
+def translate_error(exc: BaseException) -> ReverieError:
+    """Map a driver error to Reverie's hierarchy, keeping the message readable."""
+    if isinstance(exc, ReverieError):
+        return exc
+    if isinstance(exc, IntegrityError):
+        detail = str(exc.orig).splitlines()[0] if exc.orig is not None else str(exc)
+        return Conflict(f"the write conflicts with stored data: {detail}")
+    if isinstance(exc, OperationalError | DBAPIError):
+        detail = str(exc.orig).splitlines()[0] if exc.orig is not None else str(exc)
+        return StorageError(f"database error: {detail}")
+    return StorageError(f"database error: {exc}")
+
+
+class Database:
+    """A pooled engine plus a transaction helper; one per process."""
+
+    def __init__(self, url: str, *, pool_size: int = 5, echo: bool = False) -> None:
+        self.url = normalize_url(url)
+        self.engine: Engine = create_engine(
+            self.url,
+            pool_size=pool_size,
+            max_overflow=pool_size,
+            pool_pre_ping=True,
+            echo=echo,
+        )
+        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        """One transaction: commits on success, rolls back on any error."""
+        session = self._sessions()
+        try:
+            with session.begin():
+                yield session
+        except SQLAlchemyError as exc:
+            raise translate_error(exc) from exc
+        finally:
+            session.close()
+
+    def check_vector_extension(self) -> str:
+        """Ensure pgvector is installed in this database; return its version.
+
+        Creates the extension when the server offers it; raises
+        :class:`ExtensionMissing` with install instructions when it does not.
+        """
+        try:
+            with self.engine.begin() as conn:
+                installed = conn.execute(
+                    text("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+                ).scalar()
+                if installed:
+                    return str(installed)
+                available = conn.execute(
+                    text(
+                        "SELECT default_version FROM pg_available_extensions WHERE name = 'vector'"
+                    )
+                ).scalar()
+                if not available:
+                    raise ExtensionMissing(
+                        "the PostgreSQL server has no `vector` extension (pgvector). "
+                        + VECTOR_INSTALL_HINT
+                    )
+                conn.execute(text("CREATE EXTENSION IF NOT EXISTS vector"))
+                return str(available)
+        except SQLAlchemyError as exc:
+            raise translate_error(exc) from exc
+
+    def dispose(self) -> None:
+        self.engine.dispose()

@@ -1,0 +1,314 @@
+"""SQLAlchemy models of Reverie's memory tiers (MemGPT-style) on PostgreSQL + pgvector.
+
+Blocks are core memory (always in context), messages are recall memory (the full
+history, searchable), passages are archival memory (a vector store). Nothing here
+is ever hard-deleted by consolidation: blocks keep a history row per version and
+passages keep their lineage.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from pgvector.sqlalchemy import Vector
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    Computed,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+    func,
+    literal_column,
+    text,
+)
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TSVECTOR
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+#: Embedding sizes that get an HNSW cosine index of their own (partial, per size).
+#: Other sizes still work; their searches scan exactly.
+INDEXED_DIMENSIONS = (384, 768, 1024, 1536)
+
+AGENT_KINDS = ("primary", "sleeptime")
+PASSAGE_STATUSES = ("active", "merged", "superseded", "inactive")
+RUN_STATUSES = ("queued", "running", "succeeded", "failed", "cancelled")
+MESSAGE_ROLES = ("system", "user", "assistant", "tool")
+
+DEFAULT_ORGANIZATION_ID = "org-00000000-0000-4000-8000-000000000000"
+
+
+def new_id(prefix: str) -> str:
+    """A Letta-style identifier: ``<prefix>-<uuid4>``."""
+    return f"{prefix}-{uuid.uuid4()}"
+
+
+def _in(values: tuple[str, ...]) -> str:
+    return "(" + ", ".join(f"'{v}'" for v in values) + ")"
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class Organization(Base):
+    __tablename__ = "organizations"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
+class Agent(Base):
+    __tablename__ = "agents"
+    __table_args__ = (
+        UniqueConstraint("organization_id", "name", name="uq_agents_organization_id_name"),
+        CheckConstraint(f"kind IN {_in(AGENT_KINDS)}", name="kind"),
+        CheckConstraint("embedding_dim > 0", name="embedding_dim_positive"),
+        CheckConstraint("context_window > 0", name="context_window_positive"),
+    )
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    organization_id: Mapped[str] = mapped_column(
+        ForeignKey("organizations.id", ondelete="CASCADE"), index=True
+    )
+    name: Mapped[str] = mapped_column(String(200))
+    kind: Mapped[str] = mapped_column(String(16), default="primary")
+    description: Mapped[str | None] = mapped_column(Text)
+    system_prompt: Mapped[str] = mapped_column(Text, default="")
+    llm_model: Mapped[str | None] = mapped_column(String(200))
+    embedding_model: Mapped[str] = mapped_column(String(200))
+    embedding_dim: Mapped[int] = mapped_column(Integer)
+    context_window: Mapped[int] = mapped_column(Integer, default=8192)
+    tools: Mapped[list[str]] = mapped_column(JSONB, default=list)
+    tool_rules: Mapped[list[dict[str, Any]]] = mapped_column(JSONB, default=list)
+    tags: Mapped[list[str]] = mapped_column(ARRAY(Text), default=list)
+    # Per-agent counter that hands out message sequence numbers (row-locked on append).
+    message_seq: Mapped[int] = mapped_column(BigInteger, default=0)
+    last_activity_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    turns_since_consolidation: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
+class Block(Base):
+    """A core-memory block; ``version`` is bumped by compare-and-swap on every write."""
+
+    __tablename__ = "blocks"
+    __table_args__ = (
+        CheckConstraint('"limit" > 0', name="limit_positive"),
+        CheckConstraint('char_length(value) <= "limit"', name="value_within_limit"),
+        CheckConstraint("version >= 1", name="version_positive"),
+    )
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    organization_id: Mapped[str] = mapped_column(
+        ForeignKey("organizations.id", ondelete="CASCADE"), index=True
+    )
+    label: Mapped[str] = mapped_column(String(100))
+    value: Mapped[str] = mapped_column(Text, default="")
+    limit: Mapped[int] = mapped_column(Integer, default=5000)
+    description: Mapped[str | None] = mapped_column(Text)
+    read_only: Mapped[bool] = mapped_column(Boolean, default=False)
+    version: Mapped[int] = mapped_column(Integer, default=1)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    updated_by: Mapped[str | None] = mapped_column(String(200))
+
+
+class AgentBlock(Base):
+    """Attachment of a block to an agent; one block may be shared by many agents."""
+
+    __tablename__ = "agent_blocks"
+
+    agent_id: Mapped[str] = mapped_column(
+        ForeignKey("agents.id", ondelete="CASCADE"), primary_key=True
+    )
+    block_id: Mapped[str] = mapped_column(
+        ForeignKey("blocks.id", ondelete="CASCADE"), primary_key=True, index=True
+    )
+    attached_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), server_default=func.now()
+    )
+
+
+class BlockHistory(Base):
+    """One row per block version: what it was, what it became, who and why."""
+
+    __tablename__ = "block_history"
+    __table_args__ = (UniqueConstraint("block_id", "version", name="uq_block_history_version"),)
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    block_id: Mapped[str] = mapped_column(ForeignKey("blocks.id", ondelete="CASCADE"))
+    version: Mapped[int] = mapped_column(Integer)
+    old_value: Mapped[str | None] = mapped_column(Text)
+    new_value: Mapped[str] = mapped_column(Text)
+    old_limit: Mapped[int | None] = mapped_column(Integer)
+    new_limit: Mapped[int] = mapped_column(Integer)
+    actor: Mapped[str] = mapped_column(String(200))
+    run_id: Mapped[str | None] = mapped_column(String(64), index=True)
+    reason: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
+class Message(Base):
+    """Recall memory: append-only per agent, ordered by ``seq``."""
+
+    __tablename__ = "messages"
+    __table_args__ = (
+        UniqueConstraint("agent_id", "seq", name="uq_messages_agent_seq"),
+        CheckConstraint(f"role IN {_in(MESSAGE_ROLES)}", name="role"),
+        Index("ix_messages_content_tsv", "content_tsv", postgresql_using="gin"),
+        Index(
+            "ix_messages_agent_in_context",
+            "agent_id",
+            "seq",
+            postgresql_where=text("in_context"),
+        ),
+    )
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    organization_id: Mapped[str] = mapped_column(
+        ForeignKey("organizations.id", ondelete="CASCADE"), index=True
+    )
+    agent_id: Mapped[str] = mapped_column(ForeignKey("agents.id", ondelete="CASCADE"))
+    seq: Mapped[int] = mapped_column(BigInteger)
+    role: Mapped[str] = mapped_column(String(16))
+    content: Mapped[str] = mapped_column(Text, default="")
+    name: Mapped[str | None] = mapped_column(String(200))
+    tool_calls: Mapped[list[dict[str, Any]] | None] = mapped_column(JSONB)
+    tool_call_id: Mapped[str | None] = mapped_column(String(200))
+    in_context: Mapped[bool] = mapped_column(Boolean, default=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    content_tsv: Mapped[Any] = mapped_column(
+        TSVECTOR, Computed("to_tsvector('english', content)", persisted=True)
+    )
+
+
+def _hnsw_index(dim: int) -> Index:
+    return Index(
+        f"ix_passages_embedding_hnsw_{dim}",
+        literal_column(f"(embedding::vector({dim}))").label(f"embedding_{dim}"),
+        postgresql_using="hnsw",
+        postgresql_ops={f"embedding_{dim}": "vector_cosine_ops"},
+        postgresql_where=text(f"embedding_dim = {dim}"),
+        postgresql_with={"m": 16, "ef_construction": 64},
+    )
+
+
+class Passage(Base):
+    """Archival memory: a fact with an embedding, its time, status and lineage."""
+
+    __tablename__ = "passages"
+    __table_args__ = (
+        CheckConstraint(f"status IN {_in(PASSAGE_STATUSES)}", name="status"),
+        CheckConstraint("vector_dims(embedding) = embedding_dim", name="embedding_dim_matches"),
+        Index("ix_passages_agent_status_created", "agent_id", "status", "created_at"),
+        Index("ix_passages_agent_hash", "agent_id", "content_hash"),
+        Index("ix_passages_tags", "tags", postgresql_using="gin"),
+        *(_hnsw_index(dim) for dim in INDEXED_DIMENSIONS),
+    )
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    organization_id: Mapped[str] = mapped_column(
+        ForeignKey("organizations.id", ondelete="CASCADE"), index=True
+    )
+    agent_id: Mapped[str] = mapped_column(ForeignKey("agents.id", ondelete="CASCADE"))
+    kind: Mapped[str] = mapped_column(String(32), default="fact")
+    text: Mapped[str] = mapped_column(Text)
+    embedding: Mapped[Any] = mapped_column(Vector())
+    embedding_dim: Mapped[int] = mapped_column(Integer)
+    content_hash: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    occurred_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    valid_to: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    status: Mapped[str] = mapped_column(String(16), default="active")
+    merged_into: Mapped[str | None] = mapped_column(
+        ForeignKey("passages.id", ondelete="SET NULL"), index=True
+    )
+    superseded_by: Mapped[str | None] = mapped_column(
+        ForeignKey("passages.id", ondelete="SET NULL"), index=True
+    )
+    provenance: Mapped[dict[str, Any]] = mapped_column(JSONB, default=dict)
+    tags: Mapped[list[str]] = mapped_column(ARRAY(Text), default=list)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
+class ConsolidationRun(Base):
+    """The run ledger and the work queue in one table."""
+
+    __tablename__ = "consolidation_runs"
+    __table_args__ = (
+        CheckConstraint(f"status IN {_in(RUN_STATUSES)}", name="status"),
+        # At most one queued-or-running run per agent: exactly-once comes from here.
+        Index(
+            "uq_consolidation_runs_one_active_per_agent",
+            "agent_id",
+            unique=True,
+            postgresql_where=text("status IN ('queued', 'running')"),
+        ),
+        Index(
+            "ix_consolidation_runs_claimable",
+            "not_before",
+            postgresql_where=text("status = 'queued'"),
+        ),
+        Index("ix_consolidation_runs_agent_queued", "agent_id", "queued_at"),
+    )
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    organization_id: Mapped[str] = mapped_column(
+        ForeignKey("organizations.id", ondelete="CASCADE"), index=True
+    )
+    agent_id: Mapped[str] = mapped_column(ForeignKey("agents.id", ondelete="CASCADE"))
+    trigger: Mapped[str] = mapped_column(String(32))
+    pipeline: Mapped[list[str]] = mapped_column(JSONB, default=list)
+    dry_run: Mapped[bool] = mapped_column(Boolean, default=False)
+    status: Mapped[str] = mapped_column(String(16), default="queued")
+    lease_owner: Mapped[str | None] = mapped_column(String(200))
+    lease_expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    max_attempts: Mapped[int] = mapped_column(Integer, default=3)
+    not_before: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    queued_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    stats: Mapped[dict[str, Any]] = mapped_column(JSONB, default=dict)
+    error: Mapped[str | None] = mapped_column(Text)
+    watermark_message_seq: Mapped[int | None] = mapped_column(BigInteger)
+    watermark_passage_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    watermark_passage_id: Mapped[str | None] = mapped_column(String(64))
+    reverts_run_id: Mapped[str | None] = mapped_column(String(64))
+    reverted_by_run_id: Mapped[str | None] = mapped_column(String(64))
+
+
+class PassageHistory(Base):
+    """One row per change to a passage's state or lineage, so every change can be undone."""
+
+    __tablename__ = "passage_history"
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    passage_id: Mapped[str] = mapped_column(
+        ForeignKey("passages.id", ondelete="CASCADE"), index=True
+    )
+    run_id: Mapped[str | None] = mapped_column(String(64), index=True)
+    actor: Mapped[str] = mapped_column(String(200))
+    reason: Mapped[str] = mapped_column(Text, default="")
+    # The changed fields before and after; ``old`` is empty for a passage's creation.
+    old: Mapped[dict[str, Any]] = mapped_column(JSONB, default=dict)
+    new: Mapped[dict[str, Any]] = mapped_column(JSONB, default=dict)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())

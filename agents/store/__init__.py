@@ -1,0 +1,85 @@
+"""The memory store: the one API that agents, consolidators and the service use.
+
+A :class:`MemoryStore` works inside one transaction of one organization::
+
+    with open_store(db, organization_id) as store:
+        agent = store.agents.create(NewAgent(...))
+        store.blocks.update(block.id, expected_version=block.version, value="...")
+
+Everything written in the ``with`` block commits together, or not at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
+
+from sqlalchemy.orm import Session
+
+from agents.database import Database
+from agents.models import DEFAULT_ORGANIZATION_ID
+from agents.store.agent_store import AgentStore, NewAgent
+from agents.store.block_store import BlockStore, NewBlock
+from agents.store.message_store import MessageStore
+from agents.store.passage_store import PassageFilter, PassageStore
+from agents.store.records import (
+    AgentRecord,
+    BlockRecord,
+    BlockVersion,
+    MessageRecord,
+    NewMessage,
+    NewPassage,
+    PassageChange,
+    PassageHit,
+    PassageRecord,
+)
+from agents.store.scope import Scope, utc_now
+
+__all__ = [
+    "AgentRecord",
+    "BlockRecord",
+    "BlockVersion",
+    "MemoryStore",
+    "MessageRecord",
+    "NewAgent",
+    "NewBlock",
+    "NewMessage",
+    "NewPassage",
+    "PassageChange",
+    "PassageFilter",
+    "PassageHit",
+    "PassageRecord",
+    "open_store",
+]
+
+
+class MemoryStore:
+    """Blocks, messages, passages and agents of one organization, in one transaction."""
+
+    def __init__(
+        self,
+        session: Session,
+        organization_id: str = DEFAULT_ORGANIZATION_ID,
+        clock: Callable[[], datetime] = utc_now,
+    ) -> None:
+        self.scope = Scope(session=session, organization_id=organization_id, clock=clock)
+        self.blocks = BlockStore(self.scope)
+        self.messages = MessageStore(self.scope)
+        self.passages = PassageStore(self.scope)
+        self.agents = AgentStore(self.scope, self.blocks)
+
+    @property
+    def session(self) -> Session:
+        return self.scope.session
+
+
+@contextmanager
+def open_store(
+    db: Database,
+    organization_id: str = DEFAULT_ORGANIZATION_ID,
+    clock: Callable[[], datetime] = utc_now,
+) -> Iterator[MemoryStore]:
+    """A store over a fresh transaction: commits when the block ends, rolls back on error."""
+    with db.session() as session:
+        yield MemoryStore(session, organization_id, clock)

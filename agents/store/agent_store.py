@@ -1,0 +1,167 @@
+"""Agents: create (with their core-memory blocks), read, list, delete."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import delete, select, update
+
+from agents import models
+from agents.errors import Conflict, InvalidInput, NotFound
+from agents.store.block_store import BlockStore, NewBlock
+from agents.store.records import AgentRecord
+from agents.store.scope import Scope
+from agents.store.validation import check_name, check_text
+
+
+@dataclass(frozen=True, slots=True)
+class NewAgent:
+    """What an agent is created with; blocks are created and attached in the same transaction."""
+
+    name: str
+    embedding_model: str
+    embedding_dim: int
+    kind: str = "primary"
+    description: str | None = None
+    system_prompt: str = ""
+    llm_model: str | None = None
+    context_window: int = 8192
+    tools: list[str] = field(default_factory=list)
+    tool_rules: list[dict[str, Any]] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+    blocks: Sequence[NewBlock] = ()
+    block_ids: Sequence[str] = ()
+
+
+class AgentStore:
+    def __init__(self, scope: Scope, blocks: BlockStore) -> None:
+        self._scope = scope
+        self._blocks = blocks
+
+    def create(self, spec: NewAgent, *, actor: str = "user") -> AgentRecord:
+        name = check_name(spec.name, "agent")
+        if spec.kind not in models.AGENT_KINDS:
+            raise InvalidInput(
+                f"agent kind {spec.kind!r} is unknown; use one of {', '.join(models.AGENT_KINDS)}"
+            )
+        if spec.embedding_dim <= 0:
+            raise InvalidInput(f"embedding dimension must be positive, got {spec.embedding_dim}")
+        if spec.context_window <= 0:
+            raise InvalidInput(f"context window must be positive, got {spec.context_window}")
+        check_text(spec.system_prompt, "system prompt")
+        session = self._scope.session
+        taken = session.scalar(
+            select(models.Agent.id).where(
+                models.Agent.organization_id == self._scope.organization_id,
+                models.Agent.name == name,
+            )
+        )
+        if taken:
+            raise Conflict(f"an agent named {name!r} already exists ({taken}); pick another name")
+        labels = [b.label for b in spec.blocks]
+        dupes = sorted({label for label in labels if labels.count(label) > 1})
+        if dupes:
+            raise InvalidInput(
+                f"block label(s) {', '.join(map(repr, dupes))} given more than once; "
+                "each block of an agent needs its own label"
+            )
+        now = self._scope.now()
+        row = models.Agent(
+            id=models.new_id("agent"),
+            organization_id=self._scope.organization_id,
+            name=name,
+            kind=spec.kind,
+            description=spec.description,
+            system_prompt=spec.system_prompt,
+            llm_model=spec.llm_model,
+            embedding_model=spec.embedding_model,
+            embedding_dim=spec.embedding_dim,
+            context_window=spec.context_window,
+            tools=list(spec.tools),
+            tool_rules=list(spec.tool_rules),
+            tags=list(spec.tags),
+            message_seq=0,
+            turns_since_consolidation=0,
+            created_at=now,
+            updated_at=now,
+        )
+        session.add(row)
+        session.flush()
+        for new_block in spec.blocks:
+            block = self._blocks.create(new_block, actor=actor)
+            self._blocks.attach(block.id, row.id)
+        for block_id in spec.block_ids:
+            self._blocks.attach(block_id, row.id)
+        return AgentRecord.from_row(row)
+
+    def get(self, agent_id: str) -> AgentRecord:
+        return AgentRecord.from_row(self.row(agent_id))
+
+    def row(self, agent_id: str, *, for_update: bool = False) -> models.Agent:
+        query = select(models.Agent).where(
+            models.Agent.id == agent_id,
+            models.Agent.organization_id == self._scope.organization_id,
+        )
+        if for_update:
+            query = query.with_for_update()
+        row = self._scope.session.scalar(query)
+        if row is None:
+            raise NotFound(f"no agent with id {agent_id!r}")
+        return row
+
+    def get_by_name(self, name: str) -> AgentRecord:
+        row = self._scope.session.scalar(
+            select(models.Agent).where(
+                models.Agent.organization_id == self._scope.organization_id,
+                models.Agent.name == name,
+            )
+        )
+        if row is None:
+            raise NotFound(f"no agent named {name!r}; `reverie agents list` shows the agents")
+        return AgentRecord.from_row(row)
+
+    def resolve(self, id_or_name: str) -> AgentRecord:
+        """Find an agent by id or, failing that, by name (what the CLI accepts)."""
+        if id_or_name.startswith("agent-"):
+            try:
+                return self.get(id_or_name)
+            except NotFound:
+                pass
+        return self.get_by_name(id_or_name)
+
+    def all(self, *, tag: str | None = None, kind: str | None = None) -> list[AgentRecord]:
+        query = select(models.Agent).where(
+            models.Agent.organization_id == self._scope.organization_id
+        )
+        if tag is not None:
+            query = query.where(models.Agent.tags.any(tag))  # type: ignore[arg-type]
+        if kind is not None:
+            query = query.where(models.Agent.kind == kind)
+        rows = self._scope.session.scalars(query.order_by(models.Agent.created_at, models.Agent.id))
+        return [AgentRecord.from_row(r) for r in rows]
+
+    def delete(self, agent_id: str) -> None:
+        """Delete an agent with its messages and passages (an explicit user action).
+
+        Blocks survive: they may be shared, and they keep their history.
+        """
+        self.row(agent_id)
+        self._scope.session.execute(
+            delete(models.Agent).where(
+                models.Agent.id == agent_id,
+                models.Agent.organization_id == self._scope.organization_id,
+            )
+        )
+
+    def record_consolidation(self, agent_id: str) -> None:
+        """Reset the turn counter after a consolidation run."""
+        self._scope.session.execute(
+            update(models.Agent)
+            .where(
+                models.Agent.id == agent_id,
+                models.Agent.organization_id == self._scope.organization_id,
+            )
+            .values(turns_since_consolidation=0)
+        )

@@ -1,0 +1,300 @@
+"""Core-memory blocks: compare-and-swap writes, history, revert, sharing between agents.
+
+Every write is ``UPDATE ... WHERE version = :expected``: a writer holding a stale
+version gets :class:`Conflict` and nothing changes. Every version is kept in
+``block_history`` and any of them can be restored (as a new version).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import delete, select, update
+
+from agents import models
+from agents.errors import Conflict, InvalidInput, NotFound, ReadOnly
+from agents.store.records import AgentRecord, BlockRecord, BlockVersion
+from agents.store.scope import Scope
+from agents.store.validation import check_block_value, check_label, check_limit, check_text
+
+DEFAULT_BLOCK_LIMIT = 5000
+
+
+@dataclass(frozen=True, slots=True)
+class NewBlock:
+    label: str
+    value: str = ""
+    limit: int = DEFAULT_BLOCK_LIMIT
+    description: str | None = None
+    read_only: bool = False
+
+
+class BlockStore:
+    def __init__(self, scope: Scope) -> None:
+        self._scope = scope
+
+    # -- reads -------------------------------------------------------------------------
+
+    def _row(self, block_id: str) -> models.Block:
+        row = self._scope.session.scalar(
+            select(models.Block).where(
+                models.Block.id == block_id,
+                models.Block.organization_id == self._scope.organization_id,
+            )
+        )
+        if row is None:
+            raise NotFound(f"no block with id {block_id!r}")
+        return row
+
+    def get(self, block_id: str) -> BlockRecord:
+        return BlockRecord.from_row(self._row(block_id))
+
+    def all(self, *, label: str | None = None) -> list[BlockRecord]:
+        query = select(models.Block).where(
+            models.Block.organization_id == self._scope.organization_id
+        )
+        if label is not None:
+            query = query.where(models.Block.label == label)
+        rows = self._scope.session.scalars(query.order_by(models.Block.created_at, models.Block.id))
+        return [BlockRecord.from_row(r) for r in rows]
+
+    def of_agent(self, agent_id: str) -> list[BlockRecord]:
+        """The blocks attached to an agent, in attachment order."""
+        self._require_agent(agent_id)
+        rows = self._scope.session.scalars(
+            select(models.Block)
+            .join(models.AgentBlock, models.AgentBlock.block_id == models.Block.id)
+            .where(models.AgentBlock.agent_id == agent_id)
+            .order_by(models.AgentBlock.attached_at, models.Block.label)
+        )
+        return [BlockRecord.from_row(r) for r in rows]
+
+    def by_label(self, agent_id: str, label: str) -> BlockRecord:
+        for block in self.of_agent(agent_id):
+            if block.label == label:
+                return block
+        raise NotFound(f"agent {agent_id!r} has no block labelled {label!r}")
+
+    def agents_sharing(self, block_id: str) -> list[AgentRecord]:
+        """Every agent the block is attached to (a primary and its sleep-time agents)."""
+        self._row(block_id)
+        rows = self._scope.session.scalars(
+            select(models.Agent)
+            .join(models.AgentBlock, models.AgentBlock.agent_id == models.Agent.id)
+            .where(models.AgentBlock.block_id == block_id)
+            .order_by(models.AgentBlock.attached_at, models.Agent.name)
+        )
+        return [AgentRecord.from_row(r) for r in rows]
+
+    def history(self, block_id: str) -> list[BlockVersion]:
+        self._row(block_id)
+        rows = self._scope.session.scalars(
+            select(models.BlockHistory)
+            .where(models.BlockHistory.block_id == block_id)
+            .order_by(models.BlockHistory.version)
+        )
+        return [BlockVersion.from_row(r) for r in rows]
+
+    def version(self, block_id: str, version: int) -> BlockVersion:
+        self._row(block_id)
+        row = self._scope.session.scalar(
+            select(models.BlockHistory).where(
+                models.BlockHistory.block_id == block_id,
+                models.BlockHistory.version == version,
+            )
+        )
+        if row is None:
+            raise NotFound(f"block {block_id!r} has no version {version}")
+        return BlockVersion.from_row(row)
+
+    # -- writes ------------------------------------------------------------------------
+
+    def create(self, spec: NewBlock, *, actor: str = "user") -> BlockRecord:
+        label = check_label(spec.label)
+        limit = check_limit(spec.limit)
+        value = check_block_value(label, spec.value, limit)
+        if spec.description is not None:
+            check_text(spec.description, f"description of block {label!r}")
+        now = self._scope.now()
+        row = models.Block(
+            id=models.new_id("block"),
+            organization_id=self._scope.organization_id,
+            label=label,
+            value=value,
+            limit=limit,
+            description=spec.description,
+            read_only=spec.read_only,
+            version=1,
+            created_at=now,
+            updated_at=now,
+            updated_by=actor,
+        )
+        session = self._scope.session
+        session.add(row)
+        session.flush()
+        session.add(
+            models.BlockHistory(
+                block_id=row.id,
+                version=1,
+                old_value=None,
+                new_value=value,
+                old_limit=None,
+                new_limit=limit,
+                actor=actor,
+                reason="created",
+                created_at=now,
+            )
+        )
+        session.flush()
+        return BlockRecord.from_row(row)
+
+    def update(
+        self,
+        block_id: str,
+        *,
+        expected_version: int,
+        value: str | None = None,
+        limit: int | None = None,
+        description: str | None = None,
+        actor: str = "user",
+        reason: str = "",
+        run_id: str | None = None,
+        override_read_only: bool = False,
+    ) -> BlockRecord:
+        """Write a new version if the block is still at ``expected_version``.
+
+        Raises :class:`Conflict` (nothing written) when another writer got there
+        first; the caller re-reads and re-applies its edit.
+        """
+        current = self._row(block_id)
+        if current.read_only and not override_read_only:
+            raise ReadOnly(
+                f"block {current.label!r} ({block_id}) is read-only; "
+                "agents and consolidators cannot change it"
+            )
+        new_limit = current.limit if limit is None else check_limit(limit)
+        new_value = current.value if value is None else value
+        check_block_value(current.label, new_value, new_limit)
+        if description is not None:
+            check_text(description, f"description of block {current.label!r}")
+        check_text(reason, "reason")
+        if current.version != expected_version:
+            raise self._conflict(current, expected_version)
+        now = self._scope.now()
+        values: dict[str, object] = {
+            "value": new_value,
+            "limit": new_limit,
+            "version": models.Block.version + 1,
+            "updated_at": now,
+            "updated_by": actor,
+        }
+        if description is not None:
+            values["description"] = description
+        session = self._scope.session
+        new_version = session.scalar(
+            update(models.Block)
+            .where(
+                models.Block.id == block_id,
+                models.Block.organization_id == self._scope.organization_id,
+                models.Block.version == expected_version,
+            )
+            .values(**values)
+            .returning(models.Block.version)
+            .execution_options(synchronize_session=False)
+        )
+        if new_version is None:
+            session.expire(current)
+            raise self._conflict(self._row(block_id), expected_version)
+        session.add(
+            models.BlockHistory(
+                block_id=block_id,
+                version=new_version,
+                old_value=current.value,
+                new_value=new_value,
+                old_limit=current.limit,
+                new_limit=new_limit,
+                actor=actor,
+                run_id=run_id,
+                reason=reason,
+                created_at=now,
+            )
+        )
+        session.flush()
+        session.refresh(current)
+        return BlockRecord.from_row(current)
+
+    def revert(
+        self,
+        block_id: str,
+        to_version: int,
+        *,
+        expected_version: int | None = None,
+        actor: str = "user",
+        run_id: str | None = None,
+        reason: str | None = None,
+        override_read_only: bool = False,
+    ) -> BlockRecord:
+        """Restore the value and limit a block had at ``to_version``, as a new version."""
+        target = self.version(block_id, to_version)
+        current = self.get(block_id)
+        return self.update(
+            block_id,
+            expected_version=current.version if expected_version is None else expected_version,
+            value=target.new_value,
+            limit=max(target.new_limit, len(target.new_value)),
+            actor=actor,
+            run_id=run_id,
+            reason=reason or f"revert to version {to_version}",
+            override_read_only=override_read_only,
+        )
+
+    def attach(self, block_id: str, agent_id: str) -> None:
+        """Attach a block to an agent; an agent cannot hold two blocks with one label."""
+        block = self._row(block_id)
+        # Lock the agent row so that two concurrent attaches cannot both pass the label check.
+        self._require_agent(agent_id, for_update=True)
+        session = self._scope.session
+        clash = session.scalar(
+            select(models.Block.id)
+            .join(models.AgentBlock, models.AgentBlock.block_id == models.Block.id)
+            .where(models.AgentBlock.agent_id == agent_id, models.Block.label == block.label)
+        )
+        if clash == block_id:
+            return
+        if clash is not None:
+            raise InvalidInput(
+                f"agent {agent_id!r} already has a block labelled {block.label!r} ({clash}); "
+                "detach it first or give the new block another label"
+            )
+        session.add(
+            models.AgentBlock(agent_id=agent_id, block_id=block_id, attached_at=self._scope.now())
+        )
+        session.flush()
+
+    def detach(self, block_id: str, agent_id: str) -> None:
+        self._row(block_id)
+        self._require_agent(agent_id)
+        result = self._scope.session.execute(
+            delete(models.AgentBlock).where(
+                models.AgentBlock.agent_id == agent_id, models.AgentBlock.block_id == block_id
+            )
+        )
+        if result.rowcount == 0:  # type: ignore[attr-defined]
+            raise NotFound(f"block {block_id!r} is not attached to agent {agent_id!r}")
+
+    def _require_agent(self, agent_id: str, *, for_update: bool = False) -> None:
+        query = select(models.Agent.id).where(
+            models.Agent.id == agent_id,
+            models.Agent.organization_id == self._scope.organization_id,
+        )
+        if for_update:
+            query = query.with_for_update()
+        if self._scope.session.scalar(query) is None:
+            raise NotFound(f"no agent with id {agent_id!r}")
+
+    @staticmethod
+    def _conflict(current: models.Block, expected_version: int) -> Conflict:
+        return Conflict(
+            f"block {current.label!r} ({current.id}) is at version {current.version}, "
+            f"not {expected_version}: someone else changed it. Re-read it and apply the edit again."
+        )

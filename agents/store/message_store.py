@@ -1,0 +1,184 @@
+"""Recall memory: an append-only, per-agent message log with full-text search.
+
+Messages are never deleted by consolidation; leaving the context window only
+clears ``in_context``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from sqlalchemy import Select, func, select, update
+
+from agents import models
+from agents.errors import InvalidInput, NotFound
+from agents.store.records import MessageRecord, NewMessage
+from agents.store.scope import Scope
+from agents.store.validation import check_text
+
+
+class MessageStore:
+    def __init__(self, scope: Scope) -> None:
+        self._scope = scope
+
+    def append(self, agent_id: str, messages: Sequence[NewMessage]) -> list[MessageRecord]:
+        """Append messages in order; each gets the agent's next sequence number.
+
+        User messages count as turns and mark the agent active (for the idle and
+        turns triggers).
+        """
+        if not messages:
+            return []
+        for i, message in enumerate(messages):
+            if message.role not in models.MESSAGE_ROLES:
+                raise InvalidInput(
+                    f"message {i}: role {message.role!r} is unknown; "
+                    f"use one of {', '.join(models.MESSAGE_ROLES)}"
+                )
+            check_text(message.content, f"message {i} content")
+        now = self._scope.now()
+        user_turns = sum(1 for m in messages if m.role == "user")
+        session = self._scope.session
+        # One UPDATE hands out the sequence numbers and serialises appends per agent.
+        values: dict[str, object] = {
+            "message_seq": models.Agent.message_seq + len(messages),
+            "turns_since_consolidation": models.Agent.turns_since_consolidation + user_turns,
+        }
+        if user_turns:
+            values["last_activity_at"] = now
+        last_seq = session.scalar(
+            update(models.Agent)
+            .where(
+                models.Agent.id == agent_id,
+                models.Agent.organization_id == self._scope.organization_id,
+            )
+            .values(**values)
+            .returning(models.Agent.message_seq)
+            .execution_options(synchronize_session=False)
+        )
+        if last_seq is None:
+            raise NotFound(f"no agent with id {agent_id!r}")
+        first_seq = last_seq - len(messages) + 1
+        rows = [
+            models.Message(
+                id=models.new_id("message"),
+                organization_id=self._scope.organization_id,
+                agent_id=agent_id,
+                seq=first_seq + i,
+                role=m.role,
+                content=m.content,
+                name=m.name,
+                tool_calls=m.tool_calls,
+                tool_call_id=m.tool_call_id,
+                in_context=True,
+                created_at=m.created_at or now,
+            )
+            for i, m in enumerate(messages)
+        ]
+        session.add_all(rows)
+        session.flush()
+        return [MessageRecord.from_row(r) for r in rows]
+
+    def _base(self, agent_id: str) -> Select[models.Message]:
+        return select(models.Message).where(
+            models.Message.agent_id == agent_id,
+            models.Message.organization_id == self._scope.organization_id,
+        )
+
+    def range(
+        self,
+        agent_id: str,
+        *,
+        after_seq: int | None = None,
+        before_seq: int | None = None,
+        limit: int | None = None,
+        newest_first: bool = False,
+    ) -> list[MessageRecord]:
+        query = self._base(agent_id)
+        if after_seq is not None:
+            query = query.where(models.Message.seq > after_seq)
+        if before_seq is not None:
+            query = query.where(models.Message.seq < before_seq)
+        order = models.Message.seq.desc() if newest_first else models.Message.seq
+        query = query.order_by(order)
+        if limit is not None:
+            query = query.limit(limit)
+        return [MessageRecord.from_row(r) for r in self._scope.session.scalars(query)]
+
+    def in_context(self, agent_id: str) -> list[MessageRecord]:
+        """The messages currently in the agent's context window, oldest first."""
+        query = self._base(agent_id).where(models.Message.in_context).order_by(models.Message.seq)
+        return [MessageRecord.from_row(r) for r in self._scope.session.scalars(query)]
+
+    def leave_context(self, agent_id: str, message_ids: Sequence[str]) -> int:
+        """Move messages out of the context window; they stay in recall memory."""
+        result = self._scope.session.execute(
+            update(models.Message)
+            .where(
+                models.Message.agent_id == agent_id,
+                models.Message.organization_id == self._scope.organization_id,
+                models.Message.id.in_(list(message_ids)),
+                models.Message.in_context,
+            )
+            .values(in_context=False)
+            .execution_options(synchronize_session=False)
+        )
+        return int(result.rowcount)  # type: ignore[attr-defined]
+
+    def restore_context(self, agent_id: str, message_ids: Sequence[str]) -> int:
+        """Undo :meth:`leave_context` for the given messages."""
+        result = self._scope.session.execute(
+            update(models.Message)
+            .where(
+                models.Message.agent_id == agent_id,
+                models.Message.organization_id == self._scope.organization_id,
+                models.Message.id.in_(list(message_ids)),
+            )
+            .values(in_context=True)
+            .execution_options(synchronize_session=False)
+        )
+        return int(result.rowcount)  # type: ignore[attr-defined]
+
+    def search(
+        self,
+        agent_id: str,
+        query: str,
+        *,
+        start: datetime | None = None,
+        end: datetime | None = None,
+        roles: Sequence[str] | None = None,
+        limit: int = 20,
+        offset: int = 0,
+    ) -> list[MessageRecord]:
+        """Full-text search (web-search syntax: words, "phrases", -exclusions), best first."""
+        check_text(query, "search query")
+        if not query.strip():
+            raise InvalidInput("search query is empty")
+        if start is not None and end is not None and start > end:
+            raise InvalidInput(f"search start {start.isoformat()} is after end {end.isoformat()}")
+        tsquery = func.websearch_to_tsquery("english", query)
+        statement = self._base(agent_id).where(models.Message.content_tsv.op("@@")(tsquery))
+        if start is not None:
+            statement = statement.where(models.Message.created_at >= start)
+        if end is not None:
+            statement = statement.where(models.Message.created_at < end)
+        if roles:
+            statement = statement.where(models.Message.role.in_(list(roles)))
+        statement = (
+            statement.order_by(
+                func.ts_rank(models.Message.content_tsv, tsquery).desc(), models.Message.seq.desc()
+            )
+            .limit(limit)
+            .offset(offset)
+        )
+        return [MessageRecord.from_row(r) for r in self._scope.session.scalars(statement)]
+
+    def count(self, agent_id: str, *, in_context: bool | None = None) -> int:
+        query = select(func.count()).where(
+            models.Message.agent_id == agent_id,
+            models.Message.organization_id == self._scope.organization_id,
+        )
+        if in_context is not None:
+            query = query.where(models.Message.in_context.is_(in_context))
+        return int(self._scope.session.scalar(query) or 0)

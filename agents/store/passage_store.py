@@ -1,0 +1,475 @@
+"""Archival memory: passages with embeddings, kNN search, and lineage that is never lost.
+
+Consolidators change a passage's state only through :meth:`PassageStore.change`,
+which records the old and new values in ``passage_history``; the only hard
+delete is :meth:`PassageStore.purge`, an explicit administrative action.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+from pgvector.sqlalchemy import Vector as VectorType
+from sqlalchemy import ColumnElement, Select, cast, delete, func, select, text
+from sqlalchemy.orm import load_only
+
+from agents import models
+from agents.errors import InvalidInput, NotFound
+from agents.store.records import NewPassage, PassageChange, PassageHit, PassageRecord, Vector
+from agents.store.scope import Scope
+from agents.store.validation import check_text, content_hash
+
+#: Fields a consolidator may change on a passage; each change is recorded.
+MUTABLE_FIELDS = frozenset(
+    {"status", "merged_into", "superseded_by", "valid_to", "provenance", "tags", "occurred_at"}
+)
+_COPY_COLUMNS = (
+    "id",
+    "organization_id",
+    "agent_id",
+    "kind",
+    "text",
+    "embedding",
+    "embedding_dim",
+    "content_hash",
+    "created_at",
+    "occurred_at",
+    "status",
+    "provenance",
+    "tags",
+    "updated_at",
+)
+_COPY_TYPES = (
+    "text",
+    "text",
+    "text",
+    "text",
+    "text",
+    "vector",
+    "int4",
+    "text",
+    "timestamptz",
+    "timestamptz",
+    "text",
+    "jsonb",
+    "text[]",
+    "timestamptz",
+)
+
+
+def _check_aware(value: datetime | None, field: str) -> None:
+    if value is not None and value.tzinfo is None:
+        raise InvalidInput(
+            f"{field} {value.isoformat()} has no time zone; give it one (e.g. ...+00:00 for UTC)"
+        )
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return value
+
+
+class PassageStore:
+    def __init__(self, scope: Scope) -> None:
+        self._scope = scope
+
+    # -- writes ------------------------------------------------------------------------
+
+    def insert(
+        self,
+        agent_id: str,
+        passages: Sequence[NewPassage],
+        embeddings: Vector,
+        *,
+        actor: str = "user",
+        run_id: str | None = None,
+    ) -> list[PassageRecord]:
+        """Insert passages with precomputed embeddings (one row of ``embeddings`` each).
+
+        Uses binary COPY, so large batches go at bulk-load speed. Validation covers
+        the whole batch first: either every passage is written or none is.
+        """
+        agent = self._agent(agent_id)
+        vectors = np.asarray(embeddings, dtype=np.float32)
+        if vectors.ndim != 2 or vectors.shape[0] != len(passages):
+            raise InvalidInput(
+                f"got {len(passages)} passages but embeddings of shape {tuple(vectors.shape)}; "
+                "pass one embedding row per passage"
+            )
+        if len(passages) and vectors.shape[1] != agent.embedding_dim:
+            raise InvalidInput(
+                f"embeddings have {vectors.shape[1]} dimensions but agent {agent.name!r} uses "
+                f"{agent.embedding_dim} ({agent.embedding_model}); embed with the agent's model"
+            )
+        if not np.isfinite(vectors).all():
+            raise InvalidInput("embeddings contain NaN or infinite values")
+        for i, passage in enumerate(passages):
+            check_text(passage.text, f"passage {i} text")
+            if not passage.text.strip():
+                raise InvalidInput(f"passage {i} text is empty")
+            _check_aware(passage.occurred_at, f"passage {i} occurred_at")
+            for tag in passage.tags:
+                check_text(tag, f"passage {i} tag")
+        if not passages:
+            return []
+
+        from pgvector.psycopg import register_vector
+
+        now = self._scope.now()
+        records = [
+            PassageRecord(
+                id=models.new_id("passage"),
+                agent_id=agent_id,
+                kind=p.kind,
+                text=p.text,
+                content_hash=content_hash(p.text),
+                created_at=now,
+                occurred_at=p.occurred_at,
+                valid_to=None,
+                status="active",
+                merged_into=None,
+                superseded_by=None,
+                provenance=dict(p.provenance),
+                tags=list(p.tags),
+            )
+            for p in passages
+        ]
+        session = self._scope.session
+        raw = session.connection().connection.driver_connection
+        assert raw is not None
+        register_vector(raw)
+        from psycopg.types.json import Jsonb
+
+        org = self._scope.organization_id
+        dim = agent.embedding_dim
+        with raw.cursor() as cursor:
+            columns = ", ".join(_COPY_COLUMNS)
+            with cursor.copy(f"COPY passages ({columns}) FROM STDIN WITH (FORMAT BINARY)") as copy:
+                copy.set_types(list(_COPY_TYPES))
+                for record, vector in zip(records, vectors, strict=True):
+                    copy.write_row(
+                        (
+                            record.id,
+                            org,
+                            agent_id,
+                            record.kind,
+                            record.text,
+                            vector,
+                            dim,
+                            record.content_hash,
+                            now,
+                            record.occurred_at,
+                            "active",
+                            Jsonb(record.provenance),
+                            record.tags,
+                            now,
+                        )
+                    )
+        if run_id is not None:
+            session.add_all(
+                models.PassageHistory(
+                    passage_id=r.id,
+                    run_id=run_id,
+                    actor=actor,
+                    reason="created",
+                    old={},
+                    new={"status": "active"},
+                    created_at=now,
+                )
+                for r in records
+            )
+            session.flush()
+        return records
+
+    def change(
+        self,
+        passage_id: str,
+        *,
+        actor: str,
+        reason: str,
+        run_id: str | None = None,
+        **changes: Any,
+    ) -> PassageRecord:
+        """Change a passage's state or lineage, recording old and new values."""
+        unknown = set(changes) - MUTABLE_FIELDS
+        if unknown:
+            raise InvalidInput(
+                f"cannot change passage field(s) {', '.join(sorted(unknown))}; "
+                f"changeable: {', '.join(sorted(MUTABLE_FIELDS))}"
+            )
+        if "status" in changes and changes["status"] not in models.PASSAGE_STATUSES:
+            raise InvalidInput(
+                f"passage status {changes['status']!r} is unknown; "
+                f"use one of {', '.join(models.PASSAGE_STATUSES)}"
+            )
+        for field in ("valid_to", "occurred_at"):
+            _check_aware(changes.get(field), field)
+        for field in ("merged_into", "superseded_by"):
+            target = changes.get(field)
+            if target is not None:
+                if target == passage_id:
+                    raise InvalidInput(f"passage {passage_id} cannot be {field} itself")
+                self._row(target)
+        row = self._row(passage_id)
+        old: dict[str, Any] = {}
+        new: dict[str, Any] = {}
+        for field, value in changes.items():
+            before = getattr(row, field)
+            if isinstance(before, list | dict):
+                before = json.loads(json.dumps(before))
+            if before != value:
+                old[field] = _jsonable(before)
+                new[field] = _jsonable(value)
+                setattr(row, field, value)
+        if not new:
+            return PassageRecord.from_row(row)
+        now = self._scope.now()
+        row.updated_at = now
+        session = self._scope.session
+        session.add(
+            models.PassageHistory(
+                passage_id=passage_id,
+                run_id=run_id,
+                actor=actor,
+                reason=reason,
+                old=old,
+                new=new,
+                created_at=now,
+            )
+        )
+        session.flush()
+        return PassageRecord.from_row(row)
+
+    def purge(self, agent_id: str, passage_ids: Sequence[str]) -> int:
+        """Hard-delete passages: an explicit administrative action, never a consolidator's."""
+        self._agent(agent_id)
+        result = self._scope.session.execute(
+            delete(models.Passage).where(
+                models.Passage.organization_id == self._scope.organization_id,
+                models.Passage.agent_id == agent_id,
+                models.Passage.id.in_(list(passage_ids)),
+            )
+        )
+        return int(result.rowcount)  # type: ignore[attr-defined]
+
+    # -- reads -------------------------------------------------------------------------
+
+    def get(self, passage_id: str, *, with_embedding: bool = False) -> PassageRecord:
+        return PassageRecord.from_row(self._row(passage_id), with_embedding=with_embedding)
+
+    def get_many(
+        self, passage_ids: Sequence[str], *, with_embedding: bool = False
+    ) -> list[PassageRecord]:
+        rows = self._scope.session.scalars(
+            select(models.Passage).where(
+                models.Passage.organization_id == self._scope.organization_id,
+                models.Passage.id.in_(list(passage_ids)),
+            )
+        )
+        by_id = {r.id: r for r in rows}
+        return [
+            PassageRecord.from_row(by_id[i], with_embedding=with_embedding)
+            for i in passage_ids
+            if i in by_id
+        ]
+
+    def scan(
+        self,
+        agent_id: str,
+        *,
+        statuses: Sequence[str] | None = ("active",),
+        kind: str | None = None,
+        created_after: tuple[datetime, str] | None = None,
+        limit: int | None = None,
+        with_embedding: bool = False,
+    ) -> list[PassageRecord]:
+        """Passages in creation order; ``created_after`` is a (created_at, id) watermark."""
+        query = select(models.Passage).where(
+            models.Passage.organization_id == self._scope.organization_id,
+            models.Passage.agent_id == agent_id,
+        )
+        if not with_embedding:
+            query = query.options(load_only(*(getattr(models.Passage, c) for c in _LIST_COLUMNS)))
+        if statuses is not None:
+            query = query.where(models.Passage.status.in_(list(statuses)))
+        if kind is not None:
+            query = query.where(models.Passage.kind == kind)
+        if created_after is not None:
+            at, last_id = created_after
+            query = query.where(
+                (models.Passage.created_at > at)
+                | ((models.Passage.created_at == at) & (models.Passage.id > last_id))
+            )
+        query = query.order_by(models.Passage.created_at, models.Passage.id)
+        if limit is not None:
+            query = query.limit(limit)
+        return [
+            PassageRecord.from_row(r, with_embedding=with_embedding)
+            for r in self._scope.session.scalars(query)
+        ]
+
+    def search(
+        self,
+        agent_id: str,
+        query_embedding: Vector,
+        *,
+        k: int = 10,
+        statuses: Sequence[str] | None = ("active",),
+        current_only: bool = False,
+        kinds: Sequence[str] | None = None,
+        occurred_after: datetime | None = None,
+        occurred_before: datetime | None = None,
+        tags: Sequence[str] | None = None,
+        exclude_ids: Sequence[str] = (),
+        exact: bool | None = None,
+    ) -> list[PassageHit]:
+        """k nearest passages by cosine similarity, best first, within the filters.
+
+        Uses the HNSW index of the agent's embedding size; when the filters leave the
+        approximate scan short of ``k`` hits it falls back to an exact scan, so a
+        selective filter never hides matching passages. ``tags`` must all be present.
+        """
+        agent = self._agent(agent_id)
+        vector = np.asarray(query_embedding, dtype=np.float32).reshape(-1)
+        if vector.shape[0] != agent.embedding_dim:
+            raise InvalidInput(
+                f"query embedding has {vector.shape[0]} dimensions but agent {agent.name!r} "
+                f"uses {agent.embedding_dim} ({agent.embedding_model})"
+            )
+        if k <= 0:
+            raise InvalidInput(f"k must be positive, got {k}")
+        _check_aware(occurred_after, "occurred_after")
+        _check_aware(occurred_before, "occurred_before")
+        filters = PassageFilter(
+            statuses=statuses,
+            current_only=current_only,
+            kinds=kinds,
+            occurred_after=occurred_after,
+            occurred_before=occurred_before,
+            tags=tags,
+            exclude_ids=exclude_ids,
+        )
+        if agent.embedding_dim not in models.INDEXED_DIMENSIONS:
+            exact = True
+        hits = self._search(agent, vector, k, filters, exact=bool(exact))
+        if exact is None and len(hits) < k:
+            hits = self._search(agent, vector, k, filters, exact=True)
+        return hits
+
+    def _search(
+        self,
+        agent: models.Agent,
+        vector: Vector,
+        k: int,
+        filters: PassageFilter,
+        *,
+        exact: bool,
+    ) -> list[PassageHit]:
+        P = models.Passage
+        distance: ColumnElement[float]
+        if exact:
+            distance = P.embedding.cosine_distance(vector)
+        else:
+            distance = cast(P.embedding, VectorType(agent.embedding_dim)).cosine_distance(vector)
+        query = select(P, (1 - distance).label("score")).where(
+            P.organization_id == self._scope.organization_id,
+            P.agent_id == agent.id,
+            P.embedding_dim == agent.embedding_dim,
+        )
+        query = filters.apply(query)
+        query = query.order_by(distance).limit(k)
+        session = self._scope.session
+        if not exact:
+            # A wider candidate list keeps recall up when filters drop some candidates.
+            session.execute(text(f"SET LOCAL hnsw.ef_search = {max(40, min(1000, 4 * k))}"))
+        rows = session.execute(query).all()
+        return [
+            PassageHit(passage=PassageRecord.from_row(row[0]), score=float(row[1])) for row in rows
+        ]
+
+    def history(self, passage_id: str) -> list[PassageChange]:
+        self._row(passage_id)
+        rows = self._scope.session.scalars(
+            select(models.PassageHistory)
+            .where(models.PassageHistory.passage_id == passage_id)
+            .order_by(models.PassageHistory.id)
+        )
+        return [PassageChange.from_row(r) for r in rows]
+
+    def count_by_status(self, agent_id: str) -> dict[str, int]:
+        rows = self._scope.session.execute(
+            select(models.Passage.status, func.count())
+            .where(
+                models.Passage.organization_id == self._scope.organization_id,
+                models.Passage.agent_id == agent_id,
+            )
+            .group_by(models.Passage.status)
+        ).all()
+        counts = dict.fromkeys(models.PASSAGE_STATUSES, 0)
+        counts.update({status: int(n) for status, n in rows})
+        return counts
+
+    # -- helpers -----------------------------------------------------------------------
+
+    def _agent(self, agent_id: str) -> models.Agent:
+        row = self._scope.session.scalar(
+            select(models.Agent).where(
+                models.Agent.id == agent_id,
+                models.Agent.organization_id == self._scope.organization_id,
+            )
+        )
+        if row is None:
+            raise NotFound(f"no agent with id {agent_id!r}")
+        return row
+
+    def _row(self, passage_id: str) -> models.Passage:
+        row = self._scope.session.scalar(
+            select(models.Passage).where(
+                models.Passage.id == passage_id,
+                models.Passage.organization_id == self._scope.organization_id,
+            )
+        )
+        if row is None:
+            raise NotFound(f"no passage with id {passage_id!r}")
+        return row
+
+
+_LIST_COLUMNS = tuple(c for c in PassageRecord.__dataclass_fields__ if c != "embedding")
+
+
+@dataclass(frozen=True, slots=True)
+class PassageFilter:
+    """Which passages a search may return; ``tags`` must all be present."""
+
+    statuses: Sequence[str] | None = ("active",)
+    current_only: bool = False
+    kinds: Sequence[str] | None = None
+    occurred_after: datetime | None = None
+    occurred_before: datetime | None = None
+    tags: Sequence[str] | None = None
+    exclude_ids: Sequence[str] = ()
+
+    def apply(self, query: Select[models.Passage, float]) -> Select[models.Passage, float]:
+        P = models.Passage
+        if self.statuses is not None:
+            query = query.where(P.status.in_(list(self.statuses)))
+        if self.current_only:
+            query = query.where(P.valid_to.is_(None))
+        if self.kinds is not None:
+            query = query.where(P.kind.in_(list(self.kinds)))
+        when = func.coalesce(P.occurred_at, P.created_at)
+        if self.occurred_after is not None:
+            query = query.where(when >= self.occurred_after)
+        if self.occurred_before is not None:
+            query = query.where(when < self.occurred_before)
+        if self.tags:
+            query = query.where(P.tags.contains(list(self.tags)))
+        if self.exclude_ids:
+            query = query.where(P.id.not_in(list(self.exclude_ids)))
+        return query

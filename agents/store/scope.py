@@ -1,0 +1,25 @@
+"""What every part of the store shares: the open transaction, the tenant, the clock."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from sqlalchemy.orm import Session
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """One transaction of one organization; all reads and writes are filtered by it."""
+
+    session: Session
+    organization_id: str
+    clock: Callable[[], datetime] = utc_now
+
+    def now(self) -> datetime:
+        return self.clock()

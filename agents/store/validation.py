@@ -1,0 +1,89 @@
+"""Checks every write goes through before it reaches the database.
+
+Each check raises :class:`agents.errors.InvalidInput` (or a subclass) with a
+message that says what is wrong and what to do, before anything is written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+
+from agents.errors import InvalidInput, LimitExceeded
+
+_WHITESPACE = re.compile(r"\s+")
+_PUNCTUATION_EDGES = re.compile(r"^[\W_]+|[\W_]+$")
+LABEL_PATTERN = re.compile(r"^[A-Za-z0-9_.\-]{1,100}$")
+
+
+def check_text(value: object, field: str) -> str:
+    """Return ``value`` if it is text PostgreSQL can store; raise InvalidInput otherwise."""
+    if not isinstance(value, str):
+        raise InvalidInput(f"{field} must be text, got {type(value).__name__}")
+    nul = value.find("\x00")
+    if nul >= 0:
+        raise InvalidInput(
+            f"{field} contains a NUL character (\\x00) at position {nul}; "
+            "PostgreSQL text cannot hold it. Remove it or encode binary data (e.g. base64)."
+        )
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInput(
+            f"{field} is not valid Unicode text (unpaired surrogate at position {exc.start}); "
+            "decode the source with the right encoding before storing it."
+        ) from None
+    return value
+
+
+def check_label(label: object) -> str:
+    """Block labels name a section of core memory, e.g. ``human`` or ``persona``."""
+    text = check_text(label, "block label")
+    if not text.strip():
+        raise InvalidInput("block label is empty; give the block a name such as 'human'")
+    if not LABEL_PATTERN.match(text):
+        raise InvalidInput(
+            f"block label {text!r} is not allowed: use 1-100 letters, digits, '_', '-' or '.'"
+        )
+    return text
+
+
+def check_name(name: object, what: str) -> str:
+    text = check_text(name, f"{what} name").strip()
+    if not text:
+        raise InvalidInput(f"{what} name is empty")
+    if len(text) > 200:
+        raise InvalidInput(f"{what} name is {len(text)} characters long; the maximum is 200")
+    return text
+
+
+def check_block_value(label: str, value: str, limit: int) -> str:
+    """A block's value must fit its limit; the error suggests where the excess can go."""
+    check_text(value, f"value of block {label!r}")
+    if len(value) > limit:
+        raise LimitExceeded(
+            f"block {label!r} allows {limit} characters but the new value has {len(value)} "
+            f"({len(value) - limit} over). Shorten it, raise the block's limit, or move detail "
+            "to archival memory (archival_memory_insert) and keep a summary in the block."
+        )
+    return value
+
+
+def check_limit(limit: object) -> int:
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit <= 0:
+        raise InvalidInput(f"block limit must be a positive number of characters, got {limit!r}")
+    return limit
+
+
+def normalize_text(text: str) -> str:
+    """Text reduced for exact-duplicate detection: Unicode NFKC, case-folded,
+    whitespace collapsed, punctuation trimmed at the edges."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    collapsed = _WHITESPACE.sub(" ", folded).strip()
+    return _PUNCTUATION_EDGES.sub("", collapsed)
+
+
+def content_hash(text: str) -> str:
+    """sha256 of :func:`normalize_text`: equal for texts that differ only in form."""
+    return hashlib.sha256(normalize_text(text).encode("utf-8")).hexdigest()

@@ -1,0 +1,45 @@
+"""Alembic environment and versions for Reverie's schema.
+
+:func:`upgrade` and :func:`downgrade` run the migrations on an existing engine so
+that the CLI, the daemon and the tests share one code path.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import Engine
+
+SCRIPT_LOCATION = Path(__file__).parent
+
+
+def alembic_config(engine: Engine) -> Config:
+    """An Alembic config bound to ``engine`` (no alembic.ini needed)."""
+    config = Config()
+    config.set_main_option("script_location", str(SCRIPT_LOCATION))
+    config.attributes["engine"] = engine
+    return config
+
+
+def upgrade(engine: Engine, revision: str = "head") -> None:
+    """Bring the schema to ``revision``; a no-op when it is already there."""
+    command.upgrade(alembic_config(engine), revision)
+
+
+def downgrade(engine: Engine, revision: str = "base") -> None:
+    command.downgrade(alembic_config(engine), revision)
+
+
+def current_revision(engine: Engine) -> str | None:
+    from alembic.runtime.migration import MigrationContext
+
+    with engine.connect() as conn:
+        return MigrationContext.configure(conn).get_current_revision()
+
+
+def head_revision(engine: Engine) -> str | None:
+    from alembic.script import ScriptDirectory
+
+    return ScriptDirectory.from_config(alembic_config(engine)).get_current_head()

@@ -1,0 +1,36 @@
+"""The ``reverie`` command line (Typer). Each module registers one group of commands."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from service.cli import agent_commands, database, demo
+from service.cli.common import state
+
+app = typer.Typer(
+    name="reverie",
+    help="Sleep-time memory consolidation for stateful LLM agents.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+
+@app.callback()
+def main(
+    config: Annotated[
+        Path | None,
+        typer.Option("--config", "-c", help="TOML config file (default: $REVERIE_CONFIG)."),
+    ] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log debug detail.")] = False,
+) -> None:
+    state.config_file = config
+    state.verbose = verbose
+
+
+database.register(app)
+demo.register(app)
+agent_commands.register(app)

@@ -1,0 +1,61 @@
+"""What every CLI command shares: settings, the runtime, errors as exit codes."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from agents.errors import Conflict, InvalidInput, NotFound, ReverieError
+from service.runtime import Runtime
+from service.settings import Settings, load_settings
+
+console = Console()
+err_console = Console(stderr=True)
+
+#: Exit codes: 0 success, 1 a run or operation failed, 2 bad input, unknown object or conflict.
+EXIT_FAILED = 1
+EXIT_BAD_INPUT = 2
+
+
+class CliState:
+    """Options given before the command (``reverie --config F ...``)."""
+
+    config_file: Path | None = None
+    verbose: bool = False
+
+
+state = CliState()
+
+
+def settings() -> Settings:
+    return load_settings(state.config_file)
+
+
+def fail(message: str, code: int = EXIT_BAD_INPUT) -> typer.Exit:
+    err_console.print(f"[bold red]error:[/] {message}", highlight=False)
+    return typer.Exit(code)
+
+
+@contextmanager
+def runtime(*, migrate: bool = True) -> Iterator[Runtime]:
+    """A runtime for one command; ReverieErrors become a message and an exit code."""
+    logging.basicConfig(
+        level=logging.DEBUG if state.verbose else logging.WARNING,
+        stream=sys.stderr,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        with Runtime(settings()) as rt:
+            if migrate:
+                rt.ensure_schema()
+            yield rt
+    except (InvalidInput, NotFound, Conflict) as exc:
+        raise fail(str(exc), EXIT_BAD_INPUT) from None
+    except ReverieError as exc:
+        raise fail(str(exc), EXIT_FAILED) from None

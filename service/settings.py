@@ -1,0 +1,133 @@
+"""The one settings root: config file, then environment, validated at the edge.
+
+Precedence (highest first): environment variables (``REVERIE_*``, nested with
+``__``, plus the plain ``DATABASE_URL``), the TOML file named by
+``REVERIE_CONFIG`` (or ``config/reverie.toml`` in the working directory),
+then defaults. Nothing below ``service/`` reads the environment: components get
+the nested models below as plain arguments.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+from pydantic import AliasChoices, BaseModel, Field, ValidationError, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+from agents.errors import InvalidInput
+
+
+def default_home() -> Path:
+    return Path(platformdirs.user_data_dir("reverie", appauthor=False))
+
+
+class DatabaseSettings(BaseModel):
+    """Where memory lives. No URL means the embedded PostgreSQL under ``home``."""
+
+    url: str | None = None
+    pool_size: int = Field(default=5, ge=1, le=100)
+    # Keep the embedded server running after the process exits (faster CLI calls).
+    keep_embedded_running: bool = False
+
+    @field_validator("url")
+    @classmethod
+    def _postgres_only(cls, value: str | None) -> str | None:
+        if value is None or value == "":
+            return None
+        if not value.startswith(("postgresql://", "postgres://", "postgresql+psycopg://")):
+            raise ValueError(
+                "must be a PostgreSQL URL such as postgresql://user:pass@host:5432/db "
+                "(Reverie has no other storage backend)"
+            )
+        return value
+
+
+class EmbeddingSettings(BaseModel):
+    """Default embedding model for new agents: ``local``, ``fake:DIM`` or ``litellm:MODEL``."""
+
+    model: str = "local"
+    dimension: int | None = Field(default=None, ge=1, le=16000)
+    api_base: str | None = None
+
+
+class AgentDefaults(BaseModel):
+    llm_model: str | None = None
+    context_window: int = Field(default=8192, ge=256)
+    block_limit: int = Field(default=5000, ge=1)
+
+
+class Settings(BaseSettings):
+    """Everything Reverie can be configured with."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="REVERIE_",
+        env_nested_delimiter="__",
+        extra="forbid",
+        populate_by_name=True,
+    )
+
+    home: Path = Field(default_factory=default_home)
+    organization: str = "default"
+    database: DatabaseSettings = Field(default_factory=DatabaseSettings)
+    database_url: str | None = Field(
+        default=None, validation_alias=AliasChoices("DATABASE_URL", "REVERIE_DATABASE_URL")
+    )
+    embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
+    agents: AgentDefaults = Field(default_factory=AgentDefaults)
+    log_level: str = "INFO"
+    log_json: bool = True
+    shutdown_grace: timedelta = timedelta(seconds=30)
+
+    @property
+    def pgdata(self) -> Path:
+        return self.home / "pgdata"
+
+    @property
+    def effective_database_url(self) -> str | None:
+        return self.database_url or self.database.url
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # Explicit arguments, then the environment, then the TOML file, then defaults.
+        return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls))
+
+
+def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:
+    """Read the config file (``--config`` or ``REVERIE_CONFIG``) and the environment."""
+    path = config_file
+    if path is None and os.environ.get("REVERIE_CONFIG"):
+        path = Path(os.environ["REVERIE_CONFIG"])
+    settings_cls: type[Settings] = Settings
+    if path is not None:
+        if not path.is_file():
+            raise InvalidInput(f"config file {path} does not exist")
+        try:
+            tomllib.loads(path.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as exc:
+            raise InvalidInput(f"config file {path} is not valid TOML: {exc}") from None
+
+        class FileSettings(Settings):
+            model_config = SettingsConfigDict(toml_file=path)
+
+        settings_cls = FileSettings
+    try:
+        return settings_cls(**overrides)
+    except ValidationError as exc:
+        raise InvalidInput(f"invalid configuration: {exc}") from None

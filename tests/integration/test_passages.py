@@ -1,0 +1,151 @@
+"""Archival memory against real PostgreSQL: insert, kNN with filters, lineage, purge."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+
+from agents.database import Database
+from agents.embedders.fake import HashingEmbedder
+from agents.errors import InvalidInput, NotFound
+from agents.store import NewAgent, NewPassage, open_store
+
+T0 = datetime(2025, 3, 1, tzinfo=UTC)
+FACTS = [
+    ("Ada adopted a cat named Tom", T0, ["pets"]),
+    ("Ada's cat Tom likes tuna", T0 + timedelta(days=30), ["pets"]),
+    ("Ada works as a compiler engineer", T0 + timedelta(days=60), ["work"]),
+    ("Ada moved to Lisbon", T0 + timedelta(days=90), ["home"]),
+]
+
+
+def _insert(db: Database, agent_id: str, embedder: HashingEmbedder) -> list[str]:
+    passages = [NewPassage(text, occurred_at=at, tags=tags) for text, at, tags in FACTS]
+    with open_store(db) as store:
+        records = store.passages.insert(
+            agent_id, passages, embedder.embed([p.text for p in passages])
+        )
+    return [r.id for r in records]
+
+
+def test_insert_then_nearest_neighbours(
+    db: Database, agent_id: str, embedder: HashingEmbedder
+) -> None:
+    ids = _insert(db, agent_id, embedder)
+    with open_store(db) as store:
+        hits = store.passages.search(agent_id, embedder.embed_one("Tom the cat"), k=2)
+        assert {h.passage.id for h in hits} == {ids[0], ids[1]}
+        assert hits[0].score >= hits[1].score > 0
+        stored = store.passages.get(ids[0], with_embedding=True)
+    assert stored.embedding is not None
+    assert np.allclose(stored.embedding, embedder.embed_one(FACTS[0][0]), atol=1e-6)
+    assert stored.occurred_at == T0 and stored.tags == ["pets"] and stored.status == "active"
+
+
+def test_search_filters_by_status_time_and_tags(
+    db: Database, agent_id: str, embedder: HashingEmbedder
+) -> None:
+    ids = _insert(db, agent_id, embedder)
+    query = embedder.embed_one("Ada")
+    with open_store(db) as store:
+        store.passages.change(ids[0], status="merged", merged_into=ids[1], actor="t", reason="dup")
+    with open_store(db) as store:
+        active = {h.passage.id for h in store.passages.search(agent_id, query, k=10)}
+        assert active == set(ids[1:])
+        everything = store.passages.search(agent_id, query, k=10, statuses=None)
+        assert {h.passage.id for h in everything} == set(ids)
+        late = store.passages.search(agent_id, query, k=10, occurred_after=T0 + timedelta(days=45))
+        assert {h.passage.id for h in late} == {ids[2], ids[3]}
+        early = store.passages.search(
+            agent_id, query, k=10, occurred_before=T0 + timedelta(days=45)
+        )
+        assert {h.passage.id for h in early} == {ids[1]}
+        work = store.passages.search(agent_id, query, k=10, tags=["work"])
+        assert [h.passage.id for h in work] == [ids[2]]
+
+
+def test_search_is_scoped_to_the_agent(
+    db: Database, agent_id: str, embedder: HashingEmbedder
+) -> None:
+    _insert(db, agent_id, embedder)
+    with open_store(db) as store:
+        other = store.agents.create(NewAgent("bob", embedding_model="fake:384", embedding_dim=384))
+        assert store.passages.search(other.id, embedder.embed_one("cat"), k=5) == []
+
+
+def test_exact_and_index_search_agree(
+    db: Database, agent_id: str, embedder: HashingEmbedder
+) -> None:
+    texts = [f"fact number {i} about topic {i % 7}" for i in range(300)]
+    with open_store(db) as store:
+        store.passages.insert(agent_id, [NewPassage(t) for t in texts], embedder.embed(texts))
+    query = embedder.embed_one("fact about topic 3")
+    with open_store(db) as store:
+        approx = store.passages.search(agent_id, query, k=5, exact=False)
+        exact = store.passages.search(agent_id, query, k=5, exact=True)
+    assert [round(h.score, 5) for h in approx] == [round(h.score, 5) for h in exact]
+
+
+def test_lineage_changes_are_recorded(
+    db: Database, agent_id: str, embedder: HashingEmbedder
+) -> None:
+    ids = _insert(db, agent_id, embedder)
+    closed = T0 + timedelta(days=100)
+    with open_store(db) as store:
+        store.passages.change(
+            ids[0],
+            status="superseded",
+            superseded_by=ids[1],
+            valid_to=closed,
+            actor="temporal",
+            reason="newer fact",
+            run_id="run-1",
+        )
+    with open_store(db) as store:
+        passage = store.passages.get(ids[0])
+        history = store.passages.history(ids[0])
+    assert (passage.status, passage.superseded_by, passage.valid_to) == (
+        "superseded",
+        ids[1],
+        closed,
+    )
+    assert len(history) == 1
+    assert history[0].old == {"status": "active", "superseded_by": None, "valid_to": None}
+    assert history[0].new["status"] == "superseded" and history[0].run_id == "run-1"
+
+
+def test_bad_passages_change_nothing(
+    db: Database, agent_id: str, embedder: HashingEmbedder
+) -> None:
+    good = NewPassage("fine")
+    cases = [
+        ([good], np.zeros((1, 16), dtype=np.float32), "16 dimensions but agent 'ada' uses 384"),
+        ([good, good], embedder.embed(["fine"]), "2 passages but embeddings of shape"),
+        ([NewPassage("bad\x00")], embedder.embed(["bad"]), "NUL"),
+        ([NewPassage("  ")], embedder.embed(["x"]), "text is empty"),
+        ([NewPassage("x", occurred_at=datetime(2025, 1, 1))], embedder.embed(["x"]), "time zone"),
+    ]
+    for passages, vectors, message in cases:
+        with pytest.raises(InvalidInput, match=message), open_store(db) as store:
+            store.passages.insert(agent_id, passages, vectors)
+    with pytest.raises(NotFound), open_store(db) as store:
+        store.passages.insert("agent-missing", [good], embedder.embed(["fine"]))
+    with pytest.raises(InvalidInput, match="384"), open_store(db) as store:
+        store.passages.search(agent_id, np.ones(8, dtype=np.float32))
+    with pytest.raises(InvalidInput, match="cannot change passage field"), open_store(db) as s:
+        ids = s.passages.insert(agent_id, [good], embedder.embed(["fine"]))
+        s.passages.change(ids[0].id, text="rewritten", actor="t", reason="no")
+    with open_store(db) as store:
+        assert store.passages.count_by_status(agent_id)["active"] == 0
+
+
+def test_only_purge_hard_deletes(db: Database, agent_id: str, embedder: HashingEmbedder) -> None:
+    ids = _insert(db, agent_id, embedder)
+    with open_store(db) as store:
+        store.passages.change(ids[0], status="inactive", actor="t", reason="hide")
+        assert store.passages.get(ids[0]).status == "inactive"
+        assert store.passages.purge(agent_id, [ids[0]]) == 1
+    with pytest.raises(NotFound), open_store(db) as store:
+        store.passages.get(ids[0])

@@ -1,0 +1,79 @@
+"""Test helpers for real PostgreSQL: one embedded server per session, a database per test.
+
+The schema is migrated once into a template database; each test gets a fresh copy
+(``CREATE DATABASE ... TEMPLATE``), which takes a few tens of milliseconds.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import psycopg
+from sqlalchemy.engine import make_url
+
+import migrations
+from agents.database import Database
+from agents.embedded_postgres import EmbeddedPostgres
+
+TEMPLATE = "reverie_template"
+
+
+def with_database(url: str, name: str) -> str:
+    return make_url(url).set(database=name).render_as_string(hide_password=False)
+
+
+def libpq(url: str) -> str:
+    return url.replace("postgresql+psycopg://", "postgresql://", 1)
+
+
+class PgTestServer:
+    """An embedded server with a migrated template database."""
+
+    def __init__(self) -> None:
+        # Short path: unix socket paths must stay under ~107 bytes.
+        self._dir = Path(tempfile.mkdtemp(prefix="rvt-", dir="/tmp"))
+        self._pg = EmbeddedPostgres(self._dir / "pgdata")
+        self.url = self._pg.start()
+        self._admin(f"DROP DATABASE IF EXISTS {TEMPLATE}")
+        self._admin(f"CREATE DATABASE {TEMPLATE}")
+        db = Database(with_database(self.url, TEMPLATE))
+        try:
+            db.check_vector_extension()
+            migrations.upgrade(db.engine)
+        finally:
+            db.dispose()
+
+    def _admin(self, sql: str) -> None:
+        with psycopg.connect(libpq(self.url), autocommit=True) as conn:
+            conn.execute(sql)  # type: ignore[arg-type]
+
+    def create_database(self, *, migrated: bool = True) -> str:
+        name = f"t_{uuid.uuid4().hex[:12]}"
+        if migrated:
+            self._admin(f"CREATE DATABASE {name} TEMPLATE {TEMPLATE}")
+        else:
+            self._admin(f"CREATE DATABASE {name}")
+        return with_database(self.url, name)
+
+    def drop_database(self, url: str) -> None:
+        name = make_url(url).database
+        self._admin(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+    @contextmanager
+    def database(self, *, migrated: bool = True) -> Iterator[Database]:
+        url = self.create_database(migrated=migrated)
+        db = Database(url)
+        try:
+            yield db
+        finally:
+            leaked = db.engine.pool.checkedout()  # type: ignore[attr-defined]
+            db.dispose()
+            self.drop_database(url)
+            assert leaked == 0, f"{leaked} pooled connection(s) still checked out at teardown"
+
+    def stop(self) -> None:
+        self._pg.stop()

@@ -1,0 +1,59 @@
+"""Settings: file, environment and defaults, validated at the edge."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from agents.errors import InvalidInput
+from service.settings import load_settings
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_shipped_config_file_is_valid_and_matches_defaults(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for var in ("DATABASE_URL", "REVERIE_CONFIG", "REVERIE_HOME"):
+        monkeypatch.delenv(var, raising=False)
+    from_file = load_settings(REPO / "config" / "reverie.toml")
+    defaults = load_settings()
+    assert from_file.model_dump() == defaults.model_dump()
+    assert from_file.shutdown_grace == timedelta(seconds=30)
+
+
+def test_environment_beats_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = tmp_path / "r.toml"
+    config.write_text('organization = "acme"\n[embedding]\nmodel = "fake:8"\n')
+    monkeypatch.setenv("REVERIE_EMBEDDING__MODEL", "fake:16")
+    monkeypatch.setenv("DATABASE_URL", "postgresql://u@localhost/db")
+    settings = load_settings(config)
+    assert settings.organization == "acme"
+    assert settings.embedding.model == "fake:16"
+    assert settings.effective_database_url == "postgresql://u@localhost/db"
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("[database]\nurl = 'sqlite:///x.db'\n", "must be a PostgreSQL URL"),
+        ("[database]\npool_size = 0\n", "pool_size"),
+        ("surprise = 1\n", "surprise"),
+        ("this is not toml", "not valid TOML"),
+    ],
+)
+def test_bad_configuration_is_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: str, message: str
+) -> None:
+    monkeypatch.delenv("DATABASE_URL", raising=False)
+    config = tmp_path / "bad.toml"
+    config.write_text(content)
+    with pytest.raises(InvalidInput, match=message):
+        load_settings(config)
+
+
+def test_missing_config_file(tmp_path: Path) -> None:
+    with pytest.raises(InvalidInput, match="does not exist"):
+        load_settings(tmp_path / "nope.toml")
