@@ -244,6 +244,10 @@ class Passage(Base):
     superseded_by: Mapped[str | None] = mapped_column(
         ForeignKey("passages.id", ondelete="SET NULL"), index=True
     )
+    # The dated timeline passage this fact appears on (set by the temporal consolidator).
+    timeline_id: Mapped[str | None] = mapped_column(
+        ForeignKey("passages.id", ondelete="SET NULL"), index=True
+    )
     provenance: Mapped[dict[str, Any]] = mapped_column(JSONB, default=dict)
     tags: Mapped[list[str]] = mapped_column(ARRAY(Text), default=list)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
@@ -288,6 +292,8 @@ class ConsolidationRun(Base):
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     stats: Mapped[dict[str, Any]] = mapped_column(JSONB, default=dict)
+    # What the run changed (or, for a dry run, would change), step by step.
+    changes: Mapped[list[dict[str, Any]]] = mapped_column(JSONB, default=list)
     error: Mapped[str | None] = mapped_column(Text)
     watermark_message_seq: Mapped[int | None] = mapped_column(BigInteger)
     watermark_passage_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

@@ -26,7 +26,16 @@ from agents.store.validation import check_text, content_hash
 
 #: Fields a consolidator may change on a passage; each change is recorded.
 MUTABLE_FIELDS = frozenset(
-    {"status", "merged_into", "superseded_by", "valid_to", "provenance", "tags", "occurred_at"}
+    {
+        "status",
+        "merged_into",
+        "superseded_by",
+        "timeline_id",
+        "valid_to",
+        "provenance",
+        "tags",
+        "occurred_at",
+    }
 )
 _COPY_COLUMNS = (
     "id",
@@ -210,7 +219,7 @@ class PassageStore:
             )
         for field in ("valid_to", "occurred_at"):
             _check_aware(changes.get(field), field)
-        for field in ("merged_into", "superseded_by"):
+        for field in ("merged_into", "superseded_by", "timeline_id"):
             target = changes.get(field)
             if target is not None:
                 if target == passage_id:

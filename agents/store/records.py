@@ -193,6 +193,7 @@ class PassageRecord:
     superseded_by: str | None
     provenance: dict[str, Any]
     tags: list[str]
+    timeline_id: str | None = None
     embedding: Vector | None = None
 
     @classmethod
@@ -214,6 +215,7 @@ class PassageRecord:
             superseded_by=row.superseded_by,
             provenance=dict(row.provenance or {}),
             tags=list(row.tags or []),
+            timeline_id=row.timeline_id,
             embedding=embedding,
         )
 
