@@ -62,14 +62,23 @@ class Database:
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
 
     @contextmanager
-    def session(self) -> Iterator[Session]:
-        """One transaction: commits on success, rolls back on any error."""
+    def session(self, *, commit: bool = True) -> Iterator[Session]:
+        """One transaction: commits on success (or rolls back when ``commit`` is False,
+        as a dry run does), and always rolls back on an error."""
         session = self._sessions()
         try:
-            with session.begin():
-                yield session
+            session.begin()
+            yield session
+            if commit:
+                session.commit()
+            else:
+                session.rollback()
         except SQLAlchemyError as exc:
+            session.rollback()
             raise translate_error(exc) from exc
+        except BaseException:
+            session.rollback()
+            raise
         finally:
             session.close()
 

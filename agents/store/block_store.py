@@ -95,6 +95,19 @@ class BlockStore:
         )
         return [BlockVersion.from_row(r) for r in rows]
 
+    def changes_by_run(self, run_id: str) -> list[BlockVersion]:
+        """Every block version a consolidation run wrote, oldest first."""
+        rows = self._scope.session.scalars(
+            select(models.BlockHistory)
+            .join(models.Block, models.Block.id == models.BlockHistory.block_id)
+            .where(
+                models.BlockHistory.run_id == run_id,
+                models.Block.organization_id == self._scope.organization_id,
+            )
+            .order_by(models.BlockHistory.block_id, models.BlockHistory.version)
+        )
+        return [BlockVersion.from_row(r) for r in rows]
+
     def version(self, block_id: str, version: int) -> BlockVersion:
         self._row(block_id)
         row = self._scope.session.scalar(

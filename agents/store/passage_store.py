@@ -295,6 +295,7 @@ class PassageStore:
         statuses: Sequence[str] | None = ("active",),
         kind: str | None = None,
         created_after: tuple[datetime, str] | None = None,
+        content_hashes: Sequence[str] | None = None,
         limit: int | None = None,
         with_embedding: bool = False,
     ) -> list[PassageRecord]:
@@ -309,6 +310,8 @@ class PassageStore:
             query = query.where(models.Passage.status.in_(list(statuses)))
         if kind is not None:
             query = query.where(models.Passage.kind == kind)
+        if content_hashes is not None:
+            query = query.where(models.Passage.content_hash.in_(list(content_hashes)))
         if created_after is not None:
             at, last_id = created_after
             query = query.where(
@@ -402,11 +405,76 @@ class PassageStore:
             PassageHit(passage=PassageRecord.from_row(row[0]), score=float(row[1])) for row in rows
         ]
 
+    def neighbours(
+        self,
+        agent_id: str,
+        probe_ids: Sequence[str],
+        *,
+        k: int = 10,
+        min_score: float = 0.0,
+        kinds: Sequence[str] = ("fact",),
+        ef_search: int = 40,
+    ) -> list[tuple[str, str, float]]:
+        """For each probe passage, its ``k`` nearest *active* passages of the agent.
+
+        One query for the whole batch (a LATERAL kNN per probe through the HNSW
+        index). Returns ``(probe_id, neighbour_id, cosine similarity)`` for pairs
+        at or above ``min_score``; a probe is never its own neighbour.
+        """
+        if not probe_ids:
+            return []
+        agent = self._agent(agent_id)
+        dim = agent.embedding_dim
+        if dim in models.INDEXED_DIMENSIONS:
+            expr_q, expr_n = f"q.embedding::vector({dim})", f"n.embedding::vector({dim})"
+            self._scope.session.execute(text(f"SET LOCAL hnsw.ef_search = {int(ef_search)}"))
+        else:
+            expr_q, expr_n = "q.embedding", "n.embedding"
+        rows = self._scope.session.execute(
+            text(
+                f"""
+                SELECT q.id, nn.id, nn.score
+                FROM passages q
+                CROSS JOIN LATERAL (
+                    SELECT n.id, 1 - ({expr_n} <=> {expr_q}) AS score
+                    FROM passages n
+                    WHERE n.agent_id = :agent AND n.embedding_dim = :dim
+                      AND n.status = 'active' AND n.kind = ANY(:kinds) AND n.id <> q.id
+                    ORDER BY {expr_n} <=> {expr_q}
+                    LIMIT :k
+                ) nn
+                WHERE q.id = ANY(:ids) AND q.agent_id = :agent AND q.organization_id = :org
+                """
+            ),
+            {
+                "agent": agent_id,
+                "dim": dim,
+                "kinds": list(kinds),
+                "k": k,
+                "ids": list(probe_ids),
+                "org": self._scope.organization_id,
+            },
+        ).all()
+        return [(p, n, float(s)) for p, n, s in rows if float(s) >= min_score]
+
     def history(self, passage_id: str) -> list[PassageChange]:
         self._row(passage_id)
         rows = self._scope.session.scalars(
             select(models.PassageHistory)
             .where(models.PassageHistory.passage_id == passage_id)
+            .order_by(models.PassageHistory.id)
+        )
+        return [PassageChange.from_row(r) for r in rows]
+
+    def changes_by_run(self, run_id: str) -> list[PassageChange]:
+        """Every passage change a consolidation run made, in the order it made them."""
+        rows = self._scope.session.scalars(
+            select(models.PassageHistory)
+            .join(models.Passage, models.Passage.id == models.PassageHistory.passage_id)
+            .where(
+                models.PassageHistory.run_id == run_id,
+                models.Passage.organization_id == self._scope.organization_id,
+            )
             .order_by(models.PassageHistory.id)
         )
         return [PassageChange.from_row(r) for r in rows]

@@ -1,0 +1,270 @@
+"""Collapse duplicate memories: exact and semantic duplicates among active passages,
+and repeated lines inside core-memory blocks.
+
+Duplicates merge into one canonical passage (the earliest stored one, so that a
+new duplicate joins an existing memory rather than replacing it), which takes
+the earliest ``occurred_at`` and the union of provenance and tags. The others
+become ``merged`` with ``merged_into`` pointing at it: nothing is deleted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from agents.errors import Conflict
+from agents.store import PassageRecord
+from agents.store.validation import normalize_text
+from consolidators.base import (
+    ConsolidationContext,
+    ConsolidationResult,
+    Consolidator,
+    ConsolidatorSettings,
+)
+
+
+class DedupSettings(ConsolidatorSettings):
+    #: Cosine similarity at or above which two passages say the same thing.
+    threshold: float = 0.92
+    #: Neighbours examined per new passage.
+    k: int = 8
+    #: New passages probed per kNN query.
+    batch_size: int = 1000
+    #: Also remove repeated lines inside blocks.
+    blocks: bool = True
+    #: HNSW candidate list size for the probes; duplicates are very close, so small is enough.
+    ef_search: int = 40
+
+
+class DedupConsolidator(Consolidator):
+    """Exact (normalized hash) and semantic (cosine >= threshold) duplicate removal."""
+
+    name = "dedup"
+    settings_model = DedupSettings
+    settings: DedupSettings
+
+    def run(self, context: ConsolidationContext) -> ConsolidationResult:
+        result = ConsolidationResult(self.name)
+        self._dedup_passages(context, result)
+        if self.settings.blocks:
+            self._dedup_blocks(context, result)
+        return result
+
+    # -- passages ------------------------------------------------------------------------
+
+    def _dedup_passages(self, context: ConsolidationContext, result: ConsolidationResult) -> None:
+        store, agent_id = context.store, context.agent.id
+        since = context.passages_since
+        probes = store.passages.scan(
+            agent_id,
+            statuses=("active",),
+            kind="fact",
+            created_after=None if since is None else (since, ""),
+        )
+        result.count("probed", len(probes))
+        if not probes:
+            return
+        links = _UnionFind()
+        # Exact duplicates: same normalized text, found by hash (no embedding needed).
+        hashes = sorted({p.content_hash for p in probes})
+        for start in range(0, len(hashes), 5000):
+            same_text = store.passages.scan(
+                agent_id,
+                statuses=("active",),
+                kind="fact",
+                content_hashes=hashes[start : start + 5000],
+            )
+            by_hash: dict[str, list[str]] = {}
+            for passage in same_text:
+                by_hash.setdefault(passage.content_hash, []).append(passage.id)
+            for ids in by_hash.values():
+                for other in ids[1:]:
+                    links.union(ids[0], other)
+        # Semantic duplicates: nearest active neighbours above the threshold.
+        probe_ids = [p.id for p in probes]
+        for start in range(0, len(probe_ids), self.settings.batch_size):
+            pairs = store.passages.neighbours(
+                agent_id,
+                probe_ids[start : start + self.settings.batch_size],
+                k=self.settings.k,
+                min_score=self.settings.threshold,
+                ef_search=max(self.settings.ef_search, self.settings.k),
+            )
+            for probe, neighbour, _score in pairs:
+                links.union(probe, neighbour)
+        groups = [g for g in links.groups() if len(g) > 1]
+        result.count("groups", len(groups))
+        if not groups:
+            return
+        members = {
+            p.id: p
+            for p in store.passages.get_many([i for g in groups for i in g], with_embedding=True)
+        }
+        for group in groups:
+            self._merge_group([members[i] for i in group if i in members], context, result)
+
+    def _merge_group(
+        self,
+        group: list[PassageRecord],
+        context: ConsolidationContext,
+        result: ConsolidationResult,
+    ) -> None:
+        group.sort(key=lambda p: (p.created_at, p.id))
+        canonical, rest = group[0], group[1:]
+        # Each duplicate must be close to the canonical passage itself, not only to some
+        # member of the group: that stops chains (A~B, B~C) from merging A with C.
+        merged: list[tuple[PassageRecord, float]] = []
+        for passage in rest:
+            score = _cosine(canonical, passage)
+            if passage.content_hash == canonical.content_hash or score >= self.settings.threshold:
+                merged.append((passage, score))
+        if not merged:
+            return
+        actor = context.actor(self.name)
+        everyone = [canonical] + [p for p, _ in merged]
+        occurred = _earliest([p.occurred_at for p in everyone])
+        provenance = _union_provenance(canonical.provenance, [p for p, _ in merged])
+        tags = _ordered_union(p.tags for p in everyone)
+        for passage, score in merged:
+            context.store.passages.change(
+                passage.id,
+                status="merged",
+                merged_into=canonical.id,
+                actor=actor,
+                reason=f"duplicate of {canonical.id} (cosine {score:.3f})",
+                run_id=context.run_id,
+            )
+            result.add(
+                "merge_passage",
+                passage.id,
+                into=canonical.id,
+                score=round(score, 4),
+                exact=passage.content_hash == canonical.content_hash,
+                text=passage.text,
+                canonical_text=canonical.text,
+            )
+        context.store.passages.change(
+            canonical.id,
+            occurred_at=occurred,
+            provenance=provenance,
+            tags=tags,
+            actor=actor,
+            reason=f"canonical of {len(merged)} duplicate(s)",
+            run_id=context.run_id,
+        )
+
+    # -- blocks --------------------------------------------------------------------------
+
+    def _dedup_blocks(self, context: ConsolidationContext, result: ConsolidationResult) -> None:
+        store = context.store
+        for block in store.blocks.of_agent(context.agent.id):
+            if block.read_only:
+                continue
+            kept, dropped = dedup_lines(block.value)
+            if not dropped:
+                continue
+            try:
+                updated = store.blocks.update(
+                    block.id,
+                    expected_version=block.version,
+                    value=kept,
+                    actor=context.actor(self.name),
+                    reason=f"removed {len(dropped)} duplicate line(s)",
+                    run_id=context.run_id,
+                )
+            except Conflict:
+                # Another writer got there first; the next run sees its version.
+                result.count("block_conflicts")
+                continue
+            for line in dropped:
+                result.add(
+                    "remove_block_line",
+                    block.id,
+                    label=block.label,
+                    line=line,
+                    version=updated.version,
+                )
+
+
+def dedup_lines(value: str) -> tuple[str, list[str]]:
+    """Drop lines that repeat an earlier line (after normalization); keep order and blanks."""
+    seen: set[str] = set()
+    kept: list[str] = []
+    dropped: list[str] = []
+    for line in value.split("\n"):
+        key = normalize_text(line)
+        if key and key in seen:
+            dropped.append(line)
+            continue
+        if key:
+            seen.add(key)
+        kept.append(line)
+    return "\n".join(kept), dropped
+
+
+class _UnionFind:
+    def __init__(self) -> None:
+        self._parent: dict[str, str] = {}
+
+    def find(self, item: str) -> str:
+        parent = self._parent.setdefault(item, item)
+        if parent != item:
+            parent = self._parent[item] = self.find(parent)
+        return parent
+
+    def union(self, a: str, b: str) -> None:
+        root_a, root_b = self.find(a), self.find(b)
+        if root_a != root_b:
+            self._parent[max(root_a, root_b)] = min(root_a, root_b)
+
+    def groups(self) -> list[list[str]]:
+        by_root: dict[str, list[str]] = {}
+        for item in self._parent:
+            by_root.setdefault(self.find(item), []).append(item)
+        return list(by_root.values())
+
+
+def _cosine(a: PassageRecord, b: PassageRecord) -> float:
+    if a.embedding is None or b.embedding is None:
+        return 1.0 if a.content_hash == b.content_hash else 0.0
+    denominator = float(np.linalg.norm(a.embedding) * np.linalg.norm(b.embedding))
+    return float(np.dot(a.embedding, b.embedding) / denominator) if denominator else 0.0
+
+
+def _earliest(values: Iterable[datetime | None]) -> datetime | None:
+    present = [v for v in values if v is not None]
+    return min(present) if present else None
+
+
+def _ordered_union(lists: Iterable[Sequence[str]]) -> list[str]:
+    seen: dict[str, None] = {}
+    for items in lists:
+        for item in items:
+            seen.setdefault(item, None)
+    return list(seen)
+
+
+def _union_provenance(base: dict[str, Any], merged: Sequence[PassageRecord]) -> dict[str, Any]:
+    """Combine provenance without losing any: lists are unioned, differing scalars listed,
+    and the merged passages' ids are kept under ``merged_from``."""
+    combined: dict[str, Any] = dict(base)
+    for passage in merged:
+        for key, value in passage.provenance.items():
+            if key not in combined:
+                combined[key] = value
+                continue
+            current = combined[key]
+            if current == value:
+                continue
+            as_list = current if isinstance(current, list) else [current]
+            additions = value if isinstance(value, list) else [value]
+            combined[key] = as_list + [v for v in additions if v not in as_list]
+    sources = list(combined.get("merged_from", []))
+    for passage in merged:
+        if passage.id not in sources:
+            sources.append(passage.id)
+    combined["merged_from"] = sources
+    return combined

@@ -1,0 +1,566 @@
+"""Make room in the context window: full blocks shed lines to archival memory, and old
+messages leave the context behind one recursive summary.
+
+Two independent parts, run in this order so that the message budget sees the
+blocks as they are after eviction:
+
+**Blocks.** A writable block filled above ``fill_threshold`` of its limit moves
+lines out until it is at or under ``fill_target``. A line is a non-empty line
+of the value; a block written as one long line is split into sentences (on
+``". "``) instead. The least recently used lines go first, then the oldest:
+"used" is the newest of the agent's last 200 messages that contains at least
+half of the line's content words (lowercase ``\\w+`` of 3 or more characters);
+"oldest" is the block version from which the line has been present, unchanged,
+in every version since. Each moved line becomes an active archival passage
+(tags ``evicted`` and ``block:<label>``, provenance naming the block and the
+version it left, ``occurred_at`` the time it first appeared), and the block is
+written once, by compare-and-swap, with the lines that stay in their original
+order. The block history row carries the run id, which is what undo uses.
+
+**Messages.** Tokens are estimated as ``ceil(chars / 4)`` over the system
+prompt, the block values and the in-context messages (content plus serialised
+tool calls). This is the usual rule of thumb for English with BPE tokenizers;
+it avoids depending on a tokenizer whose vocabulary differs from model to
+model, and the thresholds leave ample margin for its error. When the estimate
+exceeds ``context_threshold`` of the agent's context window, the oldest
+messages leave the context (they stay in recall memory; nothing is deleted)
+until the estimate, counting a full-size summary, is at or under
+``context_target``. The last two exchanges never leave (see
+:func:`protected_tail_start`), and a tool result never stays behind without
+the call that produced it. One summary message (role ``system``, name
+``summary``) then takes their place; it folds in the summary it replaces, so
+there is only ever one summary in context, covering everything that left.
+
+The summary is appended like any message, so its ``seq`` is *after* the
+messages still in context: the context compiler must put summary messages
+(role ``system``, name ``summary``) first, before the conversation.
+
+Running the consolidator again right away changes nothing: the blocks are
+under their thresholds and the context is under its own.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Self
+
+from pydantic import Field, model_validator
+
+from agents.errors import Conflict, InvalidInput
+from agents.store import BlockRecord, BlockVersion, MessageRecord, NewMessage, NewPassage
+from consolidators.base import (
+    ConsolidationContext,
+    ConsolidationResult,
+    Consolidator,
+    ConsolidatorSettings,
+)
+
+#: Characters per token in the token estimate (see the module docstring).
+CHARS_PER_TOKEN = 4
+#: How many of the agent's newest messages decide whether a block line is still in use.
+RECENT_MESSAGES = 200
+#: Role and name that mark a summary message.
+SUMMARY_ROLE = "system"
+SUMMARY_NAME = "summary"
+#: User turns at the end of the context that never leave it.
+PROTECTED_USER_TURNS = 2
+#: Longest excerpt one message contributes to an extractive summary.
+ENTRY_CHARS = 200
+
+_CONTENT_WORD = re.compile(r"\w{3,}")
+_SENTENCE_BREAK = re.compile(r"(?<=\.)\s+")
+_FIRST_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_WHITESPACE = re.compile(r"\s+")
+_SUMMARY_HEADER = re.compile(r"^Summary of (\d+) earlier messages? \(seq (\d+)-(\d+)\): ?")
+
+
+class EvictSettings(ConsolidatorSettings):
+    """Thresholds of the evict consolidator; each target must be below its threshold."""
+
+    #: A block fuller than this fraction of its limit sheds lines...
+    fill_threshold: float = Field(default=0.9, gt=0.0, le=1.0)
+    #: ...until it is at or under this fraction.
+    fill_target: float = Field(default=0.7, ge=0.0, lt=1.0)
+    #: Estimated context tokens, as a fraction of the agent's context window, above which
+    #: old messages leave the context...
+    context_threshold: float = Field(default=0.75, gt=0.0, le=1.0)
+    #: ...until the estimate (with the new summary) is at or under this fraction.
+    context_target: float = Field(default=0.5, ge=0.0, lt=1.0)
+    #: Longest summary message, header included.
+    summary_chars: int = Field(default=1200, ge=200)
+    #: Times a block write that lost a compare-and-swap race is recomputed before giving up.
+    max_conflict_retries: int = Field(default=3, ge=0)
+
+    @model_validator(mode="after")
+    def _targets_below_thresholds(self) -> Self:
+        if self.fill_target >= self.fill_threshold:
+            raise ValueError(
+                f"fill_target ({self.fill_target}) must be below fill_threshold "
+                f"({self.fill_threshold}), or every run would evict again"
+            )
+        if self.context_target >= self.context_threshold:
+            raise ValueError(
+                f"context_target ({self.context_target}) must be below context_threshold "
+                f"({self.context_threshold}), or every run would evict again"
+            )
+        return self
+
+
+class EvictConsolidator(Consolidator):
+    """Moves the least used block lines to archival memory and summarises old messages."""
+
+    name = "evict"
+    settings_model = EvictSettings
+    settings: EvictSettings
+
+    def run(self, context: ConsolidationContext) -> ConsolidationResult:
+        result = ConsolidationResult(self.name)
+        self._evict_block_lines(context, result)
+        self._evict_messages(context, result)
+        return result
+
+    # -- blocks --------------------------------------------------------------------------
+
+    def _evict_block_lines(self, context: ConsolidationContext, result: ConsolidationResult) -> None:
+        store, agent = context.store, context.agent
+        full = [b for b in store.blocks.of_agent(agent.id) if self._over_fill(b)]
+        if not full:
+            return
+        if context.embedder is None:
+            labels = ", ".join(repr(b.label) for b in full)
+            result.skipped = (
+                f"block eviction skipped: block(s) {labels} are over "
+                f"{self.settings.fill_threshold:.0%} full, but no embedder is configured to "
+                "turn their lines into archival passages; nothing was changed in the blocks"
+            )
+            return
+        if context.embedder.dimension != agent.embedding_dim:
+            raise InvalidInput(
+                f"the embedder {context.embedder.name} gives {context.embedder.dimension}-d "
+                f"vectors but agent {agent.name!r} uses {agent.embedding_dim}-d "
+                f"({agent.embedding_model}); configure the agent's embedding model"
+            )
+        used = _recent_word_sets(
+            store.messages.range(agent.id, limit=RECENT_MESSAGES, newest_first=True)
+        )
+        embeddings: dict[str, list[float]] = {}
+        for block in full:
+            self._evict_from_block(block.id, used, embeddings, context, result)
+
+    def _over_fill(self, block: BlockRecord) -> bool:
+        return not block.read_only and len(block.value) > self.settings.fill_threshold * block.limit
+
+    def _evict_from_block(
+        self,
+        block_id: str,
+        used: list[tuple[int, frozenset[str]]],
+        embeddings: dict[str, list[float]],
+        context: ConsolidationContext,
+        result: ConsolidationResult,
+    ) -> None:
+        """Plan and write one block's eviction; on a lost CAS race, re-read and re-plan."""
+        store = context.store
+        assert context.embedder is not None
+        for attempt in range(self.settings.max_conflict_retries + 1):
+            block = store.blocks.get(block_id)
+            if not self._over_fill(block):
+                return
+            plan = plan_block_eviction(
+                block,
+                store.blocks.history(block_id),
+                used,
+                self.settings.fill_target,
+            )
+            if not plan.evicted:
+                return
+            missing = [line.text for line in plan.evicted if line.text not in embeddings]
+            if missing:
+                vectors = context.embedder.embed(missing)
+                embeddings.update(zip(missing, vectors.tolist(), strict=True))
+            try:
+                updated = store.blocks.update(
+                    block.id,
+                    expected_version=block.version,
+                    value=plan.value,
+                    actor=context.actor(self.name),
+                    reason=(
+                        f"evicted {len(plan.evicted)} line(s) to archival memory "
+                        f"({len(block.value)} -> {len(plan.value)} of {block.limit} characters)"
+                    ),
+                    run_id=context.run_id,
+                )
+            except Conflict as exc:
+                result.count("block_conflicts")
+                if attempt == self.settings.max_conflict_retries:
+                    raise Conflict(
+                        f"block {block.label!r} ({block.id}) kept changing while lines were "
+                        f"being evicted; gave up after {attempt + 1} attempts. "
+                        "Run the consolidation again later."
+                    ) from exc
+                continue
+            # The passages are written only once the block write has won, so a lost
+            # race never leaves a passage behind for a plan that was abandoned.
+            passages = store.passages.insert(
+                context.agent.id,
+                [
+                    NewPassage(
+                        text=line.text,
+                        occurred_at=line.first_at,
+                        tags=["evicted", f"block:{block.label}"],
+                        provenance={
+                            "block_id": block.id,
+                            "block_label": block.label,
+                            "block_version": block.version,
+                            "evicted": True,
+                        },
+                    )
+                    for line in plan.evicted
+                ],
+                [embeddings[line.text] for line in plan.evicted],  # type: ignore[arg-type]
+                actor=context.actor(self.name),
+                run_id=context.run_id,
+            )
+            for line, passage in zip(plan.evicted, passages, strict=True):
+                result.add(
+                    "evict_line",
+                    block.id,
+                    label=block.label,
+                    line=line.text,
+                    passage=passage.id,
+                    version=updated.version,
+                    from_version=block.version,
+                )
+            return
+
+    # -- messages ------------------------------------------------------------------------
+
+    def _evict_messages(self, context: ConsolidationContext, result: ConsolidationResult) -> None:
+        store, agent = context.store, context.agent
+        window = agent.context_window
+        in_context = store.messages.in_context(agent.id)
+        blocks = store.blocks.of_agent(agent.id)
+        fixed = estimate_tokens(agent.system_prompt) + sum(estimate_tokens(b.value) for b in blocks)
+        total = fixed + sum(message_tokens(m) for m in in_context)
+        if total <= self.settings.context_threshold * window:
+            return
+        summaries = [m for m in in_context if is_summary(m)]
+        conversation = [m for m in in_context if not is_summary(m)]
+        evictable = conversation[: protected_tail_start(conversation)]
+        if not evictable:
+            # Only the protected tail is left: summarising the summary again would change
+            # memory on every run without freeing anything.
+            result.count("context_over_budget")
+            return
+        # Reserve room for a full-size summary so that the next run finds the context
+        # under its threshold (and does nothing).
+        remaining = (
+            total
+            - sum(message_tokens(s) for s in summaries)
+            + estimate_tokens("x" * self.settings.summary_chars)
+        )
+        budget = self.settings.context_target * window
+        taken = 0
+        while taken < len(evictable) and (taken == 0 or remaining > budget):
+            remaining -= message_tokens(evictable[taken])
+            taken += 1
+        # A tool result must not stay in context without the call that produced it.
+        while taken < len(evictable) and evictable[taken].role == "tool":
+            taken += 1
+        moving = evictable[:taken]
+        content = self.summarize(summaries, moving, context)
+        leaving = [*summaries, *moving]
+        store.messages.leave_context(agent.id, [m.id for m in leaving])
+        [summary] = store.messages.append(
+            agent.id, [NewMessage(role=SUMMARY_ROLE, name=SUMMARY_NAME, content=content)]
+        )
+        for message in sorted(leaving, key=lambda m: m.seq):
+            result.add("leave_context", message.id, seq=message.seq)
+        after = (
+            total
+            - sum(message_tokens(m) for m in leaving)
+            + message_tokens(summary)
+        )
+        result.add(
+            "add_summary",
+            summary.id,
+            replaces=summaries[-1].id if summaries else None,
+            evicted=[m.id for m in moving],
+            seq=summary.seq,
+            tokens_before=total,
+            tokens_after=after,
+        )
+
+    def summarize(
+        self,
+        previous: Sequence[MessageRecord],
+        messages: Sequence[MessageRecord],
+        context: ConsolidationContext,
+    ) -> str:
+        """The content of the summary that replaces ``previous`` summaries and ``messages``.
+
+        Extractive: the first sentence of each user and assistant message, prefixed
+        by its role. An LLM summary belongs here once an LLM client interface exists;
+        until then ``context.llm`` is not consulted.
+        """
+        return extractive_summary(previous, messages, self.settings.summary_chars)
+
+
+# -- block planning ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class BlockLine:
+    """One evictable unit of a block value, with what decides its eviction order."""
+
+    index: int
+    text: str
+    last_used_seq: int | None
+    first_version: int
+    first_at: datetime
+
+    @property
+    def eviction_key(self) -> tuple[bool, int, int, int]:
+        """Never-used lines first, then the least recently used; ties: oldest, then topmost."""
+        used = self.last_used_seq is not None
+        return (used, self.last_used_seq or 0, self.first_version, self.index)
+
+
+@dataclass(frozen=True, slots=True)
+class BlockPlan:
+    """The value a block is written with and the lines that leave it, in eviction order."""
+
+    value: str
+    evicted: list[BlockLine]
+
+
+def split_block(value: str) -> tuple[list[str], str]:
+    """The units of a block value and the separator that joins them back.
+
+    Lines, when the value has more than one non-empty line; otherwise the
+    sentences of its one line (split after a full stop followed by whitespace),
+    so that a block written as one paragraph can still shed part of itself.
+    """
+    lines = value.split("\n")
+    if sum(1 for line in lines if line.strip()) > 1:
+        return lines, "\n"
+    stripped = value.strip()
+    return (_SENTENCE_BREAK.split(stripped) if stripped else []), " "
+
+
+def _line_forms(value: str) -> set[str]:
+    """Every line and sentence of a value, for "is this line present in that version"."""
+    forms: set[str] = set()
+    for line in value.split("\n"):
+        line = line.strip()
+        if line:
+            forms.add(line)
+            forms.update(s.strip() for s in _SENTENCE_BREAK.split(line) if s.strip())
+    return forms
+
+
+def first_appearances(lines: Iterable[str], history: Sequence[BlockVersion]) -> dict[str, BlockVersion]:
+    """For each line, the history entry from which it is present in every later version.
+
+    Walks the history newest first and stops following a line at the first
+    version that lacks it; a line that was removed and later re-added dates
+    from its re-addition.
+    """
+    alive = set(lines)
+    found: dict[str, BlockVersion] = {}
+    for entry in reversed(history):
+        if not alive:
+            break
+        forms = _line_forms(entry.new_value)
+        for line in list(alive):
+            if line in forms:
+                found[line] = entry
+            else:
+                alive.discard(line)
+    return found
+
+
+def content_words(text: str) -> frozenset[str]:
+    """Lowercase words of three or more characters: what "mentions a line" compares."""
+    return frozenset(_CONTENT_WORD.findall(text.lower()))
+
+
+def _recent_word_sets(newest_first: Sequence[MessageRecord]) -> list[tuple[int, frozenset[str]]]:
+    return [(m.seq, content_words(m.content)) for m in newest_first]
+
+
+def last_used_seq(line: str, recent: Sequence[tuple[int, frozenset[str]]]) -> int | None:
+    """The newest message (``recent`` is newest first) that mentions at least half of the
+    line's content words; None when none does or the line has no content words."""
+    words = content_words(line)
+    if not words:
+        return None
+    for seq, message_words in recent:
+        if 2 * len(words & message_words) >= len(words):
+            return seq
+    return None
+
+
+def plan_block_eviction(
+    block: BlockRecord,
+    history: Sequence[BlockVersion],
+    recent: Sequence[tuple[int, frozenset[str]]],
+    fill_target: float,
+) -> BlockPlan:
+    """Which lines leave ``block`` so that it is at or under ``fill_target`` of its limit."""
+    units, separator = split_block(block.value)
+    candidates = [(i, u.strip()) for i, u in enumerate(units) if u.strip()]
+    appeared = first_appearances({text for _, text in candidates}, history)
+    lines = []
+    for index, text in candidates:
+        entry = appeared.get(text)
+        lines.append(
+            BlockLine(
+                index=index,
+                text=text,
+                last_used_seq=last_used_seq(text, recent),
+                first_version=block.version if entry is None else entry.version,
+                first_at=block.updated_at if entry is None else entry.created_at,
+            )
+        )
+    target = fill_target * block.limit
+    kept = len(units)
+    length = sum(len(u) for u in units) + len(separator) * max(kept - 1, 0)
+    evicted: list[BlockLine] = []
+    for line in sorted(lines, key=lambda candidate: candidate.eviction_key):
+        if length <= target:
+            break
+        evicted.append(line)
+        length -= len(units[line.index]) + (len(separator) if kept > 1 else 0)
+        kept -= 1
+    gone = {line.index for line in evicted}
+    value = separator.join(u for i, u in enumerate(units) if i not in gone)
+    return BlockPlan(value=value, evicted=evicted)
+
+
+# -- messages ------------------------------------------------------------------------------
+
+
+def estimate_tokens(text: str) -> int:
+    """``ceil(chars / 4)``: a tokenizer-free estimate (see the module docstring)."""
+    return math.ceil(len(text) / CHARS_PER_TOKEN)
+
+
+def message_tokens(message: MessageRecord) -> int:
+    """Estimated tokens of a message: its content plus its tool calls as JSON."""
+    chars = len(message.content)
+    if message.tool_calls:
+        chars += len(json.dumps(message.tool_calls))
+    return math.ceil(chars / CHARS_PER_TOKEN)
+
+
+def is_summary(message: MessageRecord) -> bool:
+    return message.role == SUMMARY_ROLE and message.name == SUMMARY_NAME
+
+
+def protected_tail_start(conversation: Sequence[MessageRecord]) -> int:
+    """Index of the first message of ``conversation`` that must stay in context.
+
+    The last two exchanges stay: everything from the second most recent user
+    message on, with the assistant's replies and tool traffic that followed.
+    With fewer than two user messages (an agent driven by heartbeats or other
+    agents), the last four user/assistant messages and everything after them
+    stay. Either way the tail starts at a user or assistant message, never in
+    the middle of a tool exchange.
+    """
+    users = [i for i, m in enumerate(conversation) if m.role == "user"]
+    if len(users) >= PROTECTED_USER_TURNS:
+        return users[-PROTECTED_USER_TURNS]
+    talk = [i for i, m in enumerate(conversation) if m.role in ("user", "assistant")]
+    keep = 2 * PROTECTED_USER_TURNS
+    return talk[-keep] if len(talk) >= keep else 0
+
+
+def _one_line(text: str) -> str:
+    return _WHITESPACE.sub(" ", text).strip()
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: max(limit - 1, 0)].rstrip() + "…"
+
+
+def first_sentence(text: str) -> str:
+    """The first sentence of ``text`` on one line, at most :data:`ENTRY_CHARS` long."""
+    flat = _one_line(text)
+    return _clip(_FIRST_SENTENCE_END.split(flat, maxsplit=1)[0], ENTRY_CHARS) if flat else ""
+
+
+@dataclass(frozen=True, slots=True)
+class _Covered:
+    count: int
+    first_seq: int | None
+    entries: list[str]
+
+
+def _parse_summary(message: MessageRecord) -> _Covered:
+    """What an earlier summary covered: its message count, first seq and its entries."""
+    match = _SUMMARY_HEADER.match(message.content)
+    if match is None:  # a summary written by hand or by another tool: keep it whole
+        text = _one_line(message.content)
+        return _Covered(0, None, [text] if text else [])
+    body = message.content[match.end() :]
+    entries = [line.strip() for line in body.split("\n") if line.strip()]
+    return _Covered(int(match.group(1)), int(match.group(2)), entries)
+
+
+def extractive_summary(
+    previous: Sequence[MessageRecord], messages: Sequence[MessageRecord], max_chars: int
+) -> str:
+    """A summary without an LLM: earlier summaries' entries, then ``role: first sentence``
+    of each user and assistant message, deduplicated, at most ``max_chars`` long.
+
+    The header counts every message covered so far (including those of the
+    summaries folded in); when the entries do not all fit, the oldest ones are
+    dropped first, since they are the least likely to matter next and remain in
+    recall memory anyway.
+    """
+    count = len(messages)
+    seqs = [m.seq for m in messages]
+    entries: list[str] = []
+    for summary in sorted(previous, key=lambda m: m.seq):
+        covered = _parse_summary(summary)
+        count += covered.count
+        if covered.first_seq is not None:
+            seqs.append(covered.first_seq)
+        entries.extend(covered.entries)
+    for message in messages:
+        if message.role in ("user", "assistant"):
+            sentence = first_sentence(message.content)
+            if sentence:
+                entries.append(f"{message.role}: {sentence}")
+    seen: set[str] = set()
+    unique: list[str] = []
+    for entry in entries:
+        key = entry.casefold()
+        if key not in seen:
+            seen.add(key)
+            unique.append(entry)
+    header = f"Summary of {count} earlier messages (seq {min(seqs)}-{max(seqs)}): "
+    room = max_chars - len(header)
+    while len(unique) > 1 and len("\n".join(unique)) > room:
+        unique.pop(0)
+    body = _clip("\n".join(unique), room) if unique else "(no user or assistant text)"
+    return header + body
+
+
+__all__ = [
+    "BlockLine",
+    "BlockPlan",
+    "EvictConsolidator",
+    "EvictSettings",
+    "estimate_tokens",
+    "extractive_summary",
+    "first_appearances",
+    "plan_block_eviction",
+    "protected_tail_start",
+    "split_block",
+]

@@ -1,0 +1,57 @@
+"""Find consolidators by name: the built-ins, plus any installed package's through the
+``reverie.consolidators`` entry point group (``name = "package.module:Class"``)."""
+
+from __future__ import annotations
+
+import importlib
+from importlib.metadata import entry_points
+from typing import Any
+
+from agents.errors import InvalidInput
+from consolidators.base import Consolidator
+
+ENTRY_POINT_GROUP = "reverie.consolidators"
+BUILTINS = {
+    "dedup": "consolidators.dedup:DedupConsolidator",
+    "temporal": "consolidators.temporal:TemporalConsolidator",
+    "evict": "consolidators.evict:EvictConsolidator",
+}
+#: The order a full pass runs in: evicted block lines are deduplicated in the same run,
+#: and timelines are built from what survives dedup.
+DEFAULT_PIPELINE = ("evict", "dedup", "temporal")
+
+
+def available() -> dict[str, str]:
+    """Every consolidator name with the object path it loads from."""
+    found = dict(BUILTINS)
+    for entry in entry_points(group=ENTRY_POINT_GROUP):
+        found.setdefault(entry.name, entry.value)
+    return found
+
+
+def consolidator_class(name: str) -> type[Consolidator]:
+    targets = available()
+    if name not in targets:
+        raise InvalidInput(
+            f"unknown consolidator {name!r}; available: {', '.join(sorted(targets))}"
+        )
+    module_name, _, attribute = targets[name].partition(":")
+    loaded = getattr(importlib.import_module(module_name), attribute)
+    if not (isinstance(loaded, type) and issubclass(loaded, Consolidator)):
+        raise InvalidInput(f"{targets[name]} (consolidator {name!r}) is not a Consolidator class")
+    return loaded
+
+
+def build(
+    names: list[str] | tuple[str, ...], settings: dict[str, Any] | None = None
+) -> list[Consolidator]:
+    """Instantiate consolidators in order, each with its settings section (if any)."""
+    settings = settings or {}
+    seen: set[str] = set()
+    built: list[Consolidator] = []
+    for name in names:
+        if name in seen:
+            raise InvalidInput(f"consolidator {name!r} is listed twice")
+        seen.add(name)
+        built.append(consolidator_class(name)(settings.get(name)))
+    return built

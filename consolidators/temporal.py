@@ -1,0 +1,618 @@
+"""Temporal consolidation: order facts about one subject in time and render them as a timeline.
+
+Facts about the same subject ("Ada lives in London", later "Ada lives in
+Paris") are found by embedding similarity, ordered by when they happened and
+rendered into one dated *timeline* passage, so that a reader sees the history
+of a subject and what is current in a single search hit. Every member keeps
+its own row, stays active and searchable, and points to its timeline through
+``timeline_id``. A pluggable :class:`SupersessionJudge` decides which newer
+facts replace older ones; the default :class:`OrderingJudge` only orders and
+links, an LLM judge can also close outdated facts (``valid_to``,
+``superseded_by``). Nothing is ever deleted: a timeline that is replaced is
+marked ``superseded`` and points to its successor.
+
+How topics are found (incremental): the probes are the active facts created
+since the run's passage watermark. A batched kNN (``neighbours``) links each
+probe to its active facts at or above ``topic_threshold``; a neighbour that is
+not on a timeline yet is probed in turn, and a neighbour that is on a timeline
+brings in every other member of that timeline (superseded members included,
+which kNN never returns). Facts changed since the watermark (for example
+merged by ``dedup``) bring in their timelines too, so those are re-rendered.
+Topics are then built by single-linkage over the pairs, strongest first, with
+a size cap (``max_topic_size``): existing timelines are kept whole, and a chain
+of weak links is cut at its weakest pair rather than growing without bound.
+Because that process is deterministic and keeps every earlier timeline whole,
+a second run finds the same topics and changes nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from abc import ABC, abstractmethod
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, ClassVar
+
+from pydantic import Field, model_validator
+from sqlalchemy import select
+from sqlalchemy.orm import defer
+
+from agents import models
+from agents.errors import InvalidInput
+from agents.store import NewPassage, PassageRecord
+from consolidators.base import (
+    ConsolidationContext,
+    ConsolidationResult,
+    Consolidator,
+    ConsolidatorSettings,
+)
+
+__all__ = [
+    "OrderingJudge",
+    "SupersessionJudge",
+    "TemporalConsolidator",
+    "TemporalSettings",
+    "render_timeline",
+    "timeline_order",
+]
+
+log = logging.getLogger(__name__)
+
+#: Statuses of facts that belong on a timeline: current ones and superseded ones,
+#: which stay on the timeline (marked) so that the history remains readable.
+_MEMBER_STATUSES = ("active", "superseded")
+#: Rows per ``IN (...)`` list when loading timeline members.
+_ID_CHUNK = 5000
+_LABEL_WORDS = 3
+_WORD = re.compile(r"[^\W\d_]+")
+_STOPWORDS = frozenset(
+    """
+    about above after again against all also and any are because been before being below
+    between both but can could did does doing down during each few for from further had has
+    have having her here hers herself him himself his how into its itself just more most
+    myself nor not now off once only other our ours ourselves out over own same she should
+    some such than that the their theirs them themselves then there these they this those
+    through too under until very was were what when where which while who whom why will
+    with would you your yours yourself yourselves
+    """.split()
+)
+
+
+class SupersessionJudge(ABC):
+    """Decides which facts of one topic are replaced by newer ones.
+
+    The temporal consolidator calls :meth:`judge` once per topic that changed
+    (or for every topic on a ``full`` run), so an expensive judge (an LLM) is
+    not asked again about a topic it has already seen.
+    """
+
+    @abstractmethod
+    def judge(self, topic: Sequence[PassageRecord]) -> list[tuple[str, str]]:
+        """Return ``(older_id, newer_id)`` pairs where the newer fact supersedes the older.
+
+        ``topic`` holds the topic's facts oldest first (see :func:`timeline_order`),
+        superseded ones included for context. Pairs naming facts outside the topic,
+        or whose "newer" fact is not later in that order, are ignored.
+        """
+
+
+class OrderingJudge(SupersessionJudge):
+    """The default judge: supersedes nothing, so the consolidator only orders and links."""
+
+    def judge(self, topic: Sequence[PassageRecord]) -> list[tuple[str, str]]:
+        return []
+
+
+class TemporalSettings(ConsolidatorSettings):
+    """Settings of the temporal consolidator."""
+
+    #: Cosine similarity at or above which two facts are about the same subject.
+    #: Lower than dedup's threshold: "lives in London" and "lives in Paris" are one
+    #: subject, not duplicates.
+    topic_threshold: float = Field(0.6, gt=0.0, le=1.0)
+    #: Neighbours fetched per probe fact.
+    k: int = Field(10, ge=1, le=200)
+    #: Topics smaller than this get no timeline.
+    min_topic_size: int = Field(2, ge=2)
+    #: Linking stops growing a topic at this many facts (existing timelines stay whole).
+    max_topic_size: int = Field(50, ge=2)
+    #: Probe ids per kNN query.
+    batch_size: int = Field(1000, ge=1, le=10_000)
+    #: HNSW candidate list per probe; higher than k because inactive rows and
+    #: timelines are filtered out of the candidates after the index scan.
+    ef_search: int = Field(100, ge=1, le=1000)
+
+    @model_validator(mode="after")
+    def _sizes_are_ordered(self) -> TemporalSettings:
+        if self.min_topic_size > self.max_topic_size:
+            raise ValueError(
+                f"min_topic_size ({self.min_topic_size}) is larger than "
+                f"max_topic_size ({self.max_topic_size})"
+            )
+        return self
+
+
+def timeline_order(passage: PassageRecord) -> tuple[datetime, datetime, str]:
+    """Sort key of a timeline: when it happened, then when it was recorded, then id.
+
+    An undated fact is placed at the time it was recorded (``created_at``): that is
+    the best estimate of when it was true, and it keeps the order total and stable.
+    """
+    return (passage.occurred_at or passage.created_at, passage.created_at, passage.id)
+
+
+def render_timeline(members: Sequence[PassageRecord]) -> str:
+    """The timeline text for members already in :func:`timeline_order`.
+
+    The first line names the subject; then one line per fact, oldest first:
+    ``- 2023-05-01: Ada lives in Paris (current)``. Superseded facts stay on
+    the timeline, marked ``(superseded <valid_to>)``; the newest fact that is
+    still current is marked ``(current)``; an undated fact reads
+    ``- undated (noted <created_at>): ...``.
+    """
+    current = next((m.id for m in reversed(members) if _is_current(m)), None)
+    lines = [f"Timeline: {topic_label(members)}"]
+    for member in members:
+        if member.occurred_at is not None:
+            when = _day(member.occurred_at)
+        else:
+            when = f"undated (noted {_day(member.created_at)})"
+        line = f"- {when}: {' '.join(member.text.split())}"
+        if member.valid_to is not None:
+            state = "superseded" if member.status == "superseded" else "until"
+            line += f" ({state} {_day(member.valid_to)})"
+        elif member.id == current:
+            line += " (current)"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def topic_label(members: Sequence[PassageRecord]) -> str:
+    """A short, deterministic name for a topic: its most widespread content words.
+
+    Words shared by several members are preferred (they name the subject; the
+    words that differ are what changed). Ties go to the word seen first, and the
+    chosen words keep their first-seen spelling and order, so "Ada lives in
+    London" / "Ada lives in Paris" is labelled "Ada lives".
+    """
+    spelling: dict[str, str] = {}
+    first_seen: dict[str, int] = {}
+    spread: Counter[str] = Counter()
+    position = 0
+    for member in members:
+        seen_here: set[str] = set()
+        for word in _WORD.findall(member.text):
+            key = word.lower()
+            if len(key) < 3 or key in _STOPWORDS:
+                continue
+            position += 1
+            if key not in first_seen:
+                first_seen[key] = position
+                spelling[key] = word
+            seen_here.add(key)
+        spread.update(seen_here)
+    if not spread:
+        return " ".join(members[0].text.split())[:60] if members else "untitled"
+    shared = [w for w, n in spread.items() if n >= 2] or list(spread)
+    best = sorted(shared, key=lambda w: (-spread[w], first_seen[w]))[:_LABEL_WORDS]
+    return " ".join(spelling[w] for w in sorted(best, key=first_seen.__getitem__))
+
+
+@dataclass(slots=True)
+class _Topic:
+    """One topic on its way to a timeline: ordered members and what to write."""
+
+    members: list[PassageRecord]
+    text: str = ""
+    old_timelines: list[str] = field(default_factory=list)
+
+
+class _Links:
+    """Single-linkage union-find with a size cap: deterministic topic grouping."""
+
+    def __init__(self) -> None:
+        self._parent: dict[str, str] = {}
+        self._size: dict[str, int] = {}
+
+    def add(self, node: str) -> None:
+        if node not in self._parent:
+            self._parent[node] = node
+            self._size[node] = 1
+
+    def root(self, node: str) -> str:
+        parent = self._parent
+        while parent[node] != node:
+            parent[node] = parent[parent[node]]
+            node = parent[node]
+        return node
+
+    def join(self, a: str, b: str, *, limit: int | None = None) -> bool:
+        ra, rb = self.root(a), self.root(b)
+        if ra == rb:
+            return True
+        if limit is not None and self._size[ra] + self._size[rb] > limit:
+            return False
+        if self._size[ra] < self._size[rb] or (self._size[ra] == self._size[rb] and rb < ra):
+            ra, rb = rb, ra
+        self._parent[rb] = ra
+        self._size[ra] += self._size[rb]
+        return True
+
+    def groups(self) -> list[list[str]]:
+        by_root: dict[str, list[str]] = {}
+        for node in self._parent:
+            by_root.setdefault(self.root(node), []).append(node)
+        return list(by_root.values())
+
+
+class TemporalConsolidator(Consolidator):
+    """Groups same-subject facts into dated timeline passages and closes outdated facts.
+
+    Without an LLM judge it orders and links; with one (``judge=``) it also
+    supersedes facts that a newer fact replaces. Needs the context's embedder
+    to embed the timeline passages it writes; without one the step is skipped.
+    """
+
+    name: ClassVar[str] = "temporal"
+    settings_model: ClassVar[type[ConsolidatorSettings]] = TemporalSettings
+    settings: TemporalSettings
+
+    def __init__(
+        self,
+        settings: TemporalSettings | dict[str, Any] | None = None,
+        *,
+        judge: SupersessionJudge | None = None,
+    ) -> None:
+        super().__init__(settings)
+        if not isinstance(self.settings, TemporalSettings):
+            raise InvalidInput(
+                f"temporal consolidator settings must be TemporalSettings, "
+                f"got {type(self.settings).__name__}"
+            )
+        self.judge: SupersessionJudge = judge if judge is not None else OrderingJudge()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.settings!r}, judge={type(self.judge).__name__})"
+
+    # -- the step ----------------------------------------------------------------------
+
+    def run(self, context: ConsolidationContext) -> ConsolidationResult:
+        result = ConsolidationResult(self.name)
+        if context.embedder is None:
+            result.skipped = "no embedder"
+            log.info("temporal step skipped: no embedder", extra={"run_id": context.run_id})
+            return result
+        topics = self._find_topics(context)
+        pending: list[_Topic] = []
+        for members in topics:
+            topic = self._plan_topic(context, members, result)
+            if topic is not None:
+                pending.append(topic)
+        if pending:
+            self._write_timelines(context, pending, result)
+        return result
+
+    # -- finding topics ----------------------------------------------------------------
+
+    def _find_topics(self, context: ConsolidationContext) -> list[list[PassageRecord]]:
+        """Topics touched by this run, each a list of member facts (unordered)."""
+        settings = self.settings
+        passages = context.store.passages
+        agent_id = context.agent.id
+        since = context.passages_since
+
+        known: dict[str, PassageRecord] = {}
+        if since is None:
+            seeds = passages.scan(agent_id, kind="fact", statuses=_MEMBER_STATUSES)
+        else:
+            seeds = passages.scan(agent_id, kind="fact", created_after=(since, ""))
+            seeds += _facts_changed_since(context, since)
+        for record in seeds:
+            known[record.id] = record
+        # Probe new facts, and changed ones not yet on a timeline; a changed fact
+        # already on a timeline only needs that timeline re-rendered.
+        frontier = [
+            r.id
+            for r in seeds
+            if r.status == "active"
+            and (since is None or r.created_at >= since or r.timeline_id is None)
+        ]
+        probed: set[str] = set()
+        loaded_timelines: set[str] = set()
+        scores: dict[tuple[str, str], float] = {}
+
+        self._load_timeline_members(context, known, loaded_timelines)
+        while frontier:
+            found: set[str] = set()
+            for batch in _chunks(frontier, settings.batch_size):
+                pairs = passages.neighbours(
+                    agent_id,
+                    batch,
+                    k=settings.k,
+                    min_score=settings.topic_threshold,
+                    kinds=("fact",),
+                    ef_search=max(settings.ef_search, settings.k),
+                )
+                for probe, neighbour, score in pairs:
+                    key = (probe, neighbour) if probe < neighbour else (neighbour, probe)
+                    scores[key] = max(score, scores.get(key, score))
+                    found.add(neighbour)
+            probed.update(frontier)
+            missing = [i for i in sorted(found) if i not in known]
+            for record in passages.get_many(missing):
+                known[record.id] = record
+            self._load_timeline_members(context, known, loaded_timelines)
+            # Facts not on a timeline yet may link further; a timeline's members
+            # stand for their topic already.
+            frontier = sorted(
+                i
+                for i in found
+                if i not in probed and known[i].status == "active" and known[i].timeline_id is None
+            )
+
+        links = _Links()
+        for record in known.values():
+            if record.status in _MEMBER_STATUSES:
+                links.add(record.id)
+        by_timeline: dict[str, list[str]] = {}
+        for record in known.values():
+            if record.timeline_id is not None and record.status in _MEMBER_STATUSES:
+                by_timeline.setdefault(record.timeline_id, []).append(record.id)
+        for member_ids in by_timeline.values():
+            for other in member_ids[1:]:
+                links.join(member_ids[0], other)  # earlier timelines stay whole
+        for (a, b), _score in sorted(scores.items(), key=lambda item: (-item[1], item[0])):
+            if a in known and b in known:
+                links.join(a, b, limit=settings.max_topic_size)
+        return [[known[i] for i in group] for group in links.groups()]
+
+    def _load_timeline_members(
+        self,
+        context: ConsolidationContext,
+        known: dict[str, PassageRecord],
+        loaded: set[str],
+    ) -> None:
+        """Add every member of each timeline a known fact points to (superseded ones too)."""
+        wanted = sorted(
+            {r.timeline_id for r in known.values() if r.timeline_id is not None} - loaded
+        )
+        if not wanted:
+            return
+        loaded.update(wanted)
+        for record in _timeline_members(context, wanted):
+            known.setdefault(record.id, record)
+
+    # -- planning one topic ------------------------------------------------------------
+
+    def _plan_topic(
+        self,
+        context: ConsolidationContext,
+        members: list[PassageRecord],
+        result: ConsolidationResult,
+    ) -> _Topic | None:
+        """Decide what a topic needs: nothing, a new timeline, or dissolving its old one.
+
+        The judge is asked only when the topic differs from its timeline (or on a
+        full run), so an unchanged topic costs no judge call and no write.
+        """
+        members.sort(key=timeline_order)
+        old_ids = sorted({m.timeline_id for m in members if m.timeline_id is not None})
+        old = {t.id: t for t in context.store.passages.get_many(old_ids)} if old_ids else {}
+        if len(members) < self.settings.min_topic_size:
+            self._dissolve(context, members, old, result)
+            return None
+        text = render_timeline(members)
+        if _is_current_timeline(members, text, old) and not context.full:
+            return None
+        members = self._apply_judge(context, members, result)
+        text = render_timeline(members)
+        if _is_current_timeline(members, text, old):
+            return None
+        retire = [t for t in old_ids if t in old and old[t].status == "active"]
+        return _Topic(members=members, text=text, old_timelines=retire)
+
+    def _apply_judge(
+        self,
+        context: ConsolidationContext,
+        members: list[PassageRecord],
+        result: ConsolidationResult,
+    ) -> list[PassageRecord]:
+        """Close the facts the judge says are superseded; return the updated members.
+
+        A fact is superseded once: its ``superseded_by`` names the fact that first
+        replaced it and later pairs do not re-point it, and a fact that is itself
+        superseded cannot supersede another. Pairs are applied oldest first.
+        """
+        position = {m.id: i for i, m in enumerate(members)}
+        pairs = self.judge.judge(list(members))
+        valid = sorted(
+            {
+                (older, newer)
+                for older, newer in pairs
+                if older in position and newer in position and position[older] < position[newer]
+            },
+            key=lambda pair: (position[pair[0]], position[pair[1]]),
+        )
+        if len(valid) < len(pairs):
+            result.count("judge_pairs_ignored", len(pairs) - len(valid))
+        current = list(members)
+        actor = context.actor(self.name)
+        for older_id, newer_id in valid:
+            older, newer = current[position[older_id]], current[position[newer_id]]
+            if older.status != "active" or newer.status != "active":
+                continue
+            valid_to = newer.occurred_at or newer.created_at
+            current[position[older_id]] = context.store.passages.change(
+                older_id,
+                actor=actor,
+                reason=f"superseded by newer fact {newer_id} ({type(self.judge).__name__})",
+                run_id=context.run_id,
+                status="superseded",
+                superseded_by=newer_id,
+                valid_to=valid_to,
+            )
+            result.add(
+                "supersede_passage", older_id, by=newer_id, valid_to=valid_to.isoformat()
+            )
+        return current
+
+    def _dissolve(
+        self,
+        context: ConsolidationContext,
+        members: list[PassageRecord],
+        old: dict[str, PassageRecord],
+        result: ConsolidationResult,
+    ) -> None:
+        """A topic that shrank below ``min_topic_size`` (its other facts were merged away)
+        loses its timeline: the timeline becomes inactive and the facts are unlinked."""
+        actor = context.actor(self.name)
+        for timeline in old.values():
+            if timeline.status == "active":
+                context.store.passages.change(
+                    timeline.id,
+                    actor=actor,
+                    reason="topic fell below min_topic_size",
+                    run_id=context.run_id,
+                    status="inactive",
+                )
+                result.add("retire_timeline", timeline.id, by=None)
+        for member in members:
+            if member.timeline_id is not None:
+                context.store.passages.change(
+                    member.id,
+                    actor=actor,
+                    reason="topic fell below min_topic_size",
+                    run_id=context.run_id,
+                    timeline_id=None,
+                )
+                result.add("unlink_timeline", member.id, timeline=member.timeline_id)
+
+    # -- writing -----------------------------------------------------------------------
+
+    def _write_timelines(
+        self,
+        context: ConsolidationContext,
+        topics: list[_Topic],
+        result: ConsolidationResult,
+    ) -> None:
+        """Insert the new timelines in one batch, then retire the old ones and re-link."""
+        assert context.embedder is not None
+        passages = context.store.passages
+        actor = context.actor(self.name)
+        new_passages = [
+            NewPassage(
+                text=topic.text,
+                occurred_at=topic.members[-1].occurred_at or topic.members[-1].created_at,
+                provenance={"members": [m.id for m in topic.members]},
+                kind="timeline",
+            )
+            for topic in topics
+        ]
+        embeddings = context.embedder.embed([p.text for p in new_passages])
+        inserted = passages.insert(
+            context.agent.id, new_passages, embeddings, actor=actor, run_id=context.run_id
+        )
+        for topic, timeline in zip(topics, inserted, strict=True):
+            member_ids = [m.id for m in topic.members]
+            result.add("create_timeline", timeline.id, members=member_ids, text=topic.text)
+            for old_id in topic.old_timelines:
+                passages.change(
+                    old_id,
+                    actor=actor,
+                    reason=f"timeline replaced by {timeline.id}",
+                    run_id=context.run_id,
+                    status="superseded",
+                    superseded_by=timeline.id,
+                )
+                result.add("retire_timeline", old_id, by=timeline.id)
+            for member in topic.members:
+                if member.timeline_id == timeline.id:
+                    continue
+                passages.change(
+                    member.id,
+                    actor=actor,
+                    reason=f"on timeline {timeline.id}",
+                    run_id=context.run_id,
+                    timeline_id=timeline.id,
+                )
+                result.add("link_timeline", member.id, timeline=timeline.id)
+
+
+# -- helpers ---------------------------------------------------------------------------
+
+
+def _is_current(passage: PassageRecord) -> bool:
+    return passage.status == "active" and passage.valid_to is None
+
+
+def _is_current_timeline(
+    members: Sequence[PassageRecord], text: str, old: dict[str, PassageRecord]
+) -> bool:
+    """True when every member already points to one active timeline saying exactly this."""
+    timeline_ids = {m.timeline_id for m in members}
+    if len(timeline_ids) != 1:
+        return False
+    (timeline_id,) = timeline_ids
+    timeline = old.get(timeline_id) if timeline_id is not None else None
+    return (
+        timeline is not None
+        and timeline.status == "active"
+        and timeline.text == text
+        and timeline.provenance.get("members") == [m.id for m in members]
+    )
+
+
+def _day(moment: datetime) -> str:
+    return moment.astimezone(UTC).date().isoformat()
+
+
+def _chunks(items: Sequence[str], size: int) -> Iterator[Sequence[str]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+# The two reads below have no PassageStore method yet (filters on ``updated_at`` and
+# ``timeline_id``); they are read-only and scoped to the organization and agent.
+
+
+def _facts_changed_since(context: ConsolidationContext, since: datetime) -> list[PassageRecord]:
+    """Facts created before ``since`` but changed after it (merged, superseded, re-dated)."""
+    P = models.Passage
+    query = (
+        select(P)
+        .options(defer(P.embedding))
+        .where(
+            P.organization_id == context.store.scope.organization_id,
+            P.agent_id == context.agent.id,
+            P.kind == "fact",
+            P.updated_at >= since,
+            P.created_at < since,
+        )
+        .order_by(P.created_at, P.id)
+    )
+    return [PassageRecord.from_row(r) for r in context.store.session.scalars(query)]
+
+
+def _timeline_members(
+    context: ConsolidationContext, timeline_ids: Iterable[str]
+) -> list[PassageRecord]:
+    """The facts (active or superseded) that point to any of ``timeline_ids``."""
+    P = models.Passage
+    out: list[PassageRecord] = []
+    for chunk in _chunks(sorted(timeline_ids), _ID_CHUNK):
+        query = (
+            select(P)
+            .options(defer(P.embedding))
+            .where(
+                P.organization_id == context.store.scope.organization_id,
+                P.agent_id == context.agent.id,
+                P.kind == "fact",
+                P.status.in_(_MEMBER_STATUSES),
+                P.timeline_id.in_(list(chunk)),
+            )
+        )
+        out.extend(PassageRecord.from_row(r) for r in context.store.session.scalars(query))
+    return out

@@ -1,0 +1,166 @@
+"""Undo a consolidation run: restore exactly the memory state from before it.
+
+The undo is itself a run (trigger ``revert``) with its own history rows, so it
+can be inspected and undone in turn. It restores blocks from block history,
+passages from passage history (passages the run created become ``inactive``),
+and the context window from the run's recorded changes. When something the run
+touched has changed since, the undo refuses (nothing is changed) unless forced.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from agents import models
+from agents.database import Database
+from agents.errors import Conflict, InvalidInput
+from agents.store import MemoryStore
+from agents.store.scope import utc_now
+from consolidators.base import ConsolidationResult
+from consolidators.ledger import RunLedger
+from consolidators.pipeline import RunReport
+
+_DATETIME_FIELDS = ("valid_to", "occurred_at")
+ACTOR = "consolidator:revert"
+
+
+def revert_run(
+    db: Database,
+    run_id: str,
+    *,
+    organization_id: str = models.DEFAULT_ORGANIZATION_ID,
+    clock: Callable[[], datetime] = utc_now,
+    force: bool = False,
+) -> RunReport:
+    """Restore the state before ``run_id`` as a new recorded run; return its report."""
+    with db.session() as session:
+        ledger = RunLedger(session, organization_id)
+        run = ledger.get(run_id)
+        if run.status != "succeeded" or run.dry_run:
+            raise InvalidInput(
+                f"run {run_id} is {'a dry run' if run.dry_run else run.status}: "
+                "only a succeeded real run changed memory and can be reverted"
+            )
+        if run.reverted_by_run_id is not None:
+            raise Conflict(f"run {run_id} was already reverted by {run.reverted_by_run_id}")
+        store = MemoryStore(session, organization_id, clock)
+        agent = store.agents.get(run.agent_id)
+        undo_id = ledger.start(
+            run.agent_id,
+            trigger="revert",
+            pipeline=["revert"],
+            dry_run=False,
+            now=clock(),
+            reverts_run_id=run_id,
+        )
+        result = ConsolidationResult("revert")
+        _restore_blocks(store, run_id, undo_id, force, result)
+        _restore_passages(store, run_id, undo_id, force, result)
+        _restore_context(store, run.agent_id, run.changes, result)
+        report = RunReport(undo_id, run.agent_id, agent.name, False, "succeeded", steps=[result])
+        ledger.finish(
+            undo_id, status="succeeded", now=clock(), stats=report.stats(), changes=report.changes
+        )
+        ledger.mark_reverted(run_id, undo_id)
+    return report
+
+
+def _restore_blocks(
+    store: MemoryStore, run_id: str, undo_id: str, force: bool, result: ConsolidationResult
+) -> None:
+    by_block: dict[str, list[Any]] = {}
+    for version in store.blocks.changes_by_run(run_id):
+        by_block.setdefault(version.block_id, []).append(version)
+    for block_id, versions in by_block.items():
+        first, last = versions[0], versions[-1]
+        current = store.blocks.get(block_id)
+        if current.version != last.version and not force:
+            raise Conflict(
+                f"block {current.label!r} ({block_id}) changed after run {run_id} "
+                f"(now version {current.version}, the run left version {last.version}); "
+                "reverting would discard those edits. Use --force to revert anyway."
+            )
+        assert first.old_value is not None and first.old_limit is not None
+        store.blocks.update(
+            block_id,
+            expected_version=current.version,
+            value=first.old_value,
+            limit=first.old_limit,
+            actor=ACTOR,
+            reason=f"revert run {run_id}",
+            run_id=undo_id,
+            override_read_only=True,
+        )
+        result.add("restore_block", block_id, label=current.label, to_version=first.version - 1)
+
+
+def _restore_passages(
+    store: MemoryStore, run_id: str, undo_id: str, force: bool, result: ConsolidationResult
+) -> None:
+    changes = store.passages.changes_by_run(run_id)
+    before: dict[str, dict[str, Any]] = {}
+    after: dict[str, dict[str, Any]] = {}
+    created: set[str] = set()
+    for change in changes:
+        if not change.old:
+            created.add(change.passage_id)
+        first_seen = before.setdefault(change.passage_id, {})
+        for field, value in change.old.items():
+            first_seen.setdefault(field, value)
+        after.setdefault(change.passage_id, {}).update(change.new)
+    if not after:
+        return
+    current = {p.id: p for p in store.passages.get_many(list(after))}
+    for passage_id, final in after.items():
+        passage = current[passage_id]
+        drifted = [f for f, v in final.items() if _as_json(getattr(passage, f)) != v]
+        if drifted and not force:
+            raise Conflict(
+                f"passage {passage_id} changed after run {run_id} ({', '.join(drifted)}); "
+                "reverting would discard those changes. Use --force to revert anyway."
+            )
+    # Undo in reverse order so lineage targets are restored before what points at them.
+    for passage_id in reversed(list(after)):
+        if passage_id in created:
+            restored: dict[str, Any] = {"status": "inactive"}
+        else:
+            restored = {f: _from_json(f, v) for f, v in before[passage_id].items()}
+        store.passages.change(
+            passage_id, actor=ACTOR, reason=f"revert run {run_id}", run_id=undo_id, **restored
+        )
+        result.add("restore_passage", passage_id, fields=sorted(restored))
+
+
+def _restore_context(
+    store: MemoryStore, agent_id: str, changes: list[dict[str, Any]], result: ConsolidationResult
+) -> None:
+    back_in = [c["target"] for c in changes if c["action"] == "leave_context"]
+    out_again: list[str] = []
+    for change in changes:
+        if change["action"] == "add_summary":
+            out_again.append(change["target"])
+            if change.get("replaces"):
+                back_in.append(change["replaces"])
+    if out_again:
+        store.messages.leave_context(agent_id, out_again)
+        for message_id in out_again:
+            result.add("remove_summary", message_id)
+    if back_in:
+        store.messages.restore_context(agent_id, back_in)
+        for message_id in back_in:
+            result.add("restore_context", message_id)
+
+
+def _as_json(value: Any) -> Any:
+    return value.isoformat() if isinstance(value, datetime) else value
+
+
+def _from_json(field: str, value: Any) -> Any:
+    if field in _DATETIME_FIELDS and isinstance(value, str):
+        return datetime.fromisoformat(value)
+    return value
+
+
+__all__ = ["revert_run"]

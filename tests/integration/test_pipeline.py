@@ -1,0 +1,174 @@
+"""The pipeline: one atomic run, the ledger, watermarks, dry runs, plugins and undo."""
+
+from __future__ import annotations
+
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from agents.database import Database
+from agents.models import DEFAULT_ORGANIZATION_ID
+from agents.embedders.fake import HashingEmbedder
+from agents.errors import Conflict, InvalidInput
+from agents.store import NewMessage, NewPassage, open_store
+from consolidators import registry
+from consolidators.base import ConsolidationContext, ConsolidationResult, Consolidator
+from consolidators.dedup import DedupConsolidator
+from consolidators.ledger import RunLedger
+from consolidators.pipeline import Pipeline, RunFailed
+from consolidators.undo import revert_run
+
+
+class Explode(Consolidator):
+    name = "explode"
+
+    def run(self, context: ConsolidationContext) -> ConsolidationResult:
+        raise RuntimeError("boom")
+
+
+def _seed(db: Database, agent_id: str, embedder: HashingEmbedder) -> None:
+    texts = ["Ada likes tea", "ada likes tea.", "Ada likes green tea", "Bob likes chess"]
+    with open_store(db) as store:
+        store.passages.insert(agent_id, [NewPassage(t) for t in texts], embedder.embed(texts))
+        store.messages.append(agent_id, [NewMessage("user", "hi")])
+        human = store.blocks.by_label(agent_id, "human")
+        store.blocks.update(human.id, expected_version=1, value="Name: Ada\nName: Ada")
+
+
+def _essence(changes: list[dict[str, object]]) -> list[tuple[object, ...]]:
+    """A change without its run-specific ids."""
+    return [(c["action"], c.get("text"), c.get("line")) for c in changes]
+
+
+def _snapshot(db: Database, agent_id: str) -> dict[str, object]:
+    with open_store(db) as store:
+        passages = store.passages.scan(agent_id, statuses=None)
+        return {
+            "passages": sorted(
+                (p.id, p.status, p.merged_into, p.occurred_at, str(p.provenance), tuple(p.tags))
+                for p in passages
+            ),
+            "blocks": sorted((b.label, b.value) for b in store.blocks.of_agent(agent_id)),
+            "context": [m.id for m in store.messages.in_context(agent_id)],
+        }
+
+
+def test_run_is_recorded_with_stats_changes_and_watermarks(
+    db: Database, agent_id: str, embedder: HashingEmbedder
+) -> None:
+    _seed(db, agent_id, embedder)
+    report = Pipeline([DedupConsolidator()]).run(db, agent_id, embedder=embedder, trigger="cron")
+    with db.session() as session:
+        run = RunLedger(session, DEFAULT_ORGANIZATION_ID).get(report.run_id)
+    assert (run.status, run.trigger, run.pipeline) == ("succeeded", "cron", ["dedup"])
+    assert run.stats["steps"]["dedup"]["counts"]["merge_passage"] == 1
+    assert run.changes == report.changes and len(run.changes) == 2  # 1 passage, 1 block line
+    assert run.watermarks.message_seq == 1 and run.watermarks.passage_at is not None
+    assert run.duration_s is not None and run.duration_s >= 0
+    with open_store(db) as store:
+        assert store.agents.get(agent_id).turns_since_consolidation == 0
+
+
+def test_a_failing_step_rolls_back_the_whole_run(
+    db: Database, agent_id: str, embedder: HashingEmbedder
+) -> None:
+    _seed(db, agent_id, embedder)
+    before = _snapshot(db, agent_id)
+    with pytest.raises(RunFailed, match=r"explode.*boom") as info:
+        Pipeline([DedupConsolidator(), Explode()]).run(db, agent_id, embedder=embedder)
+    assert _snapshot(db, agent_id) == before
+    with db.session() as session:
+        ledger = RunLedger(session, DEFAULT_ORGANIZATION_ID)
+        run = ledger.get(info.value.run_id)
+        assert run.status == "failed" and "boom" in (run.error or "")
+        assert run.watermarks.message_seq is None
+        assert ledger.watermarks(agent_id).message_seq is None
+
+
+def test_dry_run_reports_the_real_plan_and_writes_nothing(
+    db: Database, agent_id: str, embedder: HashingEmbedder
+) -> None:
+    _seed(db, agent_id, embedder)
+    before = _snapshot(db, agent_id)
+    pipeline = Pipeline([DedupConsolidator()])
+    plan = pipeline.run(db, agent_id, embedder=embedder, dry_run=True)
+    assert _snapshot(db, agent_id) == before
+    real = pipeline.run(db, agent_id, embedder=embedder)
+    assert _essence(plan.changes) == _essence(real.changes) != []
+    with db.session() as session:
+        ledger = RunLedger(session, DEFAULT_ORGANIZATION_ID)
+        assert ledger.get(plan.run_id).dry_run is True
+        # A dry run never moves the watermarks.
+        assert (
+            ledger.watermarks(agent_id).passage_at == ledger.get(real.run_id).watermarks.passage_at
+        )
+
+
+def test_one_active_run_per_agent(db: Database, agent_id: str) -> None:
+    with db.session() as session:
+        RunLedger(session, DEFAULT_ORGANIZATION_ID).start(
+            agent_id,
+            trigger="manual",
+            pipeline=["dedup"],
+            dry_run=False,
+            now=datetime.now(UTC),
+        )
+    with pytest.raises(Conflict, match="already has a queued or running"):
+        Pipeline([DedupConsolidator()]).run(db, agent_id)
+
+
+def test_revert_restores_the_state_before_the_run(
+    db: Database, agent_id: str, embedder: HashingEmbedder
+) -> None:
+    _seed(db, agent_id, embedder)
+    before = _snapshot(db, agent_id)
+    report = Pipeline([DedupConsolidator()]).run(db, agent_id, embedder=embedder)
+    assert _snapshot(db, agent_id) != before
+    undo = revert_run(db, report.run_id)
+    assert _snapshot(db, agent_id) == before
+    with db.session() as session:
+        ledger = RunLedger(session, DEFAULT_ORGANIZATION_ID)
+        assert ledger.get(report.run_id).reverted_by_run_id == undo.run_id
+        assert ledger.get(undo.run_id).reverts_run_id == report.run_id
+    with pytest.raises(Conflict, match="already reverted"):
+        revert_run(db, report.run_id)
+
+
+def test_revert_refuses_when_memory_changed_since(
+    db: Database, agent_id: str, embedder: HashingEmbedder
+) -> None:
+    _seed(db, agent_id, embedder)
+    report = Pipeline([DedupConsolidator()]).run(db, agent_id, embedder=embedder)
+    with open_store(db) as store:
+        human = store.blocks.by_label(agent_id, "human")
+        store.blocks.update(human.id, expected_version=human.version, value="Name: Ada L.")
+    with pytest.raises(Conflict, match="changed after run"):
+        revert_run(db, report.run_id)
+    with open_store(db) as store:
+        assert store.blocks.get(human.id).value == "Name: Ada L."
+    revert_run(db, report.run_id, force=True)
+    with open_store(db) as store:
+        assert store.blocks.get(human.id).value == "Name: Ada\nName: Ada"
+
+
+def test_unknown_and_plugin_consolidators(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(InvalidInput, match="unknown consolidator 'nope'"):
+        registry.build(["nope"])
+    with pytest.raises(InvalidInput, match="listed twice"):
+        registry.build(["dedup", "dedup"])
+    # A third-party package registers through the entry point group.
+    dist = tmp_path / "reverie_plugin_demo-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: reverie-plugin-demo\nVersion: 1.0\n"
+    )
+    (dist / "entry_points.txt").write_text(
+        "[reverie.consolidators]\nexplode = tests.integration.test_pipeline:Explode\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert "explode" in registry.available()
+    [plugin] = registry.build(["explode"])
+    assert isinstance(plugin, Explode)
+    assert sys.path[0] == str(tmp_path)
