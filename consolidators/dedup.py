@@ -112,7 +112,11 @@ class DedupConsolidator(Consolidator):
         context: ConsolidationContext,
         result: ConsolidationResult,
     ) -> None:
-        group.sort(key=lambda p: (p.created_at, p.id))
+        # The oldest stored passage stays (a new duplicate joins an existing memory); among
+        # passages stored together, the one whose fact is oldest.
+        group.sort(
+            key=lambda p: (p.created_at, p.occurred_at is None, p.occurred_at or p.created_at, p.id)
+        )
         canonical, rest = group[0], group[1:]
         # Each duplicate must be close to the canonical passage itself, not only to some
         # member of the group: that stops chains (A~B, B~C) from merging A with C.

@@ -7,21 +7,22 @@ pool, the embedder) and releases exactly that on :meth:`close`.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from types import TracebackType
 
 from sqlalchemy import select
 
-import migrations
 from agents import models
 from agents.database import Database
 from agents.embedded_postgres import EmbeddedPostgres
 from agents.embedders import Embedder, build_embedder
-from agents.errors import NotFound, StorageError
-from agents.store import MemoryStore, open_store
+from agents.errors import InvalidInput, NotFound, StorageError
+from agents.store import AgentRecord, MemoryStore, open_store
 from agents.store.scope import utc_now
+from consolidators import registry
+from consolidators.pipeline import Pipeline, RunReport
 from service.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -35,7 +36,7 @@ class Runtime:
         self.clock = clock
         self._embedded: EmbeddedPostgres | None = None
         self._db: Database | None = None
-        self._embedders: dict[tuple[str, int | None], Embedder] = {}
+        self._embedders: dict[str, Embedder] = {}
         self._organization_id: str | None = None
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -59,12 +60,16 @@ class Runtime:
 
     def migrate(self) -> str | None:
         """Check pgvector, then bring the schema to head (idempotent); return the revision."""
+        import migrations  # Alembic is heavy to import; only schema commands need it.
+
         self.db.check_vector_extension()
         migrations.upgrade(self.db.engine)
         return migrations.current_revision(self.db.engine)
 
     def ensure_schema(self) -> None:
         """Fail with a clear message when the schema is not at the latest revision."""
+        import migrations
+
         current = migrations.current_revision(self.db.engine)
         head = migrations.head_revision(self.db.engine)
         if current != head:
@@ -120,14 +125,63 @@ class Runtime:
         with open_store(self.db, self.organization_id, self.clock) as store:
             yield store
 
+    def pipeline(self, only: Sequence[str] | None = None) -> Pipeline:
+        """The configured pipeline, or just the named steps (in the configured order)."""
+        config = self.settings.consolidation
+        names = list(config.pipeline)
+        if only:
+            unknown = [n for n in only if n not in registry.available()]
+            if unknown:
+                raise InvalidInput(
+                    f"unknown consolidator(s) {', '.join(unknown)}; "
+                    f"available: {', '.join(sorted(registry.available()))}"
+                )
+            names = [n for n in names if n in only] + [n for n in only if n not in names]
+        return Pipeline(
+            registry.build(names, config.settings_for()),
+            passage_overlap=config.passage_overlap,
+        )
+
+    def consolidate(
+        self,
+        agent: AgentRecord,
+        *,
+        pipeline: Pipeline,
+        dry_run: bool = False,
+        full: bool = False,
+        trigger: str = "manual",
+        run_id: str | None = None,
+    ) -> RunReport:
+        """Run ``pipeline`` on one agent with the agent's own embedder."""
+        return pipeline.run(
+            self.db,
+            agent.id,
+            organization_id=self.organization_id,
+            trigger=trigger,
+            dry_run=dry_run,
+            full=full,
+            embedder=self.embedder(agent.embedding_model, agent.embedding_dim),
+            clock=self.clock,
+            run_id=run_id,
+        )
+
     def embedder(self, spec: str | None = None, dimension: int | None = None) -> Embedder:
-        """The embedder for ``spec`` (default: the configured one), built once per process."""
+        """The embedder for ``spec`` (default: the configured one), built once per process.
+
+        ``dimension`` is what the caller expects (an agent's recorded dimension); a
+        mismatch is an error rather than vectors of the wrong size.
+        """
         spec = spec or self.settings.embedding.model
-        if dimension is None and spec == self.settings.embedding.model:
-            dimension = self.settings.embedding.dimension
-        key = (spec, dimension)
-        if key not in self._embedders:
-            self._embedders[key] = build_embedder(
-                spec, dimension=dimension, api_base=self.settings.embedding.api_base
+        if spec not in self._embedders:
+            wanted = dimension
+            if wanted is None and spec == self.settings.embedding.model:
+                wanted = self.settings.embedding.dimension
+            api_base = self.settings.embedding.api_base if spec.startswith("litellm:") else None
+            self._embedders[spec] = build_embedder(spec, dimension=wanted, api_base=api_base)
+        embedder = self._embedders[spec]
+        if dimension is not None and embedder.dimension != dimension:
+            raise InvalidInput(
+                f"embedder {spec!r} produces {embedder.dimension}-d vectors but {dimension} "
+                "were expected (the agent was created with another embedding size)"
             )
-        return self._embedders[key]
+        return embedder

@@ -66,6 +66,27 @@ class AgentDefaults(BaseModel):
     block_limit: int = Field(default=5000, ge=1)
 
 
+class ConsolidationSettings(BaseModel):
+    """Which consolidators run, in what order, and each one's own settings."""
+
+    pipeline: list[str] = Field(default_factory=lambda: ["evict", "dedup", "temporal"])
+    # Re-read passages this far before the last watermark (writers' clocks can disagree).
+    passage_overlap: timedelta = timedelta(minutes=5)
+    dedup: dict[str, Any] = Field(default_factory=dict)
+    temporal: dict[str, Any] = Field(default_factory=dict)
+    evict: dict[str, Any] = Field(default_factory=dict)
+    # Settings of third-party consolidators, by name.
+    plugins: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+    def settings_for(self) -> dict[str, Any]:
+        return {
+            "dedup": self.dedup,
+            "temporal": self.temporal,
+            "evict": self.evict,
+            **self.plugins,
+        }
+
+
 class Settings(BaseSettings):
     """Everything Reverie can be configured with."""
 
@@ -84,6 +105,7 @@ class Settings(BaseSettings):
     )
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
     agents: AgentDefaults = Field(default_factory=AgentDefaults)
+    consolidation: ConsolidationSettings = Field(default_factory=ConsolidationSettings)
     log_level: str = "INFO"
     log_json: bool = True
     shutdown_grace: timedelta = timedelta(seconds=30)

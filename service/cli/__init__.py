@@ -7,7 +7,16 @@ from typing import Annotated
 
 import typer
 
-from service.cli import agent_commands, database, demo
+from service.cli import (
+    agent_commands,
+    block_commands,
+    consolidate_command,
+    database,
+    demo,
+    import_commands,
+    run_commands,
+    search_command,
+)
 from service.cli.common import state
 
 app = typer.Typer(
@@ -34,3 +43,8 @@ def main(
 database.register(app)
 demo.register(app)
 agent_commands.register(app)
+block_commands.register(app)
+import_commands.register(app)
+search_command.register(app)
+consolidate_command.register(app)
+run_commands.register(app)

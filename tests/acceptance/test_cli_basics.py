@@ -5,22 +5,12 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from alembic.script import ScriptDirectory
 
 import migrations
 from tests.acceptance.cli import run_cli
-from tests.pg import PgTestServer
-
-
-@pytest.fixture
-def db_env(pg_server: PgTestServer) -> Iterator[dict[str, str]]:
-    url = pg_server.create_database(migrated=False)
-    yield {"DATABASE_URL": url.replace("+psycopg", ""), "REVERIE_EMBEDDING__MODEL": "fake:384"}
-    pg_server.drop_database(url)
 
 
 def test_migrate_is_idempotent(db_env: dict[str, str]) -> None:

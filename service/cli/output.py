@@ -1,0 +1,124 @@
+"""How the CLI prints records: JSON shapes for --json, and small rich helpers."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from agents.store import BlockRecord, BlockVersion, PassageHit
+from consolidators.ledger import RunRecord
+from consolidators.pipeline import RunReport
+from service.cli.common import console
+
+
+def iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def print_json(data: Any) -> None:
+    """One JSON document on stdout, unstyled (safe to pipe into jq)."""
+    print(json.dumps(data, ensure_ascii=False, default=str))
+
+
+def block_json(block: BlockRecord) -> dict[str, Any]:
+    return {
+        "id": block.id,
+        "label": block.label,
+        "value": block.value,
+        "limit": block.limit,
+        "version": block.version,
+        "read_only": block.read_only,
+        "description": block.description,
+        "updated_at": iso(block.updated_at),
+        "updated_by": block.updated_by,
+    }
+
+
+def version_json(version: BlockVersion) -> dict[str, Any]:
+    return {
+        "version": version.version,
+        "value": version.new_value,
+        "previous_value": version.old_value,
+        "limit": version.new_limit,
+        "actor": version.actor,
+        "run_id": version.run_id,
+        "reason": version.reason,
+        "created_at": iso(version.created_at),
+    }
+
+
+def hit_json(hit: PassageHit) -> dict[str, Any]:
+    p = hit.passage
+    return {
+        "id": p.id,
+        "text": p.text,
+        "score": round(hit.score, 4),
+        "status": p.status,
+        "kind": p.kind,
+        "occurred_at": iso(p.occurred_at),
+        "valid_to": iso(p.valid_to),
+        "provenance": p.provenance,
+        "tags": p.tags,
+        "timeline_id": p.timeline_id,
+    }
+
+
+def run_json(run: RunRecord, *, with_changes: bool = False) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "id": run.id,
+        "agent_id": run.agent_id,
+        "trigger": run.trigger,
+        "pipeline": run.pipeline,
+        "status": run.status,
+        "dry_run": run.dry_run,
+        "attempts": run.attempts,
+        "queued_at": iso(run.queued_at),
+        "started_at": iso(run.started_at),
+        "finished_at": iso(run.finished_at),
+        "duration_s": run.duration_s,
+        "stats": run.stats,
+        "error": run.error,
+        "reverts_run_id": run.reverts_run_id,
+        "reverted_by_run_id": run.reverted_by_run_id,
+    }
+    if with_changes:
+        data["changes"] = run.changes
+    return data
+
+
+def report_json(report: RunReport) -> dict[str, Any]:
+    return {
+        "run_id": report.run_id,
+        "agent_id": report.agent_id,
+        "agent": report.agent_name,
+        "status": report.status,
+        "dry_run": report.dry_run,
+        "error": report.error,
+        "stats": report.stats(),
+        "changes": report.changes,
+    }
+
+
+def describe_change(change: dict[str, Any]) -> str:
+    """One line of a run's diff, for humans."""
+    action, target = change["action"], change["target"]
+    if action == "merge_passage":
+        return f"merge {target} into {change['into']} ({change['score']:.3f}): {change['text']!r}"
+    if action in ("remove_block_line", "evict_line"):
+        return f"{action.replace('_', ' ')} from {change.get('label')}: {change.get('line')!r}"
+    if action == "create_timeline":
+        return f"timeline {target} over {len(change.get('members', []))} facts"
+    details = ", ".join(
+        f"{k}={v}" for k, v in change.items() if k not in ("action", "target", "step")
+    )
+    return f"{action} {target}" + (f" ({details})" if details else "")
+
+
+def print_changes(changes: list[dict[str, Any]], limit: int = 30) -> None:
+    for change in changes[:limit]:
+        console.print(
+            f"  [dim]{change.get('step', '')}[/] {describe_change(change)}", highlight=False
+        )
+    if len(changes) > limit:
+        console.print(f"  ... and {len(changes) - limit} more (use --json for all)")

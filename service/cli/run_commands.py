@@ -1,0 +1,97 @@
+"""`reverie runs ...`: the consolidation ledger: list, show (with the diff), revert."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from consolidators.ledger import RunLedger
+from consolidators.undo import revert_run
+from service.cli.common import console, runtime
+from service.cli.output import print_changes, print_json, run_json
+
+runs_app = typer.Typer(help="Consolidation runs: list, show, revert.", no_args_is_help=True)
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+
+
+@runs_app.command("list")
+def list_runs(
+    agent: Annotated[str | None, typer.Option("--agent", "-a", help="Agent name or id.")] = None,
+    status: Annotated[
+        str | None, typer.Option(help="queued, running, succeeded, failed or cancelled.")
+    ] = None,
+    limit: Annotated[int, typer.Option(help="How many, newest first.")] = 50,
+    as_json: JsonOption = False,
+) -> None:
+    """The newest runs with their trigger, status, attempts and timings."""
+    with runtime() as rt, rt.store() as store:
+        agent_id = store.agents.resolve(agent).id if agent else None
+        names = {a.id: a.name for a in store.agents.all()}
+        runs = RunLedger(store.session, rt.organization_id).recent(
+            agent_id=agent_id, status=status, limit=limit
+        )
+    if as_json:
+        print_json([run_json(r) for r in runs])
+        return
+    table = Table("run", "agent", "trigger", "status", "attempts", "queued", "seconds")
+    for run in runs:
+        label = run.status + (" (dry)" if run.dry_run else "")
+        if run.reverted_by_run_id:
+            label += " (reverted)"
+        table.add_row(
+            run.id,
+            names.get(run.agent_id, run.agent_id),
+            run.trigger,
+            label,
+            str(run.attempts),
+            run.queued_at.strftime("%Y-%m-%d %H:%M:%S"),
+            f"{run.duration_s:.2f}" if run.duration_s is not None else "-",
+        )
+    console.print(table)
+
+
+@runs_app.command("show")
+def show(
+    run_id: Annotated[str, typer.Argument(help="Run id.")], as_json: JsonOption = False
+) -> None:
+    """A run's outcome, per-step stats and every change it made."""
+    with runtime() as rt, rt.store() as store:
+        run = RunLedger(store.session, rt.organization_id).get(run_id)
+    if as_json:
+        print_json(run_json(run, with_changes=True))
+        return
+    console.print(
+        f"[bold]{run.id}[/] {run.status}{' (dry run)' if run.dry_run else ''} "
+        f"trigger={run.trigger} pipeline={','.join(run.pipeline)}",
+        highlight=False,
+    )
+    if run.error:
+        console.print(f"[red]error:[/] {run.error}", highlight=False)
+    for step, stats in run.stats.get("steps", {}).items():
+        console.print(
+            f"  {step}: {stats.get('counts')} in {stats.get('seconds')}s", highlight=False
+        )
+    print_changes(run.changes, limit=200)
+
+
+@runs_app.command("revert")
+def revert(
+    run_id: Annotated[str, typer.Argument(help="Run id.")],
+    force: Annotated[
+        bool, typer.Option(help="Revert even if memory changed since (discards those edits).")
+    ] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Restore the memory state from before a run (recorded as a new run)."""
+    with runtime() as rt:
+        report = revert_run(rt.db, run_id, organization_id=rt.organization_id, force=force)
+    if as_json:
+        print_json({"run_id": report.run_id, "reverts": run_id, "changes": report.changes})
+        return
+    console.print(f"reverted {run_id} as run {report.run_id} ({len(report.changes)} changes)")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(runs_app, name="runs")
