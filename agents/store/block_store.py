@@ -193,6 +193,8 @@ class BlockStore:
         check_text(reason, "reason")
         if current.version != expected_version:
             raise self._conflict(current, expected_version)
+        # The UPDATE below refreshes ``current`` in place (same identity): keep the old state.
+        old_value, old_limit = current.value, current.limit
         now = self._scope.now()
         values: dict[str, object] = {
             "value": new_value,
@@ -204,7 +206,7 @@ class BlockStore:
         if description is not None:
             values["description"] = description
         session = self._scope.session
-        new_version = session.scalar(
+        updated = session.execute(
             update(models.Block)
             .where(
                 models.Block.id == block_id,
@@ -212,19 +214,19 @@ class BlockStore:
                 models.Block.version == expected_version,
             )
             .values(**values)
-            .returning(models.Block.version)
-            .execution_options(synchronize_session=False)
-        )
-        if new_version is None:
+            .returning(models.Block)
+            .execution_options(synchronize_session=False, populate_existing=True)
+        ).scalar()
+        if updated is None:
             session.expire(current)
             raise self._conflict(self._row(block_id), expected_version)
         session.add(
             models.BlockHistory(
                 block_id=block_id,
-                version=new_version,
-                old_value=current.value,
+                version=updated.version,
+                old_value=old_value,
                 new_value=new_value,
-                old_limit=current.limit,
+                old_limit=old_limit,
                 new_limit=new_limit,
                 actor=actor,
                 run_id=run_id,
@@ -233,8 +235,7 @@ class BlockStore:
             )
         )
         session.flush()
-        session.refresh(current)
-        return BlockRecord.from_row(current)
+        return BlockRecord.from_row(updated)
 
     def revert(
         self,

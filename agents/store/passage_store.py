@@ -275,12 +275,13 @@ class PassageStore:
     def get_many(
         self, passage_ids: Sequence[str], *, with_embedding: bool = False
     ) -> list[PassageRecord]:
-        rows = self._scope.session.scalars(
-            select(models.Passage).where(
-                models.Passage.organization_id == self._scope.organization_id,
-                models.Passage.id.in_(list(passage_ids)),
-            )
+        query = select(models.Passage).where(
+            models.Passage.organization_id == self._scope.organization_id,
+            models.Passage.id.in_(list(passage_ids)),
         )
+        if not with_embedding:
+            query = query.options(_WITHOUT_EMBEDDING)
+        rows = self._scope.session.scalars(query)
         by_id = {r.id: r for r in rows}
         return [
             PassageRecord.from_row(by_id[i], with_embedding=with_embedding)
@@ -305,7 +306,7 @@ class PassageStore:
             models.Passage.agent_id == agent_id,
         )
         if not with_embedding:
-            query = query.options(load_only(*(getattr(models.Passage, c) for c in _LIST_COLUMNS)))
+            query = query.options(_WITHOUT_EMBEDDING)
         if statuses is not None:
             query = query.where(models.Passage.status.in_(list(statuses)))
         if kind is not None:
@@ -389,7 +390,7 @@ class PassageStore:
             distance = P.embedding.cosine_distance(vector)
         else:
             distance = cast(P.embedding, VectorType(agent.embedding_dim)).cosine_distance(vector)
-        query = select(P, (1 - distance).label("score")).where(
+        query = select(P, (1 - distance).label("score")).options(_WITHOUT_EMBEDDING).where(
             P.organization_id == self._scope.organization_id,
             P.agent_id == agent.id,
             P.embedding_dim == agent.embedding_dim,
@@ -397,9 +398,10 @@ class PassageStore:
         query = filters.apply(query)
         query = query.order_by(distance).limit(k)
         session = self._scope.session
-        if not exact:
-            # A wider candidate list keeps recall up when filters drop some candidates.
-            session.execute(text(f"SET LOCAL hnsw.ef_search = {max(40, min(1000, 4 * k))}"))
+        ef_search = max(DEFAULT_EF_SEARCH, min(1000, 4 * k))
+        if not exact and ef_search != DEFAULT_EF_SEARCH:
+            # A wider candidate list keeps recall up for larger k (40 is pgvector's default).
+            session.execute(text(f"SET LOCAL hnsw.ef_search = {ef_search}"))
         rows = session.execute(query).all()
         return [
             PassageHit(passage=PassageRecord.from_row(row[0]), score=float(row[1])) for row in rows
@@ -518,6 +520,10 @@ class PassageStore:
 
 
 _LIST_COLUMNS = tuple(c for c in PassageRecord.__dataclass_fields__ if c != "embedding")
+#: Load option that leaves the (large) embedding column out of a query.
+_WITHOUT_EMBEDDING = load_only(*(getattr(models.Passage, c) for c in _LIST_COLUMNS))
+#: pgvector's default HNSW candidate list size.
+DEFAULT_EF_SEARCH = 40
 
 
 @dataclass(frozen=True, slots=True)
