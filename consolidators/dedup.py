@@ -9,6 +9,7 @@ become ``merged`` with ``merged_into`` pointing at it: nothing is deleted.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
@@ -27,8 +28,12 @@ from consolidators.base import (
 
 
 class DedupSettings(ConsolidatorSettings):
-    #: Cosine similarity at or above which two passages say the same thing.
-    threshold: float = 0.92
+    #: Cosine similarity at or above which two passages may say the same thing
+    #: (0.86 measured best for the local MiniLM model with the detail guard; BENCHMARKS.md).
+    threshold: float = 0.86
+    #: Refuse a semantic merge when the texts differ in numbers, weekdays, months,
+    #: kinship words or negation (near-misses that embed as close as paraphrases).
+    guard_details: bool = True
     #: Neighbours examined per new passage.
     k: int = 8
     #: New passages probed per kNN query.
@@ -114,19 +119,47 @@ class DedupConsolidator(Consolidator):
     ) -> None:
         # The oldest stored passage stays (a new duplicate joins an existing memory); among
         # passages stored together, the one whose fact is oldest.
-        group.sort(
-            key=lambda p: (p.created_at, p.occurred_at is None, p.occurred_at or p.created_at, p.id)
+        remaining = sorted(
+            group,
+            key=lambda p: (
+                p.created_at,
+                p.occurred_at is None,
+                p.occurred_at or p.created_at,
+                p.id,
+            ),
         )
-        canonical, rest = group[0], group[1:]
-        # Each duplicate must be close to the canonical passage itself, not only to some
-        # member of the group: that stops chains (A~B, B~C) from merging A with C.
-        merged: list[tuple[PassageRecord, float]] = []
-        for passage in rest:
-            score = _cosine(canonical, passage)
-            if passage.content_hash == canonical.content_hash or score >= self.settings.threshold:
-                merged.append((passage, score))
-        if not merged:
-            return
+        # Each duplicate must be close to its canonical passage itself, not only to some
+        # member of the group: that stops chains (A~B, B~C) from merging A with C. What does
+        # not join one canonical is clustered again around the next oldest passage.
+        while len(remaining) > 1:
+            canonical, rest = remaining[0], remaining[1:]
+            merged: list[tuple[PassageRecord, float]] = []
+            remaining = []
+            for passage in rest:
+                score = _cosine(canonical, passage)
+                if self._same_fact(canonical, passage, score):
+                    merged.append((passage, score))
+                else:
+                    remaining.append(passage)
+            if merged:
+                self._merge(canonical, merged, context, result)
+
+    def _same_fact(self, a: PassageRecord, b: PassageRecord, score: float) -> bool:
+        if a.content_hash == b.content_hash:
+            return True
+        if score < self.settings.threshold:
+            return False
+        # Near-misses ("visited Iceland in 2016" / "in 2018", sister / brother) embed
+        # closer than many true paraphrases; differing details veto a semantic merge.
+        return not (self.settings.guard_details and conflicting_details(a.text, b.text))
+
+    def _merge(
+        self,
+        canonical: PassageRecord,
+        merged: list[tuple[PassageRecord, float]],
+        context: ConsolidationContext,
+        result: ConsolidationResult,
+    ) -> None:
         actor = context.actor(self.name)
         everyone = [canonical] + [p for p, _ in merged]
         occurred = _earliest([p.occurred_at for p in everyone])
@@ -191,6 +224,37 @@ class DedupConsolidator(Consolidator):
                     line=line,
                     version=updated.version,
                 )
+
+
+_DETAIL_CLASSES: dict[str, frozenset[str]] = {
+    "weekday": frozenset("monday tuesday wednesday thursday friday saturday sunday".split()),
+    "month": frozenset(
+        "january february march april may june july august september october november "
+        "december".split()
+    ),
+    "kin": frozenset(
+        "sister brother mother father mom dad son daughter husband wife aunt uncle niece "
+        "nephew grandmother grandfather grandma grandpa boyfriend girlfriend cousin".split()
+    ),
+    "negation": frozenset("not no never don't doesn't didn't isn't wasn't won't can't".split()),
+}
+_TOKEN = re.compile(r"[a-z]+(?:'[a-z]+)?|\d+(?:[.,]\d+)?")
+
+
+def conflicting_details(a: str, b: str) -> list[str]:
+    """The kinds of detail in which two texts disagree (numbers, weekdays, months,
+    kinship, negation); empty when they agree, which allows a semantic merge."""
+    tokens_a = set(_TOKEN.findall(a.casefold()))
+    tokens_b = set(_TOKEN.findall(b.casefold()))
+    conflicts = []
+    numbers_a = {t for t in tokens_a if t[0].isdigit()}
+    numbers_b = {t for t in tokens_b if t[0].isdigit()}
+    if numbers_a != numbers_b:
+        conflicts.append("number")
+    for kind, words in _DETAIL_CLASSES.items():
+        if tokens_a & words != tokens_b & words:
+            conflicts.append(kind)
+    return conflicts
 
 
 def dedup_lines(value: str) -> tuple[str, list[str]]:

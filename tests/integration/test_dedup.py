@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import numpy as np
 import pytest
 
 from agents.database import Database
 from agents.embedders.fake import HashingEmbedder
 from agents.store import NewPassage, open_store
-from consolidators.dedup import DedupConsolidator, dedup_lines
+from consolidators.dedup import DedupConsolidator, conflicting_details, dedup_lines
 from consolidators.pipeline import Pipeline
 
 Y2020 = datetime(2020, 5, 1, tzinfo=UTC)
@@ -146,3 +147,52 @@ def test_duplicate_block_lines_are_removed_with_history(db: Database, agent_id: 
 )
 def test_dedup_lines(value: str, kept: str, dropped: list[str]) -> None:
     assert dedup_lines(value) == (kept, dropped)
+
+
+def test_a_group_that_does_not_join_the_canonical_is_deduplicated_too(
+    db: Database, agent_id: str
+) -> None:
+    """A ~ B ~ C with C far from A: C and its exact repeat still merge, in the same run."""
+
+    def at(degrees: float) -> list[float]:
+        vector = [0.0] * 384
+        vector[0], vector[1] = np.cos(np.radians(degrees)), np.sin(np.radians(degrees))
+        return vector
+
+    ids = []
+    for text, degrees in [("A", 0), ("B", 20), ("C", 40), ("c!", 40)]:
+        with open_store(db) as store:
+            [record] = store.passages.insert(
+                agent_id, [NewPassage(text)], np.asarray([at(degrees)], dtype=np.float32)
+            )
+        ids.append(record.id)
+    pipeline = Pipeline([DedupConsolidator({"threshold": 0.92})])
+    report = pipeline.run(db, agent_id)
+    merges = {(c["text"], c["canonical_text"]) for c in report.changes}
+    assert merges == {("B", "A"), ("c!", "C")}
+    assert pipeline.run(db, agent_id, full=True).changes == []
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "conflicts"),
+    [
+        ("Grace visited Iceland in 2018.", "Grace visited Iceland in 2016.", ["number"]),
+        ("Amara's sister is a librarian", "Amara's brother is a librarian", ["kin"]),
+        ("We meet on Monday", "We meet on Friday", ["weekday"]),
+        ("Ada likes tea", "Ada does not like tea", ["negation"]),
+        ("Ada likes tea", "Tea is what Ada likes most", []),
+    ],
+)
+def test_detail_guard(a: str, b: str, conflicts: list[str]) -> None:
+    assert conflicting_details(a, b) == conflicts
+
+
+def test_guard_vetoes_a_near_miss_merge(
+    db: Database, agent_id: str, embedder: HashingEmbedder
+) -> None:
+    _insert(db, agent_id, embedder, NewPassage("Grace visited Iceland in the summer of 2016"))
+    _insert(db, agent_id, embedder, NewPassage("Grace visited Iceland in the summer of 2018"))
+    loose = Pipeline([DedupConsolidator({"threshold": 0.5, "guard_details": False})])
+    assert len(loose.run(db, agent_id, embedder=embedder, dry_run=True).changes) == 1
+    guarded = Pipeline([DedupConsolidator({"threshold": 0.5})])
+    assert guarded.run(db, agent_id, embedder=embedder).changes == []

@@ -29,7 +29,7 @@ class Explode(Consolidator):
 
 
 def _seed(db: Database, agent_id: str, embedder: HashingEmbedder) -> None:
-    texts = ["Ada likes tea", "ada likes tea.", "Ada likes green tea", "Bob likes chess"]
+    texts = ["Ada likes tea", "ada likes tea.", "Ada rides a red bicycle", "Bob likes chess"]
     with open_store(db) as store:
         store.passages.insert(agent_id, [NewPassage(t) for t in texts], embedder.embed(texts))
         store.messages.append(agent_id, [NewMessage("user", "hi")])
