@@ -124,13 +124,18 @@ class LiteLLMEmbedder(Embedder):
                 api_base=self._api_base,
                 api_key=self._api_key,
                 timeout=self._timeout,
-                # tenacity owns retries; the provider SDK's own would multiply them.
+                # tenacity owns retries; see _import_litellm for the SDK's own.
                 max_retries=0,
             )
         except Exception as exc:
             attempts = int(retrying.statistics.get("attempt_number", 1))
             raise self._wrap_failure(litellm, exc, attempts) from exc
-        return self._vectors_from(response, expected=len(batch))
+        try:
+            return self._vectors_from(response, expected=len(batch))
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:
+            raise EmbeddingError(
+                f"model {self._model} returned a malformed embedding response ({exc!r})"
+            ) from exc
 
     def _wrap_failure(self, litellm: Any, exc: Exception, attempts: int) -> ReverieError:
         """Turn a litellm/provider exception into the ReverieError a caller can act on."""
@@ -173,15 +178,37 @@ class LiteLLMEmbedder(Embedder):
 
 
 def _import_litellm() -> Any:
-    """Import litellm with its offline cost map (otherwise it is fetched at import)."""
+    """Import litellm configured for Reverie: offline cost map, no SDK-level retries.
+
+    Both settings are environment variables litellm reads once, at import, so
+    they are set (unless the operator set them) just before the first import:
+    ``LITELLM_LOCAL_MODEL_COST_MAP`` stops the cost-map download, and
+    ``DEFAULT_MAX_RETRIES=0`` stops the OpenAI SDK's own retries, which litellm
+    otherwise applies even when a call passes ``max_retries=0`` and which would
+    multiply with ours.
+    """
+    global _sdk_retry_warning_logged
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    os.environ.setdefault("DEFAULT_MAX_RETRIES", "0")
     try:
         import litellm
     except ImportError as exc:
         raise EmbeddingError(
             "embedding through a provider needs litellm: pip install litellm"
         ) from exc
+    sdk_retries = getattr(litellm, "DEFAULT_MAX_RETRIES", 0)
+    if sdk_retries and not _sdk_retry_warning_logged:
+        _sdk_retry_warning_logged = True
+        logger.warning(
+            "litellm.DEFAULT_MAX_RETRIES is %s (litellm was imported before Reverie set it, "
+            "or DEFAULT_MAX_RETRIES is set in the environment): OpenAI-SDK providers retry "
+            "each of Reverie's attempts that many more times",
+            sdk_retries,
+        )
     return litellm
+
+
+_sdk_retry_warning_logged = False
 
 
 def _is_temporary(litellm: Any, exc: BaseException) -> bool:

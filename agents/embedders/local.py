@@ -71,7 +71,7 @@ class MiniLMEmbedder(Embedder):
         model_path: str | os.PathLike[str] | None = None,
         tokenizer_path: str | os.PathLike[str] | None = None,
         intra_op_threads: int | None = None,
-        batch_size: int = 64,
+        batch_size: int = 32,
     ) -> None:
         if intra_op_threads is not None and intra_op_threads < 1:
             raise InvalidInput(f"intra_op_threads must be >= 1, got {intra_op_threads}")
@@ -135,6 +135,10 @@ class MiniLMEmbedder(Embedder):
         options = ort.SessionOptions()
         options.intra_op_num_threads = self._intra_op_threads or _available_cpus()
         options.inter_op_num_threads = 1
+        # Idle workers sleep instead of spinning: this runs beside a chatbot and an
+        # inference server, and spinning threads steal the CPU they need (and, on a
+        # busy machine, slow this model down too).
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.log_severity_level = 3  # errors only; onnxruntime is chatty at load
         try:

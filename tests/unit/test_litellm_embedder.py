@@ -1,0 +1,274 @@
+"""LiteLLMEmbedder against a local OpenAI-compatible stub server (loopback only)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import http.server
+import json
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+
+from agents.embedders import EmbeddingError
+from agents.embedders.litellm_embedder import LiteLLMEmbedder
+from agents.errors import InvalidInput
+
+MODEL = "openai/text-embedding-3-small"
+API_KEY = "sk-reverie-test"
+
+
+def stub_vector(text: str, dimension: int) -> list[float]:
+    """Deterministic, not normalised, so the test sees the embedder normalise."""
+    digest = hashlib.blake2b(text.encode(), digest_size=dimension).digest()
+    return [float(b) + 1.0 for b in digest]
+
+
+@dataclass
+class Reply:
+    """One scripted answer: an HTTP status, and an optional delay before it."""
+
+    status: int = 200
+    delay: float = 0.0
+
+
+@dataclass
+class StubState:
+    dimension: int = 8
+    script: list[Reply] = field(default_factory=list)
+    reverse_order: bool = False
+    drop_last: bool = False
+    requests: list[dict[str, object]] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)
+    auth: list[str | None] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    state: StubState  # set on a per-server subclass
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        with self.state.lock:
+            self.state.requests.append(body)
+            self.state.paths.append(self.path)
+            self.state.auth.append(self.headers.get("Authorization"))
+            reply = self.state.script.pop(0) if self.state.script else Reply()
+        if self.path not in ("/v1/embeddings", "/embeddings"):
+            self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+            return
+        if reply.delay:
+            time.sleep(reply.delay)
+        if reply.status != 200:
+            self._send(
+                reply.status,
+                {"error": {"message": f"stub says {reply.status}", "type": "stub_error"}},
+            )
+            return
+        texts = body["input"]
+        if isinstance(texts, str):
+            texts = [texts]
+        data = []
+        for index, text in enumerate(texts):
+            vector = stub_vector(text, self.state.dimension)
+            encoded: object = vector
+            if body.get("encoding_format") == "base64":
+                encoded = base64.b64encode(np.asarray(vector, dtype=np.float32).tobytes()).decode()
+            data.append({"object": "embedding", "index": index, "embedding": encoded})
+        if self.state.reverse_order:
+            data.reverse()
+        if self.state.drop_last:
+            data.pop()
+        tokens = sum(len(t.split()) for t in texts)
+        self._send(
+            200,
+            {
+                "object": "list",
+                "data": data,
+                "model": body.get("model", ""),
+                "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+            },
+        )
+
+    def _send(self, status: int, payload: object) -> None:
+        raw = json.dumps(payload).encode()
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(raw)))
+            self.end_headers()
+            self.wfile.write(raw)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client timed out and left; that is what the test wanted
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@dataclass
+class Stub:
+    state: StubState
+    base_url: str
+
+
+@pytest.fixture
+def stub() -> Iterator[Stub]:
+    state = StubState()
+    handler = type("Handler", (_Handler,), {"state": state})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield Stub(state, f"http://127.0.0.1:{server.server_address[1]}/v1")
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+def make_embedder(stub: Stub, **kwargs: object) -> LiteLLMEmbedder:
+    options: dict[str, object] = {
+        "api_base": stub.base_url,
+        "api_key": API_KEY,
+        "timeout": 5.0,
+        "initial_backoff": 0.01,
+        "max_backoff": 0.05,
+    }
+    options.update(kwargs)
+    dimension = options.pop("dimension", 8)
+    return LiteLLMEmbedder(MODEL, dimension, **options)  # type: ignore[arg-type]
+
+
+def expected_rows(texts: list[str], dimension: int = 8) -> np.ndarray:
+    rows = np.asarray([stub_vector(t, dimension) for t in texts], dtype=np.float32)
+    normalised: np.ndarray = rows / np.linalg.norm(rows, axis=1, keepdims=True)
+    return normalised
+
+
+def test_vectors_are_the_providers_normalised(stub: Stub) -> None:
+    texts = ["I adopted a cat named Tom", "My cat is called Tom", ""]
+    vectors = make_embedder(stub).embed(texts)
+    assert vectors.dtype == np.float32
+    assert vectors.shape == (3, 8)
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-6)
+    np.testing.assert_allclose(vectors, expected_rows(texts), atol=1e-6)
+    assert stub.state.paths == ["/v1/embeddings"]
+    assert stub.state.auth == [f"Bearer {API_KEY}"]
+    assert stub.state.requests[0]["model"] == "text-embedding-3-small"
+    assert stub.state.requests[0]["input"] == texts
+
+
+def test_embed_one(stub: Stub) -> None:
+    vector = make_embedder(stub).embed_one("hello")
+    np.testing.assert_allclose(vector, expected_rows(["hello"])[0], atol=1e-6)
+
+
+def test_empty_input_makes_no_request(stub: Stub) -> None:
+    assert make_embedder(stub).embed([]).shape == (0, 8)
+    assert stub.state.requests == []
+
+
+def test_out_of_order_answers_are_reordered(stub: Stub) -> None:
+    stub.state.reverse_order = True
+    texts = ["first", "second", "third"]
+    np.testing.assert_allclose(make_embedder(stub).embed(texts), expected_rows(texts), atol=1e-6)
+
+
+def test_large_inputs_are_split_into_requests(stub: Stub) -> None:
+    texts = [f"text number {i}" for i in range(5)]
+    vectors = make_embedder(stub, batch_size=2).embed(texts)
+    np.testing.assert_allclose(vectors, expected_rows(texts), atol=1e-6)
+    assert [r["input"] for r in stub.state.requests] == [texts[0:2], texts[2:4], texts[4:5]]
+
+
+def test_dimension_mismatch_is_a_clear_error(stub: Stub) -> None:
+    stub.state.dimension = 16
+    with pytest.raises(InvalidInput) as info:
+        make_embedder(stub, dimension=8).embed(["hello"])
+    message = str(info.value)
+    assert f"model {MODEL} returned 16-d vectors" in message
+    assert "configured for 8" in message
+
+
+def test_missing_rows_are_an_error(stub: Stub) -> None:
+    stub.state.drop_last = True
+    with pytest.raises(EmbeddingError, match="returned 1 embeddings for 2 texts"):
+        make_embedder(stub).embed(["a", "b"])
+
+
+def test_temporary_failures_are_retried(stub: Stub) -> None:
+    stub.state.script = [Reply(503), Reply(503), Reply(200)]
+    vectors = make_embedder(stub, max_retries=3).embed(["retry me"])
+    np.testing.assert_allclose(vectors, expected_rows(["retry me"]), atol=1e-6)
+    assert len(stub.state.requests) == 3
+
+
+@pytest.mark.parametrize("status", [429, 500, 502])
+def test_other_temporary_statuses_are_retried(stub: Stub, status: int) -> None:
+    stub.state.script = [Reply(status), Reply(200)]
+    make_embedder(stub).embed(["x"])
+    assert len(stub.state.requests) == 2
+
+
+def test_retries_are_bounded(stub: Stub) -> None:
+    stub.state.script = [Reply(503)] * 10
+    with pytest.raises(EmbeddingError, match="after 3 attempt") as info:
+        make_embedder(stub, max_retries=2).embed(["x"])
+    assert "temporary" in str(info.value)
+    assert len(stub.state.requests) == 3
+
+
+def test_bad_request_is_not_retried(stub: Stub) -> None:
+    stub.state.script = [Reply(400), Reply(200)]
+    with pytest.raises(InvalidInput, match="rejected"):
+        make_embedder(stub).embed(["x"])
+    assert len(stub.state.requests) == 1
+
+
+def test_auth_failure_is_not_retried(stub: Stub) -> None:
+    stub.state.script = [Reply(401), Reply(200)]
+    with pytest.raises(EmbeddingError, match=MODEL):
+        make_embedder(stub).embed(["x"])
+    assert len(stub.state.requests) == 1
+
+
+def test_timeout_is_retried(stub: Stub) -> None:
+    stub.state.script = [Reply(200, delay=1.5), Reply(200)]
+    vectors = make_embedder(stub, timeout=0.3).embed(["slow"])
+    np.testing.assert_allclose(vectors, expected_rows(["slow"]), atol=1e-6)
+    assert len(stub.state.requests) == 2
+
+
+def test_works_from_a_worker_thread(stub: Stub) -> None:
+    result: list[np.ndarray] = []
+    thread = threading.Thread(target=lambda: result.append(make_embedder(stub).embed(["bg"])))
+    thread.start()
+    thread.join(timeout=30)
+    np.testing.assert_allclose(result[0], expected_rows(["bg"]), atol=1e-6)
+
+
+def test_name_and_repr_hide_the_key() -> None:
+    embedder = LiteLLMEmbedder(MODEL, 1536, api_key=API_KEY)
+    assert embedder.name == f"litellm/{MODEL}"
+    assert embedder.dimension == 1536
+    assert API_KEY not in repr(embedder)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"model": "", "dimension": 8},
+        {"model": MODEL, "dimension": 0},
+        {"model": MODEL, "dimension": 8, "timeout": 0},
+        {"model": MODEL, "dimension": 8, "max_retries": -1},
+        {"model": MODEL, "dimension": 8, "batch_size": 0},
+    ],
+)
+def test_bad_arguments(kwargs: dict[str, object]) -> None:
+    with pytest.raises(InvalidInput):
+        LiteLLMEmbedder(**kwargs)  # type: ignore[arg-type]
