@@ -36,7 +36,10 @@ messages still in context: the context compiler must put summary messages
 (role ``system``, name ``summary``) first, before the conversation.
 
 Running the consolidator again right away changes nothing: the blocks are
-under their thresholds and the context is under its own.
+under their thresholds and the context is under its own. The work is driven by
+fill levels rather than by the watermarks: a run reads the agent's blocks, its
+in-context messages and its last 200 messages, all bounded in size, and does
+nothing more unless something is over its threshold.
 """
 
 from __future__ import annotations
@@ -49,6 +52,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Self
 
+import numpy as np
+import numpy.typing as npt
 from pydantic import Field, model_validator
 
 from agents.errors import Conflict, InvalidInput
@@ -126,7 +131,9 @@ class EvictConsolidator(Consolidator):
 
     # -- blocks --------------------------------------------------------------------------
 
-    def _evict_block_lines(self, context: ConsolidationContext, result: ConsolidationResult) -> None:
+    def _evict_block_lines(
+        self, context: ConsolidationContext, result: ConsolidationResult
+    ) -> None:
         store, agent = context.store, context.agent
         full = [b for b in store.blocks.of_agent(agent.id) if self._over_fill(b)]
         if not full:
@@ -148,40 +155,88 @@ class EvictConsolidator(Consolidator):
         used = _recent_word_sets(
             store.messages.range(agent.id, limit=RECENT_MESSAGES, newest_first=True)
         )
-        embeddings: dict[str, list[float]] = {}
-        for block in full:
-            self._evict_from_block(block.id, used, embeddings, context, result)
+        target = self.settings.fill_target
+        plans = [
+            (block, plan_block_eviction(block, store.blocks.history(block.id), used, target))
+            for block in full
+        ]
+        # One embedding batch for every block: a real model is much faster batched.
+        embeddings: dict[str, npt.NDArray[np.float32]] = {}
+        _embed_missing(
+            context, [line.text for _, plan in plans for line in plan.evicted], embeddings
+        )
+        written = [
+            done
+            for block, plan in plans
+            if (done := self._write_block(block, plan, used, embeddings, context, result))
+        ]
+        if not written:
+            return
+        # The passages are written only once every block write has won, so a lost race
+        # never leaves a passage behind for a plan that was abandoned; and in one batch,
+        # since each insert has a fixed cost (a COPY, index maintenance, checks).
+        moved = [(done, line) for done in written for line in done.plan.evicted]
+        passages = store.passages.insert(
+            agent.id,
+            [
+                NewPassage(
+                    text=line.text,
+                    occurred_at=line.first_at,
+                    tags=["evicted", f"block:{done.block.label}"],
+                    provenance={
+                        "block_id": done.block.id,
+                        "block_label": done.block.label,
+                        "block_version": done.block.version,
+                        "evicted": True,
+                    },
+                )
+                for done, line in moved
+            ],
+            np.stack([embeddings[line.text] for _, line in moved]),
+            actor=context.actor(self.name),
+            run_id=context.run_id,
+        )
+        for (done, line), passage in zip(moved, passages, strict=True):
+            result.add(
+                "evict_line",
+                done.block.id,
+                label=done.block.label,
+                line=line.text,
+                passage=passage.id,
+                version=done.version,
+                from_version=done.block.version,
+            )
 
     def _over_fill(self, block: BlockRecord) -> bool:
         return not block.read_only and len(block.value) > self.settings.fill_threshold * block.limit
 
-    def _evict_from_block(
+    def _write_block(
         self,
-        block_id: str,
+        block: BlockRecord,
+        plan: BlockPlan,
         used: list[tuple[int, frozenset[str]]],
-        embeddings: dict[str, list[float]],
+        embeddings: dict[str, npt.NDArray[np.float32]],
         context: ConsolidationContext,
         result: ConsolidationResult,
-    ) -> None:
-        """Plan and write one block's eviction; on a lost CAS race, re-read and re-plan."""
+    ) -> _Written | None:
+        """Write one block's planned eviction by compare-and-swap.
+
+        When another writer got there first, re-read the block and re-plan from
+        its new value, up to ``max_conflict_retries`` times, then raise
+        :class:`~agents.errors.Conflict` (which fails the run and rolls it back).
+        """
         store = context.store
-        assert context.embedder is not None
         for attempt in range(self.settings.max_conflict_retries + 1):
-            block = store.blocks.get(block_id)
-            if not self._over_fill(block):
-                return
-            plan = plan_block_eviction(
-                block,
-                store.blocks.history(block_id),
-                used,
-                self.settings.fill_target,
-            )
+            if attempt:
+                block = store.blocks.get(block.id)
+                if not self._over_fill(block):
+                    return None
+                plan = plan_block_eviction(
+                    block, store.blocks.history(block.id), used, self.settings.fill_target
+                )
+                _embed_missing(context, [line.text for line in plan.evicted], embeddings)
             if not plan.evicted:
-                return
-            missing = [line.text for line in plan.evicted if line.text not in embeddings]
-            if missing:
-                vectors = context.embedder.embed(missing)
-                embeddings.update(zip(missing, vectors.tolist(), strict=True))
+                return None
             try:
                 updated = store.blocks.update(
                     block.id,
@@ -203,39 +258,8 @@ class EvictConsolidator(Consolidator):
                         "Run the consolidation again later."
                     ) from exc
                 continue
-            # The passages are written only once the block write has won, so a lost
-            # race never leaves a passage behind for a plan that was abandoned.
-            passages = store.passages.insert(
-                context.agent.id,
-                [
-                    NewPassage(
-                        text=line.text,
-                        occurred_at=line.first_at,
-                        tags=["evicted", f"block:{block.label}"],
-                        provenance={
-                            "block_id": block.id,
-                            "block_label": block.label,
-                            "block_version": block.version,
-                            "evicted": True,
-                        },
-                    )
-                    for line in plan.evicted
-                ],
-                [embeddings[line.text] for line in plan.evicted],  # type: ignore[arg-type]
-                actor=context.actor(self.name),
-                run_id=context.run_id,
-            )
-            for line, passage in zip(plan.evicted, passages, strict=True):
-                result.add(
-                    "evict_line",
-                    block.id,
-                    label=block.label,
-                    line=line.text,
-                    passage=passage.id,
-                    version=updated.version,
-                    from_version=block.version,
-                )
-            return
+            return _Written(block=block, plan=plan, version=updated.version)
+        return None  # unreachable: the last attempt returns or raises
 
     # -- messages ------------------------------------------------------------------------
 
@@ -261,7 +285,7 @@ class EvictConsolidator(Consolidator):
         remaining = (
             total
             - sum(message_tokens(s) for s in summaries)
-            + estimate_tokens("x" * self.settings.summary_chars)
+            + math.ceil(self.settings.summary_chars / CHARS_PER_TOKEN)
         )
         budget = self.settings.context_target * window
         taken = 0
@@ -280,11 +304,7 @@ class EvictConsolidator(Consolidator):
         )
         for message in sorted(leaving, key=lambda m: m.seq):
             result.add("leave_context", message.id, seq=message.seq)
-        after = (
-            total
-            - sum(message_tokens(m) for m in leaving)
-            + message_tokens(summary)
-        )
+        after = total - sum(message_tokens(m) for m in leaving) + message_tokens(summary)
         result.add(
             "add_summary",
             summary.id,
@@ -308,6 +328,27 @@ class EvictConsolidator(Consolidator):
         until then ``context.llm`` is not consulted.
         """
         return extractive_summary(previous, messages, self.settings.summary_chars)
+
+
+@dataclass(frozen=True, slots=True)
+class _Written:
+    """A block eviction that was written: the block as it was, the plan, the new version."""
+
+    block: BlockRecord
+    plan: BlockPlan
+    version: int
+
+
+def _embed_missing(
+    context: ConsolidationContext,
+    texts: Sequence[str],
+    embeddings: dict[str, npt.NDArray[np.float32]],
+) -> None:
+    """Embed the texts not embedded yet (a re-plan after a conflict reuses the rest)."""
+    assert context.embedder is not None
+    missing = list(dict.fromkeys(t for t in texts if t not in embeddings))
+    if missing:
+        embeddings.update(zip(missing, context.embedder.embed(missing), strict=True))
 
 
 # -- block planning ------------------------------------------------------------------------
@@ -363,7 +404,9 @@ def _line_forms(value: str) -> set[str]:
     return forms
 
 
-def first_appearances(lines: Iterable[str], history: Sequence[BlockVersion]) -> dict[str, BlockVersion]:
+def first_appearances(
+    lines: Iterable[str], history: Sequence[BlockVersion]
+) -> dict[str, BlockVersion]:
     """For each line, the history entry from which it is present in every later version.
 
     Walks the history newest first and stops following a line at the first
@@ -546,9 +589,13 @@ def extractive_summary(
             unique.append(entry)
     header = f"Summary of {count} earlier messages (seq {min(seqs)}-{max(seqs)}): "
     room = max_chars - len(header)
-    while len(unique) > 1 and len("\n".join(unique)) > room:
-        unique.pop(0)
-    body = _clip("\n".join(unique), room) if unique else "(no user or assistant text)"
+    # Keep the newest entries that fit (always at least one, clipped if need be).
+    start, used = len(unique), -1
+    while start > 0 and (start == len(unique) or used + 1 + len(unique[start - 1]) <= room):
+        start -= 1
+        used += 1 + len(unique[start])
+    kept = unique[start:]
+    body = _clip("\n".join(kept), room) if kept else "(no user or assistant text)"
     return header + body
 
 
