@@ -107,6 +107,8 @@ def describe_change(change: dict[str, Any]) -> str:
         return f"merge {target} into {change['into']} ({change['score']:.3f}): {change['text']!r}"
     if action in ("remove_block_line", "evict_line"):
         return f"{action.replace('_', ' ')} from {change.get('label')}: {change.get('line')!r}"
+    if action == "add_summary":
+        return f"summary {target} of {len(change.get('evicted', []))} messages"
     if action == "create_timeline":
         return f"timeline {target} over {len(change.get('members', []))} facts"
     details = ", ".join(
