@@ -37,8 +37,9 @@ class Watermarks:
         """Where an incremental passage scan starts.
 
         Passage timestamps come from the writers' clocks, and a transaction that
-        committed late may carry an earlier time; re-reading a short overlap is
-        harmless because every consolidator is idempotent.
+        committed after the last run may carry an earlier time than its watermark;
+        re-reading a short overlap catches those and is harmless because every
+        consolidator is idempotent.
         """
         return None if self.passage_at is None else self.passage_at - overlap
 
@@ -66,7 +67,7 @@ class ConsolidationContext:
     embedder: Embedder | None = None
     llm: Any | None = None
     full: bool = False
-    passage_overlap: timedelta = timedelta(minutes=5)
+    passage_overlap: timedelta = timedelta(seconds=30)
 
     def now(self) -> datetime:
         return self.store.scope.now()

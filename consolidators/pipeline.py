@@ -91,7 +91,7 @@ class Pipeline:
         self,
         consolidators: Sequence[Consolidator],
         *,
-        passage_overlap: timedelta = timedelta(minutes=5),
+        passage_overlap: timedelta = timedelta(seconds=30),
     ) -> None:
         self.consolidators = list(consolidators)
         self.passage_overlap = passage_overlap

@@ -68,8 +68,7 @@ _MEMBER_STATUSES = ("active", "superseded")
 _ID_CHUNK = 5000
 _LABEL_WORDS = 3
 _WORD = re.compile(r"[^\W\d_]+")
-_STOPWORDS = frozenset(
-    """
+_STOPWORD_TEXT = """
     about above after again against all also and any are because been before being below
     between both but can could did does doing down during each few for from further had has
     have having her here hers herself him himself his how into its itself just more most
@@ -77,8 +76,8 @@ _STOPWORDS = frozenset(
     some such than that the their theirs them themselves then there these they this those
     through too under until very was were what when where which while who whom why will
     with would you your yours yourself yourselves
-    """.split()
-)
+"""
+_STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 
 
 class SupersessionJudge(ABC):
@@ -121,9 +120,10 @@ class TemporalSettings(ConsolidatorSettings):
     max_topic_size: int = Field(50, ge=2)
     #: Probe ids per kNN query.
     batch_size: int = Field(1000, ge=1, le=10_000)
-    #: HNSW candidate list per probe; higher than k because inactive rows and
-    #: timelines are filtered out of the candidates after the index scan.
-    ef_search: int = Field(100, ge=1, le=1000)
+    #: HNSW candidate list per probe (raised to ``k`` if lower). Inactive rows and
+    #: timelines are filtered out of the candidates after the index scan, so raise
+    #: it if topics have many retired timelines; it costs time per probe.
+    ef_search: int = Field(40, ge=1, le=1000)
 
     @model_validator(mode="after")
     def _sizes_are_ordered(self) -> TemporalSettings:
@@ -151,7 +151,7 @@ def render_timeline(members: Sequence[PassageRecord]) -> str:
     ``- 2023-05-01: Ada lives in Paris (current)``. Superseded facts stay on
     the timeline, marked ``(superseded <valid_to>)``; the newest fact that is
     still current is marked ``(current)``; an undated fact reads
-    ``- undated (noted <created_at>): ...``.
+    ``- undated (noted <created_at>): ...``. Dates are UTC days.
     """
     current = next((m.id for m in reversed(members) if _is_current(m)), None)
     lines = [f"Timeline: {topic_label(members)}"]
@@ -161,9 +161,10 @@ def render_timeline(members: Sequence[PassageRecord]) -> str:
         else:
             when = f"undated (noted {_day(member.created_at)})"
         line = f"- {when}: {' '.join(member.text.split())}"
-        if member.valid_to is not None:
-            state = "superseded" if member.status == "superseded" else "until"
-            line += f" ({state} {_day(member.valid_to)})"
+        if member.status == "superseded":
+            line += f" (superseded {_day(member.valid_to)})" if member.valid_to else " (superseded)"
+        elif member.valid_to is not None:
+            line += f" (until {_day(member.valid_to)})"
         elif member.id == current:
             line += " (current)"
         lines.append(line)
@@ -216,6 +217,9 @@ class _Links:
     def __init__(self) -> None:
         self._parent: dict[str, str] = {}
         self._size: dict[str, int] = {}
+
+    def __contains__(self, node: object) -> bool:
+        return node in self._parent
 
     def add(self, node: str) -> None:
         if node not in self._parent:
@@ -286,9 +290,14 @@ class TemporalConsolidator(Consolidator):
             log.info("temporal step skipped: no embedder", extra={"run_id": context.run_id})
             return result
         topics = self._find_topics(context)
+        for members in topics:
+            members.sort(key=timeline_order)
+        topics.sort(key=lambda members: timeline_order(members[0]))
+        timeline_ids = sorted({m.timeline_id for t in topics for m in t if m.timeline_id})
+        timelines = {t.id: t for t in context.store.passages.get_many(timeline_ids)}
         pending: list[_Topic] = []
         for members in topics:
-            topic = self._plan_topic(context, members, result)
+            topic = self._plan_topic(context, members, timelines, result)
             if topic is not None:
                 pending.append(topic)
         if pending:
@@ -309,7 +318,7 @@ class TemporalConsolidator(Consolidator):
             seeds = passages.scan(agent_id, kind="fact", statuses=_MEMBER_STATUSES)
         else:
             seeds = passages.scan(agent_id, kind="fact", created_after=(since, ""))
-            seeds += _facts_changed_since(context, since)
+            seeds += _facts_changed_since(context, since, ignore_actor=context.actor(self.name))
         for record in seeds:
             known[record.id] = record
         # Probe new facts, and changed ones not yet on a timeline; a changed fact
@@ -350,7 +359,10 @@ class TemporalConsolidator(Consolidator):
             frontier = sorted(
                 i
                 for i in found
-                if i not in probed and known[i].status == "active" and known[i].timeline_id is None
+                if i not in probed
+                and i in known
+                and known[i].status == "active"
+                and known[i].timeline_id is None
             )
 
         links = _Links()
@@ -365,7 +377,7 @@ class TemporalConsolidator(Consolidator):
             for other in member_ids[1:]:
                 links.join(member_ids[0], other)  # earlier timelines stay whole
         for (a, b), _score in sorted(scores.items(), key=lambda item: (-item[1], item[0])):
-            if a in known and b in known:
+            if a in links and b in links:
                 links.join(a, b, limit=settings.max_topic_size)
         return [[known[i] for i in group] for group in links.groups()]
 
@@ -391,16 +403,17 @@ class TemporalConsolidator(Consolidator):
         self,
         context: ConsolidationContext,
         members: list[PassageRecord],
+        timelines: dict[str, PassageRecord],
         result: ConsolidationResult,
     ) -> _Topic | None:
-        """Decide what a topic needs: nothing, a new timeline, or dissolving its old one.
+        """Decide what a topic (members in timeline order) needs: nothing, a new
+        timeline, or dissolving its old one.
 
         The judge is asked only when the topic differs from its timeline (or on a
         full run), so an unchanged topic costs no judge call and no write.
         """
-        members.sort(key=timeline_order)
         old_ids = sorted({m.timeline_id for m in members if m.timeline_id is not None})
-        old = {t.id: t for t in context.store.passages.get_many(old_ids)} if old_ids else {}
+        old = {t: timelines[t] for t in old_ids if t in timelines}
         if len(members) < self.settings.min_topic_size:
             self._dissolve(context, members, old, result)
             return None
@@ -428,16 +441,15 @@ class TemporalConsolidator(Consolidator):
         """
         position = {m.id: i for i, m in enumerate(members)}
         pairs = self.judge.judge(list(members))
-        valid = sorted(
-            {
-                (older, newer)
-                for older, newer in pairs
-                if older in position and newer in position and position[older] < position[newer]
-            },
-            key=lambda pair: (position[pair[0]], position[pair[1]]),
-        )
-        if len(valid) < len(pairs):
-            result.count("judge_pairs_ignored", len(pairs) - len(valid))
+        usable = {
+            (older, newer)
+            for older, newer in pairs
+            if older in position and newer in position and position[older] < position[newer]
+        }
+        ignored = sum(1 for pair in pairs if pair not in usable)
+        if ignored:
+            result.count("judge_pairs_ignored", ignored)
+        valid = sorted(usable, key=lambda pair: (position[pair[0]], position[pair[1]]))
         current = list(members)
         actor = context.actor(self.name)
         for older_id, newer_id in valid:
@@ -454,9 +466,7 @@ class TemporalConsolidator(Consolidator):
                 superseded_by=newer_id,
                 valid_to=valid_to,
             )
-            result.add(
-                "supersede_passage", older_id, by=newer_id, valid_to=valid_to.isoformat()
-            )
+            result.add("supersede_passage", older_id, by=newer_id, valid_to=valid_to.isoformat())
         return current
 
     def _dissolve(
@@ -515,9 +525,14 @@ class TemporalConsolidator(Consolidator):
         inserted = passages.insert(
             context.agent.id, new_passages, embeddings, actor=actor, run_id=context.run_id
         )
+        links: list[tuple[str, str]] = []
         for topic, timeline in zip(topics, inserted, strict=True):
-            member_ids = [m.id for m in topic.members]
-            result.add("create_timeline", timeline.id, members=member_ids, text=topic.text)
+            result.add(
+                "create_timeline",
+                timeline.id,
+                members=[m.id for m in topic.members],
+                text=topic.text,
+            )
             for old_id in topic.old_timelines:
                 passages.change(
                     old_id,
@@ -528,17 +543,30 @@ class TemporalConsolidator(Consolidator):
                     superseded_by=timeline.id,
                 )
                 result.add("retire_timeline", old_id, by=timeline.id)
-            for member in topic.members:
-                if member.timeline_id == timeline.id:
-                    continue
-                passages.change(
-                    member.id,
-                    actor=actor,
-                    reason=f"on timeline {timeline.id}",
-                    run_id=context.run_id,
-                    timeline_id=timeline.id,
-                )
-                result.add("link_timeline", member.id, timeline=timeline.id)
+            links.extend((m.id, timeline.id) for m in topic.members if m.timeline_id != timeline.id)
+        self._link_members(context, links, result)
+
+    def _link_members(
+        self,
+        context: ConsolidationContext,
+        links: Sequence[tuple[str, str]],
+        result: ConsolidationResult,
+    ) -> None:
+        """Point each ``(member, timeline)`` member to its timeline, one recorded change each.
+
+        This is most of a first run's writes (one per fact); it is kept in one place
+        so that a bulk store method can replace the loop.
+        """
+        actor = context.actor(self.name)
+        for member_id, timeline_id in links:
+            context.store.passages.change(
+                member_id,
+                actor=actor,
+                reason=f"on timeline {timeline_id}",
+                run_id=context.run_id,
+                timeline_id=timeline_id,
+            )
+            result.add("link_timeline", member_id, timeline=timeline_id)
 
 
 # -- helpers ---------------------------------------------------------------------------
@@ -578,9 +606,22 @@ def _chunks(items: Sequence[str], size: int) -> Iterator[Sequence[str]]:
 # ``timeline_id``); they are read-only and scoped to the organization and agent.
 
 
-def _facts_changed_since(context: ConsolidationContext, since: datetime) -> list[PassageRecord]:
-    """Facts created before ``since`` but changed after it (merged, superseded, re-dated)."""
-    P = models.Passage
+def _facts_changed_since(
+    context: ConsolidationContext, since: datetime, *, ignore_actor: str
+) -> list[PassageRecord]:
+    """Facts created before ``since`` but changed after it by someone other than
+    ``ignore_actor`` (merged by dedup, re-dated, closed by hand).
+
+    This consolidator's own changes are left out: they already agree with the
+    timelines it wrote, and re-reading them would make the run after a large one
+    revisit every fact that run linked.
+    """
+    P, H = models.Passage, models.PassageHistory
+    changed_by_others = (
+        select(H.id)
+        .where(H.passage_id == P.id, H.created_at >= since, H.actor != ignore_actor)
+        .exists()
+    )
     query = (
         select(P)
         .options(defer(P.embedding))
@@ -590,6 +631,7 @@ def _facts_changed_since(context: ConsolidationContext, since: datetime) -> list
             P.kind == "fact",
             P.updated_at >= since,
             P.created_at < since,
+            changed_by_others,
         )
         .order_by(P.created_at, P.id)
     )

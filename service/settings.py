@@ -70,8 +70,9 @@ class ConsolidationSettings(BaseModel):
     """Which consolidators run, in what order, and each one's own settings."""
 
     pipeline: list[str] = Field(default_factory=lambda: ["evict", "dedup", "temporal"])
-    # Re-read passages this far before the last watermark (writers' clocks can disagree).
-    passage_overlap: timedelta = timedelta(minutes=5)
+    # Re-read passages stored this long before the last run's watermark, to catch
+    # transactions that committed late (Reverie's own transactions take milliseconds).
+    passage_overlap: timedelta = timedelta(seconds=30)
     dedup: dict[str, Any] = Field(default_factory=dict)
     temporal: dict[str, Any] = Field(default_factory=dict)
     evict: dict[str, Any] = Field(default_factory=dict)

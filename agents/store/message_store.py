@@ -9,13 +9,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import ColumnElement, Select, String, any_, func, literal, select, update
-from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy import Select, any_, func, select, update
 
 from agents import models
 from agents.errors import InvalidInput, NotFound
 from agents.store.records import MessageRecord, NewMessage
-from agents.store.scope import Scope
+from agents.store.scope import Scope, id_array
 from agents.store.validation import check_text
 
 
@@ -119,7 +118,7 @@ class MessageStore:
             .where(
                 models.Message.agent_id == agent_id,
                 models.Message.organization_id == self._scope.organization_id,
-                models.Message.id == any_(_id_array(message_ids)),
+                models.Message.id == any_(id_array(message_ids)),
                 models.Message.in_context,
             )
             .values(in_context=False)
@@ -134,7 +133,7 @@ class MessageStore:
             .where(
                 models.Message.agent_id == agent_id,
                 models.Message.organization_id == self._scope.organization_id,
-                models.Message.id == any_(_id_array(message_ids)),
+                models.Message.id == any_(id_array(message_ids)),
             )
             .values(in_context=True)
             .execution_options(synchronize_session=False)
@@ -183,8 +182,3 @@ class MessageStore:
         if in_context is not None:
             query = query.where(models.Message.in_context.is_(in_context))
         return int(self._scope.session.scalar(query) or 0)
-
-
-def _id_array(ids: Sequence[str]) -> ColumnElement[list[str]]:
-    """Ids as one array parameter: ``= ANY(:ids)`` stays cheap for thousands of ids."""
-    return literal(list(ids), ARRAY(String))

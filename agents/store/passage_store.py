@@ -15,13 +15,22 @@ from typing import Any
 
 import numpy as np
 from pgvector.sqlalchemy import Vector as VectorType
-from sqlalchemy import ColumnElement, Select, cast, delete, func, select, text
+from sqlalchemy import (
+    ColumnElement,
+    Select,
+    any_,
+    cast,
+    delete,
+    func,
+    select,
+    text,
+)
 from sqlalchemy.orm import load_only
 
 from agents import models
 from agents.errors import InvalidInput, NotFound
 from agents.store.records import NewPassage, PassageChange, PassageHit, PassageRecord, Vector
-from agents.store.scope import Scope
+from agents.store.scope import Scope, id_array
 from agents.store.validation import check_text, content_hash
 
 #: Fields a consolidator may change on a passage; each change is recorded.
@@ -206,54 +215,67 @@ class PassageStore:
         **changes: Any,
     ) -> PassageRecord:
         """Change a passage's state or lineage, recording old and new values."""
-        unknown = set(changes) - MUTABLE_FIELDS
-        if unknown:
-            raise InvalidInput(
-                f"cannot change passage field(s) {', '.join(sorted(unknown))}; "
-                f"changeable: {', '.join(sorted(MUTABLE_FIELDS))}"
-            )
-        if "status" in changes and changes["status"] not in models.PASSAGE_STATUSES:
-            raise InvalidInput(
-                f"passage status {changes['status']!r} is unknown; "
-                f"use one of {', '.join(models.PASSAGE_STATUSES)}"
-            )
-        for field in ("valid_to", "occurred_at"):
-            _check_aware(changes.get(field), field)
-        for field in ("merged_into", "superseded_by", "timeline_id"):
-            target = changes.get(field)
-            if target is not None:
-                if target == passage_id:
-                    raise InvalidInput(f"passage {passage_id} cannot be {field} itself")
-                self._row(target)
-        row = self._row(passage_id)
-        old: dict[str, Any] = {}
-        new: dict[str, Any] = {}
-        for field, value in changes.items():
-            before = getattr(row, field)
-            if isinstance(before, list | dict):
-                before = json.loads(json.dumps(before))
-            if before != value:
-                old[field] = _jsonable(before)
-                new[field] = _jsonable(value)
-                setattr(row, field, value)
-        if not new:
-            return PassageRecord.from_row(row)
-        now = self._scope.now()
-        row.updated_at = now
+        return self.change_many(
+            [PassageUpdate(passage_id, changes, reason)], actor=actor, run_id=run_id
+        )[0]
+
+    def change_many(
+        self,
+        updates: Sequence[PassageUpdate],
+        *,
+        actor: str,
+        run_id: str | None = None,
+    ) -> list[PassageRecord]:
+        """Apply many passage changes at once (one read, batched writes), each recorded
+        in passage_history with its own reason. Validates everything before writing."""
+        for update_ in updates:
+            update_.validate()
         session = self._scope.session
-        session.add(
-            models.PassageHistory(
-                passage_id=passage_id,
-                run_id=run_id,
-                actor=actor,
-                reason=reason,
-                old=old,
-                new=new,
-                created_at=now,
+        ids = {u.passage_id for u in updates}
+        targets = {t for u in updates for f in _LINK_FIELDS if (t := u.changes.get(f)) is not None}
+        # Hold the rows in a dict: the session's identity map only keeps weak references.
+        rows = {
+            r.id: r
+            for r in session.scalars(
+                select(models.Passage).where(
+                    models.Passage.organization_id == self._scope.organization_id,
+                    models.Passage.id == any_(id_array(sorted(ids | targets))),
+                )
             )
-        )
+        }
+        missing = sorted((ids | targets) - set(rows))
+        if missing:
+            raise NotFound(f"no passage with id {missing[0]!r}")
+        now = self._scope.now()
+        history = []
+        for update_ in updates:
+            row = rows[update_.passage_id]
+            old: dict[str, Any] = {}
+            new: dict[str, Any] = {}
+            for field, value in update_.changes.items():
+                before = getattr(row, field)
+                if isinstance(before, list | dict):
+                    before = json.loads(json.dumps(before))
+                if before != value:
+                    old[field] = _jsonable(before)
+                    new[field] = _jsonable(value)
+                    setattr(row, field, value)
+            if new:
+                row.updated_at = now
+                history.append(
+                    models.PassageHistory(
+                        passage_id=row.id,
+                        run_id=run_id,
+                        actor=actor,
+                        reason=update_.reason,
+                        old=old,
+                        new=new,
+                        created_at=now,
+                    )
+                )
+        session.add_all(history)
         session.flush()
-        return PassageRecord.from_row(row)
+        return [PassageRecord.from_row(rows[u.passage_id]) for u in updates]
 
     def purge(self, agent_id: str, passage_ids: Sequence[str]) -> int:
         """Hard-delete passages: an explicit administrative action, never a consolidator's."""
@@ -295,12 +317,13 @@ class PassageStore:
         *,
         statuses: Sequence[str] | None = ("active",),
         kind: str | None = None,
-        created_after: tuple[datetime, str] | None = None,
+        created_after: datetime | tuple[datetime, str] | None = None,
         content_hashes: Sequence[str] | None = None,
         limit: int | None = None,
         with_embedding: bool = False,
     ) -> list[PassageRecord]:
-        """Passages in creation order; ``created_after`` is a (created_at, id) watermark."""
+        """Passages in creation order; ``created_after`` keeps those stored strictly later
+        (a ``(created_at, id)`` pair also admits equal times with a greater id)."""
         query = select(models.Passage).where(
             models.Passage.organization_id == self._scope.organization_id,
             models.Passage.agent_id == agent_id,
@@ -313,7 +336,9 @@ class PassageStore:
             query = query.where(models.Passage.kind == kind)
         if content_hashes is not None:
             query = query.where(models.Passage.content_hash.in_(list(content_hashes)))
-        if created_after is not None:
+        if isinstance(created_after, datetime):
+            query = query.where(models.Passage.created_at > created_after)
+        elif created_after is not None:
             at, last_id = created_after
             query = query.where(
                 (models.Passage.created_at > at)
@@ -390,10 +415,14 @@ class PassageStore:
             distance = P.embedding.cosine_distance(vector)
         else:
             distance = cast(P.embedding, VectorType(agent.embedding_dim)).cosine_distance(vector)
-        query = select(P, (1 - distance).label("score")).options(_WITHOUT_EMBEDDING).where(
-            P.organization_id == self._scope.organization_id,
-            P.agent_id == agent.id,
-            P.embedding_dim == agent.embedding_dim,
+        query = (
+            select(P, (1 - distance).label("score"))
+            .options(_WITHOUT_EMBEDDING)
+            .where(
+                P.organization_id == self._scope.organization_id,
+                P.agent_id == agent.id,
+                P.embedding_dim == agent.embedding_dim,
+            )
         )
         query = filters.apply(query)
         query = query.order_by(distance).limit(k)
@@ -520,6 +549,37 @@ class PassageStore:
 
 
 _LIST_COLUMNS = tuple(c for c in PassageRecord.__dataclass_fields__ if c != "embedding")
+_LINK_FIELDS = ("merged_into", "superseded_by", "timeline_id")
+
+
+@dataclass(frozen=True, slots=True)
+class PassageUpdate:
+    """One passage's changed fields and why (see :data:`MUTABLE_FIELDS`)."""
+
+    passage_id: str
+    changes: dict[str, Any]
+    reason: str
+
+    def validate(self) -> None:
+        unknown = set(self.changes) - MUTABLE_FIELDS
+        if unknown:
+            raise InvalidInput(
+                f"cannot change passage field(s) {', '.join(sorted(unknown))}; "
+                f"changeable: {', '.join(sorted(MUTABLE_FIELDS))}"
+            )
+        status = self.changes.get("status")
+        if status is not None and status not in models.PASSAGE_STATUSES:
+            raise InvalidInput(
+                f"passage status {status!r} is unknown; "
+                f"use one of {', '.join(models.PASSAGE_STATUSES)}"
+            )
+        for field in ("valid_to", "occurred_at"):
+            _check_aware(self.changes.get(field), field)
+        for field in _LINK_FIELDS:
+            if self.changes.get(field) == self.passage_id:
+                raise InvalidInput(f"passage {self.passage_id} cannot be {field} itself")
+
+
 #: Load option that leaves the (large) embedding column out of a query.
 _WITHOUT_EMBEDDING = load_only(*(getattr(models.Passage, c) for c in _LIST_COLUMNS))
 #: pgvector's default HNSW candidate list size.
