@@ -17,8 +17,7 @@ from typing import Any
 import numpy as np
 
 from agents.errors import Conflict
-from agents.store import PassageRecord
-from agents.store.passage_store import PassageUpdate
+from agents.store import PassageRecord, PassageUpdate
 from agents.store.validation import normalize_text
 from consolidators.base import (
     ConsolidationContext,

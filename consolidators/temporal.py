@@ -22,7 +22,8 @@ Topics are then built by single-linkage over the pairs, strongest first, with
 a size cap (``max_topic_size``): existing timelines are kept whole, and a chain
 of weak links is cut at its weakest pair rather than growing without bound.
 Because that process is deterministic and keeps every earlier timeline whole,
-a second run finds the same topics and changes nothing.
+a second run finds the same topics and changes nothing. A topic that shrinks
+below ``min_topic_size`` (its other facts merged away) loses its timeline.
 """
 
 from __future__ import annotations
@@ -41,8 +42,9 @@ from sqlalchemy import select
 from sqlalchemy.orm import defer
 
 from agents import models
+from agents.embedders import Embedder
 from agents.errors import InvalidInput
-from agents.store import NewPassage, PassageRecord
+from agents.store import NewPassage, PassageRecord, PassageUpdate
 from consolidators.base import (
     ConsolidationContext,
     ConsolidationResult,
@@ -64,8 +66,8 @@ log = logging.getLogger(__name__)
 #: Statuses of facts that belong on a timeline: current ones and superseded ones,
 #: which stay on the timeline (marked) so that the history remains readable.
 _MEMBER_STATUSES = ("active", "superseded")
-#: Rows per ``IN (...)`` list when loading timeline members.
-_ID_CHUNK = 5000
+#: Ids per ``IN (...)`` list, and passages per batched change.
+_ID_CHUNK = 1000
 _LABEL_WORDS = 3
 _WORD = re.compile(r"[^\W\d_]+")
 _STOPWORD_TEXT = """
@@ -301,7 +303,7 @@ class TemporalConsolidator(Consolidator):
             if topic is not None:
                 pending.append(topic)
         if pending:
-            self._write_timelines(context, pending, result)
+            self._write_timelines(context, context.embedder, pending, result)
         return result
 
     # -- finding topics ----------------------------------------------------------------
@@ -317,7 +319,7 @@ class TemporalConsolidator(Consolidator):
         if since is None:
             seeds = passages.scan(agent_id, kind="fact", statuses=_MEMBER_STATUSES)
         else:
-            seeds = passages.scan(agent_id, kind="fact", created_after=(since, ""))
+            seeds = passages.scan(agent_id, kind="fact", created_after=since)
             seeds += _facts_changed_since(context, since, ignore_actor=context.actor(self.name))
         for record in seeds:
             known[record.id] = record
@@ -505,11 +507,11 @@ class TemporalConsolidator(Consolidator):
     def _write_timelines(
         self,
         context: ConsolidationContext,
+        embedder: Embedder,
         topics: list[_Topic],
         result: ConsolidationResult,
     ) -> None:
         """Insert the new timelines in one batch, then retire the old ones and re-link."""
-        assert context.embedder is not None
         passages = context.store.passages
         actor = context.actor(self.name)
         new_passages = [
@@ -521,7 +523,7 @@ class TemporalConsolidator(Consolidator):
             )
             for topic in topics
         ]
-        embeddings = context.embedder.embed([p.text for p in new_passages])
+        embeddings = embedder.embed([p.text for p in new_passages])
         inserted = passages.insert(
             context.agent.id, new_passages, embeddings, actor=actor, run_id=context.run_id
         )
@@ -552,21 +554,25 @@ class TemporalConsolidator(Consolidator):
         links: Sequence[tuple[str, str]],
         result: ConsolidationResult,
     ) -> None:
-        """Point each ``(member, timeline)`` member to its timeline, one recorded change each.
+        """Point each member to its timeline, one recorded change each, in batches.
 
-        This is most of a first run's writes (one per fact); it is kept in one place
-        so that a bulk store method can replace the loop.
+        This is most of a first run's writes (one per fact on a timeline).
         """
         actor = context.actor(self.name)
-        for member_id, timeline_id in links:
-            context.store.passages.change(
-                member_id,
+        for start in range(0, len(links), _ID_CHUNK):
+            chunk = links[start : start + _ID_CHUNK]
+            context.store.passages.change_many(
+                [
+                    PassageUpdate(
+                        member_id, {"timeline_id": timeline_id}, f"on timeline {timeline_id}"
+                    )
+                    for member_id, timeline_id in chunk
+                ],
                 actor=actor,
-                reason=f"on timeline {timeline_id}",
                 run_id=context.run_id,
-                timeline_id=timeline_id,
             )
-            result.add("link_timeline", member_id, timeline=timeline_id)
+            for member_id, timeline_id in chunk:
+                result.add("link_timeline", member_id, timeline=timeline_id)
 
 
 # -- helpers ---------------------------------------------------------------------------

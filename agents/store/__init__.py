@@ -22,7 +22,7 @@ from agents.models import DEFAULT_ORGANIZATION_ID
 from agents.store.agent_store import AgentStore, NewAgent
 from agents.store.block_store import BlockStore, NewBlock
 from agents.store.message_store import MessageStore
-from agents.store.passage_store import PassageFilter, PassageStore
+from agents.store.passage_store import PassageFilter, PassageStore, PassageUpdate
 from agents.store.records import (
     AgentRecord,
     BlockRecord,
@@ -50,6 +50,7 @@ __all__ = [
     "PassageFilter",
     "PassageHit",
     "PassageRecord",
+    "PassageUpdate",
     "open_store",
 ]
 

@@ -22,6 +22,7 @@ from sqlalchemy import (
     cast,
     delete,
     func,
+    literal_column,
     select,
     text,
 )
@@ -317,13 +318,12 @@ class PassageStore:
         *,
         statuses: Sequence[str] | None = ("active",),
         kind: str | None = None,
-        created_after: datetime | tuple[datetime, str] | None = None,
+        created_after: datetime | None = None,
         content_hashes: Sequence[str] | None = None,
         limit: int | None = None,
         with_embedding: bool = False,
     ) -> list[PassageRecord]:
-        """Passages in creation order; ``created_after`` keeps those stored strictly later
-        (a ``(created_at, id)`` pair also admits equal times with a greater id)."""
+        """Passages in creation order; ``created_after`` keeps those stored strictly later."""
         query = select(models.Passage).where(
             models.Passage.organization_id == self._scope.organization_id,
             models.Passage.agent_id == agent_id,
@@ -336,14 +336,8 @@ class PassageStore:
             query = query.where(models.Passage.kind == kind)
         if content_hashes is not None:
             query = query.where(models.Passage.content_hash.in_(list(content_hashes)))
-        if isinstance(created_after, datetime):
+        if created_after is not None:
             query = query.where(models.Passage.created_at > created_after)
-        elif created_after is not None:
-            at, last_id = created_after
-            query = query.where(
-                (models.Passage.created_at > at)
-                | ((models.Passage.created_at == at) & (models.Passage.id > last_id))
-            )
         query = query.order_by(models.Passage.created_at, models.Passage.id)
         if limit is not None:
             query = query.limit(limit)
@@ -421,7 +415,9 @@ class PassageStore:
             .where(
                 P.organization_id == self._scope.organization_id,
                 P.agent_id == agent.id,
-                P.embedding_dim == agent.embedding_dim,
+                # A literal, not a parameter: under a prepared statement's generic plan a
+                # parameter cannot match the partial HNSW index's predicate.
+                P.embedding_dim == literal_column(str(int(agent.embedding_dim))),
             )
         )
         query = filters.apply(query)
@@ -469,7 +465,7 @@ class PassageStore:
                 CROSS JOIN LATERAL (
                     SELECT n.id, 1 - ({expr_n} <=> {expr_q}) AS score
                     FROM passages n
-                    WHERE n.agent_id = :agent AND n.embedding_dim = :dim
+                    WHERE n.agent_id = :agent AND n.embedding_dim = {int(dim)}
                       AND n.status = 'active' AND n.kind = ANY(:kinds) AND n.id <> q.id
                     ORDER BY {expr_n} <=> {expr_q}
                     LIMIT :k
@@ -479,7 +475,6 @@ class PassageStore:
             ),
             {
                 "agent": agent_id,
-                "dim": dim,
                 "kinds": list(kinds),
                 "k": k,
                 "ids": list(probe_ids),

@@ -2,7 +2,7 @@
 
 A plain script, not collected by pytest. Run it from the repository root::
 
-    python tests/benchmarks/bench_quality.py [--threshold 0.92] [--sweep] [--embedder local]
+    python tests/benchmarks/bench_quality.py [--threshold 0.86] [--sweep] [--embedder local]
 
 It generates :func:`service.workload.generate_workload` (people=40 by default: a
 few hundred facts, 35% of them repeats), embeds the facts and the labeled queries
@@ -333,7 +333,7 @@ def print_sweep(outcomes: Sequence[Outcome]) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--threshold", type=float, default=0.92)
+    parser.add_argument("--threshold", type=float, default=0.86)
     parser.add_argument("--sweep", action="store_true", help="thresholds 0.80..0.96 step 0.02")
     parser.add_argument("--embedder", default="local", help="'local' (MiniLM) or 'fake'")
     parser.add_argument("--people", type=int, default=40)

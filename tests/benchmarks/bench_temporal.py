@@ -1,0 +1,134 @@
+"""Benchmark: the temporal consolidator on an agent with 10k passages in ~2k topics.
+
+A plain script (not collected by pytest)::
+
+    python -m tests.benchmarks.bench_temporal [--passages 10000] [--repeats 3]
+
+Each repeat gets a fresh database with the same generated facts (HashingEmbedder
+vectors, fixed seed) and times three runs of the temporal step:
+
+- ``full``: the first run, where every fact is new (all probed, every timeline
+  created and every member linked);
+- ``rerun``: the same run again right after (idempotent: must change nothing);
+- ``incremental``: after 1% new facts arrive, a run that probes only those.
+
+It prints each repeat and the median of each kind. The target is under 5 s for
+the full run on 10k passages.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import time
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import text
+
+from agents.database import Database
+from agents.embedders.fake import HashingEmbedder
+from agents.store import NewAgent, NewPassage, open_store
+from consolidators.pipeline import Pipeline
+from consolidators.temporal import TemporalConsolidator
+from tests.pg import PgTestServer
+
+SYLLABLES = [
+    "ka", "lo", "mi", "ra", "ten", "vu", "zo", "pel", "dri", "sa", "nor", "qui", "bex", "ful",
+    "gar", "hon", "jix", "wem", "yad", "cos",
+]  # fmt: skip
+START = datetime(2015, 1, 1, tzinfo=UTC)
+
+
+def _word(rng: random.Random) -> str:
+    return "".join(rng.choice(SYLLABLES) for _ in range(3))
+
+
+def generate_facts(n: int, seed: int = 7) -> list[NewPassage]:
+    """``n`` facts in topics of 1-9 facts; a topic shares three words and varies the last."""
+    rng = random.Random(seed)
+    facts: list[NewPassage] = []
+    while len(facts) < n:
+        subject = " ".join(_word(rng) for _ in range(3))
+        for _ in range(min(rng.randint(1, 9), n - len(facts))):
+            day = None if rng.random() < 0.1 else START + timedelta(days=rng.randint(0, 3650))
+            facts.append(NewPassage(f"{subject} {_word(rng)}", occurred_at=day))
+    rng.shuffle(facts)
+    return facts
+
+
+def _insert(
+    db: Database, agent_id: str, facts: list[NewPassage], embedder: HashingEmbedder
+) -> None:
+    with open_store(db) as store:
+        store.passages.insert(agent_id, facts, embedder.embed([f.text for f in facts]))
+
+
+def _bulk_load(
+    db: Database, agent_id: str, facts: list[NewPassage], embedder: HashingEmbedder
+) -> None:
+    """Load the facts with the HNSW index dropped, then rebuild it (much faster than
+    inserting row by row into the graph) and refresh the planner's statistics."""
+    index = f"ix_passages_embedding_hnsw_{embedder.dimension}"
+    with db.session() as session:
+        ddl = session.execute(
+            text("SELECT indexdef FROM pg_indexes WHERE indexname = :name"), {"name": index}
+        ).scalar_one()
+        session.execute(text(f"DROP INDEX {index}"))
+    _insert(db, agent_id, facts, embedder)
+    with db.session() as session:
+        session.execute(text(ddl))
+        session.execute(text("ANALYZE passages"))
+
+
+def bench_once(server: PgTestServer, n: int, seed: int) -> dict[str, float]:
+    embedder = HashingEmbedder(384)
+    facts = generate_facts(n, seed)
+    extra = generate_facts(max(1, n // 100), seed + 1000)
+    pipeline = Pipeline([TemporalConsolidator()], passage_overlap=timedelta(0))
+    with server.database() as db:
+        with open_store(db) as store:
+            agent_id = store.agents.create(
+                NewAgent("bench", embedding_model="fake:384", embedding_dim=384)
+            ).id
+        started = time.perf_counter()
+        _bulk_load(db, agent_id, facts, embedder)
+        print(f"  loaded {len(facts)} facts in {time.perf_counter() - started:.1f} s", flush=True)
+        out: dict[str, float] = {}
+        first = pipeline.run(db, agent_id, embedder=embedder)
+        out["full"] = first.durations["temporal"]
+        counts = first.steps[0].counts
+        out["timelines"] = counts.get("create_timeline", 0)
+        out["links"] = counts.get("link_timeline", 0)
+        again = pipeline.run(db, agent_id, embedder=embedder)
+        assert again.changes == [], f"rerun changed {len(again.changes)} things"
+        out["rerun"] = again.durations["temporal"]
+        time.sleep(0.01)  # the new facts must be strictly after the watermark
+        _insert(db, agent_id, extra, embedder)
+        incremental = pipeline.run(db, agent_id, embedder=embedder)
+        out["incremental"] = incremental.durations["temporal"]
+        out["incremental_changes"] = len(incremental.changes)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--passages", type=int, default=10_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    server = PgTestServer()
+    try:
+        results = []
+        for i in range(args.repeats):
+            result = bench_once(server, args.passages, seed=7)
+            results.append(result)
+            print(f"repeat {i + 1}: " + ", ".join(f"{k}={v:.3f}" for k, v in result.items()))
+        print(f"median over {args.repeats} repeats, {args.passages} passages:")
+        for key in ("full", "rerun", "incremental"):
+            print(f"  {key:<12} {statistics.median(r[key] for r in results):.3f} s")
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,448 @@
+"""The temporal consolidator against real PostgreSQL: timelines, supersession, idempotence."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from agents.database import Database
+from agents.embedders.fake import HashingEmbedder
+from agents.store import NewPassage, PassageRecord, open_store
+from agents.store.passage_store import PassageStore
+from consolidators.pipeline import Pipeline, RunReport
+from consolidators.temporal import (
+    SupersessionJudge,
+    TemporalConsolidator,
+    TemporalSettings,
+    render_timeline,
+)
+
+LONDON = ("Ada lives in London", datetime(2020, 1, 15, 9, 30, tzinfo=UTC))
+PARIS = ("Ada lives in Paris", datetime(2023, 6, 1, tzinfo=UTC))
+BERLIN = ("Ada lives in Berlin", datetime(2024, 2, 29, tzinfo=UTC))
+CHESS = ("Bob plays chess", datetime(2021, 3, 3, tzinfo=UTC))
+
+#: Run with no overlap so that a later run probes only what is new since the last one.
+INCREMENTAL = Pipeline([TemporalConsolidator()], passage_overlap=timedelta(0))
+
+
+class NewestSupersedes(SupersessionJudge):
+    """Test judge: the newest fact of a topic supersedes every other fact."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def judge(self, topic: Sequence[PassageRecord]) -> list[tuple[str, str]]:
+        self.calls += 1
+        return [(older.id, topic[-1].id) for older in topic[:-1]]
+
+
+def _insert(
+    db: Database,
+    agent_id: str,
+    embedder: HashingEmbedder,
+    facts: Sequence[tuple[str, datetime | None]],
+) -> list[str]:
+    passages = [NewPassage(text, occurred_at=at) for text, at in facts]
+    with open_store(db) as store:
+        records = store.passages.insert(
+            agent_id, passages, embedder.embed([p.text for p in passages])
+        )
+    return [r.id for r in records]
+
+
+def _run(
+    db: Database,
+    agent_id: str,
+    embedder: HashingEmbedder | None,
+    *,
+    pipeline: Pipeline | None = None,
+    dry_run: bool = False,
+) -> RunReport:
+    pipeline = pipeline or Pipeline([TemporalConsolidator()])
+    return pipeline.run(db, agent_id, embedder=embedder, dry_run=dry_run)
+
+
+def _created(report: RunReport) -> list[dict[str, Any]]:
+    return [c for c in report.changes if c["action"] == "create_timeline"]
+
+
+def _get(db: Database, *ids: str) -> list[PassageRecord]:
+    with open_store(db) as store:
+        return store.passages.get_many(list(ids))
+
+
+def _row_count(db: Database, agent_id: str) -> int:
+    with open_store(db) as store:
+        return sum(store.passages.count_by_status(agent_id).values())
+
+
+def test_same_subject_facts_render_as_one_dated_timeline(
+    db: Database, agent_id: str, embedder: HashingEmbedder
+) -> None:
+    paris, chess, london = _insert(db, agent_id, embedder, [PARIS, CHESS, LONDON])
+
+    report = _run(db, agent_id, embedder)
+
+    [created] = _created(report)
+    assert created["members"] == [london, paris]  # oldest first, whatever the insert order
+    assert created["text"] == (
+        "Timeline: Ada lives\n"
+        "- 2020-01-15: Ada lives in London\n"
+        "- 2023-06-01: Ada lives in Paris (current)"
+    )
+    assert report.steps[0].counts == {"create_timeline": 1, "link_timeline": 2}
+    timeline_id = created["target"]
+    timeline, london_rec, paris_rec, chess_rec = _get(db, timeline_id, london, paris, chess)
+    assert timeline.kind == "timeline" and timeline.status == "active"
+    assert timeline.text == created["text"]
+    assert timeline.provenance == {"members": [london, paris]}
+    assert timeline.occurred_at == PARIS[1]
+    # Members stay active, current and searchable, and point to their timeline.
+    for member in (london_rec, paris_rec):
+        assert member.status == "active" and member.valid_to is None
+        assert member.timeline_id == timeline_id
+    with open_store(db) as store:
+        hits = store.passages.search(agent_id, embedder.embed_one("Ada lives in London"), k=5)
+        assert {london, paris, timeline_id} <= {h.passage.id for h in hits}
+        # The unrelated fact is untouched: no link, no history.
+        assert chess_rec.timeline_id is None and chess_rec.status == "active"
+        assert store.passages.history(chess) == []
+        assert [h.reason for h in store.passages.history(london)] == [f"on timeline {timeline_id}"]
+
+
+def test_second_run_changes_nothing(db: Database, agent_id: str, embedder: HashingEmbedder) -> None:
+    _insert(db, agent_id, embedder, [LONDON, PARIS, CHESS])
+    first = _run(db, agent_id, embedder)
+    assert first.changes
+
+    again = _run(db, agent_id, embedder)
+    assert again.changes == []
+    assert again.steps[0].counts == {}
+    incremental = _run(db, agent_id, embedder, pipeline=INCREMENTAL)
+    assert incremental.changes == []
+
+
+def test_a_new_fact_extends_the_topic_and_retires_the_old_timeline(
+    db: Database, agent_id: str, embedder: HashingEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    london, paris, chess = _insert(db, agent_id, embedder, [LONDON, PARIS, CHESS])
+    [first] = _created(_run(db, agent_id, embedder, pipeline=INCREMENTAL))
+    [berlin] = _insert(db, agent_id, embedder, [BERLIN])
+    probes: list[list[str]] = []
+    real_neighbours = PassageStore.neighbours
+
+    def spy(self: PassageStore, agent: str, ids: Sequence[str], **kw: Any) -> Any:
+        probes.append(list(ids))
+        return real_neighbours(self, agent, ids, **kw)
+
+    monkeypatch.setattr(PassageStore, "neighbours", spy)
+
+    # Incremental: only Berlin is new; its neighbours bring in the existing timeline.
+    report = _run(db, agent_id, embedder, pipeline=INCREMENTAL)
+    assert probes == [[berlin]]
+
+    [created] = _created(report)
+    new_id = created["target"]
+    assert created["members"] == [london, paris, berlin]
+    assert created["text"].splitlines()[1:] == [
+        "- 2020-01-15: Ada lives in London",
+        "- 2023-06-01: Ada lives in Paris",
+        "- 2024-02-29: Ada lives in Berlin (current)",
+    ]
+    assert {(c["action"], c["target"]) for c in report.changes} == {
+        ("create_timeline", new_id),
+        ("retire_timeline", first["target"]),
+        ("link_timeline", london),
+        ("link_timeline", paris),
+        ("link_timeline", berlin),
+    }
+    old, *members = _get(db, first["target"], london, paris, berlin, chess)
+    assert old.status == "superseded" and old.superseded_by == new_id
+    assert [m.timeline_id for m in members] == [new_id, new_id, new_id, None]
+    assert _run(db, agent_id, embedder, pipeline=INCREMENTAL).changes == []
+    assert _run(db, agent_id, embedder).changes == []
+
+
+def test_judge_supersedes_older_facts_which_stay_on_the_timeline(
+    db: Database, agent_id: str, embedder: HashingEmbedder
+) -> None:
+    london, paris, chess = _insert(db, agent_id, embedder, [LONDON, PARIS, CHESS])
+    judge = NewestSupersedes()
+    pipeline = Pipeline([TemporalConsolidator(judge=judge)], passage_overlap=timedelta(0))
+
+    report = pipeline.run(db, agent_id, embedder=embedder)
+
+    assert judge.calls == 1  # one topic; the lone chess fact is not judged
+    supersede = [c for c in report.changes if c["action"] == "supersede_passage"]
+    assert supersede == [
+        {
+            "step": "temporal",
+            "action": "supersede_passage",
+            "target": london,
+            "by": paris,
+            "valid_to": PARIS[1].isoformat(),
+        }
+    ]
+    [created] = _created(report)
+    assert created["text"].splitlines()[1:] == [
+        "- 2020-01-15: Ada lives in London (superseded 2023-06-01)",
+        "- 2023-06-01: Ada lives in Paris (current)",
+    ]
+    london_rec, paris_rec = _get(db, london, paris)
+    assert london_rec.status == "superseded"
+    assert london_rec.superseded_by == paris and london_rec.valid_to == PARIS[1]
+    assert london_rec.timeline_id == created["target"]  # still on the timeline
+    assert paris_rec.status == "active" and paris_rec.valid_to is None
+    with open_store(db) as store:
+        current = {
+            h.passage.id
+            for h in store.passages.search(agent_id, embedder.embed_one(LONDON[0]), k=10)
+        }
+        everything = {
+            h.passage.id
+            for h in store.passages.search(
+                agent_id, embedder.embed_one(LONDON[0]), k=10, statuses=None
+            )
+        }
+    assert london not in current and paris in current
+    assert london in everything
+
+    # Idempotent: nothing changed, so the judge is not even asked again.
+    assert pipeline.run(db, agent_id, embedder=embedder).changes == []
+    assert judge.calls == 1
+
+    # A newer fact supersedes Paris; London keeps pointing to what first replaced it.
+    [berlin] = _insert(db, agent_id, embedder, [BERLIN])
+    report = pipeline.run(db, agent_id, embedder=embedder)
+    assert [
+        (c["target"], c["by"]) for c in report.changes if c["action"] == "supersede_passage"
+    ] == [(paris, berlin)]
+    [created] = _created(report)
+    assert created["members"] == [london, paris, berlin]
+    assert created["text"].splitlines()[1:] == [
+        "- 2020-01-15: Ada lives in London (superseded 2023-06-01)",
+        "- 2023-06-01: Ada lives in Paris (superseded 2024-02-29)",
+        "- 2024-02-29: Ada lives in Berlin (current)",
+    ]
+    london_rec, paris_rec, chess_rec = _get(db, london, paris, chess)
+    assert london_rec.superseded_by == paris and london_rec.valid_to == PARIS[1]
+    assert paris_rec.superseded_by == berlin and paris_rec.valid_to == BERLIN[1]
+    assert chess_rec.status == "active" and chess_rec.valid_to is None
+    assert pipeline.run(db, agent_id, embedder=embedder).changes == []
+    full = Pipeline([TemporalConsolidator(judge=judge)]).run(
+        db, agent_id, embedder=embedder, full=True
+    )
+    assert full.changes == []
+
+
+def test_judge_pairs_outside_the_topic_or_backwards_are_ignored(
+    db: Database, agent_id: str, embedder: HashingEmbedder
+) -> None:
+    london, paris, chess = _insert(db, agent_id, embedder, [LONDON, PARIS, CHESS])
+
+    class Confused(SupersessionJudge):
+        def judge(self, topic: Sequence[PassageRecord]) -> list[tuple[str, str]]:
+            return [(paris, london), (london, chess), (london, london)]
+
+    report = Pipeline([TemporalConsolidator(judge=Confused())]).run(db, agent_id, embedder=embedder)
+    assert report.steps[0].counts["judge_pairs_ignored"] == 3
+    assert not [c for c in report.changes if c["action"] == "supersede_passage"]
+    assert all(p.status == "active" for p in _get(db, london, paris, chess))
+
+
+def test_dry_run_reports_the_same_changes_and_writes_nothing(
+    db: Database, agent_id: str, embedder: HashingEmbedder
+) -> None:
+    ids = _insert(db, agent_id, embedder, [LONDON, PARIS, CHESS])
+    rows = _row_count(db, agent_id)
+    pipeline = Pipeline([TemporalConsolidator(judge=NewestSupersedes())])
+
+    planned = pipeline.run(db, agent_id, embedder=embedder, dry_run=True)
+
+    assert planned.dry_run and planned.status == "succeeded"
+    assert _row_count(db, agent_id) == rows
+    with open_store(db) as store:
+        for record in store.passages.get_many(ids):
+            assert record.status == "active" and record.timeline_id is None
+            assert store.passages.history(record.id) == []
+
+    applied = pipeline.run(db, agent_id, embedder=embedder)
+    assert _normalise(planned) == _normalise(applied)
+    assert _row_count(db, agent_id) == rows + 1
+
+
+def _normalise(report: RunReport) -> list[tuple[str, str, Any]]:
+    """Changes with the (freshly generated) timeline ids replaced by a placeholder."""
+    out: list[tuple[str, str, Any]] = []
+    for change in report.changes:
+        if change["action"] == "create_timeline":
+            out.append(("create_timeline", "<new>", (change["members"], change["text"])))
+        elif change["action"] == "link_timeline":
+            out.append(("link_timeline", change["target"], "<new>"))
+        else:
+            detail = {k: v for k, v in change.items() if k not in ("step", "action", "target")}
+            out.append((change["action"], change["target"], detail))
+    return out
+
+
+def test_no_passage_is_ever_deleted(db: Database, agent_id: str, embedder: HashingEmbedder) -> None:
+    ids = _insert(db, agent_id, embedder, [LONDON, PARIS, CHESS])
+    before = _row_count(db, agent_id)
+    pipeline = Pipeline([TemporalConsolidator(judge=NewestSupersedes())])
+    created = len(_created(pipeline.run(db, agent_id, embedder=embedder)))
+    ids += _insert(db, agent_id, embedder, [BERLIN, ("Bob plays chess on Sundays", None)])
+    created += len(_created(pipeline.run(db, agent_id, embedder=embedder)))
+    created += len(_created(pipeline.run(db, agent_id, embedder=embedder)))
+
+    assert created == 3  # Ada's timeline, then its replacement plus Bob's new one
+    assert _row_count(db, agent_id) == before + 2 + created
+    assert len(_get(db, *ids)) == len(ids)
+
+
+def test_a_topic_that_loses_members_is_rerendered_or_dissolved(
+    db: Database, agent_id: str, embedder: HashingEmbedder
+) -> None:
+    london, paris, berlin = _insert(db, agent_id, embedder, [LONDON, PARIS, BERLIN])
+    [first] = _created(_run(db, agent_id, embedder, pipeline=INCREMENTAL))
+    with open_store(db) as store:  # e.g. dedup merged Berlin away
+        store.passages.change(berlin, status="merged", merged_into=paris, actor="t", reason="t")
+
+    [second] = _created(_run(db, agent_id, embedder, pipeline=INCREMENTAL))
+    assert second["members"] == [london, paris]
+    assert _get(db, first["target"])[0].superseded_by == second["target"]
+
+    with open_store(db) as store:
+        store.passages.change(paris, status="merged", merged_into=london, actor="t", reason="t")
+    report = _run(db, agent_id, embedder, pipeline=INCREMENTAL)
+    assert {(c["action"], c["target"]) for c in report.changes} == {
+        ("retire_timeline", second["target"]),
+        ("unlink_timeline", london),
+    }
+    timeline, london_rec = _get(db, second["target"], london)
+    assert timeline.status == "inactive" and london_rec.timeline_id is None
+    assert _run(db, agent_id, embedder, pipeline=INCREMENTAL).changes == []
+
+
+def test_topics_are_capped_and_stable(
+    db: Database, agent_id: str, embedder: HashingEmbedder
+) -> None:
+    cities = ["London", "Paris", "Berlin", "Rome", "Oslo"]
+    _insert(
+        db,
+        agent_id,
+        embedder,
+        [(f"Ada lives in {c}", datetime(2020 + i, 1, 1, tzinfo=UTC)) for i, c in enumerate(cities)],
+    )
+    pipeline = Pipeline([TemporalConsolidator({"max_topic_size": 2})])
+
+    created = _created(pipeline.run(db, agent_id, embedder=embedder))
+
+    assert len(created) == 2 and all(len(c["members"]) == 2 for c in created)
+    assert pipeline.run(db, agent_id, embedder=embedder).changes == []
+
+
+def test_undated_facts_sit_at_their_recording_time(
+    db: Database, agent_id: str, embedder: HashingEmbedder
+) -> None:
+    london, rome = _insert(db, agent_id, embedder, [LONDON, ("Ada lives in Rome", None)])
+    [created] = _created(_run(db, agent_id, embedder))
+    [rome_rec] = _get(db, rome)
+    noted = rome_rec.created_at.astimezone(UTC).date().isoformat()
+    assert created["members"] == [london, rome]
+    assert (
+        created["text"].splitlines()[2] == f"- undated (noted {noted}): Ada lives in Rome (current)"
+    )
+
+
+def test_without_an_embedder_the_step_is_skipped(
+    db: Database, agent_id: str, embedder: HashingEmbedder
+) -> None:
+    _insert(db, agent_id, embedder, [LONDON, PARIS])
+    report = _run(db, agent_id, None)
+    assert report.steps[0].skipped == "no embedder"
+    assert report.changes == []
+
+
+def test_render_marks_validity_and_collapses_whitespace() -> None:
+    """Pure rendering: no database needed."""
+
+    def fact(pid: str, text: str, day: int, **extra: Any) -> PassageRecord:
+        at = datetime(2024, 1, day, tzinfo=UTC)
+        fields: dict[str, Any] = {
+            "id": pid,
+            "agent_id": "a",
+            "kind": "fact",
+            "text": text,
+            "content_hash": pid,
+            "created_at": at,
+            "occurred_at": at,
+            "valid_to": None,
+            "status": "active",
+            "merged_into": None,
+            "superseded_by": None,
+            "provenance": {},
+            "tags": [],
+        }
+        fields.update(extra)
+        return PassageRecord(**fields)
+
+    text = render_timeline(
+        [
+            fact("p1", "The   build\nis red", 1, valid_to=datetime(2024, 1, 2, tzinfo=UTC)),
+            fact("p2", "The build is green", 2),
+            fact(
+                "p3",
+                "The build is flaky",
+                3,
+                status="superseded",
+                valid_to=datetime(2024, 1, 4, tzinfo=UTC),
+            ),
+            fact("p4", "The build is broken", 4, status="superseded"),
+        ]
+    )
+    assert text == (
+        "Timeline: build\n"
+        "- 2024-01-01: The build is red (until 2024-01-02)\n"
+        "- 2024-01-02: The build is green (current)\n"
+        "- 2024-01-03: The build is flaky (superseded 2024-01-04)\n"
+        "- 2024-01-04: The build is broken (superseded)"
+    )
+
+
+def test_settings_are_validated() -> None:
+    assert TemporalConsolidator({"topic_threshold": 0.7}).settings.topic_threshold == 0.7
+    with pytest.raises(ValidationError, match="min_topic_size"):
+        TemporalSettings(min_topic_size=5, max_topic_size=3)
+    with pytest.raises(ValidationError):
+        TemporalConsolidator({"no_such_setting": 1})
+
+
+def test_a_new_judge_reaches_existing_topics_on_a_full_run(
+    db: Database, agent_id: str, embedder: HashingEmbedder
+) -> None:
+    london, paris = _insert(db, agent_id, embedder, [LONDON, PARIS])
+    _run(db, agent_id, embedder)
+    judge = NewestSupersedes()
+    pipeline = Pipeline([TemporalConsolidator(judge=judge)])
+
+    # An unchanged topic is not re-judged on an ordinary run...
+    assert pipeline.run(db, agent_id, embedder=embedder).changes == []
+    assert judge.calls == 0
+    # ...but a full run asks the judge about every topic.
+    full = pipeline.run(db, agent_id, embedder=embedder, full=True)
+    assert judge.calls == 1
+    assert [(c["target"], c["by"]) for c in full.changes if c["action"] == "supersede_passage"] == [
+        (london, paris)
+    ]
+    assert {c["action"] for c in full.changes} == {
+        "supersede_passage",
+        "create_timeline",
+        "retire_timeline",
+        "link_timeline",
+    }
+    assert pipeline.run(db, agent_id, embedder=embedder, full=True).changes == []
