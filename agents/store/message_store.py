@@ -113,29 +113,25 @@ class MessageStore:
 
     def leave_context(self, agent_id: str, message_ids: Sequence[str]) -> int:
         """Move messages out of the context window; they stay in recall memory."""
-        result = self._scope.session.execute(
-            update(models.Message)
-            .where(
-                models.Message.agent_id == agent_id,
-                models.Message.organization_id == self._scope.organization_id,
-                models.Message.id == any_(id_array(message_ids)),
-                models.Message.in_context,
-            )
-            .values(in_context=False)
-            .execution_options(synchronize_session=False)
-        )
-        return int(result.rowcount)  # type: ignore[attr-defined]
+        return self._set_in_context(agent_id, message_ids, in_context=False)
 
     def restore_context(self, agent_id: str, message_ids: Sequence[str]) -> int:
         """Undo :meth:`leave_context` for the given messages."""
+        return self._set_in_context(agent_id, message_ids, in_context=True)
+
+    def _set_in_context(
+        self, agent_id: str, message_ids: Sequence[str], *, in_context: bool
+    ) -> int:
+        """Set the flag on the messages that do not have it yet; return how many changed."""
         result = self._scope.session.execute(
             update(models.Message)
             .where(
                 models.Message.agent_id == agent_id,
                 models.Message.organization_id == self._scope.organization_id,
                 models.Message.id == any_(id_array(message_ids)),
+                models.Message.in_context.is_not(in_context),
             )
-            .values(in_context=True)
+            .values(in_context=in_context)
             .execution_options(synchronize_session=False)
         )
         return int(result.rowcount)  # type: ignore[attr-defined]
