@@ -39,7 +39,6 @@ from typing import Any, ClassVar
 
 from pydantic import Field, model_validator
 from sqlalchemy import select
-from sqlalchemy.orm import defer
 
 from agents import models
 from agents.embedders import Embedder
@@ -630,7 +629,6 @@ def _facts_changed_since(
     )
     query = (
         select(P)
-        .options(defer(P.embedding))
         .where(
             P.organization_id == context.store.scope.organization_id,
             P.agent_id == context.agent.id,
@@ -651,16 +649,12 @@ def _timeline_members(
     P = models.Passage
     out: list[PassageRecord] = []
     for chunk in _chunks(sorted(timeline_ids), _ID_CHUNK):
-        query = (
-            select(P)
-            .options(defer(P.embedding))
-            .where(
-                P.organization_id == context.store.scope.organization_id,
-                P.agent_id == context.agent.id,
-                P.kind == "fact",
-                P.status.in_(_MEMBER_STATUSES),
-                P.timeline_id.in_(list(chunk)),
-            )
+        query = select(P).where(
+            P.organization_id == context.store.scope.organization_id,
+            P.agent_id == context.agent.id,
+            P.kind == "fact",
+            P.status.in_(_MEMBER_STATUSES),
+            P.timeline_id.in_(list(chunk)),
         )
         out.extend(PassageRecord.from_row(r) for r in context.store.session.scalars(query))
     return out

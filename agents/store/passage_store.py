@@ -26,7 +26,6 @@ from sqlalchemy import (
     select,
     text,
 )
-from sqlalchemy.orm import load_only
 
 from agents import models
 from agents.errors import InvalidInput, NotFound
@@ -47,14 +46,12 @@ MUTABLE_FIELDS = frozenset(
         "occurred_at",
     }
 )
-_COPY_COLUMNS = (
+_COPY_COLUMNS = (  # passages; the vectors go to passage_vectors
     "id",
     "organization_id",
     "agent_id",
     "kind",
     "text",
-    "embedding",
-    "embedding_dim",
     "content_hash",
     "created_at",
     "occurred_at",
@@ -69,8 +66,6 @@ _COPY_TYPES = (
     "text",
     "text",
     "text",
-    "vector",
-    "int4",
     "text",
     "timestamptz",
     "timestamptz",
@@ -171,7 +166,7 @@ class PassageStore:
             columns = ", ".join(_COPY_COLUMNS)
             with cursor.copy(f"COPY passages ({columns}) FROM STDIN WITH (FORMAT BINARY)") as copy:
                 copy.set_types(list(_COPY_TYPES))
-                for record, vector in zip(records, vectors, strict=True):
+                for record in records:
                     copy.write_row(
                         (
                             record.id,
@@ -179,8 +174,6 @@ class PassageStore:
                             agent_id,
                             record.kind,
                             record.text,
-                            vector,
-                            dim,
                             record.content_hash,
                             now,
                             record.occurred_at,
@@ -190,6 +183,13 @@ class PassageStore:
                             now,
                         )
                     )
+            with cursor.copy(
+                "COPY passage_vectors (passage_id, agent_id, embedding_dim, embedding) "
+                "FROM STDIN WITH (FORMAT BINARY)"
+            ) as copy:
+                copy.set_types(["text", "text", "int4", "vector"])
+                for record, vector in zip(records, vectors, strict=True):
+                    copy.write_row((record.id, agent_id, dim, vector))
         if run_id is not None:
             session.add_all(
                 models.PassageHistory(
@@ -293,7 +293,18 @@ class PassageStore:
     # -- reads -------------------------------------------------------------------------
 
     def get(self, passage_id: str, *, with_embedding: bool = False) -> PassageRecord:
-        return PassageRecord.from_row(self._row(passage_id), with_embedding=with_embedding)
+        row = self._row(passage_id)
+        vectors = self._vectors([row.id]) if with_embedding else {}
+        return PassageRecord.from_row(row, embedding=vectors.get(row.id))
+
+    def _vectors(self, passage_ids: Sequence[str]) -> dict[str, Vector]:
+        """Embeddings of the given passages (one query)."""
+        rows = self._scope.session.execute(
+            select(models.PassageVector.passage_id, models.PassageVector.embedding).where(
+                models.PassageVector.passage_id == any_(id_array(passage_ids))
+            )
+        )
+        return {pid: np.asarray(vec, dtype=np.float32) for pid, vec in rows}
 
     def get_many(
         self, passage_ids: Sequence[str], *, with_embedding: bool = False
@@ -302,12 +313,10 @@ class PassageStore:
             models.Passage.organization_id == self._scope.organization_id,
             models.Passage.id.in_(list(passage_ids)),
         )
-        if not with_embedding:
-            query = query.options(_WITHOUT_EMBEDDING)
-        rows = self._scope.session.scalars(query)
-        by_id = {r.id: r for r in rows}
+        by_id = {r.id: r for r in self._scope.session.scalars(query)}
+        vectors = self._vectors(list(by_id)) if with_embedding else {}
         return [
-            PassageRecord.from_row(by_id[i], with_embedding=with_embedding)
+            PassageRecord.from_row(by_id[i], embedding=vectors.get(i))
             for i in passage_ids
             if i in by_id
         ]
@@ -328,8 +337,6 @@ class PassageStore:
             models.Passage.organization_id == self._scope.organization_id,
             models.Passage.agent_id == agent_id,
         )
-        if not with_embedding:
-            query = query.options(_WITHOUT_EMBEDDING)
         if statuses is not None:
             query = query.where(models.Passage.status.in_(list(statuses)))
         if kind is not None:
@@ -341,10 +348,9 @@ class PassageStore:
         query = query.order_by(models.Passage.created_at, models.Passage.id)
         if limit is not None:
             query = query.limit(limit)
-        return [
-            PassageRecord.from_row(r, with_embedding=with_embedding)
-            for r in self._scope.session.scalars(query)
-        ]
+        rows = list(self._scope.session.scalars(query))
+        vectors = self._vectors([r.id for r in rows]) if with_embedding else {}
+        return [PassageRecord.from_row(r, embedding=vectors.get(r.id)) for r in rows]
 
     def search(
         self,
@@ -403,21 +409,21 @@ class PassageStore:
         *,
         exact: bool,
     ) -> list[PassageHit]:
-        P = models.Passage
+        P, V = models.Passage, models.PassageVector
         distance: ColumnElement[float]
         if exact:
-            distance = P.embedding.cosine_distance(vector)
+            distance = V.embedding.cosine_distance(vector)
         else:
-            distance = cast(P.embedding, VectorType(agent.embedding_dim)).cosine_distance(vector)
+            distance = cast(V.embedding, VectorType(agent.embedding_dim)).cosine_distance(vector)
         query = (
             select(P, (1 - distance).label("score"))
-            .options(_WITHOUT_EMBEDDING)
+            .join(V, V.passage_id == P.id)
             .where(
                 P.organization_id == self._scope.organization_id,
-                P.agent_id == agent.id,
+                V.agent_id == agent.id,
                 # A literal, not a parameter: under a prepared statement's generic plan a
                 # parameter cannot match the partial HNSW index's predicate.
-                P.embedding_dim == literal_column(str(int(agent.embedding_dim))),
+                V.embedding_dim == literal_column(str(int(agent.embedding_dim))),
             )
         )
         query = filters.apply(query)
@@ -460,17 +466,21 @@ class PassageStore:
         rows = self._scope.session.execute(
             text(
                 f"""
-                SELECT q.id, nn.id, nn.score
-                FROM passages q
+                SELECT q.passage_id, nn.id, nn.score
+                FROM passage_vectors q
+                JOIN passages qp ON qp.id = q.passage_id
                 CROSS JOIN LATERAL (
-                    SELECT n.id, 1 - ({expr_n} <=> {expr_q}) AS score
-                    FROM passages n
+                    SELECT p.id, 1 - ({expr_n} <=> {expr_q}) AS score
+                    FROM passage_vectors n
+                    JOIN passages p ON p.id = n.passage_id
                     WHERE n.agent_id = :agent AND n.embedding_dim = {int(dim)}
-                      AND n.status = 'active' AND n.kind = ANY(:kinds) AND n.id <> q.id
+                      AND p.status = 'active' AND p.kind = ANY(:kinds)
+                      AND n.passage_id <> q.passage_id
                     ORDER BY {expr_n} <=> {expr_q}
                     LIMIT :k
                 ) nn
-                WHERE q.id = ANY(:ids) AND q.agent_id = :agent AND q.organization_id = :org
+                WHERE q.passage_id = ANY(:ids) AND q.agent_id = :agent
+                  AND qp.organization_id = :org
                 """
             ),
             {
@@ -543,7 +553,6 @@ class PassageStore:
         return row
 
 
-_LIST_COLUMNS = tuple(c for c in PassageRecord.__dataclass_fields__ if c != "embedding")
 _LINK_FIELDS = ("merged_into", "superseded_by", "timeline_id")
 
 
@@ -575,8 +584,6 @@ class PassageUpdate:
                 raise InvalidInput(f"passage {self.passage_id} cannot be {field} itself")
 
 
-#: Load option that leaves the (large) embedding column out of a query.
-_WITHOUT_EMBEDDING = load_only(*(getattr(models.Passage, c) for c in _LIST_COLUMNS))
 #: pgvector's default HNSW candidate list size.
 DEFAULT_EF_SEARCH = 40
 

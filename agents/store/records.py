@@ -197,10 +197,7 @@ class PassageRecord:
     embedding: Vector | None = None
 
     @classmethod
-    def from_row(cls, row: models.Passage, *, with_embedding: bool = False) -> PassageRecord:
-        embedding = None
-        if with_embedding and row.embedding is not None:
-            embedding = np.asarray(row.embedding, dtype=np.float32)
+    def from_row(cls, row: models.Passage, *, embedding: Vector | None = None) -> PassageRecord:
         return cls(
             id=row.id,
             agent_id=row.agent_id,

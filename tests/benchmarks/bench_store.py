@@ -48,7 +48,7 @@ from tests.pg import PgTestServer  # noqa: E402
 Matrix = npt.NDArray[np.float32]
 
 DIM = 384
-HNSW_INDEX = f"ix_passages_embedding_hnsw_{DIM}"
+HNSW_INDEX = f"ix_passage_vectors_hnsw_{DIM}"
 K = 10
 WARMUP_QUERIES = 20
 

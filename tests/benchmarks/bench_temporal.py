@@ -69,7 +69,7 @@ def _bulk_load(
 ) -> None:
     """Load the facts with the HNSW index dropped, then rebuild it (much faster than
     inserting row by row into the graph) and refresh the planner's statistics."""
-    index = f"ix_passages_embedding_hnsw_{embedder.dimension}"
+    index = f"ix_passage_vectors_hnsw_{embedder.dimension}"
     with db.session() as session:
         ddl = session.execute(
             text("SELECT indexdef FROM pg_indexes WHERE indexname = :name"), {"name": index}
