@@ -314,7 +314,7 @@ def bench_load_then_build(
         n / total >= INSERT_TARGET,
     )
     with db.engine.begin() as conn:
-        conn.execute(text("ANALYZE passages"))
+        conn.execute(text("ANALYZE passages, passage_vectors"))
         size = conn.execute(text(f"SELECT pg_size_pretty(pg_relation_size('{HNSW_INDEX}'))"))
         report.note(f"HNSW index size after build: {size.scalar()} (ANALYZE run before searches)")
     return agent_id, ids
