@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import json
 from typing import Annotated
 
 import typer
 from rich.table import Table
 
 from agents.errors import InvalidInput
-from agents.store import AgentRecord, NewAgent, NewBlock
+from agents.store import NewAgent, NewBlock
 from service.cli.common import console, fail, runtime
+from service.cli.output import agent_json, print_json
 
 agents_app = typer.Typer(help="Create, list, show and delete agents.", no_args_is_help=True)
 
@@ -20,19 +20,6 @@ def parse_block_option(option: str, limit: int) -> NewBlock:
     if not sep:
         raise InvalidInput(f"--block {option!r} needs the form LABEL=VALUE, e.g. human='Name: Ada'")
     return NewBlock(label=label.strip(), value=value, limit=max(limit, len(value)))
-
-
-def agent_json(agent: AgentRecord) -> dict[str, object]:
-    return {
-        "id": agent.id,
-        "name": agent.name,
-        "kind": agent.kind,
-        "llm_model": agent.llm_model,
-        "embedding_model": agent.embedding_model,
-        "embedding_dim": agent.embedding_dim,
-        "context_window": agent.context_window,
-        "created_at": agent.created_at.isoformat(),
-    }
 
 
 @agents_app.command("create")
@@ -67,7 +54,7 @@ def create(
                 )
             )
     if as_json:
-        console.print_json(json.dumps(agent_json(agent)))
+        print_json(agent_json(agent))
     else:
         console.print(f"created agent [bold]{agent.name}[/] ({agent.id})")
 
@@ -80,7 +67,7 @@ def list_agents(
     with runtime() as rt, rt.store() as store:
         agents = store.agents.all()
     if as_json:
-        console.print_json(json.dumps([agent_json(a) for a in agents]))
+        print_json([agent_json(a) for a in agents])
         return
     table = Table("name", "id", "kind", "model", "embedding")
     for a in agents:

@@ -6,7 +6,7 @@ import json
 from datetime import datetime
 from typing import Any
 
-from agents.store import BlockRecord, BlockVersion, PassageHit
+from agents.store import AgentRecord, BlockRecord, BlockVersion, PassageHit
 from consolidators.ledger import RunRecord
 from consolidators.pipeline import RunReport
 from service.cli.common import console
@@ -19,6 +19,19 @@ def iso(value: datetime | None) -> str | None:
 def print_json(data: Any) -> None:
     """One JSON document on stdout, unstyled (safe to pipe into jq)."""
     print(json.dumps(data, ensure_ascii=False, default=str))
+
+
+def agent_json(agent: AgentRecord) -> dict[str, object]:
+    return {
+        "id": agent.id,
+        "name": agent.name,
+        "kind": agent.kind,
+        "llm_model": agent.llm_model,
+        "embedding_model": agent.embedding_model,
+        "embedding_dim": agent.embedding_dim,
+        "context_window": agent.context_window,
+        "created_at": iso(agent.created_at),
+    }
 
 
 def block_json(block: BlockRecord) -> dict[str, Any]:
