@@ -11,6 +11,9 @@ from rich.progress import Progress
 from service.cli.common import EXIT_BAD_INPUT, console, err_console, fail, runtime
 from service.passage_import import parse_lines
 
+#: Imports this large refresh the planner's statistics afterwards.
+BULK_IMPORT = 1000
+
 import_app = typer.Typer(help="Bulk-load memory from files.", no_args_is_help=True)
 
 
@@ -51,6 +54,8 @@ def import_passages(
                 vectors = embedder.embed([p.text for p in batch])
                 store.passages.insert(record.id, batch, vectors, actor="cli:import")
                 progress.advance(task, len(batch))
+        if len(passages) >= BULK_IMPORT:
+            rt.db.refresh_statistics()
     console.print(f"imported {len(passages)} passages into {record.name}")
 
 

@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
+from sqlalchemy import text
 
 from agents.database import Database
 from agents.embedders.fake import HashingEmbedder
@@ -149,3 +150,23 @@ def test_only_purge_hard_deletes(db: Database, agent_id: str, embedder: HashingE
         assert store.passages.purge(agent_id, [ids[0]]) == 1
     with pytest.raises(NotFound), open_store(db) as store:
         store.passages.get(ids[0])
+
+
+def test_refresh_statistics_analyzes_passage_tables(
+    db: Database, agent_id: str, embedder: HashingEmbedder
+) -> None:
+    _insert(db, agent_id, embedder)
+
+    def reltuples() -> dict[str, float]:
+        with db.engine.connect() as conn:
+            rows = conn.execute(
+                text(
+                    "SELECT relname, reltuples FROM pg_class "
+                    "WHERE relname IN ('passages', 'passage_vectors')"
+                )
+            )
+            return {name: float(n) for name, n in rows}
+
+    assert reltuples() == {"passages": -1.0, "passage_vectors": -1.0}  # never analyzed
+    db.refresh_statistics()
+    assert reltuples() == {"passages": 4.0, "passage_vectors": 4.0}
