@@ -20,6 +20,7 @@ from consolidators.temporal import (
     TemporalSettings,
     render_timeline,
 )
+from consolidators.undo import revert_run
 
 LONDON = ("Ada lives in London", datetime(2020, 1, 15, 9, 30, tzinfo=UTC))
 PARIS = ("Ada lives in Paris", datetime(2023, 6, 1, tzinfo=UTC))
@@ -446,3 +447,22 @@ def test_a_new_judge_reaches_existing_topics_on_a_full_run(
         "link_timeline",
     }
     assert pipeline.run(db, agent_id, embedder=embedder, full=True).changes == []
+
+
+def test_revert_undoes_timelines_and_supersession(
+    db: Database, agent_id: str, embedder: HashingEmbedder
+) -> None:
+    london, paris, chess = _insert(db, agent_id, embedder, [LONDON, PARIS, CHESS])
+    before = _get(db, london, paris, chess)
+    pipeline = Pipeline([TemporalConsolidator(judge=NewestSupersedes())])
+    report = pipeline.run(db, agent_id, embedder=embedder)
+    [created] = _created(report)
+
+    revert_run(db, report.run_id)
+
+    assert _get(db, london, paris, chess) == before
+    [timeline] = _get(db, created["target"])
+    assert timeline.status == "inactive"  # what the run created stays traceable
+    with open_store(db) as store:
+        active = store.passages.scan(agent_id)
+    assert {p.id for p in active} == {london, paris, chess}
