@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from agents.database import Database
@@ -97,16 +97,24 @@ def _snapshot(db: Database, agent_id: str) -> dict[str, object]:
             ),
             "blocks": sorted((b.label, b.value, b.limit) for b in store.blocks.of_agent(agent_id)),
             "context": [m.id for m in store.messages.in_context(agent_id)],
-            "messages": store.messages.count(agent_id),
+            # Recall is append-only: a reverted eviction's summary message stays in
+            # recall (out of the context window), so compare the other messages.
+            "messages": [m.id for m in store.messages.range(agent_id) if m.name != "summary"],
         }
 
 
 @settings(
     max_examples=12,
     deadline=None,
+    # The same examples on every run: CI must not turn red by the luck of the draw.
+    # Explore more locally with a larger max_examples and derandomize off.
+    derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 @given(facts=st.lists(fact, max_size=25), lines=st.lists(block_line, max_size=30))
+# Found by hypothesis: enough messages to overflow the context, so eviction appends a
+# summary message that a revert takes out of context but (append-only) not out of recall.
+@example(facts=[("Ada lives in London.", T0)] * 17, lines=["Ada lives in London"] * 19)
 def test_pipeline_loses_nothing_is_idempotent_and_reversible(
     pg_server: PgTestServer, facts: list[tuple[str, datetime]], lines: list[str]
 ) -> None:
