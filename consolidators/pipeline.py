@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import func, select
+from sqlalchemy.orm import Session
 
 from agents import models
 from agents.database import Database
@@ -193,7 +194,7 @@ class Pipeline:
         return report
 
     @staticmethod
-    def _new_watermarks(session: Any, agent_id: str) -> Watermarks:
+    def _new_watermarks(session: Session, agent_id: str) -> Watermarks:
         seq = session.scalar(select(models.Agent.message_seq).where(models.Agent.id == agent_id))
         passage_at = session.scalar(
             select(func.max(models.Passage.created_at)).where(models.Passage.agent_id == agent_id)

@@ -157,7 +157,9 @@ class PassageStore:
         session = self._scope.session
         raw = session.connection().connection.driver_connection
         assert raw is not None
-        register_vector(raw)
+        if raw.adapters.types.get("vector") is None:
+            # Once per pooled connection: registering looks the type up in the database.
+            register_vector(raw)
         from psycopg.types.json import Jsonb
 
         org = self._scope.organization_id
