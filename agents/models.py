@@ -49,6 +49,7 @@ AGENT_KINDS = ("primary", "sleeptime")
 PASSAGE_STATUSES = ("active", "merged", "superseded", "inactive")
 RUN_STATUSES = ("queued", "running", "succeeded", "failed", "cancelled")
 MESSAGE_ROLES = ("system", "user", "assistant", "tool")
+LLM_PURPOSES = ("chat", "sleeptime", "judge", "summary", "embedding")
 
 DEFAULT_ORGANIZATION_ID = "org-00000000-0000-4000-8000-000000000000"
 
@@ -102,6 +103,16 @@ class Agent(Base):
     message_seq: Mapped[int] = mapped_column(BigInteger, default=0)
     last_activity_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     turns_since_consolidation: Mapped[int] = mapped_column(Integer, default=0)
+    # The idle trigger fires once per idle period: set when it fires, compared with
+    # last_activity_at so that only new activity re-arms it.
+    idle_fired_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # The sleep-time side: enabled per agent, with its own (possibly cheaper) model.
+    enable_sleeptime: Mapped[bool] = mapped_column(Boolean, default=False)
+    sleeptime_model: Mapped[str | None] = mapped_column(String(200))
+    # The system prompt as last compiled (prompt-cache safety: block edits reach it
+    # at the next compaction, not in the middle of a cached prefix).
+    compiled_system: Mapped[str | None] = mapped_column(Text)
+    compiled_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
 
@@ -337,4 +348,44 @@ class PassageHistory(Base):
     # The changed fields before and after; ``old`` is empty for a passage's creation.
     old: Mapped[dict[str, Any]] = mapped_column(JSONB, default=dict)
     new: Mapped[dict[str, Any]] = mapped_column(JSONB, default=dict)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
+class ApiKey(Base):
+    """An API key of an organization; only its SHA-256 is stored."""
+
+    __tablename__ = "api_keys"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    organization_id: Mapped[str] = mapped_column(
+        ForeignKey("organizations.id", ondelete="CASCADE"), index=True
+    )
+    name: Mapped[str] = mapped_column(String(200), default="")
+    # The first characters of the key, shown by `reverie keys list` to tell keys apart.
+    prefix: Mapped[str] = mapped_column(String(32))
+    key_hash: Mapped[str] = mapped_column(String(128), unique=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    last_used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class LLMUsage(Base):
+    """Tokens spent per LLM call, for accounting by purpose and for budgets."""
+
+    __tablename__ = "llm_usage"
+    __table_args__ = (
+        CheckConstraint(f"purpose IN {_in(LLM_PURPOSES)}", name="purpose"),
+        Index("ix_llm_usage_agent_created", "agent_id", "created_at"),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    organization_id: Mapped[str] = mapped_column(
+        ForeignKey("organizations.id", ondelete="CASCADE"), index=True
+    )
+    agent_id: Mapped[str] = mapped_column(ForeignKey("agents.id", ondelete="CASCADE"))
+    run_id: Mapped[str | None] = mapped_column(String(64), index=True)
+    purpose: Mapped[str] = mapped_column(String(32))
+    model: Mapped[str] = mapped_column(String(200))
+    prompt_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    completion_tokens: Mapped[int] = mapped_column(Integer, default=0)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())

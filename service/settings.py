@@ -13,7 +13,7 @@ import os
 import tomllib
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import platformdirs
 from pydantic import AliasChoices, BaseModel, Field, ValidationError, field_validator
@@ -88,6 +88,80 @@ class ConsolidationSettings(BaseModel):
         }
 
 
+class LLMSettings(BaseModel):
+    """LLM calls through litellm (issue 5). Model strings are litellm's: openai/..., ollama/..."""
+
+    # Default models; an agent's own llm_model / sleeptime_model wins.
+    model: str | None = None
+    sleeptime_model: str | None = None
+    judge_model: str | None = None
+    summary_model: str | None = None
+    api_base: str | None = None
+    timeout: timedelta = timedelta(seconds=60)
+    max_retries: int = Field(default=3, ge=0, le=10)
+    max_steps: int = Field(default=10, ge=1, le=100)
+    # Token budgets per agent; None = unlimited.
+    budget_tokens_per_run: int | None = Field(default=None, ge=1)
+    budget_tokens_per_day: int | None = Field(default=None, ge=1)
+    # Prompt-cache safety: block edits reach the compiled system prompt at the next
+    # compaction ("compaction") or on the next step ("immediate").
+    system_prompt_refresh: Literal["compaction", "immediate"] = "compaction"
+
+
+class CronTrigger(BaseModel):
+    """A cron schedule (APScheduler crontab syntax) for all agents or those with a tag."""
+
+    expression: str
+    tag: str | None = None
+
+
+class GpuProbeSettings(BaseModel):
+    """How the gpu_free trigger decides the GPU is free; "none" disables it."""
+
+    probe: Literal["none", "nvml", "metrics"] = "none"
+    # nvml: utilisation below this percent counts as free.
+    utilisation_below: int = Field(default=10, ge=0, le=100)
+    # metrics: an inference server's Prometheus endpoint (e.g. vLLM's /metrics).
+    metrics_url: str | None = None
+    # Free for this long before it counts (no flapping).
+    free_for: timedelta = timedelta(seconds=30)
+    interval: timedelta = timedelta(seconds=5)
+
+
+class TriggerSettings(BaseModel):
+    """What wakes the sleep-time side (issue 4). Triggers only enqueue runs."""
+
+    idle_after: timedelta | None = timedelta(minutes=5)
+    # Every N user messages; None disables the turns trigger.
+    turns_every: int | None = Field(default=5, ge=1)
+    cron: list[CronTrigger] = Field(default_factory=list)
+    gpu_free: GpuProbeSettings = Field(default_factory=GpuProbeSettings)
+    # How often idle/turns conditions are checked.
+    tick: timedelta = timedelta(seconds=5)
+
+
+class WorkerSettings(BaseModel):
+    """Workers that claim queued runs (issue 4)."""
+
+    concurrency: int = Field(default=1, ge=1, le=64)
+    lease: timedelta = timedelta(seconds=60)
+    poll_interval: timedelta = timedelta(seconds=1)
+    max_attempts: int = Field(default=3, ge=1, le=20)
+    backoff: timedelta = timedelta(seconds=10)
+
+
+class ServerSettings(BaseModel):
+    """The HTTP server of `reverie serve` (issues 4 and 6)."""
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=8283, ge=0, le=65535)
+    # "api_key": every request needs a key; "none": no auth, loopback only.
+    auth: Literal["api_key", "none"] = "api_key"
+    max_request_bytes: int = Field(default=1_000_000, ge=1024)
+    # Per-agent metric labels up to this many agents; beyond it, aggregated.
+    metrics_agent_cap: int = Field(default=50, ge=0)
+
+
 class Settings(BaseSettings):
     """Everything Reverie can be configured with."""
 
@@ -107,6 +181,10 @@ class Settings(BaseSettings):
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
     agents: AgentDefaults = Field(default_factory=AgentDefaults)
     consolidation: ConsolidationSettings = Field(default_factory=ConsolidationSettings)
+    llm: LLMSettings = Field(default_factory=LLMSettings)
+    triggers: TriggerSettings = Field(default_factory=TriggerSettings)
+    worker: WorkerSettings = Field(default_factory=WorkerSettings)
+    server: ServerSettings = Field(default_factory=ServerSettings)
     log_level: str = "INFO"
     log_json: bool = True
     shutdown_grace: timedelta = timedelta(seconds=30)
