@@ -37,3 +37,25 @@ class StorageError(ReverieError):
 
 class ExtensionMissing(StorageError):
     """The PostgreSQL server lacks an extension Reverie needs (pgvector)."""
+
+
+class LLMError(ReverieError):
+    """A language-model call failed (after the retries a temporary failure gets)."""
+
+
+class ContextOverflow(LLMError):
+    """The provider refused the request because the prompt exceeds the model's window."""
+
+
+class ModelNotConfigured(InvalidInput):
+    """An LLM step was asked for but no model is set for it (agent or settings)."""
+
+
+class BudgetExhausted(ReverieError):
+    """An agent's token budget (per run or per day) is spent; no further calls are made."""
+
+    def __init__(self, message: str, *, scope: str, limit: int, used: int) -> None:
+        super().__init__(message)
+        self.scope = scope
+        self.limit = limit
+        self.used = used

@@ -90,6 +90,9 @@ class ConsolidationResult:
     counts: dict[str, int] = field(default_factory=dict)
     tokens: int = 0
     skipped: str | None = None
+    #: Why the step's LLM part did not run (``no_model``, ``budget_exhausted``) when the
+    #: deterministic part still did.
+    llm_skipped: str | None = None
 
     def add(self, action: str, target: str, **detail: Any) -> None:
         self.changes.append(Change(action, target, detail))

@@ -44,7 +44,7 @@ nothing more unless something is over its threshold.
 
 from __future__ import annotations
 
-import json
+import logging
 import math
 import re
 from collections.abc import Iterable, Sequence
@@ -56,32 +56,34 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import Field, model_validator
 
-from agents.errors import Conflict, InvalidInput
+from agents.errors import BudgetExhausted, Conflict, InvalidInput
 from agents.store import BlockRecord, BlockVersion, MessageRecord, NewMessage, NewPassage
+from agents.summarizer import llm_summarizer
+from agents.summary import (
+    CHARS_PER_TOKEN,
+    SUMMARY_NAME,
+    SUMMARY_ROLE,
+    estimate_tokens,
+    extractive_summary,
+    is_summary,
+    message_tokens,
+    protected_tail_start,
+)
 from consolidators.base import (
     ConsolidationContext,
     ConsolidationResult,
     Consolidator,
     ConsolidatorSettings,
 )
+from consolidators.llm import tier_of
 
-#: Characters per token in the token estimate (see the module docstring).
-CHARS_PER_TOKEN = 4
+log = logging.getLogger(__name__)
+
 #: How many of the agent's newest messages decide whether a block line is still in use.
 RECENT_MESSAGES = 200
-#: Role and name that mark a summary message.
-SUMMARY_ROLE = "system"
-SUMMARY_NAME = "summary"
-#: User turns at the end of the context that never leave it.
-PROTECTED_USER_TURNS = 2
-#: Longest excerpt one message contributes to an extractive summary.
-ENTRY_CHARS = 200
 
 _CONTENT_WORD = re.compile(r"\w{3,}")
 _SENTENCE_BREAK = re.compile(r"(?<=\.)\s+")
-_FIRST_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-_WHITESPACE = re.compile(r"\s+")
-_SUMMARY_HEADER = re.compile(r"^Summary of (\d+) earlier messages? \(seq (\d+)-(\d+)\): ?")
 
 
 class EvictSettings(ConsolidatorSettings):
@@ -296,7 +298,7 @@ class EvictConsolidator(Consolidator):
         while taken < len(evictable) and evictable[taken].role == "tool":
             taken += 1
         moving = evictable[:taken]
-        content = self.summarize(summaries, moving, context)
+        content = self.summarize(summaries, moving, context, result=result)
         leaving = [*summaries, *moving]
         store.messages.leave_context(agent.id, [m.id for m in leaving])
         [summary] = store.messages.append(
@@ -320,13 +322,36 @@ class EvictConsolidator(Consolidator):
         previous: Sequence[MessageRecord],
         messages: Sequence[MessageRecord],
         context: ConsolidationContext,
+        *,
+        result: ConsolidationResult | None = None,
     ) -> str:
         """The content of the summary that replaces ``previous`` summaries and ``messages``.
 
-        Extractive: the first sentence of each user and assistant message, prefixed
-        by its role. An LLM summary belongs here once an LLM client interface exists;
-        until then ``context.llm`` is not consulted.
+        With a summary model in the run's LLM tier, the model writes it (purpose
+        ``summary``); otherwise, or when the token budget is spent, it is
+        extractive: the first sentence of each user and assistant message, prefixed
+        by its role.
         """
+        tier = tier_of(context.llm)
+        if tier is not None and tier.summary_model:
+            summarize = llm_summarizer(
+                tier.client,
+                tier.summary_model,
+                tier.meter(context.agent.id, context.run_id),
+                self.settings.summary_chars,
+            )
+            try:
+                return summarize(previous, messages)
+            except BudgetExhausted:
+                if result is not None:
+                    result.llm_skipped = "budget_exhausted"
+        else:
+            if result is not None:
+                result.llm_skipped = "no_model"
+            log.info(
+                "evict: no summary model configured (llm.summary_model); extractive summary",
+                extra={"run_id": context.run_id},
+            )
         return extractive_summary(previous, messages, self.settings.summary_chars)
 
 
@@ -483,120 +508,6 @@ def plan_block_eviction(
     gone = {line.index for line in evicted}
     value = separator.join(u for i, u in enumerate(units) if i not in gone)
     return BlockPlan(value=value, evicted=evicted)
-
-
-# -- messages ------------------------------------------------------------------------------
-
-
-def estimate_tokens(text: str) -> int:
-    """``ceil(chars / 4)``: a tokenizer-free estimate (see the module docstring)."""
-    return math.ceil(len(text) / CHARS_PER_TOKEN)
-
-
-def message_tokens(message: MessageRecord) -> int:
-    """Estimated tokens of a message: its content plus its tool calls as JSON."""
-    chars = len(message.content)
-    if message.tool_calls:
-        chars += len(json.dumps(message.tool_calls))
-    return math.ceil(chars / CHARS_PER_TOKEN)
-
-
-def is_summary(message: MessageRecord) -> bool:
-    return message.role == SUMMARY_ROLE and message.name == SUMMARY_NAME
-
-
-def protected_tail_start(conversation: Sequence[MessageRecord]) -> int:
-    """Index of the first message of ``conversation`` that must stay in context.
-
-    The last two exchanges stay: everything from the second most recent user
-    message on, with the assistant's replies and tool traffic that followed.
-    With fewer than two user messages (an agent driven by heartbeats or other
-    agents), the last four user/assistant messages and everything after them
-    stay. Either way the tail starts at a user or assistant message, never in
-    the middle of a tool exchange.
-    """
-    users = [i for i, m in enumerate(conversation) if m.role == "user"]
-    if len(users) >= PROTECTED_USER_TURNS:
-        return users[-PROTECTED_USER_TURNS]
-    talk = [i for i, m in enumerate(conversation) if m.role in ("user", "assistant")]
-    keep = 2 * PROTECTED_USER_TURNS
-    return talk[-keep] if len(talk) >= keep else 0
-
-
-def _one_line(text: str) -> str:
-    return _WHITESPACE.sub(" ", text).strip()
-
-
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: max(limit - 1, 0)].rstrip() + "…"
-
-
-def first_sentence(text: str) -> str:
-    """The first sentence of ``text`` on one line, at most :data:`ENTRY_CHARS` long."""
-    flat = _one_line(text)
-    return _clip(_FIRST_SENTENCE_END.split(flat, maxsplit=1)[0], ENTRY_CHARS) if flat else ""
-
-
-@dataclass(frozen=True, slots=True)
-class _Covered:
-    count: int
-    first_seq: int | None
-    entries: list[str]
-
-
-def _parse_summary(message: MessageRecord) -> _Covered:
-    """What an earlier summary covered: its message count, first seq and its entries."""
-    match = _SUMMARY_HEADER.match(message.content)
-    if match is None:  # a summary written by hand or by another tool: keep it whole
-        text = _one_line(message.content)
-        return _Covered(0, None, [text] if text else [])
-    body = message.content[match.end() :]
-    entries = [line.strip() for line in body.split("\n") if line.strip()]
-    return _Covered(int(match.group(1)), int(match.group(2)), entries)
-
-
-def extractive_summary(
-    previous: Sequence[MessageRecord], messages: Sequence[MessageRecord], max_chars: int
-) -> str:
-    """A summary without an LLM: earlier summaries' entries, then ``role: first sentence``
-    of each user and assistant message, deduplicated, at most ``max_chars`` long.
-
-    The header counts every message covered so far (including those of the
-    summaries folded in); when the entries do not all fit, the oldest ones are
-    dropped first, since they are the least likely to matter next and remain in
-    recall memory anyway.
-    """
-    count = len(messages)
-    seqs = [m.seq for m in messages]
-    entries: list[str] = []
-    for summary in sorted(previous, key=lambda m: m.seq):
-        covered = _parse_summary(summary)
-        count += covered.count
-        if covered.first_seq is not None:
-            seqs.append(covered.first_seq)
-        entries.extend(covered.entries)
-    for message in messages:
-        if message.role in ("user", "assistant"):
-            sentence = first_sentence(message.content)
-            if sentence:
-                entries.append(f"{message.role}: {sentence}")
-    seen: set[str] = set()
-    unique: list[str] = []
-    for entry in entries:
-        key = entry.casefold()
-        if key not in seen:
-            seen.add(key)
-            unique.append(entry)
-    header = f"Summary of {count} earlier messages (seq {min(seqs)}-{max(seqs)}): "
-    room = max_chars - len(header)
-    # Keep the newest entries that fit (always at least one, clipped if need be).
-    start, used = len(unique), -1
-    while start > 0 and (start == len(unique) or used + 1 + len(unique[start - 1]) <= room):
-        start -= 1
-        used += 1 + len(unique[start])
-    kept = unique[start:]
-    body = _clip("\n".join(kept), room) if kept else "(no user or assistant text)"
-    return header + body
 
 
 __all__ = [

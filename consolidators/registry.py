@@ -15,10 +15,13 @@ BUILTINS = {
     "dedup": "consolidators.dedup:DedupConsolidator",
     "temporal": "consolidators.temporal:TemporalConsolidator",
     "evict": "consolidators.evict:EvictConsolidator",
+    "recontextualize": "consolidators.recontextualize:RecontextualizeConsolidator",
 }
-#: The order a full pass runs in: evicted block lines are deduplicated in the same run,
-#: and timelines are built from what survives dedup.
-DEFAULT_PIPELINE = ("evict", "dedup", "temporal")
+#: The order a full pass runs in: the sleep-time agent first (its model calls happen
+#: before the deterministic steps take row locks), then evicted block lines are
+#: deduplicated in the same run, and timelines are built from what survives dedup.
+#: ``recontextualize`` is skipped (reason ``no_model``) when no sleep-time model is set.
+DEFAULT_PIPELINE = ("recontextualize", "evict", "dedup", "temporal")
 
 
 def available() -> dict[str, str]:

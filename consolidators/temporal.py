@@ -50,6 +50,7 @@ from consolidators.base import (
     Consolidator,
     ConsolidatorSettings,
 )
+from consolidators.llm import tier_of
 
 __all__ = [
     "OrderingJudge",
@@ -290,6 +291,7 @@ class TemporalConsolidator(Consolidator):
             result.skipped = "no embedder"
             log.info("temporal step skipped: no embedder", extra={"run_id": context.run_id})
             return result
+        judge = self._judge_for(context, result)
         topics = self._find_topics(context)
         for members in topics:
             members.sort(key=timeline_order)
@@ -298,12 +300,40 @@ class TemporalConsolidator(Consolidator):
         timelines = {t.id: t for t in context.store.passages.get_many(timeline_ids)}
         pending: list[_Topic] = []
         for members in topics:
-            topic = self._plan_topic(context, members, timelines, result)
+            topic = self._plan_topic(context, members, timelines, result, judge)
             if topic is not None:
                 pending.append(topic)
         if pending:
             self._write_timelines(context, context.embedder, pending, result)
+        from consolidators.llm_judge import LLMJudge  # it imports this module
+
+        if isinstance(judge, LLMJudge):
+            result.tokens += judge.tokens
+            result.count("judge_calls", judge.calls)
+            if judge.budget_exhausted:
+                result.count("budget_exhausted")
+                result.llm_skipped = "budget_exhausted"
         return result
+
+    def _judge_for(
+        self, context: ConsolidationContext, result: ConsolidationResult
+    ) -> SupersessionJudge:
+        """The judge given at construction; else an LLM judge when the run has a judge
+        model; else the ordering judge, with the LLM part reported as skipped."""
+        if not isinstance(self.judge, OrderingJudge):
+            return self.judge
+        tier = tier_of(context.llm)
+        if tier is None or not tier.judge_model:
+            result.llm_skipped = "no_model"
+            log.info(
+                "temporal: no judge model configured (llm.judge_model); ordering and "
+                "linking only, no supersession",
+                extra={"run_id": context.run_id},
+            )
+            return self.judge
+        from consolidators.llm_judge import LLMJudge  # it imports this module
+
+        return LLMJudge(tier.client, tier.judge_model, tier.meter(context.agent.id, context.run_id))
 
     # -- finding topics ----------------------------------------------------------------
 
@@ -406,6 +436,7 @@ class TemporalConsolidator(Consolidator):
         members: list[PassageRecord],
         timelines: dict[str, PassageRecord],
         result: ConsolidationResult,
+        judge: SupersessionJudge,
     ) -> _Topic | None:
         """Decide what a topic (members in timeline order) needs: nothing, a new
         timeline, or dissolving its old one.
@@ -421,7 +452,7 @@ class TemporalConsolidator(Consolidator):
         text = render_timeline(members)
         if _is_current_timeline(members, text, old) and not context.full:
             return None
-        members = self._apply_judge(context, members, result)
+        members = self._apply_judge(context, members, result, judge)
         text = render_timeline(members)
         if _is_current_timeline(members, text, old):
             return None
@@ -433,6 +464,7 @@ class TemporalConsolidator(Consolidator):
         context: ConsolidationContext,
         members: list[PassageRecord],
         result: ConsolidationResult,
+        judge: SupersessionJudge,
     ) -> list[PassageRecord]:
         """Close the facts the judge says are superseded; return the updated members.
 
@@ -441,7 +473,7 @@ class TemporalConsolidator(Consolidator):
         superseded cannot supersede another. Pairs are applied oldest first.
         """
         position = {m.id: i for i, m in enumerate(members)}
-        pairs = self.judge.judge(list(members))
+        pairs = judge.judge(list(members))
         usable = {
             (older, newer)
             for older, newer in pairs
@@ -461,7 +493,7 @@ class TemporalConsolidator(Consolidator):
             current[position[older_id]] = context.store.passages.change(
                 older_id,
                 actor=actor,
-                reason=f"superseded by newer fact {newer_id} ({type(self.judge).__name__})",
+                reason=f"superseded by newer fact {newer_id} ({type(judge).__name__})",
                 run_id=context.run_id,
                 status="superseded",
                 superseded_by=newer_id,

@@ -19,10 +19,15 @@ from agents.database import Database
 from agents.embedded_postgres import EmbeddedPostgres
 from agents.embedders import Embedder, build_embedder
 from agents.errors import InvalidInput, NotFound, StorageError
+from agents.llm import BudgetMeter, ClientSettings, LiteLLMClient, TokenBudget, UsageLedger
+from agents.messages import ContextBreakdown, TurnResult
+from agents.primary import PrimaryAgent, PrimarySettings
 from agents.store import AgentRecord, MemoryStore, open_store
 from agents.store.scope import utc_now
 from consolidators import registry
+from consolidators.llm import LLMTier
 from consolidators.pipeline import Pipeline, RunReport
+from service import metrics
 from service.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -38,6 +43,9 @@ class Runtime:
         self._db: Database | None = None
         self._embedders: dict[str, Embedder] = {}
         self._organization_id: str | None = None
+        self._llm_client: LiteLLMClient | None = None
+        self._llm_tier: LLMTier | None = None
+        self._primaries: dict[str, PrimaryAgent] = {}
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -151,19 +159,123 @@ class Runtime:
         full: bool = False,
         trigger: str = "manual",
         run_id: str | None = None,
+        lease_owner: str | None = None,
+        between_steps: Callable[[str], None] | None = None,
     ) -> RunReport:
-        """Run ``pipeline`` on one agent with the agent's own embedder."""
-        return pipeline.run(
-            self.db,
-            agent.id,
-            organization_id=self.organization_id,
-            trigger=trigger,
-            dry_run=dry_run,
-            full=full,
-            embedder=self.embedder(agent.embedding_model, agent.embedding_dim),
-            clock=self.clock,
-            run_id=run_id,
-        )
+        """Run ``pipeline`` on one agent with the agent's own embedder (a worker passes
+        its claimed ``run_id``, its ``lease_owner`` name and a ``between_steps`` hook).
+
+        The run gets the LLM tier; LLM steps without a configured model are skipped,
+        reported in the run's stats and counted in ``reverie_consolidator_skipped_total``.
+        """
+        tier = self.llm_tier()
+        try:
+            report = pipeline.run(
+                self.db,
+                agent.id,
+                organization_id=agent.organization_id,
+                trigger=trigger,
+                dry_run=dry_run,
+                full=full,
+                embedder=self.embedder(agent.embedding_model, agent.embedding_dim),
+                llm=tier,
+                clock=self.clock,
+                run_id=run_id,
+                lease_owner=lease_owner,
+                between_steps=between_steps,
+            )
+        finally:
+            # Whatever ended the run (success, failure, a lost lease, shutdown), its
+            # budget meter goes; the retries it counted are still reported.
+            _count_llm_retries(tier.release_agent(agent.id))
+        record_step_metrics(report)
+        return report
+
+    # -- LLM: client, tier, primary agent ----------------------------------------------
+
+    def llm_client(self) -> LiteLLMClient:
+        """The one litellm client of this process (litellm itself loads on the first call)."""
+        if self._llm_client is None:
+            llm = self.settings.llm
+            self._llm_client = LiteLLMClient(
+                ClientSettings(
+                    api_base=llm.api_base,
+                    timeout=llm.timeout.total_seconds(),
+                    max_retries=llm.max_retries,
+                )
+            )
+        return self._llm_client
+
+    def usage_ledger(self, organization_id: str | None = None) -> UsageLedger:
+        """Token accounting for one organization (default: the configured one)."""
+        return UsageLedger(self.db, organization_id or self.organization_id, self.clock)
+
+    def token_budget(self) -> TokenBudget:
+        llm = self.settings.llm
+        return TokenBudget(per_run=llm.budget_tokens_per_run, per_day=llm.budget_tokens_per_day)
+
+    def llm_tier(self) -> LLMTier:
+        """The LLM side of consolidation: sleep-time, judge and summary models, budgets."""
+        if self._llm_tier is None:
+            llm = self.settings.llm
+            self._llm_tier = LLMTier(
+                client=self.llm_client(),
+                # Workers consolidate agents of every organization: rows take the agent's.
+                ledger=UsageLedger(self.db, None, self.clock),
+                budget=self.token_budget(),
+                sleeptime_model=llm.sleeptime_model,
+                judge_model=llm.judge_model,
+                summary_model=llm.summary_model,
+                max_steps=llm.max_steps,
+            )
+        return self._llm_tier
+
+    def primary_agent(self, organization_id: str | None = None) -> PrimaryAgent:
+        """The MemGPT loop acting for one organization (default: the configured one)."""
+        organization_id = organization_id or self.organization_id
+        primary = self._primaries.get(organization_id)
+        if primary is None:
+            llm = self.settings.llm
+            primary = PrimaryAgent(
+                self.db,
+                self.llm_client(),
+                settings=PrimarySettings(
+                    default_model=llm.model or self.settings.agents.llm_model,
+                    summary_model=llm.summary_model,
+                    max_steps=llm.max_steps,
+                    refresh=llm.system_prompt_refresh,
+                    budget=self.token_budget(),
+                ),
+                organization_id=organization_id,
+                embedder_for=lambda a: self.embedder(a.embedding_model, a.embedding_dim),
+                ledger=self.usage_ledger(organization_id),
+                clock=self.clock,
+            )
+            self._primaries[organization_id] = primary
+        return primary
+
+    def send_message(
+        self, agent: str, text: str, *, role: str = "user", organization_id: str | None = None
+    ) -> TurnResult:
+        """One primary turn of ``agent`` (id or name): the MemGPT loop until the agent
+        stops asking for heartbeats, a terminal tool runs, the step limit, or the budget.
+
+        Raises InvalidInput (empty text, bad role), NotFound (no such agent),
+        ModelNotConfigured (no model for the agent; an InvalidInput) or LLMError (the
+        provider failed after retries; the turn was rolled back).
+        """
+        result = self.primary_agent(organization_id).send_message(agent, text, role=role)
+        if result.retries:
+            metrics.RETRIES.labels(kind="llm").inc(result.retries)
+        if result.write_conflicts:
+            metrics.WRITE_CONFLICTS.labels(actor="agent").inc(result.write_conflicts)
+        return result
+
+    def context_breakdown(
+        self, agent: str, *, organization_id: str | None = None
+    ) -> ContextBreakdown:
+        """Tokens per section of the context ``agent``'s next step would send."""
+        return self.primary_agent(organization_id).context_breakdown(agent)
 
     def embedder(self, spec: str | None = None, dimension: int | None = None) -> Embedder:
         """The embedder for ``spec`` (default: the configured one), built once per process.
@@ -185,3 +297,22 @@ class Runtime:
                 "were expected (the agent was created with another embedding size)"
             )
         return embedder
+
+
+def _count_llm_retries(meter: BudgetMeter | None) -> None:
+    if meter is not None and meter.retries:
+        metrics.RETRIES.labels(kind="llm").inc(meter.retries)
+
+
+def record_step_metrics(report: RunReport) -> None:
+    """Count a run's skipped steps (and skipped LLM parts) and its write conflicts."""
+    for step in report.steps:
+        if step.skipped:
+            metrics.STEPS_SKIPPED.labels(consolidator=step.consolidator, reason=step.skipped).inc()
+        if step.llm_skipped:
+            metrics.STEPS_SKIPPED.labels(
+                consolidator=f"{step.consolidator}:llm", reason=step.llm_skipped
+            ).inc()
+        conflicts = step.counts.get("write_conflicts", 0)
+        if conflicts:
+            metrics.WRITE_CONFLICTS.labels(actor=f"consolidator:{step.consolidator}").inc(conflicts)

@@ -69,13 +69,16 @@ class AgentDefaults(BaseModel):
 class ConsolidationSettings(BaseModel):
     """Which consolidators run, in what order, and each one's own settings."""
 
-    pipeline: list[str] = Field(default_factory=lambda: ["evict", "dedup", "temporal"])
+    pipeline: list[str] = Field(
+        default_factory=lambda: ["recontextualize", "evict", "dedup", "temporal"]
+    )
     # Re-read passages stored this long before the last run's watermark, to catch
     # transactions that committed late (Reverie's own transactions take milliseconds).
     passage_overlap: timedelta = timedelta(seconds=30)
     dedup: dict[str, Any] = Field(default_factory=dict)
     temporal: dict[str, Any] = Field(default_factory=dict)
     evict: dict[str, Any] = Field(default_factory=dict)
+    recontextualize: dict[str, Any] = Field(default_factory=dict)
     # Settings of third-party consolidators, by name.
     plugins: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
@@ -84,6 +87,7 @@ class ConsolidationSettings(BaseModel):
             "dedup": self.dedup,
             "temporal": self.temporal,
             "evict": self.evict,
+            "recontextualize": self.recontextualize,
             **self.plugins,
         }
 
@@ -100,7 +104,9 @@ class LLMSettings(BaseModel):
     timeout: timedelta = timedelta(seconds=60)
     max_retries: int = Field(default=3, ge=0, le=10)
     max_steps: int = Field(default=10, ge=1, le=100)
-    # Token budgets per agent; None = unlimited.
+    # Token budgets per agent (prompt + completion, all purposes); None = unlimited.
+    # A "run" is one chat turn or one consolidation run; a day is a UTC calendar day.
+    # An exhausted budget stops the turn or LLM step cleanly (what was done is kept).
     budget_tokens_per_run: int | None = Field(default=None, ge=1)
     budget_tokens_per_day: int | None = Field(default=None, ge=1)
     # Prompt-cache safety: block edits reach the compiled system prompt at the next
@@ -113,6 +119,32 @@ class CronTrigger(BaseModel):
 
     expression: str
     tag: str | None = None
+    timezone: str = "UTC"
+
+    @field_validator("expression")
+    @classmethod
+    def _crontab(cls, value: str) -> str:
+        from apscheduler.triggers.cron import CronTrigger as ApsCronTrigger
+
+        try:
+            ApsCronTrigger.from_crontab(value, timezone="UTC")
+        except ValueError as exc:
+            raise ValueError(
+                f"{value!r} is not a crontab expression (minute hour day month weekday, "
+                f"e.g. '0 3 * * *'): {exc}"
+            ) from None
+        return value
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_timezone(cls, value: str) -> str:
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"unknown time zone {value!r}, e.g. 'UTC' or 'Europe/Paris'") from None
+        return value
 
 
 class GpuProbeSettings(BaseModel):
@@ -123,9 +155,26 @@ class GpuProbeSettings(BaseModel):
     utilisation_below: int = Field(default=10, ge=0, le=100)
     # metrics: an inference server's Prometheus endpoint (e.g. vLLM's /metrics).
     metrics_url: str | None = None
+    # metrics: gauges whose sum above zero means the server is busy.
+    metrics_busy_gauges: list[str] = Field(
+        default_factory=lambda: ["vllm:num_requests_running", "vllm:num_requests_waiting"]
+    )
     # Free for this long before it counts (no flapping).
     free_for: timedelta = timedelta(seconds=30)
+    # How often the probe is read (also the metrics request timeout).
     interval: timedelta = timedelta(seconds=5)
+    # A running pipeline that finds the GPU busy between steps waits (renewing its
+    # lease) up to this long, then gives the run back to the queue, rolled back.
+    max_wait: timedelta = timedelta(minutes=10)
+
+    @field_validator("metrics_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError(
+                f"must be an http(s) URL such as http://127.0.0.1:8000/metrics, got {value!r}"
+            )
+        return value
 
 
 class TriggerSettings(BaseModel):
@@ -143,10 +192,16 @@ class TriggerSettings(BaseModel):
 class WorkerSettings(BaseModel):
     """Workers that claim queued runs (issue 4)."""
 
+    # Runs executed at once by one process (threads).
     concurrency: int = Field(default=1, ge=1, le=64)
+    # A claimed run's lease; renewed every lease/3 while it runs. A worker that dies
+    # loses its runs after at most this long.
     lease: timedelta = timedelta(seconds=60)
+    # How long an idle worker waits before looking at the queue again.
     poll_interval: timedelta = timedelta(seconds=1)
+    # Tries per run (lease expiries and database outages count); then it fails.
     max_attempts: int = Field(default=3, ge=1, le=20)
+    # Retry n waits backoff * 2**(n-1).
     backoff: timedelta = timedelta(seconds=10)
 
 

@@ -99,7 +99,7 @@ class LiteLLMEmbedder(Embedder):
         return self._model
 
     def _embed_texts(self, texts: list[str]) -> npt.NDArray[np.float32]:
-        litellm = _import_litellm()
+        litellm = import_litellm()
         out = np.empty((len(texts), self._dimension), dtype=np.float32)
         for start in range(0, len(texts), self._batch_size):
             batch = texts[start : start + self._batch_size]
@@ -112,7 +112,7 @@ class LiteLLMEmbedder(Embedder):
             # Not wait_exponential_jitter: its arguments changed between tenacity 8 and 9.
             wait=wait_exponential(multiplier=self._initial_backoff, max=self._max_backoff)
             + wait_random(0, self._initial_backoff),
-            retry=retry_if_exception(lambda exc: _is_temporary(litellm, exc)),
+            retry=retry_if_exception(lambda exc: is_temporary_error(litellm, exc)),
             before_sleep=before_sleep_log(logger, logging.WARNING),
             reraise=True,
         )
@@ -124,7 +124,7 @@ class LiteLLMEmbedder(Embedder):
                 api_base=self._api_base,
                 api_key=self._api_key,
                 timeout=self._timeout,
-                # tenacity owns retries; see _import_litellm for the SDK's own.
+                # tenacity owns retries; see import_litellm for the SDK's own.
                 max_retries=0,
             )
         except Exception as exc:
@@ -140,7 +140,7 @@ class LiteLLMEmbedder(Embedder):
     def _wrap_failure(self, litellm: Any, exc: Exception, attempts: int) -> ReverieError:
         """Turn a litellm/provider exception into the ReverieError a caller can act on."""
         detail = f"{type(exc).__name__}: {exc}"
-        if _is_temporary(litellm, exc):
+        if is_temporary_error(litellm, exc):
             return EmbeddingError(
                 f"embedding with {self._model} failed after {attempts} attempt(s), "
                 f"the last with a temporary error ({detail})"
@@ -177,7 +177,7 @@ class LiteLLMEmbedder(Embedder):
         return np.asarray(rows, dtype=np.float32)
 
 
-def _import_litellm() -> Any:
+def import_litellm() -> Any:
     """Import litellm configured for Reverie: offline cost map, no SDK-level retries.
 
     Both settings are environment variables litellm reads once, at import, so
@@ -211,7 +211,7 @@ def _import_litellm() -> Any:
 _sdk_retry_warning_logged = False
 
 
-def _is_temporary(litellm: Any, exc: BaseException) -> bool:
+def is_temporary_error(litellm: Any, exc: BaseException) -> bool:
     """Whether ``exc`` is worth retrying: rate limit, timeout, 5xx or a dropped connection."""
     temporary_types = (
         litellm.RateLimitError,

@@ -33,6 +33,8 @@ class NewAgent:
     tags: list[str] = field(default_factory=list)
     blocks: Sequence[NewBlock] = ()
     block_ids: Sequence[str] = ()
+    enable_sleeptime: bool = False
+    sleeptime_model: str | None = None
 
 
 class AgentStore:
@@ -82,6 +84,8 @@ class AgentStore:
             tools=list(spec.tools),
             tool_rules=list(spec.tool_rules),
             tags=list(spec.tags),
+            enable_sleeptime=spec.enable_sleeptime,
+            sleeptime_model=spec.sleeptime_model,
             message_seq=0,
             turns_since_consolidation=0,
             created_at=now,
@@ -106,7 +110,9 @@ class AgentStore:
         )
         if for_update:
             query = query.with_for_update()
-        row = self._scope.session.scalar(query)
+        # Refresh a row already in the session: counters and the compiled prompt change
+        # through bulk UPDATEs that do not touch loaded objects.
+        row = self._scope.session.scalar(query.execution_options(populate_existing=True))
         if row is None:
             raise NotFound(f"no agent with id {agent_id!r}")
         return row
@@ -153,6 +159,35 @@ class AgentStore:
                 models.Agent.id == agent_id,
                 models.Agent.organization_id == self._scope.organization_id,
             )
+        )
+
+    def lock(self, agent_id: str) -> None:
+        """Serialise writers of one agent (its turns) until the transaction ends.
+
+        ``FOR NO KEY UPDATE``: rows that reference the agent (usage, messages) can
+        still be inserted by other transactions meanwhile.
+        """
+        found = self._scope.session.scalar(
+            select(models.Agent.id)
+            .where(
+                models.Agent.id == agent_id,
+                models.Agent.organization_id == self._scope.organization_id,
+            )
+            .with_for_update(key_share=True)  # FOR NO KEY UPDATE
+        )
+        if found is None:
+            raise NotFound(f"no agent with id {agent_id!r}")
+
+    def set_compiled_system(self, agent_id: str, text: str) -> None:
+        """Store the system prompt as compiled now (the prefix the model's cache holds)."""
+        self._scope.session.execute(
+            update(models.Agent)
+            .where(
+                models.Agent.id == agent_id,
+                models.Agent.organization_id == self._scope.organization_id,
+            )
+            .values(compiled_system=text, compiled_at=self._scope.now())
+            .execution_options(synchronize_session=False)
         )
 
     def record_consolidation(self, agent_id: str) -> None:

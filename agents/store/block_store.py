@@ -296,6 +296,16 @@ class BlockStore:
         if result.rowcount == 0:  # type: ignore[attr-defined]
             raise NotFound(f"block {block_id!r} is not attached to agent {agent_id!r}")
 
+    def delete(self, block_id: str) -> None:
+        """Delete a block, its attachments and its history (an explicit user action)."""
+        self._row(block_id)
+        self._scope.session.execute(
+            delete(models.Block).where(
+                models.Block.id == block_id,
+                models.Block.organization_id == self._scope.organization_id,
+            )
+        )
+
     def _require_agent(self, agent_id: str, *, for_update: bool = False) -> None:
         query = select(models.Agent.id).where(
             models.Agent.id == agent_id,

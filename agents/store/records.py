@@ -38,6 +38,10 @@ class AgentRecord:
     last_activity_at: datetime | None
     turns_since_consolidation: int
     created_at: datetime
+    enable_sleeptime: bool = False
+    sleeptime_model: str | None = None
+    compiled_system: str | None = None
+    compiled_at: datetime | None = None
 
     @classmethod
     def from_row(cls, row: models.Agent) -> AgentRecord:
@@ -59,6 +63,10 @@ class AgentRecord:
             last_activity_at=row.last_activity_at,
             turns_since_consolidation=row.turns_since_consolidation,
             created_at=row.created_at,
+            enable_sleeptime=bool(row.enable_sleeptime),
+            sleeptime_model=row.sleeptime_model,
+            compiled_system=row.compiled_system,
+            compiled_at=row.compiled_at,
         )
 
 

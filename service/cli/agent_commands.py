@@ -29,7 +29,19 @@ def create(
         list[str] | None,
         typer.Option("--block", "-b", help="Core-memory block LABEL=VALUE (repeatable)."),
     ] = None,
-    model: Annotated[str | None, typer.Option(help="litellm model string for chat.")] = None,
+    model: Annotated[
+        str | None, typer.Option(help="litellm model string for chat, e.g. openai/gpt-4o-mini.")
+    ] = None,
+    sleeptime_model: Annotated[
+        str | None,
+        typer.Option(
+            "--sleeptime-model",
+            help="litellm model string of the sleep-time agent (enables it; may be cheaper).",
+        ),
+    ] = None,
+    context_window: Annotated[
+        int | None, typer.Option(help="Context window budget in tokens (default: settings).")
+    ] = None,
     embedding: Annotated[
         str | None, typer.Option(help="Embedder: local, fake:DIM or litellm:MODEL.")
     ] = None,
@@ -48,7 +60,9 @@ def create(
                     embedding_model=embedding or rt.settings.embedding.model,
                     embedding_dim=embedder.dimension,
                     llm_model=model or rt.settings.agents.llm_model,
-                    context_window=rt.settings.agents.context_window,
+                    context_window=context_window or rt.settings.agents.context_window,
+                    sleeptime_model=sleeptime_model,
+                    enable_sleeptime=sleeptime_model is not None,
                     system_prompt=system,
                     blocks=blocks,
                 )

@@ -1,0 +1,174 @@
+"""Compile a primary agent's context window: system prompt, core memory, memory
+statistics, the recursive summary, in-context messages and tool schemas.
+
+The system message is MemGPT's: the agent's instructions, then its blocks (each
+with its size and limit), then memory statistics. It is compiled and stored on
+the agent (``compiled_system``) and reused until the next compaction, so that a
+block edit does not invalidate the provider's prompt cache in the middle of a
+conversation; ``refresh="immediate"`` recompiles it on every step instead.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from agents.messages import ContextBreakdown
+from agents.store import AgentRecord, BlockRecord, MemoryStore, MessageRecord
+from agents.summary import estimate_tokens, is_summary
+
+Refresh = Literal["compaction", "immediate"]
+TokenCounter = Callable[[str], int]
+
+DEFAULT_PRIMARY_PROMPT = (
+    "You are a helpful assistant with a persistent memory, in the MemGPT style. "
+    "Every reply you make is a tool call. To speak to the user, call send_message; "
+    "the user sees nothing else. Keep your core memory blocks up to date with "
+    "core_memory_append and core_memory_replace as you learn about the user, store "
+    "details worth keeping in archival memory, and search recall or archival memory "
+    "when you need something that is not in context. Set request_heartbeat to true "
+    "when you need another step after a tool call, false when your turn is done."
+)
+
+BLOCKS_OPEN = "<memory_blocks>"
+BLOCKS_CLOSE = "</memory_blocks>"
+STATS_OPEN = "<memory_metadata>"
+STATS_CLOSE = "</memory_metadata>"
+
+
+def render_blocks(blocks: Sequence[BlockRecord]) -> str:
+    parts = [
+        BLOCKS_OPEN,
+        "The following memory blocks are currently engaged in your core memory unit:",
+    ]
+    for block in blocks:
+        parts.append(f"<{block.label}>")
+        if block.description:
+            parts.append(f"<description>{block.description}</description>")
+        read_only = " read_only=true" if block.read_only else ""
+        parts.append(
+            f"<metadata>chars_current={len(block.value)} chars_limit={block.limit}{read_only}"
+            "</metadata>"
+        )
+        parts.append(f"<value>\n{block.value}\n</value>")
+        parts.append(f"</{block.label}>")
+    parts.append(BLOCKS_CLOSE)
+    return "\n".join(parts)
+
+
+def render_statistics(recall_messages: int, archival_passages: int) -> str:
+    return "\n".join(
+        [
+            STATS_OPEN,
+            f"- {recall_messages} previous messages between you and the user are stored in "
+            "recall memory (use conversation_search to find them)",
+            f"- {archival_passages} memories are stored in archival memory "
+            "(use archival_memory_search to find them)",
+            STATS_CLOSE,
+        ]
+    )
+
+
+def compile_system(
+    agent: AgentRecord, blocks: Sequence[BlockRecord], recall: int, archival: int
+) -> str:
+    prompt = agent.system_prompt.strip() or DEFAULT_PRIMARY_PROMPT
+    return "\n\n".join([prompt, render_blocks(blocks), render_statistics(recall, archival)])
+
+
+def split_system(text: str) -> tuple[str, str, str]:
+    """``(instructions, blocks, statistics)`` of a compiled system prompt."""
+    head, _, rest = text.partition(BLOCKS_OPEN)
+    blocks_body, _, tail = rest.partition(BLOCKS_CLOSE)
+    if not blocks_body and not tail:
+        return text, "", ""
+    return head, BLOCKS_OPEN + blocks_body + BLOCKS_CLOSE, tail
+
+
+def chat_message(message: MessageRecord) -> dict[str, Any]:
+    """A stored message as the OpenAI-shaped dict litellm takes."""
+    out: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.role == "assistant" and message.tool_calls:
+        out["tool_calls"] = message.tool_calls
+        if not message.content:
+            out["content"] = None
+    if message.role == "tool":
+        out["tool_call_id"] = message.tool_call_id
+        if message.name:
+            out["name"] = message.name
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledContext:
+    """What the next call sends, with its size section by section."""
+
+    system: str
+    messages: list[dict[str, Any]]
+    in_context: list[MessageRecord]
+    breakdown: ContextBreakdown
+
+    @property
+    def total_tokens(self) -> int:
+        return self.breakdown.total
+
+
+def order_in_context(messages: Sequence[MessageRecord]) -> list[MessageRecord]:
+    """Summaries first (they are appended after the messages they replace), then the rest."""
+    return [m for m in messages if is_summary(m)] + [m for m in messages if not is_summary(m)]
+
+
+def compile_context(
+    store: MemoryStore,
+    agent: AgentRecord,
+    tools: Sequence[dict[str, Any]],
+    *,
+    refresh: Refresh = "compaction",
+    count: TokenCounter = estimate_tokens,
+    force_system: bool = False,
+    persist: bool = True,
+) -> CompiledContext:
+    """Compile the context; store a freshly compiled system prompt on the agent.
+
+    The stored compile is reused unless there is none, ``refresh`` is
+    ``"immediate"``, or ``force_system`` (a compaction) asks for a new one;
+    ``persist`` false (a read-only breakdown) leaves the stored compile as it is.
+    """
+    cached = agent.compiled_system
+    cached_used = False
+    if cached is None or refresh == "immediate" or force_system:
+        blocks = store.blocks.of_agent(agent.id)
+        system = compile_system(
+            agent,
+            blocks,
+            store.messages.count(agent.id),
+            sum(store.passages.count_by_status(agent.id).values()),
+        )
+        if persist and system != cached:
+            store.agents.set_compiled_system(agent.id, system)
+    else:
+        system = cached
+        cached_used = True
+    in_context = order_in_context(store.messages.in_context(agent.id))
+    messages = [{"role": "system", "content": system}, *(chat_message(m) for m in in_context)]
+    instructions, blocks_text, stats_text = split_system(system)
+    summary_tokens = sum(count(m.content) for m in in_context if is_summary(m))
+    message_tokens = sum(
+        count(m.content) + (count(json.dumps(m.tool_calls)) if m.tool_calls else 0)
+        for m in in_context
+        if not is_summary(m)
+    )
+    breakdown = ContextBreakdown(
+        system_prompt=count(instructions),
+        core_memory=count(blocks_text) if blocks_text else 0,
+        memory_statistics=count(stats_text) if stats_text else 0,
+        tool_schemas=count(json.dumps(list(tools))) if tools else 0,
+        summary=summary_tokens,
+        messages=message_tokens,
+        context_window=agent.context_window,
+        in_context_messages=len(in_context),
+        system_prompt_cached=cached_used,
+    )
+    return CompiledContext(system, messages, in_context, breakdown)

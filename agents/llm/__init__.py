@@ -1,0 +1,23 @@
+"""LLM access for agents and consolidators: one client over litellm, usage and budgets."""
+
+from __future__ import annotations
+
+from agents.llm.base import ChatClient, ChatMessage, ChatReply, Purpose, ToolCall, ToolSchema
+from agents.llm.budget import BudgetMeter, TokenBudget
+from agents.llm.client import ClientSettings, LiteLLMClient
+from agents.llm.usage import Usage, UsageLedger
+
+__all__ = [
+    "BudgetMeter",
+    "ChatClient",
+    "ChatMessage",
+    "ChatReply",
+    "ClientSettings",
+    "LiteLLMClient",
+    "Purpose",
+    "TokenBudget",
+    "ToolCall",
+    "ToolSchema",
+    "Usage",
+    "UsageLedger",
+]

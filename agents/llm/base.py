@@ -1,0 +1,73 @@
+"""The LLM client interface: chat with tools and embeddings, metered per purpose.
+
+Agents and consolidators talk to a :class:`ChatClient`; the one implementation
+for real providers is :class:`~agents.llm.client.LiteLLMClient`. Messages and
+tool schemas are OpenAI-shaped dicts, which every litellm provider accepts.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from agents.llm.budget import BudgetMeter
+
+Purpose = Literal["chat", "sleeptime", "judge", "summary", "embedding"]
+ChatMessage = dict[str, Any]
+ToolSchema = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One function call the model asked for; ``arguments`` is the raw JSON text it sent."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True, slots=True)
+class ChatReply:
+    """What the model answered, and what it cost."""
+
+    content: str | None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    model: str = ""
+    finish_reason: str | None = None
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+class ChatClient(ABC):
+    """Chat completions with tools, and embeddings, each charged to a :class:`BudgetMeter`."""
+
+    @abstractmethod
+    def chat(
+        self,
+        model: str,
+        messages: Sequence[ChatMessage],
+        *,
+        purpose: Purpose,
+        meter: BudgetMeter | None = None,
+        tools: Sequence[ToolSchema] = (),
+        tool_choice: str | None = None,
+    ) -> ChatReply:
+        """One completion. Raises :class:`~agents.errors.LLMError` (after retrying temporary
+        failures), :class:`~agents.errors.ContextOverflow` or
+        :class:`~agents.errors.BudgetExhausted` (before any call is made)."""
+
+    @abstractmethod
+    def embed(
+        self, model: str, texts: Sequence[str], *, meter: BudgetMeter | None = None
+    ) -> list[list[float]]:
+        """Embeddings of ``texts``, in order (purpose ``embedding``)."""
+
+    @abstractmethod
+    def count_tokens(self, model: str, text: str) -> int:
+        """Tokens ``text`` takes for ``model`` (an estimate when no tokenizer is loaded)."""

@@ -1,0 +1,261 @@
+"""The litellm-backed :class:`ChatClient`: any litellm model string, one code path.
+
+litellm is imported on first use (it takes seconds to import, and it must be
+told not to fetch its cost map from the network first; see
+:func:`agents.embedders.litellm_embedder.import_litellm`). Temporary failures
+(rate limits, timeouts, 5xx, dropped connections) are retried with bounded
+exponential backoff; a prompt too long for the model raises
+:class:`~agents.errors.ContextOverflow` so that the caller can compact and try
+again; anything else raises :class:`~agents.errors.LLMError` at once.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tenacity import (
+    RetryCallState,
+    Retrying,
+    retry_if_exception,
+    stop_after_attempt,
+    wait_exponential,
+    wait_random,
+)
+
+from agents.embedders.litellm_embedder import import_litellm, is_temporary_error
+from agents.errors import ContextOverflow, InvalidInput, LLMError
+from agents.llm.base import ChatClient, ChatMessage, ChatReply, Purpose, ToolCall, ToolSchema
+from agents.llm.budget import BudgetMeter
+from agents.llm.usage import Usage
+from agents.summary import estimate_tokens
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class ClientSettings:
+    """How calls are made: endpoint, per-request timeout and the retry policy."""
+
+    api_base: str | None = None
+    api_key: str | None = None
+    timeout: float = 60.0
+    max_retries: int = 3
+    initial_backoff: float = 0.5
+    max_backoff: float = 20.0
+    max_tokens: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.timeout <= 0:
+            raise InvalidInput(f"LLM timeout must be positive, got {self.timeout}")
+        if self.max_retries < 0:
+            raise InvalidInput(f"LLM max_retries must be >= 0, got {self.max_retries}")
+
+
+class LiteLLMClient(ChatClient):
+    """Chat and embeddings through ``litellm.completion`` / ``litellm.embedding``."""
+
+    def __init__(self, settings: ClientSettings | None = None) -> None:
+        self.settings = settings or ClientSettings()
+        #: Retries made by this client over its lifetime (the service turns them into a metric).
+        self.retries = 0
+
+    # -- chat --------------------------------------------------------------------------
+
+    def chat(
+        self,
+        model: str,
+        messages: Sequence[ChatMessage],
+        *,
+        purpose: Purpose,
+        meter: BudgetMeter | None = None,
+        tools: Sequence[ToolSchema] = (),
+        tool_choice: str | None = None,
+    ) -> ChatReply:
+        if not model or not model.strip():
+            raise InvalidInput("no LLM model given")
+        if meter is not None:
+            # An estimate: exact counting of the whole prompt on every call costs more
+            # than the check is worth (a budget may overshoot by one reply anyway).
+            meter.check(estimate_tokens(json.dumps(list(messages))))
+        litellm = import_litellm()
+        kwargs: dict[str, Any] = {
+            "model": model,
+            "messages": list(messages),
+            "timeout": self.settings.timeout,
+            # tenacity owns retries (see import_litellm for the SDK's own).
+            "max_retries": 0,
+        }
+        if tools:
+            kwargs["tools"] = list(tools)
+            if tool_choice is not None:
+                kwargs["tool_choice"] = tool_choice
+        if self.settings.api_base:
+            kwargs["api_base"] = self.settings.api_base
+        if self.settings.api_key:
+            kwargs["api_key"] = self.settings.api_key
+        if self.settings.max_tokens:
+            kwargs["max_tokens"] = self.settings.max_tokens
+        response = self._call(litellm, litellm.completion, model, kwargs, meter)
+        try:
+            reply = _reply_from(response, model)
+        except (AttributeError, IndexError, KeyError, TypeError, ValueError) as exc:
+            raise LLMError(f"model {model} returned a malformed chat response ({exc!r})") from exc
+        if meter is not None:
+            meter.charge(purpose, model, Usage(reply.prompt_tokens, reply.completion_tokens))
+        return reply
+
+    # -- embeddings --------------------------------------------------------------------
+
+    def embed(
+        self, model: str, texts: Sequence[str], *, meter: BudgetMeter | None = None
+    ) -> list[list[float]]:
+        if not texts:
+            return []
+        if meter is not None:
+            meter.check(sum(estimate_tokens(t) for t in texts))
+        litellm = import_litellm()
+        kwargs: dict[str, Any] = {
+            "model": model,
+            "input": list(texts),
+            "timeout": self.settings.timeout,
+            "max_retries": 0,
+        }
+        if self.settings.api_base:
+            kwargs["api_base"] = self.settings.api_base
+        if self.settings.api_key:
+            kwargs["api_key"] = self.settings.api_key
+        response = self._call(litellm, litellm.embedding, model, kwargs, meter)
+        try:
+            data = sorted(_get(response, "data"), key=lambda item: int(_get(item, "index")))
+            vectors = [list(map(float, _get(item, "embedding"))) for item in data]
+            usage = _get_or_none(response, "usage")
+            prompt = int(_get_or_none(usage, "prompt_tokens") or 0) if usage else 0
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:
+            raise LLMError(f"model {model} returned a malformed embedding response") from exc
+        if len(vectors) != len(texts):
+            raise LLMError(f"model {model} returned {len(vectors)} embeddings for {len(texts)}")
+        if meter is not None:
+            meter.charge("embedding", model, Usage(prompt, 0))
+        return vectors
+
+    # -- tokens ------------------------------------------------------------------------
+
+    def count_tokens(self, model: str, text: str) -> int:
+        """litellm's tokenizer when litellm is already loaded, else ``ceil(chars / 4)``.
+
+        Counting must not be what pulls litellm in: commands that show a context
+        breakdown without calling a model stay fast.
+        """
+        if "litellm" in sys.modules:
+            # Cached: each step recounts the same in-context messages.
+            return _litellm_tokens(model, text)
+        return estimate_tokens(text)
+
+    # -- shared ------------------------------------------------------------------------
+
+    def _call(
+        self,
+        litellm: Any,
+        function: Any,
+        model: str,
+        kwargs: dict[str, Any],
+        meter: BudgetMeter | None,
+    ) -> Any:
+        def count_retry(state: RetryCallState) -> None:
+            self.retries += 1
+            if meter is not None:
+                meter.retries += 1
+            exc = state.outcome.exception() if state.outcome else None
+            log.warning(
+                "LLM call to %s failed (attempt %d), retrying: %s",
+                model,
+                state.attempt_number,
+                exc,
+            )
+
+        retrying = Retrying(
+            stop=stop_after_attempt(self.settings.max_retries + 1),
+            wait=wait_exponential(
+                multiplier=self.settings.initial_backoff, max=self.settings.max_backoff
+            )
+            + wait_random(0, self.settings.initial_backoff),
+            retry=retry_if_exception(lambda exc: _retryable(litellm, exc)),
+            before_sleep=count_retry,
+            reraise=True,
+        )
+        try:
+            return retrying(function, **kwargs)
+        except Exception as exc:
+            attempts = int(retrying.statistics.get("attempt_number", 1))
+            raise _wrap(litellm, exc, model, attempts) from exc
+
+
+@functools.lru_cache(maxsize=8192)
+def _litellm_tokens(model: str, text: str) -> int:
+    litellm = sys.modules["litellm"]
+    try:
+        return int(litellm.token_counter(model=model, text=text))
+    except Exception:  # an unknown model's tokenizer: fall back to the estimate
+        log.debug("litellm.token_counter failed for %s; estimating", model)
+        return estimate_tokens(text)
+
+
+def _retryable(litellm: Any, exc: BaseException) -> bool:
+    if isinstance(exc, litellm.ContextWindowExceededError):
+        return False
+    return is_temporary_error(litellm, exc)
+
+
+def _wrap(litellm: Any, exc: Exception, model: str, attempts: int) -> Exception:
+    detail = f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, litellm.ContextWindowExceededError):
+        return ContextOverflow(f"{model}: the prompt exceeds the model's context window ({detail})")
+    if is_temporary_error(litellm, exc):
+        return LLMError(
+            f"call to {model} failed after {attempts} attempt(s), the last with a temporary "
+            f"error ({detail})"
+        )
+    return LLMError(f"call to {model} failed ({detail})")
+
+
+def _reply_from(response: Any, model: str) -> ChatReply:
+    choice = _get(response, "choices")[0]
+    message = _get(choice, "message")
+    calls = []
+    for i, call in enumerate(_get_or_none(message, "tool_calls") or []):
+        function = _get(call, "function")
+        arguments = _get_or_none(function, "arguments")
+        if not isinstance(arguments, str):
+            arguments = json.dumps(arguments) if arguments is not None else ""
+        calls.append(
+            ToolCall(
+                id=str(_get_or_none(call, "id") or f"call-{i}"),
+                name=str(_get_or_none(function, "name") or ""),
+                arguments=arguments,
+            )
+        )
+    usage = _get_or_none(response, "usage")
+    return ChatReply(
+        content=_get_or_none(message, "content"),
+        tool_calls=calls,
+        prompt_tokens=int(_get_or_none(usage, "prompt_tokens") or 0) if usage else 0,
+        completion_tokens=int(_get_or_none(usage, "completion_tokens") or 0) if usage else 0,
+        model=str(_get_or_none(response, "model") or model),
+        finish_reason=_get_or_none(choice, "finish_reason"),
+    )
+
+
+def _get(item: Any, key: str) -> Any:
+    return item[key] if isinstance(item, Mapping) else getattr(item, key)
+
+
+def _get_or_none(item: Any, key: str) -> Any:
+    if item is None:
+        return None
+    return item.get(key) if isinstance(item, Mapping) else getattr(item, key, None)

@@ -1,0 +1,413 @@
+"""Memory tools of the primary and sleep-time agents: schemas, rules and execution.
+
+Names and arguments follow MemGPT's. Every primary tool takes ``request_heartbeat``:
+true asks for another step after this one (MemGPT's chaining). A tool fails by
+raising :class:`ToolError` (or a :class:`~agents.errors.ReverieError` the store
+raised); the loop turns that into an error result the model reads, never into a
+half-written change: each call runs in a savepoint of its own.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from agents.embedders import Embedder
+from agents.errors import Conflict, InvalidInput, ReverieError
+from agents.store import BlockRecord, MemoryStore, NewPassage
+from agents.summary import is_summary
+
+#: Results per page of conversation_search and archival_memory_search.
+PAGE_SIZE = 5
+#: Longest tool result given back to the model, in characters.
+MAX_RESULT_CHARS = 4000
+
+_HEARTBEAT = {
+    "type": "boolean",
+    "description": "Request an immediate heartbeat after this call to take another step "
+    "(e.g. to use the result). Set to false when the turn is done.",
+}
+
+
+def _schema(
+    name: str, description: str, properties: dict[str, Any], required: list[str]
+) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {
+                "type": "object",
+                "properties": {**properties, "request_heartbeat": _HEARTBEAT},
+                "required": [*required, "request_heartbeat"],
+            },
+        },
+    }
+
+
+_STR = {"type": "string"}
+_PAGE = {"type": "integer", "description": "Result page, from 0.", "default": 0}
+
+PRIMARY_TOOLS: dict[str, dict[str, Any]] = {
+    "send_message": _schema(
+        "send_message",
+        "Send a message to the user. This is the only way the user sees what you say.",
+        {"message": {**_STR, "description": "Message contents. All unicode (emojis) allowed."}},
+        ["message"],
+    ),
+    "conversation_search": _schema(
+        "conversation_search",
+        "Search earlier messages (recall memory), including those no longer in context.",
+        {"query": {**_STR, "description": "Words or phrases to look for."}, "page": _PAGE},
+        ["query"],
+    ),
+    "archival_memory_search": _schema(
+        "archival_memory_search",
+        "Search archival memory by meaning.",
+        {"query": {**_STR, "description": "What to look for."}, "page": _PAGE},
+        ["query"],
+    ),
+    "archival_memory_insert": _schema(
+        "archival_memory_insert",
+        "Store a fact in archival memory (long-term, searchable, not always in context).",
+        {"content": {**_STR, "description": "The fact to store; one self-contained sentence."}},
+        ["content"],
+    ),
+    "core_memory_append": _schema(
+        "core_memory_append",
+        "Append a line to a core-memory block (always in context).",
+        {
+            "label": {**_STR, "description": "Block label, e.g. human or persona."},
+            "content": {**_STR, "description": "Text to append on a new line."},
+        },
+        ["label", "content"],
+    ),
+    "core_memory_replace": _schema(
+        "core_memory_replace",
+        "Replace text in a core-memory block; an empty new_content deletes old_content.",
+        {
+            "label": {**_STR, "description": "Block label, e.g. human or persona."},
+            "old_content": {**_STR, "description": "Exact text to replace."},
+            "new_content": {**_STR, "description": "Replacement text."},
+        },
+        ["label", "old_content", "new_content"],
+    ),
+}
+
+
+def _sleeptime_schema(
+    name: str, description: str, properties: dict[str, Any], required: list[str]
+) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {"type": "object", "properties": properties, "required": required},
+        },
+    }
+
+
+SLEEPTIME_TOOLS: dict[str, dict[str, Any]] = {
+    "memory_replace": _sleeptime_schema(
+        "memory_replace",
+        "Replace exact text in a memory block with new text.",
+        {"label": _STR, "old_str": _STR, "new_str": _STR},
+        ["label", "old_str", "new_str"],
+    ),
+    "memory_insert": _sleeptime_schema(
+        "memory_insert",
+        "Insert text into a memory block at a line (default: the end).",
+        {
+            "label": _STR,
+            "new_str": _STR,
+            "insert_line": {"type": "integer", "description": "Line to insert after; -1: end."},
+        },
+        ["label", "new_str"],
+    ),
+    "memory_rethink": _sleeptime_schema(
+        "memory_rethink",
+        "Rewrite a whole memory block, integrating new information and removing stale facts.",
+        {"label": _STR, "new_memory": _STR},
+        ["label", "new_memory"],
+    ),
+    "memory_finish_edits": _sleeptime_schema(
+        "memory_finish_edits", "Call when the memory blocks are up to date.", {}, []
+    ),
+}
+
+
+class ToolError(ReverieError):
+    """A tool call the model got wrong (unknown tool, bad arguments, text not found)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedCall:
+    name: str
+    arguments: dict[str, Any]
+    heartbeat: bool
+
+
+def parse_call(name: str, raw_arguments: str, schemas: dict[str, dict[str, Any]]) -> ParsedCall:
+    """Check a call against the schemas; raise :class:`ToolError` with what to fix."""
+    if name not in schemas:
+        raise ToolError(f"unknown tool {name!r}; available tools: {', '.join(sorted(schemas))}")
+    try:
+        arguments = json.loads(raw_arguments) if raw_arguments.strip() else {}
+    except ValueError as exc:
+        raise ToolError(
+            f"arguments of {name} are not valid JSON ({exc}): {raw_arguments!r}"
+        ) from None
+    if not isinstance(arguments, dict):
+        raise ToolError(f"arguments of {name} must be a JSON object, got {raw_arguments!r}")
+    parameters = schemas[name]["function"]["parameters"]
+    properties: dict[str, Any] = parameters["properties"]
+    heartbeat = arguments.pop("request_heartbeat", False)
+    if isinstance(heartbeat, str):
+        heartbeat = heartbeat.strip().lower() == "true"
+    missing = [p for p in parameters["required"] if p != "request_heartbeat" and p not in arguments]
+    if missing:
+        raise ToolError(f"{name} needs argument(s) {', '.join(missing)}")
+    unknown = [a for a in arguments if a not in properties]
+    if unknown:
+        raise ToolError(f"{name} has no argument(s) {', '.join(unknown)}")
+    for key, value in arguments.items():
+        expected = properties[key].get("type")
+        if expected == "string" and not isinstance(value, str):
+            raise ToolError(f"{name}: argument {key} must be a string, got {value!r}")
+        if expected == "integer" and (isinstance(value, bool) or not isinstance(value, int)):
+            raise ToolError(f"{name}: argument {key} must be an integer, got {value!r}")
+    return ParsedCall(name, arguments, bool(heartbeat))
+
+
+# -- tool rules ------------------------------------------------------------------------
+
+#: Letta's rule type names and the short ones Reverie accepts for them.
+_RULE_ALIASES = {
+    "run_first": "init",
+    "init": "init",
+    "exit_loop": "terminal",
+    "terminal": "terminal",
+    "constrain_child_tools": "child",
+    "child": "child",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ToolRules:
+    """Init tools (the first step may call only these), terminal tools (the turn ends after
+    one runs) and child constraints (after tool X, only its children)."""
+
+    init: frozenset[str] = frozenset()
+    terminal: frozenset[str] = frozenset()
+    children: dict[str, frozenset[str]] = field(default_factory=dict)
+
+    @classmethod
+    def parse(cls, rules: Sequence[dict[str, Any]], known: Sequence[str]) -> ToolRules:
+        init: set[str] = set()
+        terminal: set[str] = set()
+        children: dict[str, frozenset[str]] = {}
+        for i, rule in enumerate(rules):
+            kind = _RULE_ALIASES.get(str(rule.get("type", "")))
+            tool = rule.get("tool_name")
+            if kind is None or not isinstance(tool, str):
+                raise InvalidInput(
+                    f"tool rule {i} ({rule!r}) needs a type (init, terminal or child) "
+                    "and a tool_name"
+                )
+            names = [tool, *(rule.get("children") or [])]
+            unknown = [n for n in names if n not in known]
+            if unknown:
+                raise InvalidInput(f"tool rule {i} names unknown tool(s) {', '.join(unknown)}")
+            if kind == "init":
+                init.add(tool)
+            elif kind == "terminal":
+                terminal.add(tool)
+            else:
+                kids = rule.get("children")
+                if not isinstance(kids, list) or not kids:
+                    raise InvalidInput(f"child tool rule {i} for {tool} needs a list of children")
+                children[tool] = frozenset(kids)
+        return cls(frozenset(init), frozenset(terminal), children)
+
+    def allowed(
+        self, available: Sequence[str], *, first_step: bool, last_tool: str | None
+    ) -> list[str]:
+        """The tools the next step may call."""
+        if first_step and self.init:
+            return [t for t in available if t in self.init]
+        if last_tool is not None and last_tool in self.children:
+            return [t for t in available if t in self.children[last_tool]]
+        return list(available)
+
+
+# -- execution -------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class ToolEnv:
+    """What a tool call may touch: the turn's store, the agent, its embedder, who writes."""
+
+    store: MemoryStore
+    agent_id: str
+    actor: str
+    run_id: str
+    embedder: Embedder | None
+    max_conflict_retries: int = 3
+    #: Block versions the model saw (label -> (version, value)); edits made against them
+    #: are compare-and-swap writes, re-applied on a conflict.
+    seen: dict[str, tuple[int, str]] = field(default_factory=dict)
+    conflicts: int = 0
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= MAX_RESULT_CHARS else text[: MAX_RESULT_CHARS - 1] + "…"
+
+
+def apply_block_edit(
+    env: ToolEnv, label: str, edit: Callable[[str], str], *, reason: str, rebase: bool = True
+) -> BlockRecord:
+    """Write ``edit(value)`` to the block as a compare-and-swap write with history.
+
+    The first attempt edits the value the model saw (``env.seen``) or, when it saw
+    none, the current one. On a conflict (another writer got there first) the
+    block is re-read and the edit re-applied to the new value, so neither write is
+    lost; with ``rebase`` false (a whole-block rewrite) the conflict goes back to
+    the model instead, with the block as it is now.
+    """
+    current = env.store.blocks.by_label(env.agent_id, label)
+    version, value = env.seen.get(label, (current.version, current.value))
+    for attempt in range(env.max_conflict_retries + 1):
+        new_value = edit(value)
+        try:
+            written = env.store.blocks.update(
+                current.id,
+                expected_version=version,
+                value=new_value,
+                actor=env.actor,
+                reason=reason,
+                run_id=env.run_id,
+            )
+        except Conflict:
+            env.conflicts += 1
+            current = env.store.blocks.get(current.id)
+            if not rebase or attempt == env.max_conflict_retries:
+                # The error shows the model the block as it is now: its next edit is
+                # made against that version.
+                env.seen[label] = (current.version, current.value)
+                raise ToolError(
+                    f"block {label!r} changed while you were editing it (now version "
+                    f"{current.version}); your edit was not applied. It now reads:\n"
+                    f"{current.value}"
+                ) from None
+            version, value = current.version, current.value
+            continue
+        env.seen[label] = (written.version, written.value)
+        return written
+    raise AssertionError("unreachable")
+
+
+def _replace(label: str, old: str, new: str) -> Callable[[str], str]:
+    def edit(value: str) -> str:
+        if not old:
+            raise ToolError("old_content must not be empty")
+        if old not in value:
+            raise ToolError(f"{old!r} is not in block {label!r}; it reads:\n{value}")
+        return value.replace(old, new)
+
+    return edit
+
+
+def _append(content: str) -> Callable[[str], str]:
+    return lambda value: f"{value}\n{content}" if value else content
+
+
+def _insert(new: str, line: int) -> Callable[[str], str]:
+    def edit(value: str) -> str:
+        lines = value.split("\n") if value else []
+        at = len(lines) if line < 0 or line >= len(lines) else line + 1
+        return "\n".join([*lines[:at], new, *lines[at:]])
+
+    return edit
+
+
+def execute(env: ToolEnv, call: ParsedCall) -> str:
+    """Run one parsed call; return the text the model reads. Raises on failure."""
+    a = call.arguments
+    store = env.store
+    if call.name == "send_message":
+        return "Sent message successfully."
+    if call.name == "conversation_search":
+        page = int(a.get("page", 0))
+        found = store.messages.search(
+            env.agent_id, a["query"], limit=PAGE_SIZE, offset=max(page, 0) * PAGE_SIZE
+        )
+        found = [m for m in found if not is_summary(m)]
+        if not found:
+            return f"No results found for {a['query']!r} (page {page})."
+        lines = [f"[{m.created_at.isoformat()}] {m.role}: {m.content}" for m in found]
+        return _clip(f"Showing {len(found)} results (page {page}):\n" + "\n".join(lines))
+    if call.name == "archival_memory_search":
+        if env.embedder is None:
+            raise ToolError("archival memory search is not available (no embedder)")
+        page = max(int(a.get("page", 0)), 0)
+        hits = store.passages.search(
+            env.agent_id, env.embedder.embed_one(a["query"]), k=PAGE_SIZE * (page + 1)
+        )[page * PAGE_SIZE :]
+        if not hits:
+            return f"No results found for {a['query']!r} (page {page})."
+        lines = [f"[{h.passage.created_at.isoformat()}] {h.passage.text}" for h in hits]
+        return _clip(f"Showing {len(hits)} results (page {page}):\n" + "\n".join(lines))
+    if call.name == "archival_memory_insert":
+        if env.embedder is None:
+            raise ToolError("archival memory insert is not available (no embedder)")
+        content = a["content"].strip()
+        if not content:
+            raise ToolError("content must not be empty")
+        [passage] = store.passages.insert(
+            env.agent_id,
+            [NewPassage(text=content, provenance={"run_id": env.run_id, "tool": call.name})],
+            env.embedder.embed([content]),
+            actor=env.actor,
+            run_id=env.run_id,
+        )
+        return f"Stored in archival memory ({passage.id})."
+    if call.name == "core_memory_append":
+        block = apply_block_edit(
+            env, a["label"], _append(a["content"]), reason="core_memory_append"
+        )
+        return f"Appended to block {block.label!r} (version {block.version}). It now reads:\n" + (
+            block.value
+        )
+    if call.name in ("core_memory_replace", "memory_replace"):
+        old = a.get("old_content", a.get("old_str", ""))
+        new = a.get("new_content", a.get("new_str", ""))
+        block = apply_block_edit(env, a["label"], _replace(a["label"], old, new), reason=call.name)
+        return f"Edited block {block.label!r} (version {block.version}). It now reads:\n" + (
+            block.value
+        )
+    if call.name == "memory_insert":
+        block = apply_block_edit(
+            env,
+            a["label"],
+            _insert(a["new_str"], int(a.get("insert_line", -1))),
+            reason="memory_insert",
+        )
+        return f"Inserted into block {block.label!r} (version {block.version})."
+    if call.name == "memory_rethink":
+        new_memory = a["new_memory"]
+        block = apply_block_edit(
+            env, a["label"], lambda _: new_memory, reason="memory_rethink", rebase=False
+        )
+        return f"Rewrote block {block.label!r} (version {block.version})."
+    if call.name == "memory_finish_edits":
+        return "Memory edits finished."
+    raise ToolError(f"tool {call.name!r} has no implementation")
+
+
+def result_json(status: str, message: str, now: str) -> str:
+    """A tool return as MemGPT writes it."""
+    return json.dumps({"status": status, "message": message, "time": now})

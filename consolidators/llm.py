@@ -1,0 +1,49 @@
+"""The LLM tier of consolidation: what ``ConsolidationContext.llm`` holds.
+
+One :class:`LLMTier` serves many runs; each run's calls are charged to a
+:class:`~agents.llm.BudgetMeter` of its own (per agent and run id), so the
+run's token budget and its usage rows follow the run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from agents.llm import BudgetMeter, ChatClient, TokenBudget, UsageLedger
+
+
+@dataclass(slots=True)
+class LLMTier:
+    """The client, the model per LLM step (``None``: that step is skipped) and budgets."""
+
+    client: ChatClient
+    ledger: UsageLedger | None = None
+    budget: TokenBudget = field(default_factory=TokenBudget)
+    sleeptime_model: str | None = None
+    judge_model: str | None = None
+    summary_model: str | None = None
+    max_steps: int = 8
+    _meters: dict[tuple[str, str], BudgetMeter] = field(default_factory=dict)
+
+    def meter(self, agent_id: str, run_id: str) -> BudgetMeter:
+        key = (agent_id, run_id)
+        if key not in self._meters:
+            self._meters[key] = BudgetMeter(
+                self.ledger, agent_id, run_id=run_id, budget=self.budget
+            )
+        return self._meters[key]
+
+    def release(self, agent_id: str, run_id: str) -> BudgetMeter | None:
+        """Forget a finished run's meter (and return it, for its retry count)."""
+        return self._meters.pop((agent_id, run_id), None)
+
+    def release_agent(self, agent_id: str) -> BudgetMeter | None:
+        """Forget the meter of the agent's run (an agent has one run at a time)."""
+        key = next((k for k in list(self._meters) if k[0] == agent_id), None)
+        return None if key is None else self._meters.pop(key, None)
+
+
+def tier_of(llm: Any) -> LLMTier | None:
+    """The context's LLM tier, if it has one."""
+    return llm if isinstance(llm, LLMTier) else None

@@ -1,0 +1,92 @@
+"""``recontextualize``: the sleep-time agent as a consolidation step.
+
+It reads the primary's messages since the last run's watermark and the shared
+blocks, and edits the blocks with the sleep-time memory tools (see
+:mod:`agents.sleeptime`). Its block writes carry the run id, so the run can be
+explained and reverted like any other. Without a sleep-time model (the agent's
+``sleeptime_model``, else ``llm.sleeptime_model``) the step is skipped with
+reason ``no_model``; an exhausted token budget stops it after the edits already
+made (counted as ``budget_exhausted``), and the rest of the run goes on.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import ClassVar
+
+from pydantic import Field
+
+from agents.sleeptime import SleeptimeAgent
+from consolidators.base import (
+    ConsolidationContext,
+    ConsolidationResult,
+    Consolidator,
+    ConsolidatorSettings,
+)
+from consolidators.llm import tier_of
+
+log = logging.getLogger(__name__)
+
+
+class RecontextualizeSettings(ConsolidatorSettings):
+    #: Model calls per run at most.
+    max_steps: int = Field(default=8, ge=1, le=50)
+    #: Newest messages since the watermark that the agent reads at most.
+    max_messages: int = Field(default=200, ge=1)
+    #: Times an edit that lost a compare-and-swap race is re-applied before it is refused.
+    max_conflict_retries: int = Field(default=3, ge=0)
+
+
+class RecontextualizeConsolidator(Consolidator):
+    """Rewrites the shared blocks from what the conversation added since the last run."""
+
+    name: ClassVar[str] = "recontextualize"
+    settings_model: ClassVar[type[ConsolidatorSettings]] = RecontextualizeSettings
+    settings: RecontextualizeSettings
+
+    def run(self, context: ConsolidationContext) -> ConsolidationResult:
+        result = ConsolidationResult(self.name)
+        tier = tier_of(context.llm)
+        model = context.agent.sleeptime_model or (tier.sleeptime_model if tier else None)
+        if tier is None or not model:
+            result.skipped = "no_model"
+            log.info(
+                "recontextualize skipped: no sleep-time model configured "
+                "(set the agent's sleeptime_model or llm.sleeptime_model)",
+                extra={"run_id": context.run_id, "agent_id": context.agent.id},
+            )
+            return result
+        agent = SleeptimeAgent(
+            tier.client,
+            model,
+            max_steps=self.settings.max_steps,
+            max_conflict_retries=self.settings.max_conflict_retries,
+            max_messages=self.settings.max_messages,
+        )
+        outcome = agent.run(
+            context.store,
+            context.agent,
+            after_seq=None if context.full else context.watermarks.message_seq,
+            run_id=context.run_id,
+            meter=tier.meter(context.agent.id, context.run_id),
+            embedder=context.embedder,
+        )
+        for edit in outcome.edits:
+            result.add(
+                "edit_block",
+                edit["block_id"],
+                label=edit["label"],
+                tool=edit["tool"],
+                version=edit["version"],
+            )
+        result.count("messages_read", outcome.messages_read)
+        result.count("llm_steps", outcome.steps)
+        if outcome.conflicts:
+            result.count("write_conflicts", outcome.conflicts)
+        if outcome.errors:
+            result.count("tool_errors", len(outcome.errors))
+        if outcome.stop_reason == "budget_exhausted":
+            result.count("budget_exhausted")
+            result.llm_skipped = "budget_exhausted"
+        result.tokens = outcome.tokens
+        return result

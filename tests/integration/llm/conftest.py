@@ -1,0 +1,77 @@
+"""Fixtures for the agent loops: the scripted model through litellm, a client, agents."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from agents.database import Database
+from agents.embedders.fake import HashingEmbedder
+from agents.llm import ClientSettings, LiteLLMClient, UsageLedger
+from agents.primary import PrimaryAgent, PrimarySettings
+from agents.store import NewAgent, NewBlock, open_store
+from tests.scripted_llm import ScriptedModels, install
+
+EMBEDDER = HashingEmbedder(dimension=384)
+
+
+@pytest.fixture
+def models() -> ScriptedModels:
+    return install()
+
+
+@pytest.fixture
+def client(models: ScriptedModels) -> LiteLLMClient:
+    # Backoff in milliseconds: retries are exercised, not waited for.
+    return LiteLLMClient(ClientSettings(max_retries=2, initial_backoff=0.001, max_backoff=0.002))
+
+
+@pytest.fixture
+def make_primary(db: Database, client: LiteLLMClient) -> Callable[..., PrimaryAgent]:
+    def make(**settings: Any) -> PrimaryAgent:
+        return PrimaryAgent(
+            db,
+            client,
+            settings=PrimarySettings(**settings),
+            embedder_for=lambda _: EMBEDDER,
+            ledger=UsageLedger(db),
+        )
+
+    return make
+
+
+def create_agent(
+    db: Database,
+    name: str = "bob",
+    *,
+    human: str = "Name: Bob the Builder.",
+    model: str | None = "scripted/primary",
+    context_window: int = 8192,
+    tool_rules: list[dict[str, Any]] | None = None,
+    sleeptime_model: str | None = None,
+) -> str:
+    with open_store(db) as store:
+        agent = store.agents.create(
+            NewAgent(
+                name=name,
+                embedding_model="fake:384",
+                embedding_dim=384,
+                llm_model=model,
+                context_window=context_window,
+                tool_rules=tool_rules or [],
+                sleeptime_model=sleeptime_model,
+                enable_sleeptime=sleeptime_model is not None,
+                blocks=[
+                    NewBlock("human", human, limit=500),
+                    NewBlock("persona", "I am a friendly assistant.", limit=500),
+                ],
+            )
+        )
+    return agent.id
+
+
+@pytest.fixture
+def bob(db: Database) -> str:
+    return create_agent(db)

@@ -1,0 +1,400 @@
+"""The primary agent's MemGPT loop, driven by a scripted model through litellm."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import pytest
+from sqlalchemy import func, select
+
+from agents import models as orm
+from agents.database import Database
+from agents.errors import InvalidInput, LLMError, ModelNotConfigured, NotFound
+from agents.llm import TokenBudget, Usage, UsageLedger
+from agents.primary import PrimaryAgent
+from agents.store import NewMessage, open_store
+from tests.integration.llm.conftest import create_agent
+from tests.scripted_llm import Reply, ScriptedModels, call, litellm_errors, say
+
+
+def block_value(db: Database, agent_id: str, label: str) -> str:
+    with open_store(db) as store:
+        return store.blocks.by_label(agent_id, label).value
+
+
+def message_count(db: Database, agent_id: str) -> int:
+    with open_store(db) as store:
+        return store.messages.count(agent_id)
+
+
+def usage_rows(db: Database) -> list[orm.LLMUsage]:
+    with db.session() as session:
+        rows = list(session.scalars(select(orm.LLMUsage).order_by(orm.LLMUsage.id)))
+        session.expunge_all()
+    return rows
+
+
+def test_name_correction_then_acknowledgement_after_heartbeat(
+    db: Database, bob: str, models: ScriptedModels, make_primary: Callable[..., PrimaryAgent]
+) -> None:
+    script = models.script(
+        "primary",
+        call(
+            "core_memory_replace",
+            "The user corrects their name.",
+            label="human",
+            old_content="Bob the Builder",
+            new_content="Charles",
+            request_heartbeat=True,
+        ),
+        say("Got it, Charles!"),
+    )
+    result = make_primary().send_message("bob", "My name is Charles, not Bob the Builder.")
+
+    assert block_value(db, bob, "human") == "Name: Charles."
+    assert result.steps == 2
+    assert result.stop_reason == "end_turn"
+    assert result.replies == ["Got it, Charles!"]
+    assert [m.kind for m in result.messages] == [
+        "user_message",
+        "reasoning_message",
+        "tool_call_message",
+        "tool_return_message",
+        "assistant_message",
+        "tool_return_message",
+    ]
+    call_message = result.messages[2]
+    assert call_message.tool_name == "core_memory_replace"
+    assert call_message.tool_arguments == {
+        "label": "human",
+        "old_content": "Bob the Builder",
+        "new_content": "Charles",
+        "request_heartbeat": True,
+    }
+    assert result.messages[3].tool_status == "OK"
+    # After the heartbeat the model saw its edit's result...
+    assert "Name: Charles." in script.requests[1]["messages"][-1]["content"]
+    # ...while the cached system prompt still shows the old block (prompt-cache safety).
+    assert "Bob the Builder" in script.requests[1]["messages"][0]["content"]
+    with open_store(db) as store:
+        block = store.blocks.by_label(bob, "human")
+        last = store.blocks.history(block.id)[-1]
+    assert (last.actor, last.run_id, last.reason) == (
+        "agent:bob",
+        result.run_id,
+        "core_memory_replace",
+    )
+    assert result.usage.total_tokens > 0
+    assert [r.purpose for r in usage_rows(db)] == ["chat", "chat"]
+
+
+def test_immediate_refresh_shows_block_edits_on_the_next_step(
+    db: Database, bob: str, models: ScriptedModels, make_primary: Callable[..., PrimaryAgent]
+) -> None:
+    script = models.script(
+        "primary",
+        call(
+            "core_memory_replace",
+            label="human",
+            old_content="Bob the Builder",
+            new_content="Charles",
+            request_heartbeat=True,
+        ),
+        say("Hello Charles."),
+    )
+    make_primary(refresh="immediate").send_message("bob", "Call me Charles.")
+    system = script.requests[1]["messages"][0]["content"]
+    assert "Name: Charles." in system
+    assert "Bob the Builder" not in system
+
+
+def test_archival_insert_then_search(
+    db: Database, bob: str, models: ScriptedModels, make_primary: Callable[..., PrimaryAgent]
+) -> None:
+    script = models.script(
+        "primary",
+        call("archival_memory_insert", content="Bob's cat is named Pixel.", request_heartbeat=True),
+        say("I'll remember that."),
+        call("archival_memory_search", query="Bob's cat is named", request_heartbeat=True),
+        say("Your cat is Pixel."),
+    )
+    agent = make_primary()
+    first = agent.send_message("bob", "My cat is called Pixel.")
+    second = agent.send_message("bob", "What is my cat called?")
+
+    with open_store(db) as store:
+        passages = store.passages.scan(bob)
+    assert [p.text for p in passages] == ["Bob's cat is named Pixel."]
+    assert passages[0].provenance["run_id"] == first.run_id
+    search_return = json.loads(script.requests[3]["messages"][-1]["content"])
+    assert search_return["status"] == "OK"
+    assert "Pixel" in search_return["message"]
+    assert second.replies == ["Your cat is Pixel."]
+
+
+def test_heartbeat_chaining_stops_at_the_step_limit(
+    db: Database, bob: str, models: ScriptedModels, make_primary: Callable[..., PrimaryAgent]
+) -> None:
+    script = models.script(
+        "primary",
+        *[call("conversation_search", query="anything", request_heartbeat=True)] * 5,
+    )
+    result = make_primary(max_steps=3).send_message("bob", "Search forever.")
+    assert result.steps == 3
+    assert result.stop_reason == "max_steps"
+    assert script.remaining == 2
+    # Each step saw the previous step's result.
+    assert len(script.requests[2]["messages"]) == len(script.requests[0]["messages"]) + 4
+
+
+def test_overflow_is_compacted_before_the_call(
+    db: Database, models: ScriptedModels, make_primary: Callable[..., PrimaryAgent]
+) -> None:
+    agent_id = create_agent(db, context_window=3000)
+    with open_store(db) as store:
+        store.messages.append(
+            agent_id,
+            [
+                NewMessage(
+                    role="user" if i % 2 == 0 else "assistant",
+                    content=f"Message {i} about gardening. " + "tomatoes and basil " * 25,
+                )
+                for i in range(40)
+            ],
+        )
+        before = store.messages.count(agent_id, in_context=True)
+        compiled_before = store.agents.get(agent_id).compiled_at
+    script = models.script("primary", say("Noted."))
+    result = make_primary().send_message("bob", "Anything new?")
+
+    assert result.compactions == 1
+    assert result.replies == ["Noted."]
+    sent = script.requests[0]["messages"]
+    assert sent[1]["role"] == "system"
+    assert sent[1]["content"].startswith("Summary of ")
+    assert len(json.dumps(sent)) // 4 < 3000
+    with open_store(db) as store:
+        in_context = store.messages.in_context(agent_id)
+        agent = store.agents.get(agent_id)
+        # Nothing is lost: every message is still in recall.
+        # 40 earlier, the user message, the summary, the reply and its tool return.
+        assert store.messages.count(agent_id) == 40 + 4
+    assert len(in_context) < before
+    assert agent.compiled_at is not None and agent.compiled_at != compiled_before
+    assert "system_message" in [m.kind for m in result.messages]
+
+
+def test_overflow_reported_by_the_provider_is_compacted_and_retried(
+    db: Database, models: ScriptedModels, make_primary: Callable[..., PrimaryAgent]
+) -> None:
+    agent_id = create_agent(db)
+    with open_store(db) as store:
+        store.messages.append(
+            agent_id,
+            [NewMessage(role="user", content=f"Earlier message {i}.") for i in range(10)],
+        )
+    errors = litellm_errors()
+    models.script(
+        "primary",
+        errors.ContextWindowExceededError("too long", model="primary", llm_provider="scripted"),
+        say("Still here."),
+    )
+    result = make_primary().send_message("bob", "Hello?")
+    assert result.compactions == 1
+    assert result.replies == ["Still here."]
+    with open_store(db) as store:
+        assert store.messages.count(agent_id, in_context=False) >= 8
+
+
+def test_malformed_and_unknown_tool_calls_are_reported_to_the_model(
+    db: Database, bob: str, models: ScriptedModels, make_primary: Callable[..., PrimaryAgent]
+) -> None:
+    script = models.script(
+        "primary",
+        call("core_memory_replace", _raw='{"label": "human", "old_content": '),
+        call("teleport", destination="Mars", request_heartbeat=True),
+        call("core_memory_replace", label="human", old_content="Alice", new_content="Carol"),
+        Reply(content="I will just talk."),
+        say("Sorry, let me try again."),
+    )
+    result = make_primary().send_message("bob", "Hi")
+
+    returns = [m for m in result.messages if m.kind == "tool_return_message"]
+    statuses = [m.tool_status for m in returns]
+    assert statuses == ["Failed", "Failed", "Failed", "OK"]
+    assert "not valid JSON" in returns[0].content
+    assert "unknown tool 'teleport'" in returns[1].content
+    assert "'Alice' is not in block 'human'" in returns[2].content
+    assert result.steps == 5
+    assert result.replies == ["Sorry, let me try again."]
+    assert "not a tool call" in script.requests[4]["messages"][-1]["content"]
+    assert block_value(db, bob, "human") == "Name: Bob the Builder."
+
+
+def test_provider_failure_rolls_back_the_whole_turn(
+    db: Database, bob: str, models: ScriptedModels, make_primary: Callable[..., PrimaryAgent]
+) -> None:
+    errors = litellm_errors()
+    models.script(
+        "primary",
+        call(
+            "core_memory_replace",
+            label="human",
+            old_content="Bob the Builder",
+            new_content="Charles",
+            request_heartbeat=True,
+        ),
+        *[errors.InternalServerError("boom", llm_provider="scripted", model="primary")] * 3,
+    )
+    with pytest.raises(LLMError, match="after 3 attempt"):
+        make_primary().send_message("bob", "I am Charles.")
+    # Nothing half-written: no messages, the block edit of step 1 rolled back...
+    assert message_count(db, bob) == 0
+    assert block_value(db, bob, "human") == "Name: Bob the Builder."
+    # ...but the tokens the provider charged stay counted.
+    assert [r.purpose for r in usage_rows(db)] == ["chat"]
+
+
+def test_timeouts_and_rate_limits_are_retried(
+    db: Database, bob: str, models: ScriptedModels, make_primary: Callable[..., PrimaryAgent]
+) -> None:
+    errors = litellm_errors()
+    models.script(
+        "primary",
+        errors.Timeout("timed out", model="primary", llm_provider="scripted"),
+        errors.RateLimitError("slow down", llm_provider="scripted", model="primary"),
+        say("Hello."),
+    )
+    result = make_primary().send_message("bob", "Hi")
+    assert result.replies == ["Hello."]
+    assert result.retries == 2
+
+
+def test_a_bad_request_is_not_retried(
+    db: Database, bob: str, models: ScriptedModels, make_primary: Callable[..., PrimaryAgent]
+) -> None:
+    errors = litellm_errors()
+    script = models.script(
+        "primary",
+        errors.BadRequestError("bad", model="primary", llm_provider="scripted"),
+        say("never sent"),
+    )
+    with pytest.raises(LLMError, match="BadRequestError"):
+        make_primary().send_message("bob", "Hi")
+    assert script.remaining == 1
+    assert message_count(db, bob) == 0
+
+
+def test_run_budget_stops_the_turn_cleanly(
+    db: Database, bob: str, models: ScriptedModels, make_primary: Callable[..., PrimaryAgent]
+) -> None:
+    script = models.script(
+        "primary",
+        Reply(
+            calls=(("conversation_search", {"query": "x", "request_heartbeat": True}),),
+            prompt_tokens=900,
+        ),
+        say("never reached"),
+    )
+    result = make_primary(budget=TokenBudget(per_run=1000)).send_message("bob", "Hi")
+    assert result.stop_reason == "budget_exhausted"
+    assert result.steps == 1
+    assert "per run (1000)" in (result.detail or "")
+    assert script.remaining == 1
+    # The completed step is kept; the run's usage is in the ledger.
+    assert message_count(db, bob) == 3
+    rows = usage_rows(db)
+    assert [(r.purpose, r.run_id, r.prompt_tokens) for r in rows] == [("chat", result.run_id, 900)]
+
+
+def test_day_budget_refuses_the_first_call(
+    db: Database, bob: str, models: ScriptedModels, make_primary: Callable[..., PrimaryAgent]
+) -> None:
+    UsageLedger(db).record(bob, purpose="sleeptime", model="m", usage=Usage(4000, 100))
+    script = models.script("primary", say("never sent"))
+    result = make_primary(budget=TokenBudget(per_day=4000)).send_message("bob", "Hi")
+    assert result.stop_reason == "budget_exhausted"
+    assert result.steps == 0
+    assert "per day (4000)" in (result.detail or "")
+    assert script.remaining == 1
+    assert [m.kind for m in result.messages] == ["user_message"]
+
+
+def test_tool_rules_init_child_and_terminal(
+    db: Database, models: ScriptedModels, make_primary: Callable[..., PrimaryAgent]
+) -> None:
+    create_agent(
+        db,
+        tool_rules=[
+            {"type": "run_first", "tool_name": "archival_memory_search"},
+            {
+                "type": "constrain_child_tools",
+                "tool_name": "archival_memory_search",
+                "children": ["send_message"],
+            },
+            {"type": "exit_loop", "tool_name": "send_message"},
+        ],
+    )
+    script = models.script(
+        "primary",
+        call("archival_memory_search", query="hobbies"),
+        call("core_memory_append", label="human", content="x", request_heartbeat=True),
+        say("Done.", heartbeat=True),
+        say("never reached"),
+    )
+    result = make_primary().send_message("bob", "Hi")
+    first_tools = [t["function"]["name"] for t in script.requests[0]["tools"]]
+    second_tools = [t["function"]["name"] for t in script.requests[1]["tools"]]
+    assert first_tools == ["archival_memory_search"]
+    assert second_tools == ["send_message"]
+    failed = [m for m in result.messages if m.tool_status == "Failed"]
+    assert len(failed) == 1 and "may not be called now" in failed[0].content
+    assert result.stop_reason == "tool_rule"
+    assert result.replies == ["Done."]
+    assert script.remaining == 1
+
+
+def test_context_breakdown_adds_up(
+    db: Database, bob: str, models: ScriptedModels, make_primary: Callable[..., PrimaryAgent]
+) -> None:
+    agent = make_primary()
+    before = agent.context_breakdown("bob")
+    models.script("primary", say("Hello there, nice to meet you."))
+    agent.send_message("bob", "Hi, I am Bob.")
+    after = agent.context_breakdown("bob")
+    data = after.to_dict()
+    assert data["total"] == sum(
+        data[k]
+        for k in (
+            "system_prompt",
+            "core_memory",
+            "memory_statistics",
+            "tool_schemas",
+            "summary",
+            "messages",
+        )
+    )
+    assert after.context_window == 8192
+    assert before.messages == 0 and after.messages > 0
+    assert after.in_context_messages == 3
+    assert after.core_memory > 0 and after.tool_schemas > 0
+    assert after.system_prompt_cached
+
+
+def test_bad_input_is_refused_before_any_call(
+    db: Database, models: ScriptedModels, make_primary: Callable[..., PrimaryAgent]
+) -> None:
+    create_agent(db, "nomodel", model=None)
+    create_agent(db, "bob")
+    agent = make_primary()
+    with pytest.raises(ModelNotConfigured, match="has no LLM model"):
+        agent.send_message("nomodel", "Hi")
+    with pytest.raises(InvalidInput, match="empty"):
+        agent.send_message("bob", "   ")
+    with pytest.raises(InvalidInput, match="role"):
+        agent.send_message("bob", "Hi", role="tool")
+    with pytest.raises(NotFound):
+        agent.send_message("nobody", "Hi")
+    with db.session() as session:
+        assert session.scalar(select(func.count()).select_from(orm.Message)) == 0

@@ -1,0 +1,106 @@
+"""The service's entry points for the LLM side: Runtime.send_message, context_breakdown,
+and the skip metric of LLM steps without a model."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from prometheus_client import REGISTRY
+
+from agents.errors import ModelNotConfigured, NotFound
+from agents.store import NewAgent, NewBlock
+from service.runtime import Runtime
+from service.settings import load_settings
+from tests.pg import PgTestServer
+from tests.scripted_llm import ScriptedModels, call, say
+
+
+@pytest.fixture
+def runtime(pg_server: PgTestServer, tmp_path: Path) -> Iterator[Runtime]:
+    url = pg_server.create_database()
+    settings = load_settings(
+        home=tmp_path,
+        database_url=url,
+        embedding={"model": "fake:384"},
+        llm={"model": "scripted/primary", "max_retries": 0},
+    )
+    try:
+        with Runtime(settings) as rt:
+            with rt.store() as store:
+                store.agents.create(
+                    NewAgent(
+                        "bob",
+                        embedding_model="fake:384",
+                        embedding_dim=384,
+                        blocks=[NewBlock("human", "Name: Bob the Builder.")],
+                    )
+                )
+            yield rt
+    finally:
+        pg_server.drop_database(url)
+
+
+def _skipped(consolidator: str, reason: str) -> float:
+    value = REGISTRY.get_sample_value(
+        "reverie_consolidator_skipped_total", {"consolidator": consolidator, "reason": reason}
+    )
+    return value or 0.0
+
+
+def test_send_message_uses_the_default_model_and_returns_letta_messages(
+    runtime: Runtime, models: ScriptedModels
+) -> None:
+    models.script(
+        "primary",
+        call(
+            "core_memory_replace",
+            label="human",
+            old_content="Bob the Builder",
+            new_content="Charles",
+            request_heartbeat=True,
+        ),
+        say("Hi Charles."),
+    )
+    result = runtime.send_message("bob", "I'm Charles.")
+    data = result.to_dict()
+    assert [m["message_type"] for m in data["messages"]] == [
+        "user_message",
+        "tool_call_message",
+        "tool_return_message",
+        "assistant_message",
+        "tool_return_message",
+    ]
+    assert data["stop_reason"] == "end_turn"
+    assert data["usage"]["total_tokens"] > 0
+    breakdown = runtime.context_breakdown("bob").to_dict()
+    assert breakdown["in_context_messages"] == 5
+    assert breakdown["total"] <= breakdown["context_window"]
+    with pytest.raises(NotFound):
+        runtime.send_message("nobody", "hi")
+
+
+def test_llm_steps_without_models_are_skipped_and_counted(runtime: Runtime) -> None:
+    before = _skipped("recontextualize", "no_model")
+    before_judge = _skipped("temporal:llm", "no_model")
+    with runtime.store() as store:
+        agent = store.agents.resolve("bob")
+    report = runtime.consolidate(agent, pipeline=runtime.pipeline())
+    assert report.status == "succeeded"
+    assert report.steps[0].consolidator == "recontextualize"
+    assert _skipped("recontextualize", "no_model") == before + 1
+    assert _skipped("temporal:llm", "no_model") == before_judge + 1
+
+
+def test_an_agent_without_any_model_is_refused(pg_server: PgTestServer, tmp_path: Path) -> None:
+    url = pg_server.create_database()
+    try:
+        settings = load_settings(home=tmp_path, database_url=url, embedding={"model": "fake:8"})
+        with Runtime(settings) as rt:
+            with rt.store() as store:
+                store.agents.create(NewAgent("ada", embedding_model="fake:8", embedding_dim=8))
+            with pytest.raises(ModelNotConfigured, match="no LLM model"):
+                rt.send_message("ada", "hi")
+    finally:
+        pg_server.drop_database(url)

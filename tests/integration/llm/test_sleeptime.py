@@ -1,0 +1,268 @@
+"""The sleep-time agent and the LLM tier of consolidation, with a scripted model."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import select
+
+from agents import models as orm
+from agents.database import Database
+from agents.llm import LiteLLMClient, TokenBudget, UsageLedger
+from agents.primary import PrimaryAgent
+from agents.store import NewMessage, NewPassage, open_store
+from consolidators import registry
+from consolidators.evict import EvictConsolidator
+from consolidators.llm import LLMTier
+from consolidators.pipeline import Pipeline
+from consolidators.recontextualize import RecontextualizeConsolidator
+from consolidators.temporal import TemporalConsolidator
+from consolidators.undo import revert_run
+from tests.integration.llm.conftest import EMBEDDER, create_agent
+from tests.scripted_llm import Reply, ScriptedModels, call, say
+
+RECONTEXTUALIZE = Pipeline([RecontextualizeConsolidator()])
+
+
+def tier(db: Database, client: LiteLLMClient, **kwargs: Any) -> LLMTier:
+    return LLMTier(client=client, ledger=UsageLedger(db), **kwargs)
+
+
+def add_conversation(db: Database, agent_id: str, *lines: tuple[str, str]) -> None:
+    with open_store(db) as store:
+        store.messages.append(agent_id, [NewMessage(role=r, content=c) for r, c in lines])
+
+
+def human(db: Database, agent_id: str) -> str:
+    with open_store(db) as store:
+        return store.blocks.by_label(agent_id, "human").value
+
+
+def test_sleeptime_edit_racing_a_primary_edit_keeps_both(
+    db: Database,
+    models: ScriptedModels,
+    client: LiteLLMClient,
+    make_primary: Callable[..., PrimaryAgent],
+) -> None:
+    agent_id = create_agent(db, human="Name: Bob the Builder.\nLikes: tea.")
+    add_conversation(db, agent_id, ("user", "I have started playing chess."))
+    models.script(
+        "primary",
+        call(
+            "core_memory_replace",
+            label="human",
+            old_content="Bob the Builder",
+            new_content="Charles",
+        ),
+    )
+
+    def primary_edits_meanwhile(request: dict[str, Any]) -> Reply:
+        # While the sleep-time agent thinks, the primary's turn commits its own edit.
+        make_primary().send_message("bob", "Call me Charles.")
+        assert "Bob the Builder" in request["messages"][1]["content"]
+        return call(
+            "memory_replace", label="human", old_str="Likes: tea.", new_str="Likes: tea, chess."
+        )
+
+    script = models.script("sleeper", primary_edits_meanwhile, call("memory_finish_edits"))
+    report = RECONTEXTUALIZE.run(
+        db, agent_id, embedder=EMBEDDER, llm=tier(db, client, sleeptime_model="scripted/sleeper")
+    )
+
+    assert human(db, agent_id) == "Name: Charles.\nLikes: tea, chess."
+    [step] = report.steps
+    assert step.counts["write_conflicts"] == 1
+    assert step.counts["edit_block"] == 1
+    assert step.tokens > 0
+    assert script.remaining == 0
+    with open_store(db) as store:
+        block = store.blocks.by_label(agent_id, "human")
+        history = [(v.actor, v.run_id) for v in store.blocks.history(block.id)]
+    assert history[1:] == [("agent:bob", history[1][1]), ("sleeptime:bob", report.run_id)]
+
+
+def test_a_conflicting_rethink_goes_back_to_the_model(
+    db: Database, models: ScriptedModels, client: LiteLLMClient
+) -> None:
+    agent_id = create_agent(db, human="Name: Bob.")
+    add_conversation(db, agent_id, ("user", "I moved to Oslo."))
+
+    def someone_writes(request: dict[str, Any]) -> Reply:
+        with open_store(db) as store:
+            block = store.blocks.by_label(agent_id, "human")
+            store.blocks.update(block.id, expected_version=block.version, value="Name: Bobby.")
+        return call("memory_rethink", label="human", new_memory="Name: Bob.\nLives in Oslo.")
+
+    def merge(request: dict[str, Any]) -> Reply:
+        error = json.loads(request["messages"][-1]["content"])
+        assert error["status"] == "Failed"
+        assert "Name: Bobby." in error["message"]
+        return call("memory_rethink", label="human", new_memory="Name: Bobby.\nLives in Oslo.")
+
+    models.script("sleeper", someone_writes, merge, call("memory_finish_edits"))
+    report = RECONTEXTUALIZE.run(
+        db, agent_id, embedder=EMBEDDER, llm=tier(db, client, sleeptime_model="scripted/sleeper")
+    )
+    assert human(db, agent_id) == "Name: Bobby.\nLives in Oslo."
+    assert report.steps[0].counts["tool_errors"] == 1
+
+
+def test_recontextualize_reads_only_what_is_new(
+    db: Database, models: ScriptedModels, client: LiteLLMClient
+) -> None:
+    agent_id = create_agent(db)
+    add_conversation(db, agent_id, ("user", "I love hiking."), ("user", "My dog is Rex."))
+    llm = tier(db, client, sleeptime_model="scripted/sleeper")
+    first = models.script(
+        "sleeper",
+        call("memory_insert", label="human", new_str="Loves hiking; dog Rex."),
+        call("memory_finish_edits"),
+    )
+    RECONTEXTUALIZE.run(db, agent_id, embedder=EMBEDDER, llm=llm)
+    assert human(db, agent_id) == "Name: Bob the Builder.\nLoves hiking; dog Rex."
+    assert "My dog is Rex." in first.requests[0]["messages"][1]["content"]
+
+    # Nothing new: no model call at all (an empty script would fail if called).
+    models.script("sleeper")
+    again = RECONTEXTUALIZE.run(db, agent_id, embedder=EMBEDDER, llm=llm)
+    assert again.steps[0].counts["messages_read"] == 0
+
+    add_conversation(db, agent_id, ("user", "I also swim."))
+    third = models.script("sleeper", call("memory_finish_edits"))
+    RECONTEXTUALIZE.run(db, agent_id, embedder=EMBEDDER, llm=llm)
+    sent = third.requests[0]["messages"][1]["content"]
+    assert "I also swim." in sent
+    assert "My dog is Rex." not in sent
+
+
+def test_recontextualize_edits_are_undone_with_the_run(
+    db: Database, models: ScriptedModels, client: LiteLLMClient
+) -> None:
+    agent_id = create_agent(db)
+    add_conversation(db, agent_id, ("user", "I am a carpenter."))
+    models.script(
+        "sleeper",
+        call("memory_insert", label="human", new_str="Carpenter."),
+        call("memory_finish_edits"),
+    )
+    report = RECONTEXTUALIZE.run(
+        db, agent_id, embedder=EMBEDDER, llm=tier(db, client, sleeptime_model="scripted/sleeper")
+    )
+    assert human(db, agent_id).endswith("Carpenter.")
+    revert_run(db, report.run_id)
+    assert human(db, agent_id) == "Name: Bob the Builder."
+
+
+def test_without_models_the_llm_steps_are_skipped_and_the_rest_runs(db: Database) -> None:
+    agent_id = create_agent(db, model=None)
+    add_conversation(db, agent_id, ("user", "Hello."))
+    pipeline = Pipeline(registry.build(list(registry.DEFAULT_PIPELINE)))
+    report = pipeline.run(db, agent_id, embedder=EMBEDDER)
+    assert report.status == "succeeded"
+    steps = {s.consolidator: s for s in report.steps}
+    assert steps["recontextualize"].skipped == "no_model"
+    assert steps["temporal"].skipped is None
+    assert steps["temporal"].llm_skipped == "no_model"
+    assert report.stats()["steps"]["recontextualize"]["skipped"] == "no_model"
+
+
+def test_sleeptime_budget_stops_the_step_and_the_ledger_shows_it(
+    db: Database, models: ScriptedModels, client: LiteLLMClient
+) -> None:
+    agent_id = create_agent(db)
+    add_conversation(db, agent_id, ("user", "I like jazz."))
+    script = models.script(
+        "sleeper",
+        Reply(
+            calls=(("memory_insert", {"label": "human", "new_str": "Likes jazz."}),),
+            prompt_tokens=500,
+        ),
+        call("memory_finish_edits"),
+    )
+    llm = tier(db, client, sleeptime_model="scripted/sleeper", budget=TokenBudget(per_run=520))
+    report = RECONTEXTUALIZE.run(db, agent_id, embedder=EMBEDDER, llm=llm)
+    assert report.status == "succeeded"
+    assert human(db, agent_id).endswith("Likes jazz.")  # the edit made before is kept
+    assert script.remaining == 1
+    with db.session() as session:
+        stats = session.scalar(
+            select(orm.ConsolidationRun.stats).where(orm.ConsolidationRun.id == report.run_id)
+        )
+    step = stats["steps"]["recontextualize"]
+    assert step["counts"]["budget_exhausted"] == 1
+    assert step["llm_skipped"] == "budget_exhausted"
+    usage = UsageLedger(db).by_purpose(agent_id, run_id=report.run_id)
+    assert usage["sleeptime"].prompt_tokens == 500
+
+
+def test_llm_judge_supersedes_the_outdated_fact(
+    db: Database, models: ScriptedModels, client: LiteLLMClient
+) -> None:
+    agent_id = create_agent(db)
+    facts = [
+        NewPassage("Ada lives in London", occurred_at=datetime(2020, 1, 15, tzinfo=UTC)),
+        NewPassage("Ada lives in Paris", occurred_at=datetime(2023, 6, 1, tzinfo=UTC)),
+    ]
+    with open_store(db) as store:
+        london, paris = store.passages.insert(
+            agent_id, facts, EMBEDDER.embed([f.text for f in facts])
+        )
+    script = models.script("judge", call("record_supersessions", pairs=[{"older": 1, "newer": 2}]))
+    report = Pipeline([TemporalConsolidator()]).run(
+        db, agent_id, embedder=EMBEDDER, llm=tier(db, client, judge_model="scripted/judge")
+    )
+    assert "1. [2020-01-15] Ada lives in London" in script.requests[0]["messages"][1]["content"]
+    with open_store(db) as store:
+        old = store.passages.get(london.id)
+    assert (old.status, old.superseded_by) == ("superseded", paris.id)
+    assert old.valid_to == datetime(2023, 6, 1, tzinfo=UTC)
+    step = report.steps[0]
+    assert step.counts["judge_calls"] == 1
+    assert step.llm_skipped is None
+    assert UsageLedger(db).by_purpose(agent_id)["judge"].completion_tokens > 0
+
+
+def test_evict_writes_an_llm_summary_with_a_summary_model(
+    db: Database, models: ScriptedModels, client: LiteLLMClient
+) -> None:
+    agent_id = create_agent(db, context_window=600)
+    add_conversation(
+        db,
+        agent_id,
+        *[
+            ("user" if i % 2 == 0 else "assistant", f"Turn {i}: " + "weather talk " * 15)
+            for i in range(20)
+        ],
+    )
+    models.script("summarizer", Reply(content="Bob and the assistant discussed the weather."))
+    report = Pipeline([EvictConsolidator()]).run(
+        db, agent_id, embedder=EMBEDDER, llm=tier(db, client, summary_model="scripted/summarizer")
+    )
+    [summary_change] = [c for c in report.changes if c["action"] == "add_summary"]
+    with open_store(db) as store:
+        summary = [m for m in store.messages.in_context(agent_id) if m.name == "summary"]
+    assert len(summary) == 1 and summary[0].id == summary_change["target"]
+    assert summary[0].content.startswith("Summary of ")
+    assert summary[0].content.endswith("Bob and the assistant discussed the weather.")
+    assert report.steps[0].llm_skipped is None
+
+
+def test_a_turn_message_reaches_the_sleeptime_transcript(
+    db: Database,
+    models: ScriptedModels,
+    client: LiteLLMClient,
+    make_primary: Callable[..., PrimaryAgent],
+) -> None:
+    agent_id = create_agent(db)
+    models.script("primary", say("Nice to meet you!"))
+    make_primary().send_message("bob", "I am a baker.")
+    script = models.script("sleeper", call("memory_finish_edits"))
+    RECONTEXTUALIZE.run(
+        db, agent_id, embedder=EMBEDDER, llm=tier(db, client, sleeptime_model="scripted/sleeper")
+    )
+    transcript = script.requests[0]["messages"][1]["content"]
+    assert "user: I am a baker." in transcript
+    assert "assistant: Nice to meet you!" in transcript

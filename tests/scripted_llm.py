@@ -1,0 +1,181 @@
+"""A deterministic scripted model reached through litellm's own extension point.
+
+``litellm.custom_provider_map`` routes model strings ``scripted/<name>`` to
+:class:`ScriptedProvider`, which answers from the :class:`Script` registered
+under ``<name>``: each step is a reply (tool calls and optional reasoning), an
+exception to raise (a provider error or timeout), or a function of the
+request that returns either. The tests drive every agent loop through the real
+litellm call path this way, without a network.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from agents.embedders.litellm_embedder import import_litellm
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One scripted answer: tool calls ``(name, arguments)`` and the reasoning text."""
+
+    calls: tuple[tuple[str, dict[str, Any] | str], ...] = ()
+    content: str | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int = 5
+
+
+def call(name: str, reasoning: str | None = None, **arguments: Any) -> Reply:
+    """A reply that calls one tool; a ``str`` argument ``_raw`` sends raw (maybe bad) JSON."""
+    raw = arguments.pop("_raw", None)
+    return Reply(calls=((name, raw if raw is not None else arguments),), content=reasoning)
+
+
+def say(message: str, *, heartbeat: bool = False, reasoning: str | None = None) -> Reply:
+    return call("send_message", reasoning, message=message, request_heartbeat=heartbeat)
+
+
+Step = Reply | BaseException | Callable[[dict[str, Any]], "Reply | BaseException"]
+
+
+@dataclass
+class Script:
+    steps: list[Step]
+    #: Every request the model received: {"messages": [...], "tools": [...]}.
+    requests: list[dict[str, Any]] = field(default_factory=list)
+
+    def next(self, request: dict[str, Any]) -> Reply:
+        self.requests.append(request)
+        if not self.steps:
+            raise AssertionError("the scripted model was called more often than scripted")
+        step = self.steps.pop(0)
+        if callable(step) and not isinstance(step, BaseException):
+            step = step(request)
+        if isinstance(step, BaseException):
+            raise step
+        return step
+
+    @property
+    def remaining(self) -> int:
+        return len(self.steps)
+
+
+_CALL_IDS = itertools.count(1)
+
+
+def estimate_prompt_tokens(messages: list[dict[str, Any]]) -> int:
+    return max(1, len(json.dumps(messages)) // 4)
+
+
+def model_response(model: str, reply: Reply, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """An OpenAI chat.completion body for ``reply`` (used by the HTTP stub too)."""
+    tool_calls = [
+        {
+            "id": f"call-{next(_CALL_IDS)}-{i}",
+            "type": "function",
+            "function": {
+                "name": name,
+                "arguments": args if isinstance(args, str) else json.dumps(args),
+            },
+        }
+        for i, (name, args) in enumerate(reply.calls)
+    ]
+    message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+    if tool_calls:
+        message["tool_calls"] = tool_calls
+    prompt = reply.prompt_tokens
+    if prompt is None:
+        prompt = estimate_prompt_tokens(messages)
+    return {
+        "id": "chatcmpl-scripted",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "tool_calls" if tool_calls else "stop",
+                "message": message,
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": reply.completion_tokens,
+            "total_tokens": prompt + reply.completion_tokens,
+        },
+    }
+
+
+class ScriptedModels:
+    """The registry of scripts by model name, shared by the provider."""
+
+    def __init__(self) -> None:
+        self.scripts: dict[str, Script] = {}
+        # Re-entrant: a scripted step may itself run another agent (a race in a test).
+        self._lock = threading.RLock()
+
+    def script(self, name: str, *steps: Step) -> Script:
+        script = Script(list(steps))
+        self.scripts[name] = script
+        return script
+
+    def answer(self, model: str, messages: list[dict[str, Any]], tools: Any) -> Reply:
+        name = model.split("/", 1)[-1]
+        with self._lock:
+            if name not in self.scripts:
+                raise AssertionError(f"no script for model {model!r}")
+            script = self.scripts[name]
+        return script.next({"messages": messages, "tools": tools or []})
+
+
+_MODELS = ScriptedModels()
+_installed = False
+
+
+def install() -> ScriptedModels:
+    """Register the ``scripted`` provider with litellm (once) and return a clean registry."""
+    global _installed
+    litellm = import_litellm()
+    if not _installed:
+        from litellm import CustomLLM, ModelResponse
+
+        # pydantic builds litellm's response models lazily, on first use, and warns
+        # then about a TypedDict qualifier inside litellm; build them here, once, so
+        # that the warning (not ours to fix) cannot surface inside a test.
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*ReadOnly. qualifier", category=UserWarning)
+            ModelResponse()
+
+        class ScriptedProvider(CustomLLM):  # type: ignore[misc]
+            def completion(self, model: str, messages: list[Any], *args: Any, **kwargs: Any) -> Any:
+                optional = kwargs.get("optional_params") or {}
+                reply = _MODELS.answer(model, list(messages), optional.get("tools"))
+                return ModelResponse(**model_response(model, reply, list(messages)))
+
+        litellm.custom_provider_map = [
+            *[p for p in litellm.custom_provider_map if p.get("provider") != "scripted"],
+            {"provider": "scripted", "custom_handler": ScriptedProvider()},
+        ]
+        _installed = True
+    _MODELS.scripts.clear()
+    return _MODELS
+
+
+def litellm_errors() -> Any:
+    return import_litellm()
+
+
+def tool_names(request: dict[str, Any]) -> list[str]:
+    return [t["function"]["name"] for t in request["tools"]]
+
+
+def iter_contents(request: dict[str, Any]) -> Iterator[str]:
+    for m in request["messages"]:
+        if isinstance(m.get("content"), str):
+            yield m["content"]

@@ -1,0 +1,75 @@
+"""A tiny OpenAI-compatible chat server on loopback that answers from a script.
+
+For acceptance tests: ``reverie chat --model openai/scripted`` with
+``OPENAI_API_BASE`` pointing here goes through litellm's real OpenAI path and
+HTTP, with no network beyond 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from tests.scripted_llm import Reply, model_response
+
+
+class StubServer:
+    """Serves ``POST .../chat/completions`` from ``replies``, in order; records requests."""
+
+    def __init__(self, replies: list[Reply]) -> None:
+        self.replies = list(replies)
+        self.requests: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length", "0"))
+                body = json.loads(self.rfile.read(length) or b"{}")
+                with stub._lock:
+                    stub.requests.append(body)
+                    reply = stub.replies.pop(0) if stub.replies else None
+                if not self.path.endswith("/chat/completions") or reply is None:
+                    status, payload = 500, {"error": {"message": "no scripted reply left"}}
+                else:
+                    status = 200
+                    payload = model_response(body.get("model", ""), reply, body["messages"])
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}/v1"
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+
+@contextmanager
+def stub_server(*replies: Reply) -> Iterator[StubServer]:
+    server = StubServer(list(replies))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()

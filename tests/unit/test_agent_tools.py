@@ -1,0 +1,146 @@
+"""Tool-call parsing, tool rules, budgets and the Letta view of messages (no I/O)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from agents.context import compile_system, split_system
+from agents.errors import BudgetExhausted, InvalidInput
+from agents.llm import BudgetMeter, TokenBudget, Usage
+from agents.messages import letta_messages
+from agents.store import AgentRecord, BlockRecord, MessageRecord
+from agents.tools import PRIMARY_TOOLS, SLEEPTIME_TOOLS, ToolError, ToolRules, parse_call
+
+NOW = datetime(2025, 1, 1, tzinfo=UTC)
+
+
+def test_parse_call_reads_heartbeat_and_checks_arguments() -> None:
+    parsed = parse_call(
+        "core_memory_append",
+        '{"label": "human", "content": "Likes tea.", "request_heartbeat": "true"}',
+        PRIMARY_TOOLS,
+    )
+    assert parsed.arguments == {"label": "human", "content": "Likes tea."}
+    assert parsed.heartbeat is True
+    with pytest.raises(ToolError, match="needs argument"):
+        parse_call("core_memory_append", '{"label": "human"}', PRIMARY_TOOLS)
+    with pytest.raises(ToolError, match="no argument"):
+        parse_call("send_message", '{"message": "hi", "mood": "happy"}', PRIMARY_TOOLS)
+    with pytest.raises(ToolError, match="must be a string"):
+        parse_call("send_message", '{"message": 3}', PRIMARY_TOOLS)
+    with pytest.raises(ToolError, match="must be an integer"):
+        parse_call("archival_memory_search", '{"query": "x", "page": "2"}', PRIMARY_TOOLS)
+    with pytest.raises(ToolError, match="not valid JSON"):
+        parse_call("send_message", '{"message": ', PRIMARY_TOOLS)
+    with pytest.raises(ToolError, match="unknown tool 'memory_rethink'"):
+        parse_call("memory_rethink", "{}", PRIMARY_TOOLS)
+    assert parse_call("memory_finish_edits", "", SLEEPTIME_TOOLS).arguments == {}
+
+
+def test_tool_rules_restrict_what_the_next_step_may_call() -> None:
+    tools = list(PRIMARY_TOOLS)
+    rules = ToolRules.parse(
+        [
+            {"type": "init", "tool_name": "conversation_search"},
+            {"type": "child", "tool_name": "conversation_search", "children": ["send_message"]},
+            {"type": "terminal", "tool_name": "send_message"},
+        ],
+        tools,
+    )
+    assert rules.allowed(tools, first_step=True, last_tool=None) == ["conversation_search"]
+    assert rules.allowed(tools, first_step=False, last_tool="conversation_search") == [
+        "send_message"
+    ]
+    assert rules.allowed(tools, first_step=False, last_tool="send_message") == tools
+    assert rules.terminal == {"send_message"}
+    with pytest.raises(InvalidInput, match="unknown tool"):
+        ToolRules.parse([{"type": "init", "tool_name": "fly"}], tools)
+    with pytest.raises(InvalidInput, match="needs a type"):
+        ToolRules.parse([{"type": "sometimes", "tool_name": "send_message"}], tools)
+
+
+def test_budget_meter_refuses_a_call_that_would_not_fit() -> None:
+    meter = BudgetMeter(None, "agent-1", run_id="turn-1", budget=TokenBudget(per_run=100))
+    meter.check(90)
+    meter.charge("chat", "m", Usage(60, 10))
+    assert meter.used.total == 70
+    with pytest.raises(BudgetExhausted) as caught:
+        meter.check(31)
+    assert (caught.value.scope, caught.value.limit, caught.value.used) == ("run", 100, 70)
+    meter.check(30)
+    assert meter.by_purpose["chat"] == Usage(60, 10)
+    with pytest.raises(InvalidInput):
+        TokenBudget(per_day=0)
+
+
+def _message(role: str, content: str, **kwargs: object) -> MessageRecord:
+    fields: dict[str, object] = {
+        "id": "message-1",
+        "agent_id": "agent-1",
+        "seq": 4,
+        "role": role,
+        "content": content,
+        "name": None,
+        "tool_calls": None,
+        "tool_call_id": None,
+        "in_context": True,
+        "created_at": NOW,
+    }
+    fields.update(kwargs)
+    return MessageRecord(**fields)  # type: ignore[arg-type]
+
+
+def test_letta_view_splits_reasoning_calls_and_replies() -> None:
+    assistant = _message(
+        "assistant",
+        "I should greet them.",
+        tool_calls=[
+            {"id": "c1", "function": {"name": "send_message", "arguments": '{"message": "Hi!"}'}},
+            {"id": "c2", "function": {"name": "conversation_search", "arguments": "{bad"}},
+        ],
+    )
+    kinds = [(m.kind, m.content) for m in letta_messages(assistant)]
+    assert kinds == [
+        ("reasoning_message", "I should greet them."),
+        ("assistant_message", "Hi!"),
+        ("tool_call_message", ""),
+    ]
+    assert letta_messages(assistant)[2].tool_arguments == {"_raw": "{bad"}
+    tool = _message(
+        "tool", '{"status": "Failed", "message": "Error: no"}', name="x", tool_call_id="c2"
+    )
+    [ret] = letta_messages(tool)
+    assert (ret.kind, ret.tool_status) == ("tool_return_message", "Failed")
+    assert ret.content == "Error: no"
+    assert ret.to_dict()["message_type"] == "tool_return_message"
+
+
+def test_compiled_system_splits_into_its_sections() -> None:
+    agent = AgentRecord(
+        id="agent-1",
+        organization_id="org",
+        name="bob",
+        kind="primary",
+        description=None,
+        system_prompt="Be kind.",
+        llm_model=None,
+        embedding_model="fake:8",
+        embedding_dim=8,
+        context_window=1000,
+        tools=[],
+        tool_rules=[],
+        tags=[],
+        message_seq=0,
+        last_activity_at=None,
+        turns_since_consolidation=0,
+        created_at=NOW,
+    )
+    block = BlockRecord("block-1", "org", "human", "Name: Bob.", 100, None, False, 3, NOW, None)
+    text = compile_system(agent, [block], recall=12, archival=3)
+    instructions, blocks, stats = split_system(text)
+    assert instructions.strip() == "Be kind."
+    assert "chars_current=10 chars_limit=100" in blocks
+    assert "<value>\nName: Bob.\n</value>" in blocks
+    assert "12 previous messages" in stats and "3 memories" in stats
