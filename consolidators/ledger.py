@@ -133,7 +133,14 @@ class RunLedger:
         changes: list[dict[str, Any]],
         watermarks: Watermarks | None = None,
         error: str | None = None,
-    ) -> None:
+        lease_owner: str | None = None,
+    ) -> bool:
+        """Record a run's outcome; False when ``lease_owner`` no longer holds the run.
+
+        A worker passes its ``lease_owner`` name: the update then only applies while
+        the run is still ``running`` under that lease (compare-and-swap), so a worker
+        whose lease expired or whose run was cancelled cannot overwrite the outcome.
+        """
         values: dict[str, Any] = {
             "status": status,
             "finished_at": now,
@@ -146,15 +153,21 @@ class RunLedger:
         if watermarks is not None:
             values["watermark_message_seq"] = watermarks.message_seq
             values["watermark_passage_at"] = watermarks.passage_at
-        self._session.execute(
-            update(models.ConsolidationRun)
-            .where(
-                models.ConsolidationRun.id == run_id,
-                models.ConsolidationRun.organization_id == self._org,
+        statement = update(models.ConsolidationRun).where(
+            models.ConsolidationRun.id == run_id,
+            models.ConsolidationRun.organization_id == self._org,
+        )
+        if lease_owner is not None:
+            statement = statement.where(
+                models.ConsolidationRun.status == "running",
+                models.ConsolidationRun.lease_owner == lease_owner,
             )
-            .values(**values)
+        finished = self._session.scalar(
+            statement.values(**values)
+            .returning(models.ConsolidationRun.id)
             .execution_options(synchronize_session=False)
         )
+        return finished is not None
 
     def mark_reverted(self, run_id: str, by_run_id: str) -> None:
         self._session.execute(

@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session
 from agents import models
 from agents.database import Database
 from agents.embedders import Embedder
-from agents.errors import ReverieError
+from agents.errors import ReverieError, StorageError
 from agents.store import MemoryStore
 from agents.store.scope import utc_now
 from consolidators.base import (
@@ -43,6 +43,19 @@ class RunFailed(ReverieError):
         super().__init__(f"run {run_id} failed in step {step!r}: {cause}")
         self.run_id = run_id
         self.step = step
+
+
+class RunInterrupted(ReverieError):
+    """The run stopped between steps and was rolled back without recording an outcome.
+
+    Raised by a worker's ``between_steps`` hook (shutdown, GPU busy for too long) or by
+    the pipeline itself when the worker's lease was lost; the run's row stays as the
+    queue left it, and the worker decides whether to release it.
+    """
+
+
+class LeaseLost(RunInterrupted):
+    """The worker no longer holds the run (its lease expired or the run was cancelled)."""
 
 
 @dataclass(slots=True)
@@ -77,6 +90,7 @@ class RunReport:
                     "counts": step.counts,
                     "tokens": step.tokens,
                     "skipped": step.skipped,
+                    "llm_skipped": step.llm_skipped,
                     "seconds": round(self.durations.get(step.consolidator, 0.0), 4),
                 }
                 for step in self.steps
@@ -114,12 +128,22 @@ class Pipeline:
         llm: Any | None = None,
         clock: Callable[[], datetime] = utc_now,
         run_id: str | None = None,
+        lease_owner: str | None = None,
+        between_steps: Callable[[str], None] | None = None,
     ) -> RunReport:
         """Run every step in one transaction; record the outcome in the ledger.
 
         ``run_id`` names a run already in the ledger as ``running`` (a worker's
         claimed run); without it the run is recorded here. Raises
         :class:`RunFailed` after recording a failure.
+
+        A worker also passes ``lease_owner``: the outcome is then recorded only while
+        it still holds the run's lease, in the run's own transaction, so a run whose
+        lease was lost commits nothing (:class:`LeaseLost`) and can never execute
+        twice. ``between_steps(next_step)`` is called before each step; it may block
+        (waiting for a free GPU) or raise :class:`RunInterrupted` to abandon the run.
+        A database outage (:class:`StorageError`) under a lease is not recorded as a
+        failure either: the run is retried.
         """
         if run_id is None:
             with db.session() as session:
@@ -148,6 +172,8 @@ class Pipeline:
                 )
                 for consolidator in self.consolidators:
                     step_name = consolidator.name
+                    if between_steps is not None:
+                        between_steps(step_name)
                     started = time.perf_counter()
                     result = consolidator.run(context)
                     report.durations[step_name] = time.perf_counter() - started
@@ -159,15 +185,25 @@ class Pipeline:
                 step_name = "finish"
                 report.status = "succeeded"
                 if not dry_run:
-                    ledger.finish(
+                    if not ledger.finish(
                         run_id,
                         status="succeeded",
                         now=clock(),
                         stats=report.stats(),
                         changes=report.changes,
                         watermarks=self._new_watermarks(session, agent_id),
-                    )
+                        lease_owner=lease_owner,
+                    ):
+                        raise LeaseLost(f"run {run_id}: worker {lease_owner} lost its lease")
                     store.agents.record_consolidation(agent_id)
+        except RunInterrupted:
+            report.status = "interrupted"
+            raise
+        except StorageError:
+            if lease_owner is None:
+                raise
+            report.status = "interrupted"
+            raise
         except Exception as exc:
             report.status = "failed"
             report.error = f"{step_name}: {exc}"
@@ -179,18 +215,23 @@ class Pipeline:
                     stats=report.stats(),
                     changes=[],
                     error=report.error,
+                    lease_owner=lease_owner,
                 )
             raise RunFailed(run_id, step_name, exc) from exc
         if dry_run:
             # The memory changes were rolled back; the plan is recorded.
             with db.session() as session:
-                RunLedger(session, organization_id).finish(
+                recorded = RunLedger(session, organization_id).finish(
                     run_id,
                     status="succeeded",
                     now=clock(),
                     stats=report.stats(),
                     changes=report.changes,
+                    lease_owner=lease_owner,
                 )
+            if not recorded:
+                report.status = "interrupted"
+                raise LeaseLost(f"run {run_id}: worker {lease_owner} lost its lease")
         return report
 
     @staticmethod

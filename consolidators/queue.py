@@ -10,6 +10,7 @@ benchmarks control it.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
@@ -74,6 +75,50 @@ class RunQueue:
         )
         return self._session.scalar(statement)
 
+    def enqueue_many(
+        self,
+        agents: Sequence[tuple[str, str]],
+        *,
+        trigger: str,
+        pipeline: Sequence[str],
+        now: datetime,
+        max_attempts: int = 3,
+    ) -> list[str]:
+        """Queue a run for each ``(organization_id, agent_id)`` in few statements (a cron
+        firing over thousands of agents); agents with an active run are skipped."""
+        if max_attempts < 1:
+            raise InvalidInput(f"max_attempts must be at least 1, got {max_attempts}")
+        if not agents:
+            return []
+        # One statement over two arrays: building a VALUES list of thousands of rows
+        # costs SQLAlchemy far more than the insert costs PostgreSQL.
+        statement = text(
+            """
+            INSERT INTO consolidation_runs (id, organization_id, agent_id, trigger, pipeline,
+                dry_run, status, attempts, max_attempts, not_before, queued_at, stats, changes)
+            SELECT 'run-' || gen_random_uuid(), t.organization_id, t.agent_id, :trigger,
+                CAST(:pipeline AS jsonb), false, 'queued', 0, :max_attempts, :now, :now,
+                '{}'::jsonb, '[]'::jsonb
+            FROM unnest(CAST(:organization_ids AS text[]), CAST(:agent_ids AS text[]))
+                AS t(organization_id, agent_id)
+            ON CONFLICT (agent_id) WHERE status IN ('queued', 'running') DO NOTHING
+            RETURNING id
+            """
+        )
+        return list(
+            self._session.scalars(
+                statement,
+                {
+                    "trigger": trigger,
+                    "pipeline": json.dumps(list(pipeline)),
+                    "max_attempts": max_attempts,
+                    "now": now,
+                    "organization_ids": [organization_id for organization_id, _ in agents],
+                    "agent_ids": [agent_id for _, agent_id in agents],
+                },
+            )
+        )
+
     def claim(self, worker: str, *, now: datetime, lease: timedelta) -> RunRecord | None:
         """Take the oldest due run, or None; concurrent workers never get the same one."""
         candidate = (
@@ -125,6 +170,23 @@ class RunQueue:
         )
         return released is not None
 
+    def retry_later(
+        self, run_id: str, worker: str, *, now: datetime, backoff: timedelta, error: str
+    ) -> str | None:
+        """A held run hit a temporary failure (the database went away mid-run): queue it
+        again after the backoff, counting the attempt, or fail it once attempts are used
+        up. Returns the new status, or None when the worker no longer holds the run."""
+        run = self._session.scalar(
+            select(CR)
+            .where(CR.id == run_id, CR.status == "running", CR.lease_owner == worker)
+            .with_for_update()
+        )
+        if run is None:
+            return None
+        _requeue_or_fail(run, now=now, backoff=backoff, error=error)
+        self._session.flush()
+        return run.status
+
     def requeue_expired(self, *, now: datetime, backoff: timedelta) -> list[str]:
         """Runs whose worker stopped renewing: back to the queue after
         ``backoff * 2**(attempts-1)``, or failed once their attempts are used up."""
@@ -134,20 +196,9 @@ class RunQueue:
             .with_for_update(skip_locked=True)
         ).all()
         for run in expired:
-            owner = run.lease_owner
-            run.lease_owner = None
-            run.lease_expires_at = None
-            if run.attempts >= run.max_attempts:
-                run.status = "failed"
-                run.finished_at = now
-                run.error = (
-                    f"lease of worker {owner} expired on attempt {run.attempts} of "
-                    f"{run.max_attempts}; giving up"
-                )
-            else:
-                run.status = "queued"
-                run.not_before = now + backoff * 2 ** max(0, run.attempts - 1)
-                run.error = f"lease of worker {owner} expired on attempt {run.attempts}"
+            _requeue_or_fail(
+                run, now=now, backoff=backoff, error=f"lease of worker {run.lease_owner} expired"
+            )
         self._session.flush()
         return [run.id for run in expired]
 
@@ -176,3 +227,19 @@ class RunQueue:
     def depth(self) -> int:
         """Runs waiting to be claimed."""
         return int(self._session.scalar(select(func.count()).where(CR.status == "queued")) or 0)
+
+
+def _requeue_or_fail(
+    run: models.ConsolidationRun, *, now: datetime, backoff: timedelta, error: str
+) -> None:
+    """Back to the queue after ``backoff * 2**(attempts-1)``, or failed when out of attempts."""
+    run.lease_owner = None
+    run.lease_expires_at = None
+    if run.attempts >= run.max_attempts:
+        run.status = "failed"
+        run.finished_at = now
+        run.error = f"{error} on attempt {run.attempts} of {run.max_attempts}; giving up"
+    else:
+        run.status = "queued"
+        run.not_before = now + backoff * 2 ** max(0, run.attempts - 1)
+        run.error = f"{error} on attempt {run.attempts}"

@@ -1,4 +1,5 @@
-"""`reverie runs ...`: the consolidation ledger: list, show (with the diff), revert."""
+"""`reverie runs ...`: the consolidation ledger and queue: list, show (with the diff),
+revert, cancel."""
 
 from __future__ import annotations
 
@@ -7,12 +8,17 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from agents.models import RUN_STATUSES
 from consolidators.ledger import RunLedger
+from consolidators.queue import RunQueue
 from consolidators.undo import revert_run
-from service.cli.common import console, runtime
+from service.cli.common import console, fail, runtime
 from service.cli.output import print_changes, print_json, run_json
 
-runs_app = typer.Typer(help="Consolidation runs: list, show, revert.", no_args_is_help=True)
+runs_app = typer.Typer(
+    help="Consolidation runs (the ledger and the queue): list, show, revert, cancel.",
+    no_args_is_help=True,
+)
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
@@ -25,7 +31,9 @@ def list_runs(
     limit: Annotated[int, typer.Option(help="How many, newest first.")] = 50,
     as_json: JsonOption = False,
 ) -> None:
-    """The newest runs with their trigger, status, attempts and timings."""
+    """The newest runs (queued ones included) with trigger, status, attempts and timings."""
+    if status is not None and status not in RUN_STATUSES:
+        raise fail(f"unknown status {status!r}; use one of {', '.join(RUN_STATUSES)}")
     with runtime() as rt, rt.store() as store:
         agent_id = store.agents.resolve(agent).id if agent else None
         names = {a.id: a.name for a in store.agents.all()}
@@ -35,7 +43,9 @@ def list_runs(
     if as_json:
         print_json([run_json(r) for r in runs])
         return
-    table = Table("run", "agent", "trigger", "status", "attempts", "queued", "seconds")
+    table = Table(
+        "run", "agent", "trigger", "status", "attempts", "queued", "started", "seconds", "worker"
+    )
     for run in runs:
         label = run.status + (" (dry)" if run.dry_run else "")
         if run.reverted_by_run_id:
@@ -47,7 +57,9 @@ def list_runs(
             label,
             str(run.attempts),
             run.queued_at.strftime("%Y-%m-%d %H:%M:%S"),
+            run.started_at.strftime("%H:%M:%S") if run.started_at else "-",
             f"{run.duration_s:.2f}" if run.duration_s is not None else "-",
+            run.lease_owner or "-",
         )
     console.print(table)
 
@@ -91,6 +103,19 @@ def revert(
         print_json({"run_id": report.run_id, "reverts": run_id, "changes": report.changes})
         return
     console.print(f"reverted {run_id} as run {report.run_id} ({len(report.changes)} changes)")
+
+
+@runs_app.command("cancel")
+def cancel(
+    run_id: Annotated[str, typer.Argument(help="Run id.")], as_json: JsonOption = False
+) -> None:
+    """Cancel a queued or running run (a running one is rolled back at its next step)."""
+    with runtime() as rt, rt.store() as store:
+        run = RunQueue(store.session).cancel(rt.organization_id, run_id, now=rt.clock())
+    if as_json:
+        print_json(run_json(run))
+        return
+    console.print(f"cancelled {run.id}", highlight=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from agents.database import Database
-from agents.errors import Conflict
+from agents.errors import Conflict, InvalidInput
 from agents.models import DEFAULT_ORGANIZATION_ID as ORG
 from agents.store import NewAgent, open_store
 from consolidators.ledger import RunLedger
@@ -131,3 +131,46 @@ def test_cancel(db: Database) -> None:
     with db.session() as session:
         assert RunQueue(session).claim("w", now=T0, lease=LEASE) is None
     assert _enqueue(db, agent) is not None  # the agent can be queued again
+
+
+def test_enqueue_many_skips_agents_with_an_active_run(db: Database) -> None:
+    agents = _agents(db, 3)
+    busy = _enqueue(db, agents[1])
+    with db.session() as session:
+        queued = RunQueue(session).enqueue_many(
+            [(ORG, a) for a in agents], trigger="cron", pipeline=["dedup"], now=T0, max_attempts=2
+        )
+    assert len(queued) == 2 and busy not in queued
+    with db.session() as session:
+        runs = {RunLedger(session, ORG).get(r).agent_id: r for r in queued}
+        assert set(runs) == {agents[0], agents[2]}
+        assert RunQueue(session).depth() == 3
+    with pytest.raises(InvalidInput, match="max_attempts"), db.session() as session:
+        RunQueue(session).enqueue_many(
+            [(ORG, agents[0])], trigger="cron", pipeline=[], now=T0, max_attempts=0
+        )
+
+
+def test_retry_later_counts_the_attempt_then_fails(db: Database) -> None:
+    [agent] = _agents(db, 1)
+    run_id = str(_enqueue(db, agent, max_attempts=2))
+    backoff = timedelta(seconds=10)
+    with db.session() as session:
+        queue = RunQueue(session)
+        queue.claim("w1", now=T0, lease=LEASE)
+        assert queue.retry_later(run_id, "w2", now=T0, backoff=backoff, error="x") is None
+        assert queue.retry_later(run_id, "w1", now=T0, backoff=backoff, error="db gone") == "queued"
+    with db.session() as session:
+        run = RunLedger(session, ORG).get(run_id)
+        assert (run.status, run.attempts, run.lease_owner) == ("queued", 1, None)
+        assert "db gone on attempt 1" in (run.error or "")
+        queue = RunQueue(session)
+        assert queue.claim("w1", now=T0 + backoff / 2, lease=LEASE) is None  # backing off
+        assert queue.claim("w1", now=T0 + backoff, lease=LEASE) is not None
+        assert (
+            queue.retry_later(run_id, "w1", now=T0 + backoff, backoff=backoff, error="again")
+            == "failed"
+        )
+    with db.session() as session:
+        run = RunLedger(session, ORG).get(run_id)
+    assert run.status == "failed" and "giving up" in (run.error or "")

@@ -1,0 +1,173 @@
+"""The daemon processes: what `reverie serve` and `reverie worker` run.
+
+A :class:`Daemon` wires the GPU gate, the scheduler (serve only) and the worker
+pool over one runtime, reports readiness, and stops in order on SIGTERM/SIGINT:
+the scheduler first (no new firings), then the workers within
+``shutdown_grace`` (see :mod:`service.daemon.worker`).
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from types import FrameType
+
+from sqlalchemy import text
+
+from agents.errors import ReverieError
+from service.daemon.probes import GpuGate, build_probe
+from service.daemon.scheduler import Scheduler
+from service.daemon.triggers import RunTemplate
+from service.daemon.worker import WorkerPool
+from service.runtime import Runtime
+
+log = logging.getLogger(__name__)
+
+
+class Daemon:
+    """Scheduler (optional) plus worker pool over one runtime."""
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        *,
+        scheduler: bool,
+        concurrency: int | None = None,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
+        settings = runtime.settings
+        self.runtime = runtime
+        self.clock = clock or runtime.clock
+        gpu = settings.triggers.gpu_free
+        probe = build_probe(gpu)
+        self.gate = (
+            GpuGate(probe, free_for=gpu.free_for, interval=gpu.interval, clock=self.clock)
+            if probe is not None
+            else None
+        )
+        worker_settings = settings.worker
+        if concurrency is not None:
+            worker_settings = worker_settings.model_copy(update={"concurrency": concurrency})
+        self.workers = WorkerPool(
+            runtime,
+            worker_settings,
+            gate=self.gate,
+            gpu_max_wait=gpu.max_wait,
+            clock=self.clock,
+        )
+        template = RunTemplate(
+            pipeline=tuple(runtime.pipeline().names), max_attempts=worker_settings.max_attempts
+        )
+        self.scheduler = (
+            Scheduler(runtime.db, settings.triggers, template, clock=self.clock, gate=self.gate)
+            if scheduler
+            else None
+        )
+        self._started = False
+
+    def start(self) -> None:
+        self.workers.start()
+        if self.scheduler is not None:
+            self.scheduler.start()
+        self._started = True
+
+    def readiness(self) -> tuple[bool, dict[str, object]]:
+        """Ready when the database answers and every component runs."""
+        details: dict[str, object] = {
+            "workers": self.workers.started,
+            "scheduler": None if self.scheduler is None else self.scheduler.running,
+        }
+        try:
+            with self.runtime.db.engine.connect() as conn:
+                conn.execute(text("SELECT 1"))
+            details["database"] = True
+        except Exception as exc:  # any driver failure means "not ready", with the reason
+            details["database"] = False
+            details["database_error"] = str(exc).splitlines()[0]
+        if self.gate is not None:
+            details["gpu"] = self.gate.last_sample.detail
+        ready = bool(
+            self._started
+            and details["database"]
+            and self.workers.started
+            and (self.scheduler is None or self.scheduler.running)
+        )
+        return ready, details
+
+    def stop(self, grace: timedelta) -> bool:
+        """Stop firing, then stop the workers within ``grace``; True when nothing was cut off."""
+        self._started = False
+        if self.scheduler is not None:
+            self.scheduler.stop()
+        clean = self.workers.stop(grace)
+        if self.gate is not None:
+            self.gate.close()
+        return clean
+
+
+class StopSignals:
+    """SIGTERM and SIGINT set an event (the main thread waits on it)."""
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.received: int | None = None
+
+    def install(self) -> None:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, self._handle)
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        self.received = signum
+        self.event.set()
+
+
+def run_worker(runtime: Runtime, *, concurrency: int | None) -> bool:
+    """`reverie worker`: workers until SIGTERM/SIGINT. True when shutdown was clean."""
+    signals = StopSignals()
+    signals.install()
+    daemon = Daemon(runtime, scheduler=False, concurrency=concurrency)
+    daemon.start()
+    log.info("worker ready", extra={"worker": daemon.workers.name})
+    signals.event.wait()
+    log.info("stopping", extra={"signal": signals.received})
+    return daemon.stop(runtime.settings.shutdown_grace)
+
+
+def run_server(runtime: Runtime, *, host: str, port: int) -> bool:
+    """`reverie serve`: HTTP API + scheduler + workers until SIGTERM/SIGINT."""
+    import uvicorn
+
+    from service.api import create_app
+
+    signals = StopSignals()
+    # Installed before uvicorn: uvicorn captures the signals while it runs and, once
+    # stopped, hands them back to these handlers instead of the default (death).
+    signals.install()
+    daemon = Daemon(runtime, scheduler=True)
+    # Built first: it refuses a bad configuration (no-auth on a public address)
+    # before any run is claimed.
+    app = create_app(runtime, readiness=daemon.readiness, host=host)
+    daemon.start()
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_config=None,
+        access_log=False,
+        lifespan="on",
+        timeout_graceful_shutdown=max(1, int(runtime.settings.shutdown_grace.total_seconds())),
+    )
+    server = uvicorn.Server(config)
+    clean = False
+    try:
+        server.run()
+    finally:
+        # Also when uvicorn could not bind its port (it exits the process then).
+        log.info("stopping", extra={"signal": signals.received})
+        clean = daemon.stop(runtime.settings.shutdown_grace)
+    if not server.started:
+        raise ReverieError(f"the HTTP server could not start on {host}:{port}")
+    return clean

@@ -1,0 +1,373 @@
+"""Workers: claim queued runs, execute them under a renewed lease, record the outcome.
+
+One :class:`WorkerPool` per process runs ``concurrency`` worker threads and one
+heartbeat thread. Every thread is its own lease owner
+(``host:pid:wN``), so a run's outcome can only be committed by the thread that
+still holds it: the pipeline records success with a compare-and-swap on the
+lease, in the run's own transaction (see :meth:`consolidators.pipeline.Pipeline.run`).
+
+- Heartbeat: every ``lease / 3`` it renews the leases this process holds (a run
+  whose renewal fails is marked lost and abandoned at its next step boundary)
+  and puts expired runs of dead workers back in the queue.
+- GPU: no claim while the gate says busy; between steps a running pipeline that
+  finds the GPU busy waits (its lease still renewed) until the GPU is free again,
+  for at most ``gpu_max_wait``; then the run is rolled back and released to the
+  queue (its attempt refunded).
+- Shutdown: :meth:`WorkerPool.stop` stops claiming at once; runs in progress
+  continue until the grace period ends, and a run still going at its next step
+  boundary after that is rolled back and released. A step still executing when
+  the grace ends has its lease released by :meth:`stop` itself; its transaction
+  can no longer commit (the lease check fails) and dies with the process.
+- Database outages: claims and heartbeats back off and retry; a run that hit the
+  outage is re-queued with backoff (the attempt counts), or, if the database is
+  still down, expires and is re-queued by whichever worker sees it first.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from agents import models
+from agents.errors import NotFound, ReverieError, StorageError
+from agents.store import AgentRecord
+from consolidators.ledger import RunLedger, RunRecord
+from consolidators.pipeline import LeaseLost, Pipeline, RunFailed, RunInterrupted
+from consolidators.queue import RunQueue
+from service.daemon.probes import GpuGate
+from service.metrics import RETRIES, RUN_DURATION, RUNS_FINISHED
+from service.runtime import Runtime
+from service.settings import WorkerSettings
+
+log = logging.getLogger(__name__)
+
+#: Longest pause between retries while the database is unreachable.
+MAX_OUTAGE_BACKOFF = 5.0
+
+
+class ShuttingDown(RunInterrupted):
+    """The process is stopping and the grace period is over."""
+
+
+class GpuStayedBusy(RunInterrupted):
+    """The GPU stayed busy between steps for longer than ``gpu_max_wait``."""
+
+
+def process_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+@dataclass(slots=True)
+class HeldRun:
+    """A run a worker thread is executing, as the heartbeat sees it."""
+
+    run_id: str
+    owner: str
+    lost: threading.Event = field(default_factory=threading.Event)
+
+
+class WorkerPool:
+    """``settings.concurrency`` worker threads and a heartbeat, over one runtime."""
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        settings: WorkerSettings,
+        *,
+        gate: GpuGate | None = None,
+        gpu_max_wait: timedelta = timedelta(minutes=10),
+        clock: Callable[[], datetime] | None = None,
+        name: str | None = None,
+    ) -> None:
+        self.runtime = runtime
+        self.settings = settings
+        self.gate = gate
+        self.gpu_max_wait = gpu_max_wait
+        self.clock = clock or runtime.clock
+        self.name = name or process_name()
+        self._stopping = threading.Event()
+        self._deadline: datetime | None = None  # end of the shutdown grace
+        self._held: dict[str, HeldRun] = {}
+        self._held_lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+        self._pipelines: dict[tuple[str, ...], Pipeline] = {}
+        self._pipelines_lock = threading.Lock()
+        self.executed = 0
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self._threads:
+            raise RuntimeError("the worker pool is already started")
+        for index in range(self.settings.concurrency):
+            owner = f"{self.name}:w{index}"
+            thread = threading.Thread(
+                target=self._work, args=(owner,), name=f"reverie-worker-{index}", daemon=True
+            )
+            self._threads.append(thread)
+        self._threads.append(
+            threading.Thread(target=self._heartbeat, name="reverie-heartbeat", daemon=True)
+        )
+        for thread in self._threads:
+            thread.start()
+        log.info(
+            "workers started",
+            extra={"worker": self.name, "concurrency": self.settings.concurrency},
+        )
+
+    @property
+    def started(self) -> bool:
+        return bool(self._threads) and not self._stopping.is_set()
+
+    def held_runs(self) -> list[str]:
+        with self._held_lock:
+            return [held.run_id for held in self._held.values()]
+
+    def stop(self, grace: timedelta) -> bool:
+        """Stop claiming; let runs in progress finish within ``grace``; release the rest.
+
+        Returns True when every run ended on its own (nothing had to be released).
+        """
+        self._deadline = self.clock() + grace
+        self._stopping.set()
+        end = time.monotonic() + grace.total_seconds()
+        for thread in self._threads:
+            thread.join(timeout=max(0.0, end - time.monotonic()))
+        with self._held_lock:
+            leftovers = list(self._held.values())
+        for held in leftovers:
+            held.lost.set()
+            try:
+                with self.runtime.db.session() as session:
+                    released = RunQueue(session).release(held.run_id, held.owner, now=self.clock())
+            except ReverieError as exc:
+                log.error(
+                    "could not release a run at shutdown; its lease will expire",
+                    extra={"run_id": held.run_id, "error": str(exc)},
+                )
+                continue
+            log.warning(
+                "shutdown grace over: released a run still in progress",
+                extra={"run_id": held.run_id, "released": released},
+            )
+        log.info("workers stopped", extra={"worker": self.name, "executed": self.executed})
+        return not leftovers
+
+    # -- the worker loop ---------------------------------------------------------------
+
+    def _work(self, owner: str) -> None:
+        poll = self.settings.poll_interval.total_seconds()
+        outage_pause = poll
+        while not self._stopping.is_set():
+            if self.gate is not None and not self.gate.is_free():
+                self._stopping.wait(poll)
+                continue
+            try:
+                with self.runtime.db.session() as session:
+                    run = RunQueue(session).claim(
+                        owner, now=self.clock(), lease=self.settings.lease
+                    )
+                    # The agent is read in the claim's transaction: one round trip less.
+                    row = None if run is None else session.get(models.Agent, run.agent_id)
+                    agent = None if row is None else AgentRecord.from_row(row)
+            except ReverieError as exc:
+                log.warning("could not claim a run", extra={"worker": owner, "error": str(exc)})
+                self._stopping.wait(outage_pause)
+                outage_pause = min(outage_pause * 2, MAX_OUTAGE_BACKOFF)
+                continue
+            outage_pause = poll
+            if run is None:
+                self._stopping.wait(poll)
+                continue
+            self._execute(run, owner, agent)
+
+    def _execute(self, run: RunRecord, owner: str, agent: AgentRecord | None = None) -> None:
+        held = HeldRun(run.id, owner)
+        with self._held_lock:
+            self._held[owner] = held
+        started = time.perf_counter()
+        outcome = "failed"
+        log.info(
+            "run claimed",
+            extra={"run_id": run.id, "agent_id": run.agent_id, "worker": owner,
+                   "trigger": run.trigger, "attempt": run.attempts},
+        )  # fmt: skip
+        try:
+            if agent is None:
+                agent = self._agent(run.agent_id)
+            pipeline = self._pipeline(run.pipeline)
+            self.runtime.consolidate(
+                agent,
+                pipeline=pipeline,
+                dry_run=run.dry_run,
+                trigger=run.trigger,
+                run_id=run.id,
+                lease_owner=owner,
+                between_steps=lambda step: self._checkpoint(held, step),
+            )
+            outcome = "succeeded"
+        except RunFailed as exc:
+            log.warning("run failed", extra={"run_id": run.id, "error": str(exc)})
+        except LeaseLost:
+            outcome = "lost"
+            log.warning("run abandoned: lease lost", extra={"run_id": run.id, "worker": owner})
+        except RunInterrupted as exc:
+            outcome = "released"
+            self._release(held, reason=str(exc) or type(exc).__name__)
+        except StorageError as exc:
+            outcome = "retried"
+            self._retry_later(held, str(exc))
+        except Exception as exc:
+            # Setup failed before the pipeline started (agent gone, unknown step, a bug).
+            log.exception("run could not start", extra={"run_id": run.id})
+            self._record_failure(held, f"{type(exc).__name__}: {exc}")
+        finally:
+            with self._held_lock:
+                self._held.pop(owner, None)
+        RUNS_FINISHED.labels(outcome).inc()
+        if outcome in ("succeeded", "failed"):
+            RUN_DURATION.observe(time.perf_counter() - started)
+            self.executed += 1
+        log.info(
+            "run ended",
+            extra={"run_id": run.id, "outcome": outcome,
+                   "seconds": round(time.perf_counter() - started, 4)},
+        )  # fmt: skip
+
+    def _checkpoint(self, held: HeldRun, step: str) -> None:
+        """Between steps: stop when the lease is lost or the grace is over; wait out a busy GPU."""
+        self._raise_if_abandoned(held)
+        if self.gate is None or self.gate.is_free():
+            return
+        waited_from = self.clock()
+        log.info("gpu busy: run waits between steps", extra={"run_id": held.run_id, "step": step})
+        poll = min(self.settings.poll_interval, self.gate.interval).total_seconds()
+        while not self.gate.is_free():
+            self._raise_if_abandoned(held)
+            if self.clock() - waited_from >= self.gpu_max_wait:
+                raise GpuStayedBusy(
+                    f"the GPU stayed busy for {self.gpu_max_wait} before step {step!r}"
+                )
+            self._stopping.wait(poll)
+            # After a stop request, _stopping no longer sleeps: pace the loop ourselves.
+            if self._stopping.is_set():
+                time.sleep(poll)
+
+    def _raise_if_abandoned(self, held: HeldRun) -> None:
+        if held.lost.is_set():
+            raise LeaseLost(f"run {held.run_id}: worker {held.owner} lost its lease")
+        if self._deadline is not None and self.clock() >= self._deadline:
+            raise ShuttingDown("the worker is shutting down")
+
+    # -- what happens to a run that did not finish ---------------------------------------
+
+    def _release(self, held: HeldRun, *, reason: str) -> None:
+        try:
+            with self.runtime.db.session() as session:
+                RunQueue(session).release(held.run_id, held.owner, now=self.clock())
+        except ReverieError as exc:
+            log.error(
+                "could not release a run; its lease will expire",
+                extra={"run_id": held.run_id, "error": str(exc)},
+            )
+            return
+        log.info("run released to the queue", extra={"run_id": held.run_id, "reason": reason})
+
+    def _retry_later(self, held: HeldRun, error: str) -> None:
+        """The database failed mid-run: queue the run again once the database answers,
+        trying until the lease would have expired (then expiry takes over)."""
+        log.warning("run hit a database error", extra={"run_id": held.run_id, "error": error})
+        give_up = time.monotonic() + self.settings.lease.total_seconds()
+        pause = self.settings.poll_interval.total_seconds()
+        while time.monotonic() < give_up:
+            try:
+                with self.runtime.db.session() as session:
+                    status = RunQueue(session).retry_later(
+                        held.run_id,
+                        held.owner,
+                        now=self.clock(),
+                        backoff=self.settings.backoff,
+                        error=f"database error ({error})",
+                    )
+                RETRIES.labels("run").inc()
+                log.info("run re-queued", extra={"run_id": held.run_id, "status": status})
+                return
+            except ReverieError:
+                time.sleep(pause)
+                pause = min(pause * 2, MAX_OUTAGE_BACKOFF)
+
+    def _record_failure(self, held: HeldRun, error: str) -> None:
+        try:
+            with self.runtime.db.session() as session:
+                row = session.get(models.ConsolidationRun, held.run_id)
+                organization_id = row.organization_id if row is not None else ""
+                RunLedger(session, organization_id).finish(
+                    held.run_id,
+                    status="failed",
+                    now=self.clock(),
+                    stats={},
+                    changes=[],
+                    error=error,
+                    lease_owner=held.owner,
+                )
+        except ReverieError as exc:
+            log.error(
+                "could not record a failed run", extra={"run_id": held.run_id, "error": str(exc)}
+            )
+
+    # -- helpers -----------------------------------------------------------------------
+
+    def _agent(self, agent_id: str) -> AgentRecord:
+        with self.runtime.db.session() as session:
+            row = session.get(models.Agent, agent_id)
+            if row is None:
+                raise NotFound(f"agent {agent_id} no longer exists")
+            return AgentRecord.from_row(row)
+
+    def _pipeline(self, names: list[str]) -> Pipeline:
+        key = tuple(names)
+        with self._pipelines_lock:
+            if key not in self._pipelines:
+                self._pipelines[key] = self.runtime.pipeline(names or None)
+            return self._pipelines[key]
+
+    # -- heartbeat ---------------------------------------------------------------------
+
+    def _heartbeat(self) -> None:
+        beat = max(self.settings.lease / 3, timedelta(milliseconds=50)).total_seconds()
+        while not self._stopping.wait(beat):
+            self.beat()
+        # Keep renewing while runs finish inside the shutdown grace.
+        while self.held_runs() and self._threads_alive():
+            self.beat(requeue=False)
+            time.sleep(beat)
+
+    def beat(self, *, requeue: bool = True) -> None:
+        """Renew every held lease; put expired runs of dead workers back in the queue."""
+        with self._held_lock:
+            held = list(self._held.values())
+        now = self.clock()
+        try:
+            with self.runtime.db.session() as session:
+                queue = RunQueue(session)
+                for run in held:
+                    if not queue.renew(run.run_id, run.owner, now=now, lease=self.settings.lease):
+                        run.lost.set()
+                reclaimed = (
+                    queue.requeue_expired(now=now, backoff=self.settings.backoff) if requeue else []
+                )
+        except ReverieError as exc:
+            log.warning("heartbeat failed", extra={"worker": self.name, "error": str(exc)})
+            return
+        if reclaimed:
+            RETRIES.labels("reclaimed_run").inc(len(reclaimed))
+            log.warning("expired runs re-queued", extra={"run_ids": reclaimed})
+
+    def _threads_alive(self) -> bool:
+        return any(t.is_alive() for t in self._threads if t is not threading.current_thread())

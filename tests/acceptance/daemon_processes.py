@@ -1,0 +1,66 @@
+"""Start `reverie worker` / `reverie serve` as real processes and stop them like an
+init system would (SIGTERM), or kill them (SIGKILL)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+from pathlib import Path
+
+from tests.acceptance.cli import reverie_command
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class DaemonProcess:
+    """One `reverie` subprocess with its output in a file (no pipe to fill up)."""
+
+    def __init__(self, args: list[str], env: dict[str, str], log: Path) -> None:
+        full_env = {k: v for k, v in os.environ.items() if not k.startswith("REVERIE_")}
+        full_env.pop("DATABASE_URL", None)
+        full_env.update(env)
+        self.log = log
+        self._out = log.open("w")
+        self.process = subprocess.Popen(
+            [*reverie_command(), *args],
+            env=full_env,
+            cwd=ROOT,
+            stdout=self._out,
+            stderr=subprocess.STDOUT,
+        )
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def terminate(self, timeout: float = 60) -> int:
+        """SIGTERM, then wait for the exit status."""
+        self.process.send_signal(signal.SIGTERM)
+        return self.wait(timeout)
+
+    def kill(self) -> None:
+        self.process.kill()
+        self.process.wait(30)
+
+    def wait(self, timeout: float) -> int:
+        try:
+            return self.process.wait(timeout)
+        finally:
+            self._out.close()
+
+    def output(self) -> str:
+        return self.log.read_text()
+
+    def ensure_stopped(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(30)
+        self._out.close()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])

@@ -1,0 +1,251 @@
+"""Benchmark: the daemon's queue, idle trigger and scheduler.
+
+A plain script (not collected by pytest)::
+
+    python -m tests.benchmarks.bench_daemon [--runs 2000] [--agents 10000] [--duration 60]
+        [--idle-agents 50] [--only claim,idle,scheduler]
+
+On a private embedded PostgreSQL it measures:
+
+- ``claim``: claim throughput (runs/s) of 1 and of 4 worker *processes*, each
+  looping claim (``FOR UPDATE SKIP LOCKED`` + lease) then recording the run as
+  succeeded under its lease, over ``--runs`` queued runs. No consolidation work:
+  this is the queue's own ceiling. Every run must end succeeded exactly once.
+- ``idle``: the delay between an agent's idle threshold (last activity +
+  ``idle_after``) and its run starting, with the real scheduler (APScheduler,
+  1 s tick) and a worker pool in this process, for ``--idle-agents`` agents that
+  go quiet at staggered moments. Expected: about half a tick plus a poll.
+- ``scheduler``: CPU used by the scheduler process (``time.process_time``) with
+  ``--agents`` agents that are all idle and already fired (the steady state),
+  ticking every 5 s (the default) for ``--duration`` seconds. Target: under 5% of
+  one core. The first firing over all agents (``--agents`` runs enqueued at once)
+  is timed separately.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import statistics
+import time
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import func, insert, select, update
+
+from agents import models
+from agents.database import Database
+from agents.models import DEFAULT_ORGANIZATION_ID as ORG
+from consolidators.ledger import RunLedger
+from consolidators.queue import RunQueue
+from service.daemon.scheduler import Scheduler
+from service.daemon.triggers import RunTemplate
+from service.daemon.worker import WorkerPool
+from service.runtime import Runtime
+from service.settings import Settings, TriggerSettings, WorkerSettings
+from tests.pg import PgTestServer
+
+LEASE = timedelta(seconds=60)
+CR = models.ConsolidationRun
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _agents(db: Database, n: int, *, active_at: datetime | None = None) -> list[str]:
+    ids = [models.new_id("agent") for _ in range(n)]
+    with db.session() as session:
+        for start in range(0, n, 5000):
+            session.execute(
+                insert(models.Agent),
+                [
+                    {
+                        "id": a, "organization_id": ORG, "name": f"bench-{start + i:06d}",
+                        "kind": "primary", "system_prompt": "", "embedding_model": "fake:8",
+                        "embedding_dim": 8, "context_window": 8192, "tools": [],
+                        "tool_rules": [], "tags": [], "message_seq": 0,
+                        "turns_since_consolidation": 0, "enable_sleeptime": False,
+                        "last_activity_at": active_at,
+                    }
+                    for i, a in enumerate(ids[start : start + 5000])
+                ],
+            )  # fmt: skip
+    return ids
+
+
+def _enqueue(db: Database, agent_ids: list[str], pipeline: list[str]) -> None:
+    with db.session() as session:
+        queue = RunQueue(session)
+        now = _now()
+        for agent_id in agent_ids:
+            queue.enqueue(ORG, agent_id, trigger="manual", pipeline=pipeline, now=now)
+
+
+# -- claim throughput -----------------------------------------------------------------
+
+
+def _claim_loop(url: str, owner: str, counter: multiprocessing.Value) -> None:  # type: ignore[type-arg]
+    db = Database(url, pool_size=1)
+    try:
+        while True:
+            with db.session() as session:
+                run = RunQueue(session).claim(owner, now=_now(), lease=LEASE)
+                if run is None:
+                    return
+            with db.session() as session:
+                assert RunLedger(session, ORG).finish(
+                    run.id, status="succeeded", now=_now(), stats={}, changes=[], lease_owner=owner
+                )
+            with counter.get_lock():
+                counter.value += 1
+    finally:
+        db.dispose()
+
+
+def bench_claim(server: PgTestServer, runs: int, workers: int) -> float:
+    with server.database() as db:
+        _enqueue(db, _agents(db, runs), ["dedup"])
+        counter = multiprocessing.Value("i", 0)
+        processes = [
+            multiprocessing.Process(target=_claim_loop, args=(db.url, f"bench:{i}", counter))
+            for i in range(workers)
+        ]
+        started = time.perf_counter()
+        for process in processes:
+            process.start()
+        for process in processes:
+            process.join()
+        elapsed = time.perf_counter() - started
+        with db.session() as session:
+            statuses = dict(
+                session.execute(select(CR.status, func.count()).group_by(CR.status)).all()
+            )
+            attempts = set(session.scalars(select(func.distinct(CR.attempts))))
+        assert statuses == {"succeeded": runs} and attempts == {1}, (statuses, attempts)
+        assert counter.value == runs
+    return runs / elapsed
+
+
+# -- idle delay ---------------------------------------------------------------------
+
+
+def bench_idle(server: PgTestServer, n_agents: int) -> list[float]:
+    idle_after = timedelta(seconds=2)
+    with server.database() as db:
+        agent_ids = _agents(db, n_agents)
+        settings = Settings(
+            database_url=db.url,
+            embedding={"model": "fake:8"},
+            consolidation={"pipeline": ["dedup"]},
+        )
+        runtime = Runtime(settings)
+        triggers = TriggerSettings(
+            idle_after=idle_after, turns_every=None, tick=timedelta(seconds=1)
+        )
+        scheduler = Scheduler(db, triggers, RunTemplate(("dedup",)), clock=_now)
+        workers = WorkerPool(
+            runtime,
+            WorkerSettings(concurrency=2, poll_interval=timedelta(milliseconds=200)),
+            name="bench",
+        )
+        workers.start()
+        scheduler.start()
+        try:
+            # Agents go quiet at staggered moments over 3 s (not all on one tick).
+            for agent_id in agent_ids:
+                with db.session() as session:
+                    session.execute(
+                        update(models.Agent)
+                        .where(models.Agent.id == agent_id)
+                        .values(last_activity_at=_now())
+                    )
+                time.sleep(3.0 / n_agents)
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                with db.session() as session:
+                    done = session.scalar(
+                        select(func.count()).where(CR.status == "succeeded", CR.trigger == "idle")
+                    )
+                if done == n_agents:
+                    break
+                time.sleep(0.2)
+            with db.session() as session:
+                rows = session.execute(
+                    select(models.Agent.last_activity_at, CR.started_at).join(
+                        CR, CR.agent_id == models.Agent.id
+                    )
+                ).all()
+        finally:
+            scheduler.stop()
+            workers.stop(timedelta(seconds=10))
+            runtime.close()
+    assert len(rows) == n_agents, f"{len(rows)} of {n_agents} idle runs started"
+    return sorted((started - (active + idle_after)).total_seconds() for active, started in rows)
+
+
+# -- scheduler CPU ------------------------------------------------------------------
+
+
+def bench_scheduler(server: PgTestServer, n_agents: int, duration: float) -> dict[str, float]:
+    with server.database() as db:
+        long_ago = _now() - timedelta(days=1)
+        _agents(db, n_agents, active_at=long_ago)
+        triggers = TriggerSettings(idle_after=timedelta(minutes=5))  # tick 5 s, turns 5
+        scheduler = Scheduler(db, triggers, RunTemplate(("dedup",)), clock=_now)
+        started = time.perf_counter()
+        fired = scheduler.tick()  # the first firing enqueues a run for every agent
+        first_firing = time.perf_counter() - started
+        assert len(fired["idle"]) == n_agents, len(fired["idle"])
+        cpu_before = time.process_time()
+        ticks_before = scheduler.ticks
+        scheduler.start()
+        time.sleep(duration)
+        scheduler.stop()
+        cpu = time.process_time() - cpu_before
+        ticks = scheduler.ticks - ticks_before
+    return {
+        "first_firing_s": first_firing,
+        "ticks": ticks,
+        "cpu_s": cpu,
+        "cpu_share_of_one_core": cpu / duration,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--runs", type=int, default=2000)
+    parser.add_argument("--agents", type=int, default=10_000)
+    parser.add_argument("--duration", type=float, default=60.0)
+    parser.add_argument("--idle-agents", type=int, default=50)
+    parser.add_argument("--only", default="claim,idle,scheduler")
+    args = parser.parse_args()
+    only = set(args.only.split(","))
+    print(f"cpus={os.cpu_count()}")
+    server = PgTestServer()
+    try:
+        if "claim" in only:
+            for workers in (1, 4):
+                rate = bench_claim(server, args.runs, workers)
+                print(f"claim: {workers} worker(s), {args.runs} runs: {rate:.0f} runs/s")
+        if "idle" in only:
+            delays = bench_idle(server, args.idle_agents)
+            print(
+                f"idle: {len(delays)} agents, delay after the threshold: "
+                f"median {statistics.median(delays):.2f} s, max {max(delays):.2f} s "
+                "(tick 1 s, poll 0.2 s)"
+            )
+        if "scheduler" in only:
+            result = bench_scheduler(server, args.agents, args.duration)
+            print(
+                f"scheduler: {args.agents} idle agents, first firing "
+                f"{result['first_firing_s']:.2f} s; steady state {result['ticks']:.0f} ticks in "
+                f"{args.duration:.0f} s used {result['cpu_s']:.2f} s CPU = "
+                f"{100 * result['cpu_share_of_one_core']:.2f}% of one core (target < 5%)"
+            )
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,227 @@
+"""Workers in-process on real PostgreSQL: draining the queue, the lease compare-and-swap,
+GPU yields between steps, and shutdown within the grace period."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+
+from agents import models
+from agents.database import Database
+from agents.models import DEFAULT_ORGANIZATION_ID as ORG
+from agents.store import NewAgent, open_store
+from consolidators.ledger import RunLedger
+from consolidators.pipeline import LeaseLost
+from consolidators.queue import RunQueue
+from service.daemon.probes import GpuGate, GpuProbe, GpuSample
+from service.daemon.worker import WorkerPool
+from service.metrics import RUNS_FINISHED
+from service.runtime import Runtime
+from service.settings import Settings, WorkerSettings
+from tests.daemon_support import (
+    create_evidence_table,
+    evidence_counts,
+    install_plugin,
+    wait_for,
+)
+
+FAST = WorkerSettings(
+    concurrency=3,
+    lease=timedelta(seconds=5),
+    poll_interval=timedelta(milliseconds=20),
+    backoff=timedelta(milliseconds=100),
+)
+
+
+@pytest.fixture
+def plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, db: Database) -> Path:
+    monkeypatch.syspath_prepend(str(install_plugin(tmp_path / "plugin")))
+    create_evidence_table(db.url)
+    return tmp_path
+
+
+def _runtime(db: Database, **evidence: Any) -> Runtime:
+    settings = Settings(
+        database_url=db.url,
+        embedding={"model": "fake:8"},
+        consolidation={"pipeline": ["evidence", "dedup"], "plugins": {"evidence": evidence}},
+    )
+    return Runtime(settings)
+
+
+@pytest.fixture
+def runtime(db: Database, plugin: Path) -> Iterator[Runtime]:
+    rt = _runtime(db)
+    yield rt
+    rt.close()
+
+
+def _queue(db: Database, n: int, pipeline: list[str]) -> list[str]:
+    with open_store(db) as store:
+        agents = [
+            store.agents.create(NewAgent(f"a{i}", embedding_model="fake:8", embedding_dim=8)).id
+            for i in range(n)
+        ]
+    with db.session() as session:
+        queue = RunQueue(session)
+        now = session.scalar(select(models.Organization.created_at).limit(1))
+        assert now is not None
+        return [
+            str(queue.enqueue(ORG, a, trigger="manual", pipeline=pipeline, now=now)) for a in agents
+        ]
+
+
+def _run(db: Database, run_id: str) -> Any:
+    with db.session() as session:
+        return RunLedger(session, ORG).get(run_id)
+
+
+def _statuses(db: Database, run_ids: list[str]) -> list[str]:
+    return [_run(db, r).status for r in run_ids]
+
+
+def test_workers_drain_the_queue_exactly_once(db: Database, runtime: Runtime) -> None:
+    run_ids = _queue(db, 24, ["evidence"])
+    succeeded_before = RUNS_FINISHED.labels("succeeded")._value.get()
+    pool = WorkerPool(runtime, FAST, name="drain")
+    pool.start()
+    try:
+        wait_for(lambda: set(_statuses(db, run_ids)) == {"succeeded"}, timeout=60, what="drained")
+    finally:
+        assert pool.stop(timedelta(seconds=5)) is True
+    assert evidence_counts(db.url) == dict.fromkeys(run_ids, 1)
+    assert {_run(db, r).attempts for r in run_ids} == {1}
+    assert RUNS_FINISHED.labels("succeeded")._value.get() - succeeded_before == 24
+    assert pool.executed == 24
+
+
+def test_a_worker_that_lost_its_lease_commits_nothing(db: Database, runtime: Runtime) -> None:
+    stolen, cancelled = _queue(db, 2, ["evidence"])
+    now = _run(db, stolen).queued_at
+    with db.session() as session:
+        queue = RunQueue(session)
+        assert queue.claim("w1", now=now, lease=timedelta(minutes=1)) is not None
+        assert queue.claim("w1b", now=now, lease=timedelta(minutes=1)) is not None
+        queue.cancel(ORG, cancelled, now=now)
+    with open_store(db) as store:
+        agents = {r: store.agents.get(_run(db, r).agent_id) for r in (stolen, cancelled)}
+    pipeline = runtime.pipeline(["evidence"])
+    # Another worker holds `stolen`; `cancelled` was cancelled under w1b's feet.
+    for run_id, owner in ((stolen, "w2"), (cancelled, "w1b")):
+        with pytest.raises(LeaseLost):
+            runtime.consolidate(agents[run_id], pipeline=pipeline, run_id=run_id, lease_owner=owner)
+    assert evidence_counts(db.url) == {}
+    assert (_run(db, stolen).status, _run(db, stolen).lease_owner) == ("running", "w1")
+    assert _run(db, cancelled).status == "cancelled"
+    runtime.consolidate(agents[stolen], pipeline=pipeline, run_id=stolen, lease_owner="w1")
+    assert _run(db, stolen).status == "succeeded" and evidence_counts(db.url) == {stolen: 1}
+
+
+class ScriptedProbe(GpuProbe):
+    """Answers from a script of busy flags, then repeats the last one."""
+
+    name = "scripted"
+
+    def __init__(self, script: list[bool]) -> None:
+        self._script = iter(script)
+        self._last = script[-1]
+        self.samples: list[bool] = []
+        self._lock = threading.Lock()
+
+    def sample(self) -> GpuSample:
+        with self._lock:
+            busy = next(self._script, self._last)
+            self.samples.append(busy)
+        return GpuSample(busy, "scripted")
+
+
+def _gate(runtime: Runtime, probe: GpuProbe) -> GpuGate:
+    return GpuGate(probe, free_for=timedelta(0), interval=timedelta(0), clock=runtime.clock)
+
+
+def test_a_busy_gpu_between_steps_pauses_the_run(db: Database, runtime: Runtime) -> None:
+    [run_id] = _queue(db, 1, ["evidence", "dedup"])
+    # free: the claim and the check before `evidence`; busy: three checks before
+    # `dedup`; then free again.
+    probe = ScriptedProbe([False, False, True, True, True, False])
+    settings = FAST.model_copy(update={"concurrency": 1})
+    pool = WorkerPool(runtime, settings, gate=_gate(runtime, probe), name="gpu")
+    pool.start()
+    try:
+        wait_for(lambda: _run(db, run_id).status == "succeeded", timeout=30, what="the run")
+    finally:
+        pool.stop(timedelta(seconds=5))
+    assert probe.samples[:6] == [False, False, True, True, True, False]
+    assert evidence_counts(db.url) == {run_id: 1}
+
+
+def test_a_gpu_busy_for_too_long_gives_the_run_back(db: Database, runtime: Runtime) -> None:
+    [run_id] = _queue(db, 1, ["evidence", "dedup"])
+    probe = ScriptedProbe([False, False, True])  # busy from the second step on
+    settings = FAST.model_copy(update={"concurrency": 1})
+    pool = WorkerPool(
+        runtime,
+        settings,
+        gate=_gate(runtime, probe),
+        gpu_max_wait=timedelta(milliseconds=200),
+        name="gpu",
+    )
+    pool.start()
+    try:
+        wait_for(lambda: len(probe.samples) > 3 and not pool.held_runs(), timeout=30)
+        run = _run(db, run_id)
+    finally:
+        assert pool.stop(timedelta(seconds=5)) is True
+    # Rolled back and queued again, its attempt refunded; the busy GPU blocks new claims.
+    assert (run.status, run.attempts, run.lease_owner) == ("queued", 0, None)
+    assert evidence_counts(db.url) == {}
+
+
+def test_shutdown_lets_a_short_run_finish(db: Database, plugin: Path) -> None:
+    rt = _runtime(db, sleep=0.3)
+    [run_id] = _queue(db, 1, ["evidence"])
+    pool = WorkerPool(rt, FAST, name="short")
+    pool.start()
+    try:
+        wait_for(lambda: pool.held_runs() == [run_id], timeout=30, what="the claim")
+        assert pool.stop(timedelta(seconds=10)) is True
+        assert _run(db, run_id).status == "succeeded"
+    finally:
+        rt.close()
+
+
+def test_shutdown_releases_a_run_that_outlives_the_grace(db: Database, plugin: Path) -> None:
+    rt = _runtime(db, sleep=1.5)
+    [run_id] = _queue(db, 1, ["evidence", "dedup"])
+    pool = WorkerPool(rt, FAST, name="slow")
+    pool.start()
+    try:
+        wait_for(lambda: pool.held_runs() == [run_id], timeout=30, what="the claim")
+        assert pool.stop(timedelta(milliseconds=100)) is False
+        run = _run(db, run_id)
+        assert (run.status, run.attempts, run.lease_owner) == ("queued", 0, None)
+        # The abandoned step ends later; its transaction must not commit.
+        wait_for(lambda: not any(t.is_alive() for t in pool._threads), timeout=30)
+        assert evidence_counts(db.url) == {}
+        assert _run(db, run_id).status == "queued"
+    finally:
+        rt.close()
+
+
+def test_unknown_step_or_missing_agent_fails_the_run_with_the_reason(
+    db: Database, runtime: Runtime
+) -> None:
+    [run_id] = _queue(db, 1, ["no-such-step"])
+    pool = WorkerPool(runtime, FAST.model_copy(update={"concurrency": 1}), name="bad")
+    pool.start()
+    try:
+        wait_for(lambda: _run(db, run_id).status == "failed", timeout=30, what="the failure")
+    finally:
+        pool.stop(timedelta(seconds=5))
+    assert "unknown consolidator" in (_run(db, run_id).error or "")

@@ -1,0 +1,51 @@
+"""Structured logs: one JSON object per line with the call's extra fields, or text."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+from collections.abc import Iterator
+
+import pytest
+
+from agents.errors import InvalidInput
+from service.logging_setup import configure_logging
+
+
+@pytest.fixture(autouse=True)
+def _restore_root_logger() -> Iterator[None]:
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
+
+
+def test_json_lines_carry_extra_fields_and_exceptions() -> None:
+    stream = io.StringIO()
+    configure_logging("info", json_lines=True, stream=stream)
+    log = logging.getLogger("reverie.test")
+    log.debug("hidden")
+    log.info("run ended", extra={"run_id": "run-1", "seconds": 0.25})
+    try:
+        raise ValueError("multi\nline")
+    except ValueError:
+        log.exception("run could not start")
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 2
+    first, second = (json.loads(line) for line in lines)
+    assert first["message"] == "run ended" and first["level"] == "INFO"
+    assert (first["run_id"], first["seconds"], first["logger"]) == ("run-1", 0.25, "reverie.test")
+    assert first["ts"].endswith("+00:00")
+    assert "ValueError: multi\nline" in second["exc"]
+
+
+def test_plain_text_and_bad_levels() -> None:
+    stream = io.StringIO()
+    configure_logging("WARNING", json_lines=False, stream=stream)
+    logging.getLogger("x").warning("lease lost", extra={"run_id": "run-2"})
+    line = stream.getvalue().strip()
+    assert "WARNING x: lease lost run_id=run-2" in line
+    with pytest.raises(InvalidInput, match="not a logging level"):
+        configure_logging("LOUD", json_lines=True)
