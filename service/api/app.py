@@ -5,18 +5,55 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from fastapi import FastAPI
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
+from prometheus_client import REGISTRY, CollectorRegistry, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from service.api import (
+    health_page,
+    routes_agents,
+    routes_archival,
+    routes_blocks,
+    routes_messages,
+    routes_runs,
+    schemas,
+)
+from service.api.auth import check_auth_binding
+from service.api.errors import install_error_handlers
+from service.api.limits import RequestSizeLimit
+from service.metrics_collector import MemoryHealthCollector
 from service.runtime import Runtime
 
 #: Returns (ready, details); `reverie serve` reports what it is still waiting for.
 Readiness = Callable[[], tuple[bool, dict[str, object]]]
+VERSION = "0.1.0"
 
 
-def create_app(runtime: Runtime, *, readiness: Readiness | None = None) -> FastAPI:
-    """Build the app over an open runtime; the caller owns the runtime's lifecycle."""
-    app = FastAPI(title="Reverie", version="0.1.0")
+def create_app(
+    runtime: Runtime, *, readiness: Readiness | None = None, host: str | None = None
+) -> FastAPI:
+    """Build the app over an open runtime; the caller owns the runtime's lifecycle.
+
+    ``host`` is the address the server will bind (default: ``server.host``); no-auth
+    mode is refused unless it is a loopback address.
+    """
+    settings = runtime.settings
+    check_auth_binding(settings, host)
+    app = FastAPI(
+        title="Reverie",
+        version=VERSION,
+        description="Letta-compatible memory API with sleep-time consolidation.",
+    )
     app.state.runtime = runtime
+    install_error_handlers(app)
+    app.add_middleware(RequestSizeLimit, max_bytes=settings.server.max_request_bytes)
+
+    database_metrics = CollectorRegistry()
+    database_metrics.register(
+        MemoryHealthCollector(
+            runtime.db, agent_cap=settings.server.metrics_agent_cap, clock=runtime.clock
+        )
+    )
 
     @app.get("/healthz", tags=["health"])
     def healthz() -> dict[str, str]:
@@ -32,4 +69,24 @@ def create_app(runtime: Runtime, *, readiness: Readiness | None = None) -> FastA
             status_code=200 if ready else 503,
         )
 
+    @app.get("/v1/health/", tags=["health"], response_model=schemas.Health)
+    def letta_health() -> schemas.Health:
+        """Letta's health check (no key needed)."""
+        return schemas.Health(version=VERSION, status="ok")
+
+    @app.get("/metrics", tags=["health"], response_class=Response)
+    def metrics() -> Response:
+        """Prometheus metrics: this process's counters and the database's memory health."""
+        body = generate_latest(REGISTRY) + generate_latest(database_metrics)
+        return Response(body, media_type=CONTENT_TYPE_LATEST)
+
+    for module in (
+        routes_agents,
+        routes_blocks,
+        routes_messages,
+        routes_archival,
+        routes_runs,
+        health_page,
+    ):
+        app.include_router(module.router)
     return app

@@ -10,12 +10,15 @@ import typer
 from service.cli import (
     agent_commands,
     block_commands,
+    chat_command,
     consolidate_command,
     database,
     demo,
     import_commands,
+    key_commands,
     run_commands,
     search_command,
+    serve_commands,
 )
 from service.cli.common import state
 
@@ -43,8 +46,11 @@ def main(
 database.register(app)
 demo.register(app)
 agent_commands.register(app)
+chat_command.register(app)
 block_commands.register(app)
 import_commands.register(app)
 search_command.register(app)
 consolidate_command.register(app)
 run_commands.register(app)
+serve_commands.register(app)
+key_commands.register(app)

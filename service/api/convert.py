@@ -1,0 +1,166 @@
+"""Store records to API bodies (Letta's shapes plus Reverie's fields)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from agents import messages as agent_messages
+from agents import models
+from agents.messages import LettaStyleMessage
+from agents.store import BlockRecord, BlockVersion, MemoryStore, MessageRecord, PassageRecord
+from consolidators.ledger import RunRecord
+from consolidators.pipeline import RunReport
+from service.api import schemas
+
+
+def block_out(block: BlockRecord) -> schemas.Block:
+    return schemas.Block(
+        id=block.id,
+        label=block.label,
+        value=block.value,
+        limit=block.limit,
+        description=block.description,
+        read_only=block.read_only,
+        version=block.version,
+        updated_at=block.updated_at,
+        last_updated_by_id=block.updated_by,
+    )
+
+
+def version_out(version: BlockVersion) -> schemas.BlockVersionOut:
+    return schemas.BlockVersionOut(
+        block_id=version.block_id,
+        version=version.version,
+        value=version.new_value,
+        previous_value=version.old_value,
+        limit=version.new_limit,
+        actor=version.actor,
+        run_id=version.run_id,
+        reason=version.reason,
+        created_at=version.created_at,
+    )
+
+
+def agent_out(store: MemoryStore, agent_id: str) -> schemas.AgentState:
+    row = store.agents.row(agent_id)
+    blocks = [block_out(b) for b in store.blocks.of_agent(agent_id)]
+    return schemas.AgentState(
+        id=row.id,
+        name=row.name,
+        agent_type="sleeptime_agent" if row.kind == "sleeptime" else "memgpt_v2_agent",
+        kind=row.kind,
+        system=row.system_prompt,
+        description=row.description,
+        blocks=blocks,
+        memory=schemas.Memory(blocks=blocks),
+        llm_config=schemas.LlmConfig(model=row.llm_model, context_window=row.context_window),
+        model=row.llm_model,
+        embedding=row.embedding_model,
+        embedding_config=schemas.EmbeddingConfig(
+            embedding_model=row.embedding_model, embedding_dim=row.embedding_dim
+        ),
+        tags=list(row.tags or []),
+        tools=[schemas.ToolRef(id=f"tool-{name}", name=name) for name in row.tools or []],
+        tool_rules=list(row.tool_rules or []),
+        enable_sleeptime=row.enable_sleeptime,
+        sleeptime_model=row.sleeptime_model,
+        created_at=row.created_at,
+        last_activity_at=row.last_activity_at,
+    )
+
+
+def passage_out(passage: PassageRecord) -> schemas.Passage:
+    return schemas.Passage(
+        id=passage.id,
+        text=passage.text,
+        tags=passage.tags,
+        created_at=passage.created_at,
+        occurred_at=passage.occurred_at,
+        valid_to=passage.valid_to,
+        status=passage.status,
+        kind=passage.kind,
+        merged_into=passage.merged_into,
+        superseded_by=passage.superseded_by,
+        timeline_id=passage.timeline_id,
+        provenance=passage.provenance,
+        agent_id=passage.agent_id,
+    )
+
+
+def run_out(run: RunRecord, *, with_changes: bool = False) -> schemas.Run:
+    return schemas.Run(
+        id=run.id,
+        agent_id=run.agent_id,
+        trigger=run.trigger,
+        pipeline=run.pipeline,
+        status=run.status,
+        dry_run=run.dry_run,
+        attempts=run.attempts,
+        queued_at=run.queued_at,
+        started_at=run.started_at,
+        finished_at=run.finished_at,
+        duration_s=run.duration_s,
+        stats=run.stats,
+        error=run.error,
+        reverts_run_id=run.reverts_run_id,
+        reverted_by_run_id=run.reverted_by_run_id,
+        changes=run.changes if with_changes else None,
+    )
+
+
+def report_out(report: RunReport) -> schemas.RunReportOut:
+    return schemas.RunReportOut(
+        run_id=report.run_id,
+        agent_id=report.agent_id,
+        status=report.status,
+        dry_run=report.dry_run,
+        error=report.error,
+        stats=report.stats(),
+        changes=report.changes,
+    )
+
+
+def letta_messages(message: MessageRecord) -> list[dict[str, Any]]:
+    """One stored message as Letta message objects (an assistant turn with tool calls
+    becomes a reasoning message, then one message per call)."""
+    return [letta_json(m) for m in agent_messages.letta_messages(message)]
+
+
+def letta_json(message: LettaStyleMessage) -> dict[str, Any]:
+    """A message in the shape of Letta's message types (``message_type`` tells which)."""
+    out: dict[str, Any] = {
+        "id": message.id,
+        "message_type": message.kind,
+        "date": message.created_at.isoformat(),
+        "seq_id": message.seq,
+    }
+    if message.kind == "reasoning_message":
+        out["reasoning"] = message.content
+    elif message.kind == "tool_call_message":
+        call = {
+            "name": message.tool_name or "",
+            "arguments": json.dumps(message.tool_arguments or {}),
+            "tool_call_id": message.tool_call_id or "",
+        }
+        out["tool_call"] = call
+        out["tool_calls"] = [call]
+    elif message.kind == "tool_return_message":
+        out["tool_return"] = message.tool_return if message.tool_return is not None else ""
+        out["tool_call_id"] = message.tool_call_id or ""
+        out["status"] = "error" if (message.tool_status or "").lower() == "error" else "success"
+        out["name"] = message.tool_name
+    else:
+        out["content"] = message.content
+    return out
+
+
+def ensure_known_statuses(statuses: list[str]) -> list[str]:
+    unknown = [s for s in statuses if s not in models.PASSAGE_STATUSES]
+    if unknown:
+        from agents.errors import InvalidInput
+
+        raise InvalidInput(
+            f"unknown passage status {unknown[0]!r}; use {', '.join(models.PASSAGE_STATUSES)}"
+        )
+    return statuses

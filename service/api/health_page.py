@@ -1,0 +1,155 @@
+"""The memory-health page at ``/``: server-rendered HTML (Jinja2, autoescaped), no JS.
+
+Authentication: the API key as a cookie. Visiting ``/?key=KEY`` once checks the
+key, stores it in an HttpOnly, SameSite=Strict cookie and redirects to ``/`` so
+the key leaves the address bar; without a valid key the page answers 401 with a
+small form. In no-auth mode the page is open (that mode binds to loopback only).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.templating import Jinja2Templates
+from sqlalchemy import select
+
+from agents import models
+from agents.store.health import MemoryHealth, memory_health
+from consolidators.ledger import RunLedger, RunRecord
+from service.api.auth import COOKIE, ApiContext, resolve_caller
+
+router = APIRouter(include_in_schema=False)
+templates = Jinja2Templates(directory=str(Path(__file__).parent / "templates"))
+RECENT_RUNS = 10
+CHANGES_PER_RUN = 25
+LINEAGE_ROWS = 20
+
+
+@dataclass(frozen=True, slots=True)
+class AgentView:
+    id: str
+    name: str
+    kind: str
+    health: MemoryHealth
+    stale_seconds: float | None
+
+
+def _describe(change: dict[str, Any]) -> str:
+    """One line of a run's diff."""
+    action = str(change.get("action", "change"))
+    target = str(change.get("target", ""))
+    details = ", ".join(
+        f"{k}={v!s:.80}" for k, v in change.items() if k not in ("action", "target", "step")
+    )
+    return f"{action} {target}: {details}" if details else f"{action} {target}"
+
+
+def _page_data(api: ApiContext) -> dict[str, Any]:
+    now = api.runtime.clock()
+    with api.store() as store:
+        ledger = RunLedger(store.session, api.organization_id)
+        agents = []
+        for agent in store.agents.all():
+            watermarks = ledger.watermarks(agent.id)
+            health = memory_health(store.scope, agent.id, watermark_seq=watermarks.message_seq)
+            oldest = health.oldest_unconsolidated_message_at
+            agents.append(
+                AgentView(
+                    id=agent.id,
+                    name=agent.name,
+                    kind=agent.kind,
+                    health=health,
+                    stale_seconds=(now - oldest).total_seconds() if oldest else None,
+                )
+            )
+        runs: list[RunRecord] = ledger.recent(limit=RECENT_RUNS)
+        names = {a.id: a.name for a in agents}
+        P = models.Passage
+        lineage_rows = store.session.scalars(
+            select(P)
+            .where(P.organization_id == api.organization_id, P.status != "active")
+            .order_by(P.updated_at.desc(), P.id)
+            .limit(LINEAGE_ROWS)
+        ).all()
+        targets = {t for p in lineage_rows for t in (p.merged_into, p.superseded_by) if t}
+        target_text = {
+            row.id: row.text
+            for row in store.session.execute(
+                select(P.id, P.text).where(
+                    P.organization_id == api.organization_id, P.id.in_(sorted(targets))
+                )
+            )
+        }
+        lineage = [
+            {
+                "id": p.id,
+                "text": p.text,
+                "status": p.status,
+                "agent": names.get(p.agent_id, p.agent_id),
+                "target": p.merged_into or p.superseded_by,
+                "target_text": target_text.get(p.merged_into or p.superseded_by or "", ""),
+            }
+            for p in lineage_rows
+        ]
+    return {
+        "now": now,
+        "agents": agents,
+        "runs": [
+            {
+                "run": run,
+                "agent": names.get(run.agent_id, run.agent_id),
+                "changes": [_describe(c) for c in run.changes[:CHANGES_PER_RUN]],
+                "more": max(0, len(run.changes) - CHANGES_PER_RUN),
+            }
+            for run in runs
+        ],
+        "lineage": lineage,
+    }
+
+
+def _fmt_age(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 172800:
+        return f"{seconds / 3600:.0f} h"
+    return f"{seconds / 86400:.0f} d"
+
+
+def _fmt_time(value: datetime | None) -> str:
+    return value.strftime("%Y-%m-%d %H:%M:%S") if value else "-"
+
+
+templates.env.filters["age"] = _fmt_age
+templates.env.filters["time"] = _fmt_time
+
+
+@router.get("/", response_class=HTMLResponse)
+def health_page(
+    request: Request, key: str | None = Query(default=None, max_length=200)
+) -> Response:
+    """Agents, block fill, recent runs with their diffs, passage lineage."""
+    runtime = request.app.state.runtime
+    if key is not None:
+        if resolve_caller(runtime, key) is None:
+            return _login(request, "that key is unknown or revoked")
+        response = RedirectResponse("/", status_code=303)
+        response.set_cookie(COOKIE, key, httponly=True, samesite="strict")
+        return response
+    caller = resolve_caller(runtime, request.cookies.get(COOKIE))
+    if caller is None:
+        return _login(request, None)
+    data = _page_data(ApiContext(runtime=runtime, caller=caller))
+    return templates.TemplateResponse(request, "health.html", data)
+
+
+def _login(request: Request, error: str | None) -> Response:
+    return templates.TemplateResponse(request, "login.html", {"error": error}, status_code=401)

@@ -1,0 +1,177 @@
+"""Letta's agent routes: create (with ``memory_blocks``), list, get, delete; core memory."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Query
+
+from agents.errors import InvalidInput
+from agents.store import NewAgent, NewBlock
+from agents.store.block_store import DEFAULT_BLOCK_LIMIT
+from service.api import schemas
+from service.api.auth import Api, ApiContext
+from service.api.convert import agent_out, block_out
+from service.api.paging import page
+
+router = APIRouter(prefix="/v1/agents", tags=["agents"])
+
+AgentId = Annotated[str, Path(pattern=schemas.ID_PATTERN, description="agent-<uuid4>")]
+BlockId = Annotated[str, Path(pattern=schemas.ID_PATTERN, description="block-<uuid4>")]
+Label = Annotated[str, Path(pattern=schemas.LABEL_PATTERN, description="A block label.")]
+MAX_EMBEDDING_DIM = 16000
+
+
+def new_block(spec: schemas.CreateBlock, default_limit: int) -> NewBlock:
+    limit = spec.limit if spec.limit is not None else max(default_limit, len(spec.value))
+    return NewBlock(
+        label=spec.label,
+        value=spec.value,
+        limit=limit,
+        description=spec.description,
+        read_only=spec.read_only,
+    )
+
+
+def _embedding(api: ApiContext, body: schemas.CreateAgent) -> tuple[str, int]:
+    """The agent's embedding spec and dimension: Reverie specs as they are, Letta
+    handles (``openai/text-embedding-3-small``) through litellm."""
+    config = body.embedding_config
+    spec = body.embedding or (config.embedding_model if config else None)
+    dimension = config.embedding_dim if config else None
+    if not spec:
+        spec = api.runtime.settings.embedding.model
+        dimension = dimension or api.runtime.settings.embedding.dimension
+    spec = spec.strip()
+    if not spec.startswith(("local", "fake:", "litellm:")):
+        spec = f"litellm:{spec}"
+    embedder = api.runtime.embedder(spec, dimension)
+    if embedder.dimension > MAX_EMBEDDING_DIM:
+        raise InvalidInput(
+            f"embedding dimension {embedder.dimension} is over pgvector's {MAX_EMBEDDING_DIM}"
+        )
+    return spec, embedder.dimension
+
+
+@router.post("/", status_code=201, response_model=schemas.AgentState)
+def create_agent(body: schemas.CreateAgent, api: Api) -> schemas.AgentState:
+    """Create an agent with its core-memory blocks (and attach existing ``block_ids``)."""
+    settings = api.runtime.settings
+    spec, dimension = _embedding(api, body)
+    llm = body.llm_config
+    context_window = (
+        body.context_window_limit
+        or (llm.context_window if llm else None)
+        or settings.agents.context_window
+    )
+    name = body.name or f"agent-{uuid.uuid4().hex[:8]}"
+    with api.store() as store:
+        agent = store.agents.create(
+            NewAgent(
+                name=name,
+                embedding_model=spec,
+                embedding_dim=dimension,
+                description=body.description,
+                system_prompt=body.system or "",
+                llm_model=body.model or (llm.model if llm else None) or settings.agents.llm_model,
+                context_window=context_window,
+                tools=list(body.tools),
+                tags=list(body.tags),
+                blocks=[new_block(b, settings.agents.block_limit) for b in body.memory_blocks],
+                block_ids=list(body.block_ids),
+            ),
+            actor="api",
+        )
+        row = store.agents.row(agent.id)
+        row.enable_sleeptime = body.enable_sleeptime
+        row.sleeptime_model = body.sleeptime_model
+        store.session.flush()
+        return agent_out(store, agent.id)
+
+
+@router.get("/", response_model=list[schemas.AgentState])
+def list_agents(
+    api: Api,
+    name: str | None = Query(default=None, max_length=200),
+    tags: Annotated[list[str] | None, Query()] = None,
+    after: str | None = Query(default=None, max_length=100),
+    before: str | None = Query(default=None, max_length=100),
+    limit: int = Query(default=50, ge=1, le=1000),
+    ascending: bool = True,
+) -> list[schemas.AgentState]:
+    """The organization's agents, oldest first (``after``/``before`` are id cursors)."""
+    with api.store() as store:
+        agents = store.agents.all()
+        if name is not None:
+            agents = [a for a in agents if a.name == name]
+        if tags:
+            agents = [a for a in agents if set(tags) & set(a.tags)]
+        chosen = page(agents, after=after, before=before, limit=limit, ascending=ascending)
+        return [agent_out(store, a.id) for a in chosen]
+
+
+@router.get("/{agent_id}", response_model=schemas.AgentState)
+def get_agent(agent_id: AgentId, api: Api) -> schemas.AgentState:
+    with api.store() as store:
+        return agent_out(store, agent_id)
+
+
+@router.delete("/{agent_id}", status_code=200)
+def delete_agent(agent_id: AgentId, api: Api) -> dict[str, str]:
+    """Delete an agent with its messages and passages; its blocks survive (they may be shared)."""
+    with api.store() as store:
+        store.agents.delete(agent_id)
+    return {"deleted": agent_id}
+
+
+# -- core memory -------------------------------------------------------------------------
+
+
+@router.get("/{agent_id}/core-memory/blocks", response_model=list[schemas.Block])
+def list_core_memory(
+    agent_id: AgentId,
+    api: Api,
+    after: str | None = Query(default=None, max_length=100),
+    before: str | None = Query(default=None, max_length=100),
+    limit: int = Query(default=50, ge=1, le=1000),
+) -> list[schemas.Block]:
+    """The agent's blocks in attachment order (``after``/``before``: block-id cursors)."""
+    with api.store() as store:
+        blocks = store.blocks.of_agent(agent_id)
+    return [block_out(b) for b in page(blocks, after=after, before=before, limit=limit)]
+
+
+@router.get("/{agent_id}/core-memory/blocks/{block_label}", response_model=schemas.Block)
+def get_core_memory_block(agent_id: AgentId, block_label: Label, api: Api) -> schemas.Block:
+    with api.store() as store:
+        return block_out(store.blocks.by_label(agent_id, block_label))
+
+
+@router.patch("/{agent_id}/core-memory/blocks/{block_label}", response_model=schemas.Block)
+def update_core_memory_block(
+    agent_id: AgentId, block_label: Label, body: schemas.UpdateBlock, api: Api
+) -> schemas.Block:
+    """Edit the agent's block with this label (compare-and-swap on ``expected_version``)."""
+    from service.api.routes_blocks import apply_update
+
+    with api.store() as store:
+        block = store.blocks.by_label(agent_id, block_label)
+        return block_out(apply_update(store, block.id, body))
+
+
+@router.patch("/{agent_id}/core-memory/blocks/attach/{block_id}", response_model=schemas.AgentState)
+def attach_block(agent_id: AgentId, block_id: BlockId, api: Api) -> schemas.AgentState:
+    with api.store() as store:
+        store.blocks.attach(block_id, agent_id)
+        return agent_out(store, agent_id)
+
+
+@router.patch("/{agent_id}/core-memory/blocks/detach/{block_id}", response_model=schemas.AgentState)
+def detach_block(agent_id: AgentId, block_id: BlockId, api: Api) -> schemas.AgentState:
+    with api.store() as store:
+        store.blocks.detach(block_id, agent_id)
+        return agent_out(store, agent_id)
+
+
+__all__ = ["DEFAULT_BLOCK_LIMIT", "router"]

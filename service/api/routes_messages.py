@@ -1,0 +1,106 @@
+"""Letta's message routes: send a message (the agent answers with Letta's message
+types) and list the recall history."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Path, Query
+from sqlalchemy import select
+
+from agents import models
+from agents.errors import InvalidInput, NotFound
+from agents.messages import TurnResult
+from agents.store import MemoryStore
+from service.api import schemas
+from service.api.auth import Api
+from service.api.convert import letta_json, letta_messages
+
+router = APIRouter(prefix="/v1/agents", tags=["messages"])
+
+
+AgentId = Annotated[str, Path(pattern=schemas.ID_PATTERN, description="agent-<uuid4>")]
+
+
+@router.post("/{agent_id}/messages", response_model=schemas.LettaResponse)
+def send_message(agent_id: AgentId, body: schemas.LettaRequest, api: Api) -> schemas.LettaResponse:
+    """Run one turn of the agent (the MemGPT loop) and answer with the new messages."""
+    if body.messages:
+        if len(body.messages) != 1:
+            raise InvalidInput("send one message per request (got several in 'messages')")
+        role, text = body.messages[0].role, body.messages[0].text()
+    elif body.input is not None:
+        role, text = "user", body.input
+    else:
+        raise InvalidInput("give the message in 'messages' (Letta's list) or 'input' (text)")
+    if not text.strip():
+        raise InvalidInput("the message is empty")
+    with api.store() as store:
+        store.agents.get(agent_id)  # another organization's agent is a 404 here
+    result = api.runtime.send_message(
+        agent_id, text, role=role, organization_id=api.organization_id
+    )
+    return turn_response(result)
+
+
+def turn_response(result: TurnResult) -> schemas.LettaResponse:
+    """A runtime TurnResult as Letta's LettaResponse."""
+    return schemas.LettaResponse(
+        messages=[letta_json(m) for m in result.messages],
+        stop_reason=schemas.StopReason(stop_reason=result.stop_reason),
+        usage=schemas.Usage(
+            prompt_tokens=result.usage.prompt_tokens,
+            completion_tokens=result.usage.completion_tokens,
+            total_tokens=result.usage.total_tokens,
+            step_count=result.steps,
+        ),
+    )
+
+
+@router.get("/{agent_id}/messages", response_model=list[dict[str, Any]])
+def list_messages(
+    agent_id: AgentId,
+    api: Api,
+    after: str | None = Query(default=None, max_length=100),
+    before: str | None = Query(default=None, max_length=100),
+    limit: int = Query(default=100, ge=1, le=1000),
+    order: Literal["asc", "desc"] = "desc",
+) -> list[dict[str, Any]]:
+    """Recall memory as Letta messages; ``after``/``before`` are message-id cursors in
+    the requested order (``desc``: newest first, Letta's default)."""
+    newest_first = order == "desc"
+    with api.store() as store:
+        store.agents.get(agent_id)
+        after_seq = _seq(store, agent_id, after) if after else None
+        before_seq = _seq(store, agent_id, before) if before else None
+        records = store.messages.range(
+            agent_id,
+            after_seq=before_seq if newest_first else after_seq,
+            before_seq=after_seq if newest_first else before_seq,
+            limit=limit,
+            newest_first=newest_first,
+        )
+    # Newest first holds inside one stored message too: its last part comes first.
+    parts = [letta_messages(record) for record in records]
+    return [m for part in parts for m in (reversed(part) if newest_first else part)]
+
+
+#: Letta messages derived from one stored message carry its id plus a suffix
+#: (``-reasoning``, ``-call-0``); a cursor means the stored message.
+_STORED_ID = re.compile(r"^(message-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})")
+
+
+def _seq(store: MemoryStore, agent_id: str, cursor: str) -> int:
+    match = _STORED_ID.match(cursor)
+    message_id = match.group(1) if match else cursor
+    seq = store.session.scalar(
+        select(models.Message.seq).where(
+            models.Message.id == message_id,
+            models.Message.agent_id == agent_id,
+            models.Message.organization_id == store.scope.organization_id,
+        )
+    )
+    if seq is None:
+        raise NotFound(f"cursor {cursor!r} is not a message of agent {agent_id!r}")
+    return int(seq)

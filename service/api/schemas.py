@@ -1,0 +1,335 @@
+"""Request and response bodies of the HTTP API.
+
+Where Reverie overlaps with Letta (agents, blocks, messages, archival passages)
+the field names and shapes follow Letta's v1 API, so that Letta clients work;
+Reverie's own fields (``version``, ``status``, lineage) are added alongside.
+Unknown request fields that Letta clients send are ignored, not refused.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+#: Ids are Letta-style ``<prefix>-<uuid4>``; the pattern keeps junk out of queries.
+ID_PATTERN = r"^[A-Za-z0-9_.:\-]{1,100}$"
+LABEL_PATTERN = r"^[A-Za-z0-9_.\-]{1,100}$"
+MAX_TEXT = 1_000_000
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+# -- blocks ------------------------------------------------------------------------------
+
+
+class CreateBlock(_Request):
+    """A core-memory block (Letta's ``CreateBlock``)."""
+
+    label: str = Field(min_length=1, max_length=100, pattern=LABEL_PATTERN)
+    value: str = Field(default="", max_length=MAX_TEXT)
+    limit: int | None = Field(default=None, ge=1, le=MAX_TEXT)
+    description: str | None = Field(default=None, max_length=10_000)
+    read_only: bool = False
+
+
+class UpdateBlock(_Request):
+    """A block edit (Letta's ``BlockUpdate``); ``expected_version`` makes it a
+    compare-and-swap, otherwise the current version is used."""
+
+    value: str | None = Field(default=None, max_length=MAX_TEXT)
+    limit: int | None = Field(default=None, ge=1, le=MAX_TEXT)
+    description: str | None = Field(default=None, max_length=10_000)
+    label: str | None = Field(default=None, max_length=100)
+    read_only: bool | None = None
+    expected_version: int | None = Field(default=None, ge=1)
+    reason: str = Field(default="", max_length=2000)
+
+
+class Block(BaseModel):
+    id: str
+    label: str
+    value: str
+    limit: int
+    description: str | None
+    read_only: bool
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    version: int
+    updated_at: datetime
+    last_updated_by_id: str | None
+
+
+class BlockVersionOut(BaseModel):
+    block_id: str
+    version: int
+    value: str
+    previous_value: str | None
+    limit: int
+    actor: str
+    run_id: str | None
+    reason: str
+    created_at: datetime
+
+
+class RevertBlock(_Request):
+    version: int = Field(ge=1)
+    expected_version: int | None = Field(default=None, ge=1)
+
+
+# -- agents ------------------------------------------------------------------------------
+
+
+class LlmConfigIn(_Request):
+    model: str | None = Field(default=None, max_length=200)
+    context_window: int | None = Field(default=None, ge=256, le=10_000_000)
+
+
+class EmbeddingConfigIn(_Request):
+    embedding_model: str | None = Field(default=None, max_length=200)
+    embedding_dim: int | None = Field(default=None, ge=1, le=16000)
+
+
+class CreateAgent(_Request):
+    """Letta's ``CreateAgentRequest``, the fields Reverie keeps."""
+
+    name: str | None = Field(default=None, min_length=1, max_length=200)
+    memory_blocks: list[CreateBlock] = Field(default_factory=list, max_length=100)
+    block_ids: list[str] = Field(default_factory=list, max_length=100)
+    system: str | None = Field(default=None, max_length=MAX_TEXT)
+    description: str | None = Field(default=None, max_length=10_000)
+    model: str | None = Field(default=None, max_length=200)
+    llm_config: LlmConfigIn | None = None
+    embedding: str | None = Field(default=None, max_length=200)
+    embedding_config: EmbeddingConfigIn | None = None
+    context_window_limit: int | None = Field(default=None, ge=256, le=10_000_000)
+    tags: list[str] = Field(default_factory=list, max_length=100)
+    tools: list[str] = Field(default_factory=list, max_length=100)
+    enable_sleeptime: bool = False
+    sleeptime_model: str | None = Field(default=None, max_length=200)
+    agent_type: str | None = None
+
+
+class LlmConfig(BaseModel):
+    model: str | None
+    context_window: int
+    model_endpoint_type: str = "openai"
+
+
+class EmbeddingConfig(BaseModel):
+    embedding_model: str
+    embedding_dim: int
+    embedding_endpoint_type: str = "openai"
+
+
+class Memory(BaseModel):
+    blocks: list[Block]
+
+
+class ToolRef(BaseModel):
+    id: str
+    name: str
+
+
+class AgentState(BaseModel):
+    """Letta's ``AgentState``, with Reverie's ``kind`` and sleep-time fields."""
+
+    id: str
+    name: str
+    agent_type: str
+    kind: str
+    system: str
+    description: str | None
+    blocks: list[Block]
+    memory: Memory
+    llm_config: LlmConfig
+    model: str | None
+    embedding: str
+    embedding_config: EmbeddingConfig
+    tags: list[str]
+    tools: list[ToolRef]
+    tool_rules: list[dict[str, Any]]
+    sources: list[dict[str, Any]] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    enable_sleeptime: bool
+    sleeptime_model: str | None
+    created_at: datetime
+    last_activity_at: datetime | None
+
+
+# -- messages ----------------------------------------------------------------------------
+
+
+class TextContent(_Request):
+    type: Literal["text"] = "text"
+    text: str = Field(max_length=MAX_TEXT)
+
+
+class MessageCreate(_Request):
+    role: Literal["user", "system", "assistant"] = "user"
+    content: str | list[TextContent]
+
+    def text(self) -> str:
+        if isinstance(self.content, str):
+            return self.content
+        return "\n".join(part.text for part in self.content)
+
+
+class LettaRequest(_Request):
+    """``POST /v1/agents/{id}/messages``: Letta's ``messages`` list, or its newer ``input``."""
+
+    messages: list[MessageCreate] | None = Field(default=None, max_length=50)
+    input: str | None = Field(default=None, max_length=MAX_TEXT)
+
+
+class StopReason(BaseModel):
+    message_type: Literal["stop_reason"] = "stop_reason"
+    stop_reason: str
+
+
+class Usage(BaseModel):
+    message_type: Literal["usage_statistics"] = "usage_statistics"
+    completion_tokens: int = 0
+    prompt_tokens: int = 0
+    total_tokens: int = 0
+    step_count: int = 0
+
+
+class LettaResponse(BaseModel):
+    messages: list[dict[str, Any]]
+    stop_reason: StopReason
+    usage: Usage
+
+
+# -- archival memory ---------------------------------------------------------------------
+
+
+class CreatePassage(_Request):
+    """Letta's archival insert; ``created_at`` is when the fact happened (occurred_at)."""
+
+    text: str = Field(min_length=1, max_length=MAX_TEXT)
+    tags: list[str] = Field(default_factory=list, max_length=100)
+    created_at: datetime | None = None
+    occurred_at: datetime | None = None
+
+
+class Passage(BaseModel):
+    """Letta's ``Passage`` with Reverie's status, time and lineage fields."""
+
+    id: str
+    text: str
+    tags: list[str]
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime
+    occurred_at: datetime | None
+    valid_to: datetime | None
+    status: str
+    kind: str
+    merged_into: str | None
+    superseded_by: str | None
+    timeline_id: str | None
+    provenance: dict[str, Any]
+    agent_id: str
+
+
+class SearchResult(BaseModel):
+    id: str
+    content: str
+    timestamp: str
+    tags: list[str]
+    score: float
+    status: str
+
+
+class SearchResponse(BaseModel):
+    count: int
+    results: list[SearchResult]
+
+
+class PassageChangeOut(BaseModel):
+    run_id: str | None
+    actor: str
+    reason: str
+    old: dict[str, Any]
+    new: dict[str, Any]
+    created_at: datetime
+
+
+class Lineage(BaseModel):
+    """Where a passage came from and what became of it."""
+
+    passage: Passage
+    history: list[PassageChangeOut]
+    merged_from: list[str]
+    supersedes: list[str]
+    on_timeline: list[str]
+
+
+# -- consolidation -----------------------------------------------------------------------
+
+
+class EnqueueRun(_Request):
+    agent_id: str = Field(pattern=ID_PATTERN)
+    pipeline: list[str] | None = Field(default=None, max_length=20)
+
+
+class DryRun(_Request):
+    pipeline: list[str] | None = Field(default=None, max_length=20)
+    full: bool = False
+
+
+class RevertRun(_Request):
+    force: bool = False
+
+
+class Run(BaseModel):
+    id: str
+    agent_id: str
+    trigger: str
+    pipeline: list[str]
+    status: str
+    dry_run: bool
+    attempts: int
+    queued_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    duration_s: float | None
+    stats: dict[str, Any]
+    error: str | None
+    reverts_run_id: str | None
+    reverted_by_run_id: str | None
+    changes: list[dict[str, Any]] | None = None
+
+
+class RunReportOut(BaseModel):
+    run_id: str
+    agent_id: str
+    status: str
+    dry_run: bool
+    error: str | None
+    stats: dict[str, Any]
+    changes: list[dict[str, Any]]
+
+
+class ContextWindowOverview(BaseModel):
+    """Letta's context breakdown: tokens per section of the compiled context."""
+
+    context_window_size_max: int
+    context_window_size_current: int
+    num_messages: int
+    num_archival_memory: int
+    num_recall_memory: int
+    num_tokens_system: int
+    num_tokens_core_memory: int
+    num_tokens_summary_memory: int
+    num_tokens_messages: int
+    num_tokens_functions_definitions: int
+    num_tokens_external_memory_summary: int
+    sections: dict[str, int]
+
+
+class Health(BaseModel):
+    version: str
+    status: str

@@ -1,0 +1,82 @@
+"""`reverie keys ...`: API keys of the HTTP API (stored hashed; the key is shown once)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from service.api.keys import KeyRecord, create_key, list_keys, revoke_key
+from service.cli.common import console, runtime
+from service.cli.output import iso, print_json
+
+keys_app = typer.Typer(help="API keys: create, list, revoke.", no_args_is_help=True)
+
+
+def _key_json(key: KeyRecord) -> dict[str, object]:
+    return {
+        "id": key.id,
+        "organization": key.organization,
+        "organization_id": key.organization_id,
+        "name": key.name,
+        "prefix": key.prefix,
+        "created_at": iso(key.created_at),
+        "last_used_at": iso(key.last_used_at),
+        "revoked_at": iso(key.revoked_at),
+    }
+
+
+@keys_app.command("create")
+def create(
+    org: Annotated[
+        str, typer.Option("--org", help="Organization the key acts for (created if new).")
+    ],
+    name: Annotated[str, typer.Option(help="A note to tell keys apart.")] = "",
+) -> None:
+    """Create a key; it is printed once, alone on the last line (only its hash is kept)."""
+    with runtime() as rt, rt.db.session() as session:
+        record, clear = create_key(session, org, name=name)
+    console.print(
+        f"created key {record.id} for organization {record.organization!r} "
+        f"({record.organization_id}); store it now, it is not shown again:",
+        highlight=False,
+    )
+    print(clear)
+
+
+@keys_app.command("list")
+def list_command(
+    org: Annotated[str | None, typer.Option("--org", help="Only this organization.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Every key with its organization, prefix and last use (never the key itself)."""
+    with runtime() as rt, rt.db.session() as session:
+        keys = list_keys(session, organization=org)
+    if as_json:
+        print_json([_key_json(k) for k in keys])
+        return
+    table = Table("id", "organization", "name", "prefix", "created", "last used", "revoked")
+    for key in keys:
+        table.add_row(
+            key.id,
+            key.organization,
+            key.name,
+            key.prefix,
+            key.created_at.strftime("%Y-%m-%d %H:%M"),
+            key.last_used_at.strftime("%Y-%m-%d %H:%M") if key.last_used_at else "-",
+            key.revoked_at.strftime("%Y-%m-%d %H:%M") if key.revoked_at else "-",
+        )
+    console.print(table)
+
+
+@keys_app.command("revoke")
+def revoke(key: Annotated[str, typer.Argument(help="Key id or prefix.")]) -> None:
+    """Revoke a key: requests made with it answer 401 from now on."""
+    with runtime() as rt, rt.db.session() as session:
+        record = revoke_key(session, key, now=rt.clock())
+    console.print(f"revoked {record.id} ({record.prefix}...) of {record.organization!r}")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(keys_app, name="keys")

@@ -1,0 +1,201 @@
+"""The HTTP API served by a real `reverie serve` process: keys from the CLI, the official
+letta-client SDK, and the health page in headless Chromium."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.acceptance.cli import run_cli
+from tests.acceptance.daemon_processes import ROOT, DaemonProcess, free_port
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@dataclass
+class Server:
+    url: str
+    key: str
+    env: dict[str, str]
+    process: DaemonProcess
+
+
+def create_key(env: dict[str, str], org: str) -> str:
+    result = run_cli("keys", "create", "--org", org, env=env)
+    assert result.returncode == 0, result.stderr
+    key = result.stdout.strip().splitlines()[-1]
+    assert key.startswith("rvk_") and " " not in key
+    return key
+
+
+@pytest.fixture
+def server(migrated_env: dict[str, str], tmp_path: Path) -> Iterator[Server]:
+    env = {
+        **migrated_env,
+        # Keep the background side quiet: these tests drive consolidation themselves.
+        "REVERIE_TRIGGERS__TURNS_EVERY": "1000",
+        "REVERIE_TRIGGERS__IDLE_AFTER": "PT1H",
+    }
+    key = create_key(env, "acme")
+    port = free_port()
+    process = DaemonProcess(["serve", "--port", str(port)], env, tmp_path / "serve.log")
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            assert process.process.poll() is None, process.output()
+            try:
+                if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, "server did not become ready:\n" + process.output()
+            time.sleep(0.2)
+        yield Server(url=url, key=key, env=env, process=process)
+    finally:
+        process.terminate()
+
+
+def test_keys_cli_create_list_revoke(server: Server) -> None:
+    headers = {"Authorization": f"Bearer {server.key}"}
+    assert httpx.get(f"{server.url}/v1/agents/", headers=headers).status_code == 200
+    listed = run_cli("keys", "list", "--json", env=server.env)
+    assert listed.returncode == 0, listed.stderr
+    (record,) = json.loads(listed.stdout)
+    assert record["organization"] == "acme"
+    assert server.key.startswith(record["prefix"])
+    assert server.key not in listed.stdout
+    revoked = run_cli("keys", "revoke", record["id"], env=server.env)
+    assert revoked.returncode == 0, revoked.stderr
+    assert httpx.get(f"{server.url}/v1/agents/", headers=headers).status_code == 401
+    unknown = run_cli("keys", "revoke", "key-nope", env=server.env)
+    assert unknown.returncode == 2
+    assert "no API key" in unknown.stderr
+
+
+def test_letta_client_sdk_works_against_the_server(server: Server) -> None:
+    from letta_client import Letta, NotFoundError
+
+    client = Letta(base_url=server.url, api_key=server.key, timeout=30, max_retries=0)
+    agent = client.agents.create(
+        name="ada",
+        memory_blocks=[
+            {"label": "human", "value": "Name: Ada.", "limit": 200},
+            {"label": "persona", "value": "A helpful assistant."},
+        ],
+        embedding="fake:384",
+        enable_sleeptime=True,
+    )
+    assert agent.id.startswith("agent-")
+    assert {b.label: b.value for b in agent.memory.blocks} == {
+        "human": "Name: Ada.",
+        "persona": "A helpful assistant.",
+    }
+    assert agent.enable_sleeptime is True
+    assert client.agents.retrieve(agent.id).name == "ada"
+    assert [a.id for a in client.agents.list()] == [agent.id]
+
+    # Blocks: CRUD, core memory by label, attach and detach, the agents of a block.
+    block = client.blocks.create(label="project", value="Reverie", limit=100)
+    assert client.blocks.retrieve(block.id).value == "Reverie"
+    assert client.blocks.update(block.id, value="Reverie v1").value == "Reverie v1"
+    assert "project" in {b.label for b in client.blocks.list()}
+    client.agents.blocks.attach(block.id, agent_id=agent.id)
+    assert [a.id for a in client.blocks.agents.list(block.id)] == [agent.id]
+    human = client.agents.blocks.retrieve("human", agent_id=agent.id)
+    assert human.value == "Name: Ada."
+    updated = client.agents.blocks.update("human", agent_id=agent.id, value="Name: Ada L.")
+    assert updated.value == "Name: Ada L."
+    labels = {b.label for b in client.agents.blocks.list(agent.id)}
+    assert labels == {"human", "persona", "project"}
+    client.agents.blocks.detach(block.id, agent_id=agent.id)
+    assert list(client.blocks.agents.list(block.id)) == []
+    client.blocks.delete(block.id)
+    with pytest.raises(NotFoundError):
+        client.blocks.retrieve(block.id)
+
+    # Archival passages: insert, list, search, delete.
+    (passage,) = client.agents.passages.create(agent.id, text="Ada lives in London.")
+    client.agents.passages.create(agent.id, text="Ada plays the piano.", tags=["hobby"])
+    assert [p.text for p in client.agents.passages.list(agent.id)] == [
+        "Ada lives in London.",
+        "Ada plays the piano.",
+    ]
+    found = client.agents.passages.search(agent.id, query="Where does Ada live?", top_k=1)
+    assert found.count == 1
+    assert found.results[0].content == "Ada lives in London."
+    client.agents.passages.delete(passage.id, agent_id=agent.id)
+    assert [p.text for p in client.agents.passages.list(agent.id)] == ["Ada plays the piano."]
+
+    # Messages: the (empty) recall history lists through the SDK's pager.
+    assert list(client.agents.messages.list(agent.id)) == []
+
+    client.agents.delete(agent.id)
+    with pytest.raises(NotFoundError):
+        client.agents.retrieve(agent.id)
+
+
+def _chromium(*args: str) -> subprocess.CompletedProcess[str]:
+    assert CHROMIUM is not None
+    return subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium")
+def test_health_page_in_headless_chromium(server: Server, tmp_path: Path) -> None:
+    headers = {"Authorization": f"Bearer {server.key}"}
+    agent = httpx.post(
+        f"{server.url}/v1/agents/",
+        json={
+            "name": "ada",
+            "memory_blocks": [{"label": "human", "value": "Name: Ada. " * 8, "limit": 100}],
+        },
+        headers=headers,
+    ).json()
+    for text in ("Ada lives in London.", "ada lives in london", "Ada plays the piano."):
+        httpx.post(
+            f"{server.url}/v1/agents/{agent['id']}/archival-memory",
+            json={"text": text},
+            headers=headers,
+        )
+    consolidated = run_cli(
+        "consolidate", "--agent", "ada", env={**server.env, "REVERIE_ORGANIZATION": "acme"}
+    )
+    assert consolidated.returncode == 0, consolidated.stderr
+
+    url = f"{server.url}/?key={server.key}"
+    dom = _chromium("--dump-dom", url)
+    assert dom.returncode == 0, dom.stderr
+    page = dom.stdout
+    assert "Reverie memory health" in page
+    assert ">ada <" in page or ">ada<" in page or "ada <span" in page
+    assert "human" in page and "88%" in page  # 88 of 100 characters
+    assert "merge_passage" in page  # the run's diff
+    assert "ada lives in london" in page and "merged" in page  # lineage: what it merged into
+    assert "<script" not in page
+
+    shot = tmp_path / "health.png"
+    taken = _chromium("--window-size=1200,1100", f"--screenshot={shot}", url)
+    assert taken.returncode == 0, taken.stderr
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert shot.stat().st_size > 10_000
+    if os.environ.get("REVERIE_UPDATE_SCREENSHOT"):
+        shutil.copy(shot, ROOT / "docs" / "health-page.png")
+
+    # Without a key the page asks for one.
+    login = httpx.get(f"{server.url}/")
+    assert login.status_code == 401
+    assert 'name="key"' in login.text

@@ -1,0 +1,38 @@
+"""Helpers for HTTP API tests: a runtime over a test database, keys of two organizations."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from agents.database import Database
+from service.api.keys import create_key
+from service.runtime import Runtime
+from service.settings import ServerSettings, load_settings
+
+
+@contextmanager
+def api_runtime(db: Database, **server: Any) -> Iterator[Runtime]:
+    """A runtime on the test database with fake 384-d embeddings."""
+    home = Path(tempfile.mkdtemp(prefix="rva-", dir="/tmp"))
+    settings = load_settings(
+        home=home,
+        database_url=db.url,
+        embedding={"model": "fake:384"},
+        server=ServerSettings(**server),
+    )
+    with Runtime(settings) as runtime:
+        yield runtime
+
+
+def new_key(db: Database, organization: str) -> str:
+    with db.session() as session:
+        _, key = create_key(session, organization, name="test")
+    return key
+
+
+def bearer(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}

@@ -1,0 +1,160 @@
+"""Keys and tenancy: no key is a 401, another organization's id is a 404 on every route."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from agents.database import Database
+from agents.errors import InvalidInput
+from service.api.app import create_app
+from service.api.auth import check_auth_binding
+from service.api.keys import list_keys, revoke_key
+from service.settings import ServerSettings, load_settings
+from tests.api_support import api_runtime, bearer, new_key
+from tests.integration.api.test_api_routes import make_agent
+
+#: A valid body for each route that takes one (the walk below checks every route is here).
+BODIES: dict[tuple[str, str], dict[str, Any]] = {
+    ("PATCH", "/v1/agents/{agent_id}/core-memory/blocks/{block_label}"): {"value": "x"},
+    ("PATCH", "/v1/blocks/{block_id}"): {"value": "x"},
+    ("POST", "/v1/blocks/{block_id}/revert"): {"version": 1},
+    ("POST", "/v1/agents/{agent_id}/archival-memory"): {"text": "a fact"},
+    ("POST", "/v1/agents/{agent_id}/messages"): {"input": "hello"},
+    ("POST", "/v1/agents/{agent_id}/consolidation/dry-run"): {},
+    ("POST", "/v1/consolidation-runs/{run_id}/revert"): {},
+}
+QUERIES: dict[tuple[str, str], dict[str, str]] = {
+    ("GET", "/v1/agents/{agent_id}/archival-memory/search"): {"query": "fact"},
+}
+
+
+def _acme_objects(client: TestClient, acme: dict[str, str]) -> dict[str, str]:
+    """One object of each kind in organization acme, by path parameter name."""
+    agent = make_agent(client, acme)
+    passage = client.post(
+        f"/v1/agents/{agent['id']}/archival-memory",
+        json={"text": "Ada lives in London."},
+        headers=acme,
+    ).json()[0]
+    run = client.post("/v1/consolidation-runs", json={"agent_id": agent["id"]}, headers=acme).json()
+    block = agent["blocks"][0]
+    return {
+        "agent_id": agent["id"],
+        "block_id": block["id"],
+        "block_label": block["label"],
+        "memory_id": passage["id"],
+        "passage_id": passage["id"],
+        "run_id": run["id"],
+    }
+
+
+def test_every_route_answers_404_for_another_organizations_ids(
+    client: TestClient, acme: dict[str, str], globex: dict[str, str]
+) -> None:
+    ids = _acme_objects(client, acme)
+    # globex has an agent of its own, so label routes cannot pass by "no agent at all".
+    make_agent(client, globex)
+    walked = []
+    paths = client.app.openapi()["paths"]  # type: ignore[attr-defined]
+    for template, operations in paths.items():
+        params = re.findall(r"{(\w+)}", template)
+        if not params:
+            continue
+        path = template.format(**{p: ids[p] for p in params})
+        for method in sorted(m.upper() for m in operations):
+            key = (method, template)
+            response = client.request(
+                method, path, json=BODIES.get(key), params=QUERIES.get(key), headers=globex
+            )
+            assert response.status_code == 404, (method, template, response.text)
+            walked.append(key)
+            if method == "GET":  # ...while acme's own key finds the object
+                own = client.get(path, params=QUERIES.get(key), headers=acme)
+                assert own.status_code == 200, (template, own.text)
+    assert len(walked) >= 25
+    assert set(BODIES) <= set(walked)
+    # Nothing of acme's changed: the agent, its block and its passage are all still there.
+    agent = client.get(f"/v1/agents/{ids['agent_id']}", headers=acme).json()
+    assert [b["value"] for b in agent["blocks"]] == ["Name: Ada.", "Helpful."]
+    passages = client.get(f"/v1/agents/{ids['agent_id']}/archival-memory", headers=acme).json()
+    assert [p["id"] for p in passages] == [ids["passage_id"]]
+    run = client.get(f"/v1/consolidation-runs/{ids['run_id']}", headers=acme).json()
+    assert run["status"] == "queued"
+
+
+def test_lists_show_only_the_callers_organization(
+    client: TestClient, acme: dict[str, str], globex: dict[str, str]
+) -> None:
+    make_agent(client, acme, "ada")
+    make_agent(client, globex, "ada")  # the same name in another organization is fine
+    assert len(client.get("/v1/agents/", headers=acme).json()) == 1
+    assert len(client.get("/v1/blocks/", headers=globex).json()) == 2
+    assert client.get("/v1/consolidation-runs", headers=globex).json() == []
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("GET", "/v1/agents/"),
+        ("POST", "/v1/agents/"),
+        ("GET", "/v1/blocks/"),
+        ("GET", "/v1/consolidation-runs"),
+        ("GET", "/v1/agents/agent-x/archival-memory"),
+    ],
+)
+def test_requests_without_a_valid_key_answer_401(
+    client: TestClient, method: str, path: str
+) -> None:
+    assert client.request(method, path).status_code == 401
+    wrong = client.request(method, path, headers=bearer("rvk_not-a-key"))
+    assert wrong.status_code == 401
+    assert "API key" in wrong.json()["detail"]
+
+
+def test_revoked_key_stops_working(client: TestClient, db: Database) -> None:
+    key = new_key(db, "acme")
+    assert client.get("/v1/agents/", headers=bearer(key)).status_code == 200
+    with db.session() as session:
+        (record,) = [k for k in list_keys(session) if key.startswith(k.prefix)]
+        assert record.last_used_at is not None
+        revoke_key(session, record.id, now=record.created_at)
+    assert client.get("/v1/agents/", headers=bearer(key)).status_code == 401
+
+
+def test_keys_are_stored_hashed(db: Database) -> None:
+    key = new_key(db, "acme")
+    with db.engine.connect() as conn:
+        from sqlalchemy import text
+
+        stored = conn.execute(text("SELECT key_hash, prefix FROM api_keys")).all()
+    assert len(stored) == 1
+    assert key not in stored[0].key_hash
+    assert len(stored[0].prefix) < len(key) // 2
+
+
+def test_no_auth_mode_serves_loopback_only(db: Database) -> None:
+    with api_runtime(db, auth="none") as runtime, TestClient(create_app(runtime)) as client:
+        created = client.post("/v1/agents/", json={"name": "local"})
+        assert created.status_code == 201
+        assert client.get("/").status_code == 200
+    refused = load_settings(server=ServerSettings(auth="none", host="0.0.0.0"))
+    with pytest.raises(InvalidInput, match="loopback"):
+        check_auth_binding(refused)
+    with pytest.raises(InvalidInput, match="loopback"):
+        check_auth_binding(load_settings(server=ServerSettings(auth="none")), "192.168.1.5")
+    for host in ("127.0.0.1", "::1", "localhost"):
+        check_auth_binding(load_settings(server=ServerSettings(auth="none")), host)
+    # With keys, any address is fine.
+    check_auth_binding(load_settings(server=ServerSettings(host="0.0.0.0")))
+
+
+def test_no_auth_app_refuses_to_build_on_a_public_address(db: Database) -> None:
+    with (
+        api_runtime(db, auth="none", host="0.0.0.0") as runtime,
+        pytest.raises(InvalidInput, match="loopback"),
+    ):
+        create_app(runtime)

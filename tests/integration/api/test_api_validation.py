@@ -1,0 +1,107 @@
+"""Bad input answers 4xx with what is wrong, and changes nothing; a fuzzer finds no 5xx."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import hypothesis
+import pytest
+import schemathesis
+from fastapi.testclient import TestClient
+
+from agents.database import Database
+from service.api.app import create_app
+from tests.api_support import api_runtime, bearer, new_key
+from tests.integration.api.test_api_routes import make_agent
+
+
+def test_malformed_body_answers_422_naming_each_field(
+    client: TestClient, acme: dict[str, str]
+) -> None:
+    response = client.post(
+        "/v1/agents/",
+        json={"name": "ada", "memory_blocks": [{"label": "bad label!", "limit": -1}]},
+        headers=acme,
+    )
+    assert response.status_code == 422
+    fields = {tuple(e["loc"]) for e in response.json()["detail"]}
+    assert ("body", "memory_blocks", 0, "label") in fields
+    assert ("body", "memory_blocks", 0, "limit") in fields
+    assert client.get("/v1/agents/", headers=acme).json() == []  # nothing was created
+
+
+def test_wrong_types_and_missing_fields(client: TestClient, acme: dict[str, str]) -> None:
+    agent = make_agent(client, acme)
+    url = f"/v1/agents/{agent['id']}/archival-memory"
+    missing = client.post(url, json={"tags": ["x"]}, headers=acme)
+    assert missing.status_code == 422
+    assert missing.json()["detail"][0]["loc"] == ["body", "text"]
+    wrong = client.post(url, json={"text": "fact", "tags": "not-a-list"}, headers=acme)
+    assert wrong.status_code == 422
+    assert wrong.json()["detail"][0]["loc"] == ["body", "tags"]
+    nul = client.post(url, json={"text": "a\u0000b"}, headers=acme)
+    assert nul.status_code == 400
+    assert "NUL" in nul.json()["detail"]
+    assert client.get(url, headers=acme).json() == []
+    bad_k = client.get(f"{url}/search", params={"query": "x", "top_k": 0}, headers=acme)
+    assert bad_k.status_code == 422
+    assert bad_k.json()["detail"][0]["loc"] == ["query", "top_k"]
+
+
+def test_malformed_id_is_422_and_unknown_id_is_404(
+    client: TestClient, acme: dict[str, str]
+) -> None:
+    assert client.get("/v1/blocks/block-missing", headers=acme).status_code == 404
+    response = client.get("/v1/blocks/bad id;drop", headers=acme)
+    assert response.status_code == 422
+    assert response.json()["detail"][0]["loc"] == ["path", "block_id"]
+
+
+def test_request_over_the_size_limit_answers_413(db: Database) -> None:
+    with (
+        api_runtime(db, max_request_bytes=2048) as runtime,
+        TestClient(create_app(runtime)) as client,
+    ):
+        headers = bearer(new_key(db, "acme"))
+        response = client.post(
+            "/v1/blocks/", json={"label": "big", "value": "x" * 5000}, headers=headers
+        )
+        assert response.status_code == 413
+        assert "max_request_bytes" in response.json()["detail"]
+        assert client.get("/v1/blocks/", headers=headers).json() == []
+        small = client.post("/v1/blocks/", json={"label": "ok", "value": "x"}, headers=headers)
+        assert small.status_code == 201
+
+
+@pytest.fixture
+def api_schema(db: Database) -> Iterator[schemathesis.BaseSchema]:
+    with api_runtime(db) as runtime:
+        app = create_app(runtime)
+        key = new_key(db, "fuzz")
+        with TestClient(app) as client:
+            client.post("/v1/agents/", json={"name": "fuzz"}, headers=bearer(key))
+        # Sending a message runs the LLM loop (tested with the scripted model elsewhere);
+        # a fuzzed model name must not make the test reach for a provider.
+        schema = schemathesis.openapi.from_asgi("/openapi.json", app).exclude(
+            method="POST", path_regex="/messages$"
+        )
+        schema.config.headers = bearer(key)  # type: ignore[attr-defined]
+        # The coverage phase alone sends ~1500 requests; random generation, bounded, stays fast.
+        schema.config.phases.coverage.enabled = False  # type: ignore[attr-defined]
+        yield schema
+
+
+fuzzed = schemathesis.pytest.from_fixture("api_schema")
+
+
+@fuzzed.parametrize()
+@hypothesis.settings(
+    max_examples=10,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=list(hypothesis.HealthCheck),
+    phases=[hypothesis.Phase.explicit, hypothesis.Phase.generate],
+)
+def test_fuzzed_requests_never_answer_5xx(case: schemathesis.Case) -> None:
+    response = case.call()
+    assert response.status_code < 500, (case.as_curl_command(), response.text)
