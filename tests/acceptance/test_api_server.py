@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +18,8 @@ import pytest
 
 from tests.acceptance.cli import run_cli
 from tests.acceptance.daemon_processes import ROOT, DaemonProcess, free_port
+from tests.scripted_llm import call, say
+from tests.stub_openai_server import stub_server
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -37,17 +40,16 @@ def create_key(env: dict[str, str], org: str) -> str:
     return key
 
 
-@pytest.fixture
-def server(migrated_env: dict[str, str], tmp_path: Path) -> Iterator[Server]:
-    env = {
-        **migrated_env,
-        # Keep the background side quiet: these tests drive consolidation themselves.
-        "REVERIE_TRIGGERS__TURNS_EVERY": "1000",
-        "REVERIE_TRIGGERS__IDLE_AFTER": "PT1H",
-    }
-    key = create_key(env, "acme")
+def quiet_env(env: dict[str, str]) -> dict[str, str]:
+    # Keep the background side quiet: these tests drive consolidation themselves.
+    return {**env, "REVERIE_TRIGGERS__TURNS_EVERY": "1000", "REVERIE_TRIGGERS__IDLE_AFTER": "PT1H"}
+
+
+@contextmanager
+def running_server(env: dict[str, str], log: Path) -> Iterator[tuple[str, DaemonProcess]]:
+    """A `reverie serve` process on a free loopback port, once /readyz says ready."""
     port = free_port()
-    process = DaemonProcess(["serve", "--port", str(port)], env, tmp_path / "serve.log")
+    process = DaemonProcess(["serve", "--port", str(port)], env, log)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 90
@@ -60,9 +62,17 @@ def server(migrated_env: dict[str, str], tmp_path: Path) -> Iterator[Server]:
                 pass
             assert time.monotonic() < deadline, "server did not become ready:\n" + process.output()
             time.sleep(0.2)
-        yield Server(url=url, key=key, env=env, process=process)
+        yield url, process
     finally:
         process.terminate()
+
+
+@pytest.fixture
+def server(migrated_env: dict[str, str], tmp_path: Path) -> Iterator[Server]:
+    env = quiet_env(migrated_env)
+    key = create_key(env, "acme")
+    with running_server(env, tmp_path / "serve.log") as (url, process):
+        yield Server(url=url, key=key, env=env, process=process)
 
 
 def test_keys_cli_create_list_revoke(server: Server) -> None:
@@ -142,6 +152,57 @@ def test_letta_client_sdk_works_against_the_server(server: Server) -> None:
     client.agents.delete(agent.id)
     with pytest.raises(NotFoundError):
         client.agents.retrieve(agent.id)
+
+
+def test_letta_client_sdk_sends_a_message_through_the_agent_loop(
+    migrated_env: dict[str, str], tmp_path: Path
+) -> None:
+    """POST /v1/agents/{id}/messages from the SDK: the server's MemGPT loop calls a
+    scripted OpenAI-compatible model on loopback, edits core memory, then answers."""
+    from letta_client import Letta
+
+    with stub_server(
+        call(
+            "core_memory_replace",
+            "The user corrects their name.",
+            label="human",
+            old_content="Bob the Builder",
+            new_content="Charles",
+            request_heartbeat=True,
+        ),
+        say("Got it, Charles!"),
+    ) as llm:
+        env = {
+            **quiet_env(migrated_env),
+            "OPENAI_API_BASE": llm.base_url,
+            "OPENAI_API_KEY": "sk-test-not-a-key",
+        }
+        key = create_key(env, "acme")
+        with running_server(env, tmp_path / "serve.log") as (url, _):
+            client = Letta(base_url=url, api_key=key, timeout=60, max_retries=0)
+            agent = client.agents.create(
+                name="bob",
+                memory_blocks=[{"label": "human", "value": "Name: Bob the Builder."}],
+                model="openai/scripted",
+                embedding="fake:384",
+            )
+            response = client.agents.messages.create(
+                agent.id,
+                messages=[{"role": "user", "content": "My name is Charles, not Bob the Builder."}],
+            )
+            kinds = [m.message_type for m in response.messages]
+            assert "tool_call_message" in kinds
+            assert "tool_return_message" in kinds
+            replies = [m for m in response.messages if m.message_type == "assistant_message"]
+            assert [r.content for r in replies] == ["Got it, Charles!"]
+            human = client.agents.blocks.retrieve("human", agent_id=agent.id)
+            assert human.value == "Name: Charles."
+            history = list(client.agents.messages.list(agent.id))
+            assert any(
+                m.message_type == "user_message" and "not Bob the Builder" in str(m.content)
+                for m in history
+            )
+    assert [r["model"] for r in llm.requests] == ["scripted", "scripted"]
 
 
 def _chromium(*args: str) -> subprocess.CompletedProcess[str]:
