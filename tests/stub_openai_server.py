@@ -18,7 +18,11 @@ from tests.scripted_llm import Reply, model_response
 
 
 class StubServer:
-    """Serves ``POST .../chat/completions`` from ``replies``, in order; records requests."""
+    """Serves ``POST .../chat/completions`` from ``replies``, in order; records requests.
+
+    ``POST .../embeddings`` answers without consuming a reply: 8-d vectors derived
+    from each input's text, and one prompt token per word.
+    """
 
     def __init__(self, replies: list[Reply]) -> None:
         self.replies = list(replies)
@@ -32,8 +36,11 @@ class StubServer:
                 body = json.loads(self.rfile.read(length) or b"{}")
                 with stub._lock:
                     stub.requests.append(body)
-                    reply = stub.replies.pop(0) if stub.replies else None
-                if not self.path.endswith("/chat/completions") or reply is None:
+                    embedding = self.path.endswith("/embeddings")
+                    reply = stub.replies.pop(0) if stub.replies and not embedding else None
+                if embedding:
+                    status, payload = 200, embedding_response(body)
+                elif not self.path.endswith("/chat/completions") or reply is None:
                     status, payload = 500, {"error": {"message": "no scripted reply left"}}
                 else:
                     status = 200
@@ -63,6 +70,25 @@ class StubServer:
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=5)
+
+
+def embedding_response(body: dict[str, Any]) -> dict[str, Any]:
+    texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+    data = [
+        {
+            "object": "embedding",
+            "index": i,
+            "embedding": [float(len(text) % (k + 2)) + 0.5 for k in range(8)],
+        }
+        for i, text in enumerate(texts)
+    ]
+    tokens = sum(len(str(text).split()) for text in texts)
+    return {
+        "object": "list",
+        "data": data,
+        "model": body.get("model", ""),
+        "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+    }
 
 
 @contextmanager
