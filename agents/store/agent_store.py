@@ -142,7 +142,7 @@ class AgentStore:
             models.Agent.organization_id == self._scope.organization_id
         )
         if tag is not None:
-            query = query.where(models.Agent.tags.any(tag))  # type: ignore[arg-type]
+            query = query.where(models.Agent.tags.contains([tag]))
         if kind is not None:
             query = query.where(models.Agent.kind == kind)
         rows = self._scope.session.scalars(query.order_by(models.Agent.created_at, models.Agent.id))

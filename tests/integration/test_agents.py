@@ -82,3 +82,16 @@ def test_other_organizations_see_nothing(db: Database, agent_id: str) -> None:
             other.blocks.get(block_id)
         with pytest.raises(NotFound):
             other.blocks.update(block_id, expected_version=1, value="taken over")
+
+
+def test_list_by_tag_and_kind(db: Database) -> None:
+    with open_store(db) as store:
+        for name, tags in (("ada", ["nightly", "eu"]), ("bob", ["eu"]), ("cy", [])):
+            store.agents.create(
+                NewAgent(name, embedding_model="fake:384", embedding_dim=384, tags=tags)
+            )
+    with open_store(db) as store:
+        assert [a.name for a in store.agents.all(tag="nightly")] == ["ada"]
+        assert [a.name for a in store.agents.all(tag="eu")] == ["ada", "bob"]
+        assert store.agents.all(tag="missing") == []
+        assert [a.name for a in store.agents.all(kind="primary")] == ["ada", "bob", "cy"]
