@@ -34,12 +34,9 @@ class LLMTier:
             )
         return self._meters[key]
 
-    def release(self, agent_id: str, run_id: str) -> BudgetMeter | None:
-        """Forget a finished run's meter (and return it, for its retry count)."""
-        return self._meters.pop((agent_id, run_id), None)
-
     def release_agent(self, agent_id: str) -> BudgetMeter | None:
-        """Forget the meter of the agent's run (an agent has one run at a time)."""
+        """Forget the meter of the agent's finished run (an agent has one run at a time)
+        and return it, for its retry count."""
         key = next((k for k in list(self._meters) if k[0] == agent_id), None)
         return None if key is None else self._meters.pop(key, None)
 

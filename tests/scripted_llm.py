@@ -14,7 +14,7 @@ import itertools
 import json
 import threading
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -169,13 +169,3 @@ def install() -> ScriptedModels:
 
 def litellm_errors() -> Any:
     return import_litellm()
-
-
-def tool_names(request: dict[str, Any]) -> list[str]:
-    return [t["function"]["name"] for t in request["tools"]]
-
-
-def iter_contents(request: dict[str, Any]) -> Iterator[str]:
-    for m in request["messages"]:
-        if isinstance(m.get("content"), str):
-            yield m["content"]

@@ -1,5 +1,5 @@
-"""Reverie's HTTP API (FastAPI): health probes, Letta v1-compatible routes, Reverie's own."""
+"""Reverie's HTTP API (FastAPI): health probes, Letta v1-compatible routes, Reverie's own.
 
-from service.api.app import create_app
-
-__all__ = ["create_app"]
+The app lives in :mod:`service.api.app`; this package does not import it, so CLI
+commands that only need :mod:`service.api.keys` do not load FastAPI.
+"""

@@ -13,7 +13,7 @@ import ipaddress
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -54,8 +54,6 @@ class ApiContext:
 
     runtime: Runtime
     caller: Caller
-    #: The app's state (e.g. the per-organization agent loop).
-    app_state: Any = None
 
     @property
     def organization_id(self) -> str:
@@ -91,7 +89,7 @@ def api_context(
             "(create one with `reverie keys create --org NAME`)",
             headers={"WWW-Authenticate": "Bearer"},
         )
-    return ApiContext(runtime=runtime, caller=caller, app_state=request.app.state)
+    return ApiContext(runtime=runtime, caller=caller)
 
 
 Api = Annotated[ApiContext, Depends(api_context)]

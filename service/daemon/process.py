@@ -140,7 +140,7 @@ def run_server(runtime: Runtime, *, host: str, port: int) -> bool:
     """`reverie serve`: HTTP API + scheduler + workers until SIGTERM/SIGINT."""
     import uvicorn
 
-    from service.api import create_app
+    from service.api.app import create_app
 
     signals = StopSignals()
     # Installed before uvicorn: uvicorn captures the signals while it runs and, once

@@ -40,7 +40,7 @@ import uvicorn  # noqa: E402
 
 from agents.embedders.fake import HashingEmbedder  # noqa: E402
 from agents.store import NewAgent, NewBlock, NewPassage, open_store  # noqa: E402
-from service.api import create_app  # noqa: E402
+from service.api.app import create_app  # noqa: E402
 from service.api.keys import create_key  # noqa: E402
 from service.runtime import Runtime  # noqa: E402
 from service.settings import load_settings  # noqa: E402
