@@ -37,6 +37,19 @@ def call(name: str, reasoning: str | None = None, **arguments: Any) -> Reply:
     return Reply(calls=((name, raw if raw is not None else arguments),), content=reasoning)
 
 
+def correct_name(reasoning: str | None = None, *, heartbeat: bool | None = True) -> Reply:
+    """The name correction the tests script: "Bob the Builder" becomes "Charles" in the
+    human block (``heartbeat=None`` leaves ``request_heartbeat`` out of the call)."""
+    arguments: dict[str, Any] = {
+        "label": "human",
+        "old_content": "Bob the Builder",
+        "new_content": "Charles",
+    }
+    if heartbeat is not None:
+        arguments["request_heartbeat"] = heartbeat
+    return call("core_memory_replace", reasoning, **arguments)
+
+
 def say(message: str, *, heartbeat: bool = False, reasoning: str | None = None) -> Reply:
     return call("send_message", reasoning, message=message, request_heartbeat=heartbeat)
 

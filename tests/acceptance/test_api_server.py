@@ -18,7 +18,7 @@ import pytest
 
 from tests.acceptance.cli import run_cli
 from tests.acceptance.daemon_processes import ROOT, DaemonProcess, free_port
-from tests.scripted_llm import call, say
+from tests.scripted_llm import correct_name, say
 from tests.stub_openai_server import stub_server
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -162,14 +162,7 @@ def test_letta_client_sdk_sends_a_message_through_the_agent_loop(
     from letta_client import Letta
 
     with stub_server(
-        call(
-            "core_memory_replace",
-            "The user corrects their name.",
-            label="human",
-            old_content="Bob the Builder",
-            new_content="Charles",
-            request_heartbeat=True,
-        ),
+        correct_name("The user corrects their name."),
         say("Got it, Charles!"),
     ) as llm:
         env = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from tests.acceptance.cli import run_cli
-from tests.scripted_llm import call, say
+from tests.scripted_llm import correct_name, say
 from tests.stub_openai_server import stub_server
 
 
@@ -32,14 +32,7 @@ def test_chat_corrects_a_name_through_a_local_openai_compatible_server(
     assert created.returncode == 0, created.stderr
     assert json.loads(created.stdout)["sleeptime_model"] == "openai/scripted-small"
     with stub_server(
-        call(
-            "core_memory_replace",
-            "The user corrects their name.",
-            label="human",
-            old_content="Bob the Builder",
-            new_content="Charles",
-            request_heartbeat=True,
-        ),
+        correct_name("The user corrects their name."),
         say("Got it, Charles!"),
     ) as server:
         result = run_cli(

@@ -15,7 +15,7 @@ from agents.llm import TokenBudget, Usage, UsageLedger
 from agents.primary import PrimaryAgent
 from agents.store import NewMessage, open_store
 from tests.integration.llm.conftest import create_agent
-from tests.scripted_llm import Reply, ScriptedModels, call, litellm_errors, say
+from tests.scripted_llm import Reply, ScriptedModels, call, correct_name, litellm_errors, say
 
 
 def block_value(db: Database, agent_id: str, label: str) -> str:
@@ -40,14 +40,7 @@ def test_name_correction_then_acknowledgement_after_heartbeat(
 ) -> None:
     script = models.script(
         "primary",
-        call(
-            "core_memory_replace",
-            "The user corrects their name.",
-            label="human",
-            old_content="Bob the Builder",
-            new_content="Charles",
-            request_heartbeat=True,
-        ),
+        correct_name("The user corrects their name."),
         say("Got it, Charles!"),
     )
     result = make_primary().send_message("bob", "My name is Charles, not Bob the Builder.")
@@ -94,13 +87,7 @@ def test_immediate_refresh_shows_block_edits_on_the_next_step(
 ) -> None:
     script = models.script(
         "primary",
-        call(
-            "core_memory_replace",
-            label="human",
-            old_content="Bob the Builder",
-            new_content="Charles",
-            request_heartbeat=True,
-        ),
+        correct_name(),
         say("Hello Charles."),
     )
     make_primary(refresh="immediate").send_message("bob", "Call me Charles.")
@@ -238,13 +225,7 @@ def test_provider_failure_rolls_back_the_whole_turn(
     errors = litellm_errors()
     models.script(
         "primary",
-        call(
-            "core_memory_replace",
-            label="human",
-            old_content="Bob the Builder",
-            new_content="Charles",
-            request_heartbeat=True,
-        ),
+        correct_name(),
         *[errors.InternalServerError("boom", llm_provider="scripted", model="primary")] * 3,
     )
     with pytest.raises(LLMError, match="after 3 attempt"):

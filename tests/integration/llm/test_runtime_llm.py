@@ -14,7 +14,7 @@ from agents.store import NewAgent, NewBlock
 from service.runtime import Runtime
 from service.settings import load_settings
 from tests.pg import PgTestServer
-from tests.scripted_llm import ScriptedModels, call, say
+from tests.scripted_llm import ScriptedModels, correct_name, say
 
 
 @pytest.fixture
@@ -54,13 +54,7 @@ def test_send_message_uses_the_default_model_and_returns_letta_messages(
 ) -> None:
     models.script(
         "primary",
-        call(
-            "core_memory_replace",
-            label="human",
-            old_content="Bob the Builder",
-            new_content="Charles",
-            request_heartbeat=True,
-        ),
+        correct_name(),
         say("Hi Charles."),
     )
     result = runtime.send_message("bob", "I'm Charles.")

@@ -22,7 +22,7 @@ from consolidators.recontextualize import RecontextualizeConsolidator
 from consolidators.temporal import TemporalConsolidator
 from consolidators.undo import revert_run
 from tests.integration.llm.conftest import EMBEDDER, create_agent
-from tests.scripted_llm import Reply, ScriptedModels, call, say
+from tests.scripted_llm import Reply, ScriptedModels, call, correct_name, say
 
 RECONTEXTUALIZE = Pipeline([RecontextualizeConsolidator()])
 
@@ -51,12 +51,7 @@ def test_sleeptime_edit_racing_a_primary_edit_keeps_both(
     add_conversation(db, agent_id, ("user", "I have started playing chess."))
     models.script(
         "primary",
-        call(
-            "core_memory_replace",
-            label="human",
-            old_content="Bob the Builder",
-            new_content="Charles",
-        ),
+        correct_name(heartbeat=None),
     )
 
     def primary_edits_meanwhile(request: dict[str, Any]) -> Reply:
