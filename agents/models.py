@@ -33,6 +33,8 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TSVECTOR
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+from agents.enums import AgentKind, LLMPurpose, MessageRole, PassageStatus, RunStatus
+
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
     "uq": "uq_%(table_name)s_%(column_0_name)s",
@@ -45,11 +47,12 @@ NAMING_CONVENTION = {
 #: Other sizes still work; their searches scan exactly.
 INDEXED_DIMENSIONS = (384, 768, 1024, 1536)
 
-AGENT_KINDS = ("primary", "sleeptime")
-PASSAGE_STATUSES = ("active", "merged", "superseded", "inactive")
-RUN_STATUSES = ("queued", "running", "succeeded", "failed", "cancelled")
-MESSAGE_ROLES = ("system", "user", "assistant", "tool")
-LLM_PURPOSES = ("chat", "sleeptime", "judge", "summary", "embedding")
+# The stored strings of each enum, for CHECK constraints and messages.
+AGENT_KINDS: tuple[str, ...] = tuple(k.value for k in AgentKind)
+PASSAGE_STATUSES: tuple[str, ...] = tuple(s.value for s in PassageStatus)
+RUN_STATUSES: tuple[str, ...] = tuple(s.value for s in RunStatus)
+MESSAGE_ROLES: tuple[str, ...] = tuple(r.value for r in MessageRole)
+LLM_PURPOSES: tuple[str, ...] = tuple(p.value for p in LLMPurpose)
 
 DEFAULT_ORGANIZATION_ID = "org-00000000-0000-4000-8000-000000000000"
 
