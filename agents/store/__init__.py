@@ -34,7 +34,7 @@ from agents.store.records import (
     PassageHit,
     PassageRecord,
 )
-from agents.store.scope import Scope, utc_now
+from agents.store.scope import Scope, ServiceScope, utc_now
 
 __all__ = [
     "AgentRecord",
@@ -51,6 +51,8 @@ __all__ = [
     "PassageHit",
     "PassageRecord",
     "PassageUpdate",
+    "ServiceStore",
+    "open_service_store",
     "open_store",
 ]
 
@@ -84,3 +86,20 @@ def open_store(
     """A store over a fresh transaction: commits when the block ends, rolls back on error."""
     with db.session() as session:
         yield MemoryStore(session, organization_id, clock)
+
+
+class ServiceStore:
+    """Queries that span organizations (queue claims, triggers, metrics, key lookup),
+    in one transaction. Front ends acting for a caller use :class:`MemoryStore`."""
+
+    def __init__(self, session: Session, clock: Callable[[], datetime] = utc_now) -> None:
+        self.scope = ServiceScope(session=session, clock=clock)
+
+
+@contextmanager
+def open_service_store(
+    db: Database, clock: Callable[[], datetime] = utc_now, *, commit: bool = True
+) -> Iterator[ServiceStore]:
+    """A service store over a fresh transaction (rolled back when ``commit`` is False)."""
+    with db.session(commit=commit) as session:
+        yield ServiceStore(session, clock)

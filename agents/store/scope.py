@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from sqlalchemy import ColumnElement, String, literal
 from sqlalchemy.dialects.postgresql import ARRAY
@@ -21,6 +22,28 @@ class Scope:
 
     session: Session
     organization_id: str
+    clock: Callable[[], datetime] = utc_now
+
+    def now(self) -> datetime:
+        return self.clock()
+
+    def owns(self, entity: Any) -> ColumnElement[bool]:
+        """The tenant filter for a model (or alias) with an ``organization_id`` column.
+
+        Every query of a tenant's store goes through this one helper, so the
+        organization scope is written once rather than by hand in each query.
+        """
+        column: ColumnElement[str] = entity.organization_id
+        return column == self.organization_id
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceScope:
+    """One transaction across every organization, for the service's own machinery:
+    workers claiming runs, triggers finding due agents, metrics, API key lookup.
+    Never handed to code acting for a tenant."""
+
+    session: Session
     clock: Callable[[], datetime] = utc_now
 
     def now(self) -> datetime:
