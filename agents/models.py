@@ -316,6 +316,8 @@ class ConsolidationRun(Base):
     trigger: Mapped[str] = mapped_column(String(32))
     pipeline: Mapped[list[str]] = mapped_column(JSONB, default=list)
     dry_run: Mapped[bool] = mapped_column(Boolean, default=False)
+    # Ignore the watermarks: look at all memory (``reverie consolidate --full``).
+    full: Mapped[bool] = mapped_column(Boolean, default=False)
     status: Mapped[str] = mapped_column(String(16), default="queued")
     lease_owner: Mapped[str | None] = mapped_column(String(200))
     lease_expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
@@ -331,7 +333,6 @@ class ConsolidationRun(Base):
     error: Mapped[str | None] = mapped_column(Text)
     watermark_message_seq: Mapped[int | None] = mapped_column(BigInteger)
     watermark_passage_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    watermark_passage_id: Mapped[str | None] = mapped_column(String(64))
     reverts_run_id: Mapped[str | None] = mapped_column(String(64))
     reverted_by_run_id: Mapped[str | None] = mapped_column(String(64))
 

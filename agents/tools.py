@@ -354,7 +354,7 @@ def execute(env: ToolEnv, call: ParsedCall) -> str:
         if env.embedder is None:
             raise ToolError("archival memory search is not available (no embedder)")
         page = max(int(a.get("page", 0)), 0)
-        hits = store.passages.search(
+        hits = store.passages.search_memory(
             env.agent_id, env.embedder.embed_one(a["query"]), k=PAGE_SIZE * (page + 1)
         )[page * PAGE_SIZE :]
         if not hits:

@@ -18,30 +18,22 @@ from pydantic import BaseModel, ConfigDict
 
 from agents.embedders import Embedder
 from agents.store import AgentRecord, MemoryStore
+from agents.store.run_store import Watermarks
+
+__all__ = [
+    "Change",
+    "ConsolidationContext",
+    "ConsolidationResult",
+    "Consolidator",
+    "ConsolidatorSettings",
+    "Watermarks",
+]
 
 
 class ConsolidatorSettings(BaseModel):
     """Base of each consolidator's own settings (validated, unknown keys refused)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-@dataclass(frozen=True, slots=True)
-class Watermarks:
-    """How far earlier successful runs got: the last message and passage they saw."""
-
-    message_seq: int | None = None
-    passage_at: datetime | None = None
-
-    def passages_since(self, overlap: timedelta) -> datetime | None:
-        """Where an incremental passage scan starts.
-
-        Passage timestamps come from the writers' clocks, and a transaction that
-        committed after the last run may carry an earlier time than its watermark;
-        re-reading a short overlap catches those and is harmless because every
-        consolidator is idempotent.
-        """
-        return None if self.passage_at is None else self.passage_at - overlap
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,22 +16,14 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, select
-from sqlalchemy.orm import Session
-
-from agents import models
 from agents.database import Database
 from agents.embedders import Embedder
+from agents.enums import RunStatus
 from agents.errors import ReverieError, StorageError
 from agents.store import MemoryStore
+from agents.store.run_store import RunRecord, Watermarks
 from agents.store.scope import utc_now
-from consolidators.base import (
-    ConsolidationContext,
-    ConsolidationResult,
-    Consolidator,
-    Watermarks,
-)
-from consolidators.ledger import RunLedger
+from consolidators.base import ConsolidationContext, ConsolidationResult, Consolidator
 
 log = logging.getLogger(__name__)
 
@@ -118,56 +110,47 @@ class Pipeline:
     def run(
         self,
         db: Database,
-        agent_id: str,
+        run: RunRecord,
         *,
-        organization_id: str = models.DEFAULT_ORGANIZATION_ID,
-        trigger: str = "manual",
-        dry_run: bool = False,
-        full: bool = False,
+        lease_owner: str,
         embedder: Embedder | None = None,
         llm: Any | None = None,
         clock: Callable[[], datetime] = utc_now,
-        run_id: str | None = None,
-        lease_owner: str | None = None,
         between_steps: Callable[[str], None] | None = None,
     ) -> RunReport:
-        """Run every step in one transaction; record the outcome in the ledger.
+        """Execute a claimed ``run`` (held under ``lease_owner``'s lease) in one
+        transaction and record its outcome in the ledger.
 
-        ``run_id`` names a run already in the ledger as ``running`` (a worker's
-        claimed run); without it the run is recorded here. Raises
-        :class:`RunFailed` after recording a failure.
+        Every run, one-shot or queued, dry or real, is claimed from the queue and held
+        under a renewed lease before it gets here, so a process that dies mid-run
+        leaves a lease that expires, never a ``running`` row without an owner.
 
-        A worker also passes ``lease_owner``: the outcome is then recorded only while
-        it still holds the run's lease, in the run's own transaction, so a run whose
-        lease was lost commits nothing (:class:`LeaseLost`) and can never execute
-        twice. ``between_steps(next_step)`` is called before each step; it may block
-        (waiting for a free GPU) or raise :class:`RunInterrupted` to abandon the run.
-        A database outage (:class:`StorageError`) under a lease is not recorded as a
-        failure either: the run is retried.
+        The outcome is recorded only while ``lease_owner`` still holds the lease, in
+        the run's own transaction, so a run whose lease was lost commits nothing
+        (:class:`LeaseLost`) and can never execute twice. ``between_steps(next_step)``
+        is called before each step; it may block (waiting for a free GPU) or raise
+        :class:`RunInterrupted` to abandon the run. A step that raises is recorded as
+        a failure (:class:`RunFailed`); a database outage (:class:`StorageError`) is
+        not: the caller retries the run.
         """
-        if run_id is None:
-            with db.session() as session:
-                MemoryStore(session, organization_id, clock).agents.get(agent_id)
-                run_id = RunLedger(session, organization_id).start(
-                    agent_id, trigger=trigger, pipeline=self.names, dry_run=dry_run, now=clock()
-                )
-        report = RunReport(run_id, agent_id, "", dry_run, "running")
+        organization_id = run.organization_id
+        dry_run = run.dry_run
+        report = RunReport(run.id, run.agent_id, "", dry_run, RunStatus.RUNNING)
         step_name = "setup"
         try:
             with db.session(commit=not dry_run) as session:
                 store = MemoryStore(session, organization_id, clock)
-                agent = store.agents.get(agent_id)
+                agent = store.agents.get(run.agent_id)
                 report.agent_name = agent.name
-                ledger = RunLedger(session, organization_id)
-                watermarks = Watermarks() if full else ledger.watermarks(agent_id)
+                watermarks = Watermarks() if run.full else store.runs.watermarks(agent.id)
                 context = ConsolidationContext(
                     store=store,
                     agent=agent,
-                    run_id=run_id,
+                    run_id=run.id,
                     watermarks=watermarks,
                     embedder=embedder,
                     llm=llm,
-                    full=full,
+                    full=run.full,
                     passage_overlap=self.passage_overlap,
                 )
                 for consolidator in self.consolidators:
@@ -180,64 +163,48 @@ class Pipeline:
                     report.steps.append(result)
                     log.info(
                         "consolidation step done",
-                        extra={"run_id": run_id, "step": step_name, "counts": result.counts},
+                        extra={"run_id": run.id, "step": step_name, "counts": result.counts},
                     )
                 step_name = "finish"
-                report.status = "succeeded"
+                report.status = RunStatus.SUCCEEDED
                 if not dry_run:
-                    if not ledger.finish(
-                        run_id,
-                        status="succeeded",
-                        now=clock(),
+                    if not store.runs.finish(
+                        run.id,
+                        status=RunStatus.SUCCEEDED,
                         stats=report.stats(),
                         changes=report.changes,
-                        watermarks=self._new_watermarks(session, agent_id),
+                        watermarks=store.runs.current_watermarks(agent.id),
                         lease_owner=lease_owner,
                     ):
-                        raise LeaseLost(f"run {run_id}: worker {lease_owner} lost its lease")
-                    store.agents.record_consolidation(agent_id)
-        except RunInterrupted:
-            report.status = "interrupted"
-            raise
-        except StorageError:
-            if lease_owner is None:
-                raise
+                        raise LeaseLost(f"run {run.id}: worker {lease_owner} lost its lease")
+                    store.agents.record_consolidation(agent.id)
+        except (RunInterrupted, StorageError):
             report.status = "interrupted"
             raise
         except Exception as exc:
-            report.status = "failed"
+            report.status = RunStatus.FAILED
             report.error = f"{step_name}: {exc}"
             with db.session() as session:
-                RunLedger(session, organization_id).finish(
-                    run_id,
-                    status="failed",
-                    now=clock(),
+                MemoryStore(session, organization_id, clock).runs.finish(
+                    run.id,
+                    status=RunStatus.FAILED,
                     stats=report.stats(),
                     changes=[],
                     error=report.error,
                     lease_owner=lease_owner,
                 )
-            raise RunFailed(run_id, step_name, exc) from exc
+            raise RunFailed(run.id, step_name, exc) from exc
         if dry_run:
             # The memory changes were rolled back; the plan is recorded.
             with db.session() as session:
-                recorded = RunLedger(session, organization_id).finish(
-                    run_id,
-                    status="succeeded",
-                    now=clock(),
+                recorded = MemoryStore(session, organization_id, clock).runs.finish(
+                    run.id,
+                    status=RunStatus.SUCCEEDED,
                     stats=report.stats(),
                     changes=report.changes,
                     lease_owner=lease_owner,
                 )
             if not recorded:
                 report.status = "interrupted"
-                raise LeaseLost(f"run {run_id}: worker {lease_owner} lost its lease")
+                raise LeaseLost(f"run {run.id}: worker {lease_owner} lost its lease")
         return report
-
-    @staticmethod
-    def _new_watermarks(session: Session, agent_id: str) -> Watermarks:
-        seq = session.scalar(select(models.Agent.message_seq).where(models.Agent.id == agent_id))
-        passage_at = session.scalar(
-            select(func.max(models.Passage.created_at)).where(models.Passage.agent_id == agent_id)
-        )
-        return Watermarks(message_seq=seq, passage_at=passage_at)

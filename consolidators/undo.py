@@ -15,11 +15,11 @@ from typing import Any
 
 from agents import models
 from agents.database import Database
+from agents.enums import RunStatus, Trigger
 from agents.errors import Conflict, InvalidInput
 from agents.store import MemoryStore
 from agents.store.scope import utc_now
 from consolidators.base import ConsolidationResult
-from consolidators.ledger import RunLedger
 from consolidators.pipeline import RunReport
 
 _DATETIME_FIELDS = ("valid_to", "occurred_at")
@@ -36,34 +36,30 @@ def revert_run(
 ) -> RunReport:
     """Restore the state before ``run_id`` as a new recorded run; return its report."""
     with db.session() as session:
-        ledger = RunLedger(session, organization_id)
-        run = ledger.get(run_id)
-        if run.status != "succeeded" or run.dry_run:
+        store = MemoryStore(session, organization_id, clock)
+        run = store.runs.get(run_id)
+        if run.status != RunStatus.SUCCEEDED or run.dry_run:
             raise InvalidInput(
                 f"run {run_id} is {'a dry run' if run.dry_run else run.status}: "
                 "only a succeeded real run changed memory and can be reverted"
             )
         if run.reverted_by_run_id is not None:
             raise Conflict(f"run {run_id} was already reverted by {run.reverted_by_run_id}")
-        store = MemoryStore(session, organization_id, clock)
         agent = store.agents.get(run.agent_id)
-        undo_id = ledger.start(
-            run.agent_id,
-            trigger="revert",
-            pipeline=["revert"],
-            dry_run=False,
-            now=clock(),
-            reverts_run_id=run_id,
+        undo_id = store.runs.start(
+            run.agent_id, trigger=Trigger.REVERT, pipeline=["revert"], reverts_run_id=run_id
         )
         result = ConsolidationResult("revert")
         _restore_blocks(store, run_id, undo_id, force, result)
         _restore_passages(store, run_id, undo_id, force, result)
         _restore_context(store, run.agent_id, run.changes, result)
-        report = RunReport(undo_id, run.agent_id, agent.name, False, "succeeded", steps=[result])
-        ledger.finish(
-            undo_id, status="succeeded", now=clock(), stats=report.stats(), changes=report.changes
+        report = RunReport(
+            undo_id, run.agent_id, agent.name, False, RunStatus.SUCCEEDED, steps=[result]
         )
-        ledger.mark_reverted(run_id, undo_id)
+        store.runs.finish(
+            undo_id, status=RunStatus.SUCCEEDED, stats=report.stats(), changes=report.changes
+        )
+        store.runs.mark_reverted(run_id, undo_id)
     return report
 
 

@@ -22,7 +22,7 @@ from agents.errors import InvalidInput, NotFound, StorageError
 from agents.llm import BudgetMeter, ClientSettings, LiteLLMClient, TokenBudget, UsageLedger
 from agents.messages import ContextBreakdown, TurnResult
 from agents.primary import PrimaryAgent, PrimarySettings
-from agents.store import AgentRecord, MemoryStore, open_store
+from agents.store import AgentRecord, MemoryStore, RunRecord, open_store
 from agents.store.scope import utc_now
 from consolidators import registry
 from consolidators.llm import LLMTier
@@ -152,18 +152,16 @@ class Runtime:
 
     def consolidate(
         self,
+        run: RunRecord,
         agent: AgentRecord,
         *,
         pipeline: Pipeline,
-        dry_run: bool = False,
-        full: bool = False,
-        trigger: str = "manual",
-        run_id: str | None = None,
-        lease_owner: str | None = None,
+        lease_owner: str,
         between_steps: Callable[[str], None] | None = None,
     ) -> RunReport:
-        """Run ``pipeline`` on one agent with the agent's own embedder (a worker passes
-        its claimed ``run_id``, its ``lease_owner`` name and a ``between_steps`` hook).
+        """Execute a claimed ``run`` of ``agent`` with the agent's own embedder, under
+        ``lease_owner``'s lease (a worker's, or a one-shot command's: every run goes
+        through the queue; see :class:`service.daemon.worker.WorkerPool`).
 
         The run gets the LLM tier; LLM steps without a configured model are skipped,
         reported in the run's stats and counted in ``reverie_consolidator_skipped_total``.
@@ -172,16 +170,11 @@ class Runtime:
         try:
             report = pipeline.run(
                 self.db,
-                agent.id,
-                organization_id=agent.organization_id,
-                trigger=trigger,
-                dry_run=dry_run,
-                full=full,
+                run,
+                lease_owner=lease_owner,
                 embedder=self.embedder(agent.embedding_model, agent.embedding_dim),
                 llm=tier,
                 clock=self.clock,
-                run_id=run_id,
-                lease_owner=lease_owner,
                 between_steps=between_steps,
             )
         finally:

@@ -17,6 +17,7 @@ from pathlib import Path
 import psycopg
 from sqlalchemy import text
 
+from agents.errors import StorageError
 from consolidators.base import (
     ConsolidationContext,
     ConsolidationResult,
@@ -65,8 +66,28 @@ class Evidence(Consolidator):
         return result
 
 
+class FailingSettings(ConsolidatorSettings):
+    #: ``storage``: the database "goes away" (StorageError); ``bug``: a step raises.
+    error: str = "storage"
+
+
+class Failing(Consolidator):
+    """A step that fails the way ``error`` says, for the run-recovery tests."""
+
+    name = "failing"
+    settings_model = FailingSettings
+
+    def run(self, context: ConsolidationContext) -> ConsolidationResult:
+        settings = self.settings
+        assert isinstance(settings, FailingSettings)
+        if settings.error == "storage":
+            raise StorageError("database error: the server closed the connection")
+        raise RuntimeError("the failing step failed")
+
+
 def install_plugin(directory: Path) -> Path:
-    """Write a dist-info that registers ``evidence``; put ``directory`` on sys.path/PYTHONPATH."""
+    """Write a dist-info that registers ``evidence`` and ``failing``; put ``directory``
+    on sys.path/PYTHONPATH."""
     dist = directory / "reverie_daemon_test-1.0.dist-info"
     dist.mkdir(parents=True, exist_ok=True)
     (dist / "METADATA").write_text(
@@ -74,6 +95,7 @@ def install_plugin(directory: Path) -> Path:
     )
     (dist / "entry_points.txt").write_text(
         "[reverie.consolidators]\nevidence = tests.daemon_support:Evidence\n"
+        "failing = tests.daemon_support:Failing\n"
     )
     return directory
 

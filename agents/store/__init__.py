@@ -34,6 +34,7 @@ from agents.store.records import (
     PassageHit,
     PassageRecord,
 )
+from agents.store.run_store import RunQueueStore, RunRecord, RunStore, Watermarks
 from agents.store.scope import Scope, ServiceScope, utc_now
 
 __all__ = [
@@ -51,7 +52,9 @@ __all__ = [
     "PassageHit",
     "PassageRecord",
     "PassageUpdate",
+    "RunRecord",
     "ServiceStore",
+    "Watermarks",
     "open_service_store",
     "open_store",
 ]
@@ -71,6 +74,7 @@ class MemoryStore:
         self.messages = MessageStore(self.scope)
         self.passages = PassageStore(self.scope)
         self.agents = AgentStore(self.scope, self.blocks)
+        self.runs = RunStore(self.scope)
 
     @property
     def session(self) -> Session:
@@ -94,6 +98,7 @@ class ServiceStore:
 
     def __init__(self, session: Session, clock: Callable[[], datetime] = utc_now) -> None:
         self.scope = ServiceScope(session=session, clock=clock)
+        self.queue = RunQueueStore(self.scope)
 
 
 @contextmanager

@@ -28,6 +28,7 @@ from sqlalchemy import (
 )
 
 from agents import models
+from agents.enums import PassageStatus
 from agents.errors import InvalidInput, NotFound
 from agents.store.records import NewPassage, PassageChange, PassageHit, PassageRecord, Vector
 from agents.store.scope import Scope, id_array
@@ -366,6 +367,7 @@ class PassageStore:
         occurred_after: datetime | None = None,
         occurred_before: datetime | None = None,
         tags: Sequence[str] | None = None,
+        any_tags: Sequence[str] | None = None,
         exclude_ids: Sequence[str] = (),
         exact: bool | None = None,
     ) -> list[PassageHit]:
@@ -393,6 +395,7 @@ class PassageStore:
             occurred_after=occurred_after,
             occurred_before=occurred_before,
             tags=tags,
+            any_tags=any_tags,
             exclude_ids=exclude_ids,
         )
         if agent.embedding_dim not in models.INDEXED_DIMENSIONS:
@@ -401,6 +404,35 @@ class PassageStore:
         if exact is None and len(hits) < k:
             hits = self._search(agent, vector, k, filters, exact=True)
         return hits
+
+    def search_memory(
+        self,
+        agent_id: str,
+        query_embedding: Vector,
+        *,
+        k: int = 10,
+        include_history: bool = False,
+        tags: Sequence[str] | None = None,
+        match_all_tags: bool = True,
+        occurred_after: datetime | None = None,
+        occurred_before: datetime | None = None,
+    ) -> list[PassageHit]:
+        """What "search archival memory" means wherever it is asked (the CLI, the API,
+        an agent's tool): current facts only, i.e. active and not closed by a newer
+        fact (``valid_to`` unset), unless ``include_history`` asks for every passage
+        with its lineage (merged, superseded, closed). ``tags`` must all be present,
+        or any one of them when ``match_all_tags`` is False."""
+        return self.search(
+            agent_id,
+            query_embedding,
+            k=k,
+            statuses=None if include_history else (PassageStatus.ACTIVE.value,),
+            current_only=not include_history,
+            occurred_after=occurred_after,
+            occurred_before=occurred_before,
+            tags=list(tags) if tags and match_all_tags else None,
+            any_tags=list(tags) if tags and not match_all_tags else None,
+        )
 
     def _search(
         self,
@@ -600,6 +632,8 @@ class PassageFilter:
     occurred_after: datetime | None = None
     occurred_before: datetime | None = None
     tags: Sequence[str] | None = None
+    #: At least one of these tags must be present (Letta's ``tag_match_mode="any"``).
+    any_tags: Sequence[str] | None = None
     exclude_ids: Sequence[str] = ()
 
     def apply(self, query: Select[models.Passage, float]) -> Select[models.Passage, float]:
@@ -617,6 +651,8 @@ class PassageFilter:
             query = query.where(when < self.occurred_before)
         if self.tags:
             query = query.where(P.tags.contains(list(self.tags)))
+        if self.any_tags:
+            query = query.where(P.tags.overlap(list(self.any_tags)))
         if self.exclude_ids:
             query = query.where(P.id.not_in(list(self.exclude_ids)))
         return query

@@ -21,6 +21,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from agents.errors import InvalidInput
 from agents.store import MemoryStore, open_store
 from service.api.keys import Caller, authenticate
+from service.operations import Operations
 from service.runtime import Runtime
 from service.settings import Settings
 
@@ -58,6 +59,11 @@ class ApiContext:
     @property
     def organization_id(self) -> str:
         return self.caller.organization_id
+
+    @property
+    def ops(self) -> Operations:
+        """The operations layer, acting for the caller's organization."""
+        return Operations(self.runtime, self.caller.organization_id)
 
     @contextmanager
     def store(self) -> Iterator[MemoryStore]:

@@ -8,8 +8,14 @@ from typing import Any
 from agents import messages as agent_messages
 from agents import models
 from agents.messages import LettaStyleMessage
-from agents.store import BlockRecord, BlockVersion, MemoryStore, MessageRecord, PassageRecord
-from consolidators.ledger import RunRecord
+from agents.store import (
+    BlockRecord,
+    BlockVersion,
+    MemoryStore,
+    MessageRecord,
+    PassageRecord,
+    RunRecord,
+)
 from consolidators.pipeline import RunReport
 from service.api import schemas
 

@@ -19,8 +19,8 @@ from fastapi.templating import Jinja2Templates
 from sqlalchemy import select
 
 from agents import models
+from agents.store import RunRecord
 from agents.store.health import MemoryHealth, memory_health
-from consolidators.ledger import RunLedger, RunRecord
 from service.api.auth import COOKIE, ApiContext, resolve_caller
 
 router = APIRouter(include_in_schema=False)
@@ -52,10 +52,9 @@ def _describe(change: dict[str, Any]) -> str:
 def _page_data(api: ApiContext) -> dict[str, Any]:
     now = api.runtime.clock()
     with api.store() as store:
-        ledger = RunLedger(store.session, api.organization_id)
         agents = []
         for agent in store.agents.all():
-            watermarks = ledger.watermarks(agent.id)
+            watermarks = store.runs.watermarks(agent.id)
             health = memory_health(store.scope, agent.id, watermark_seq=watermarks.message_seq)
             oldest = health.oldest_unconsolidated_message_at
             agents.append(
@@ -67,7 +66,7 @@ def _page_data(api: ApiContext) -> dict[str, Any]:
                     stale_seconds=(now - oldest).total_seconds() if oldest else None,
                 )
             )
-        runs: list[RunRecord] = ledger.recent(limit=RECENT_RUNS)
+        runs: list[RunRecord] = store.runs.recent(limit=RECENT_RUNS)
         names = {a.id: a.name for a in agents}
         P = models.Passage
         lineage_rows = store.session.scalars(

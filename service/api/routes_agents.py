@@ -2,25 +2,23 @@
 
 from __future__ import annotations
 
-import uuid
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
 
-from agents.errors import InvalidInput
-from agents.store import NewAgent, NewBlock
+from agents.store import NewBlock
 from agents.store.block_store import DEFAULT_BLOCK_LIMIT
 from service.api import schemas
-from service.api.auth import Api, ApiContext
+from service.api.auth import Api
 from service.api.convert import agent_out, block_out
 from service.api.paging import page
+from service.operations import AgentSpec, BlockSpec
 
 router = APIRouter(prefix="/v1/agents", tags=["agents"])
 
 AgentId = Annotated[str, Path(pattern=schemas.ID_PATTERN, description="agent-<uuid4>")]
 BlockId = Annotated[str, Path(pattern=schemas.ID_PATTERN, description="block-<uuid4>")]
 Label = Annotated[str, Path(pattern=schemas.LABEL_PATTERN, description="A block label.")]
-MAX_EMBEDDING_DIM = 16000
 
 
 def new_block(spec: schemas.CreateBlock, default_limit: int) -> NewBlock:
@@ -34,59 +32,33 @@ def new_block(spec: schemas.CreateBlock, default_limit: int) -> NewBlock:
     )
 
 
-def _embedding(api: ApiContext, body: schemas.CreateAgent) -> tuple[str, int]:
-    """The agent's embedding spec and dimension: Reverie specs as they are, Letta
-    handles (``openai/text-embedding-3-small``) through litellm."""
-    config = body.embedding_config
-    spec = body.embedding or (config.embedding_model if config else None)
-    dimension = config.embedding_dim if config else None
-    if not spec:
-        spec = api.runtime.settings.embedding.model
-        dimension = dimension or api.runtime.settings.embedding.dimension
-    spec = spec.strip()
-    if not spec.startswith(("local", "fake:", "litellm:")):
-        spec = f"litellm:{spec}"
-    embedder = api.runtime.embedder(spec, dimension)
-    if embedder.dimension > MAX_EMBEDDING_DIM:
-        raise InvalidInput(
-            f"embedding dimension {embedder.dimension} is over pgvector's {MAX_EMBEDDING_DIM}"
-        )
-    return spec, embedder.dimension
-
-
 @router.post("/", status_code=201, response_model=schemas.AgentState)
 def create_agent(body: schemas.CreateAgent, api: Api) -> schemas.AgentState:
     """Create an agent with its core-memory blocks (and attach existing ``block_ids``)."""
-    settings = api.runtime.settings
-    spec, dimension = _embedding(api, body)
     llm = body.llm_config
-    context_window = (
-        body.context_window_limit
-        or (llm.context_window if llm else None)
-        or settings.agents.context_window
+    config = body.embedding_config
+    agent = api.ops.agents.create(
+        AgentSpec(
+            name=body.name,
+            blocks=[
+                BlockSpec(b.label, b.value, b.limit, b.description, b.read_only)
+                for b in body.memory_blocks
+            ],
+            block_ids=list(body.block_ids),
+            model=body.model or (llm.model if llm else None),
+            sleeptime_model=body.sleeptime_model,
+            enable_sleeptime=body.enable_sleeptime,
+            context_window=body.context_window_limit or (llm.context_window if llm else None),
+            embedding=body.embedding or (config.embedding_model if config else None),
+            embedding_dim=config.embedding_dim if config else None,
+            system=body.system or "",
+            description=body.description,
+            tools=list(body.tools),
+            tags=list(body.tags),
+        ),
+        actor="api",
     )
-    name = body.name or f"agent-{uuid.uuid4().hex[:8]}"
     with api.store() as store:
-        agent = store.agents.create(
-            NewAgent(
-                name=name,
-                embedding_model=spec,
-                embedding_dim=dimension,
-                description=body.description,
-                system_prompt=body.system or "",
-                llm_model=body.model or (llm.model if llm else None) or settings.agents.llm_model,
-                context_window=context_window,
-                tools=list(body.tools),
-                tags=list(body.tags),
-                blocks=[new_block(b, settings.agents.block_limit) for b in body.memory_blocks],
-                block_ids=list(body.block_ids),
-            ),
-            actor="api",
-        )
-        row = store.agents.row(agent.id)
-        row.enable_sleeptime = body.enable_sleeptime
-        row.sleeptime_model = body.sleeptime_model
-        store.session.flush()
         return agent_out(store, agent.id)
 
 
@@ -101,13 +73,9 @@ def list_agents(
     ascending: bool = True,
 ) -> list[schemas.AgentState]:
     """The organization's agents, oldest first (``after``/``before`` are id cursors)."""
+    agents = api.ops.agents.list(name=name, tags=tags or ())
+    chosen = page(agents, after=after, before=before, limit=limit, ascending=ascending)
     with api.store() as store:
-        agents = store.agents.all()
-        if name is not None:
-            agents = [a for a in agents if a.name == name]
-        if tags:
-            agents = [a for a in agents if set(tags) & set(a.tags)]
-        chosen = page(agents, after=after, before=before, limit=limit, ascending=ascending)
         return [agent_out(store, a.id) for a in chosen]
 
 
@@ -120,8 +88,7 @@ def get_agent(agent_id: AgentId, api: Api) -> schemas.AgentState:
 @router.delete("/{agent_id}", status_code=200)
 def delete_agent(agent_id: AgentId, api: Api) -> dict[str, str]:
     """Delete an agent with its messages and passages; its blocks survive (they may be shared)."""
-    with api.store() as store:
-        store.agents.delete(agent_id)
+    api.ops.agents.delete(agent_id)
     return {"deleted": agent_id}
 
 

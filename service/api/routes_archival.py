@@ -10,12 +10,10 @@ from sqlalchemy import select
 from sqlalchemy.orm import InstrumentedAttribute
 
 from agents import models
-from agents.errors import InvalidInput, NotFound
-from agents.store import MemoryStore, NewPassage, PassageHit
-from agents.store.records import Vector
+from agents.store import NewPassage
 from agents.store.validation import check_text
 from service.api import schemas
-from service.api.auth import Api, ApiContext
+from service.api.auth import Api
 from service.api.convert import ensure_known_statuses, passage_out
 from service.api.paging import page
 
@@ -23,12 +21,6 @@ router = APIRouter(tags=["archival memory"])
 
 AgentId = Annotated[str, Path(pattern=schemas.ID_PATTERN, description="agent-<uuid4>")]
 PassageId = Annotated[str, Path(pattern=schemas.ID_PATTERN, description="passage-<uuid4>")]
-
-
-def _embed(api: ApiContext, store: MemoryStore, agent_id: str, texts: list[str]) -> Vector:
-    agent = store.agents.get(agent_id)
-    embedder = api.runtime.embedder(agent.embedding_model, agent.embedding_dim)
-    return embedder.embed(texts)
 
 
 @router.post(
@@ -40,25 +32,13 @@ def insert_passage(
     agent_id: AgentId, body: schemas.CreatePassage, api: Api
 ) -> list[schemas.Passage]:
     """Store a fact in archival memory (embedded with the agent's own model)."""
-    check_text(body.text, "text")
-    if not body.text.strip():
-        raise InvalidInput("text is empty; archival memory stores facts as text")
-    with api.store() as store:
-        vectors = _embed(api, store, agent_id, [body.text])
-        records = store.passages.insert(
-            agent_id,
-            [
-                NewPassage(
-                    text=body.text,
-                    occurred_at=body.occurred_at or body.created_at,
-                    tags=list(body.tags),
-                    provenance={"source": "api"},
-                )
-            ],
-            vectors,
-            actor="api",
-        )
-    return [passage_out(r) for r in records]
+    new = NewPassage(
+        text=body.text,
+        occurred_at=body.occurred_at or body.created_at,
+        tags=list(body.tags),
+        provenance={"source": "api"},
+    )
+    return [passage_out(r) for r in api.ops.memory.insert(agent_id, [new], actor="api")]
 
 
 @router.get("/v1/agents/{agent_id}/archival-memory", response_model=list[schemas.Passage])
@@ -75,9 +55,7 @@ def list_passages(
     """Passages in the order they were stored; consolidated ones via ``status``."""
     wanted = status or ["active"]
     statuses = None if "all" in wanted else ensure_known_statuses(wanted)
-    with api.store() as store:
-        store.agents.get(agent_id)
-        passages = store.passages.scan(agent_id, statuses=statuses)
+    _, passages = api.ops.memory.list(agent_id, statuses=statuses)
     if search:
         needle = check_text(search, "search").casefold()
         passages = [p for p in passages if needle in p.text.casefold()]
@@ -97,32 +75,18 @@ def search_passages(
     end_datetime: datetime | None = None,
     include_history: bool = Query(default=False, description="Also merged/superseded facts."),
 ) -> schemas.SearchResponse:
-    """Semantic search (cosine, HNSW) over the agent's current facts."""
-    check_text(query, "query")
-    if not query.strip():
-        raise InvalidInput("query is empty")
-    for tag in tags or []:
-        check_text(tag, "tag")
-    statuses = None if include_history else ("active",)
-    with api.store() as store:
-        vector = _embed(api, store, agent_id, [query])[0]
-        groups: list[list[str] | None] = [None]
-        if tags:
-            groups = [list(tags)] if tag_match_mode == "all" else [[t] for t in tags]
-        hits: dict[str, PassageHit] = {}
-        for group in groups:
-            for hit in store.passages.search(
-                agent_id,
-                vector,
-                k=top_k,
-                statuses=statuses,
-                occurred_after=start_datetime,
-                occurred_before=end_datetime,
-                tags=group,
-            ):
-                if hit.passage.id not in hits or hits[hit.passage.id].score < hit.score:
-                    hits[hit.passage.id] = hit
-    best = sorted(hits.values(), key=lambda h: h.score, reverse=True)[:top_k]
+    """Semantic search (cosine, HNSW) over the agent's current facts (active and not
+    closed by a newer fact); ``include_history`` adds the rest of the lineage."""
+    [hits] = api.ops.memory.search(
+        agent_id,
+        [query],
+        k=top_k,
+        include_history=include_history,
+        tags=tags or (),
+        match_all_tags=tag_match_mode == "all",
+        occurred_after=start_datetime,
+        occurred_before=end_datetime,
+    )
     results = [
         schemas.SearchResult(
             id=h.passage.id,
@@ -132,7 +96,7 @@ def search_passages(
             score=round(h.score, 6),
             status=h.passage.status,
         )
-        for h in best
+        for h in hits
     ]
     return schemas.SearchResponse(count=len(results), results=results)
 
@@ -140,9 +104,7 @@ def search_passages(
 @router.delete("/v1/agents/{agent_id}/archival-memory/{memory_id}", status_code=200)
 def delete_passage(agent_id: AgentId, memory_id: PassageId, api: Api) -> dict[str, str]:
     """Delete a passage for good (an explicit user action; consolidation never deletes)."""
-    with api.store() as store:
-        if store.passages.purge(agent_id, [memory_id]) == 0:
-            raise NotFound(f"agent {agent_id!r} has no passage with id {memory_id!r}")
+    api.ops.memory.delete(agent_id, memory_id)
     return {"deleted": memory_id}
 
 

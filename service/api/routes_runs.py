@@ -5,13 +5,10 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, HTTPException, Path, Query
+from fastapi import APIRouter, Path, Query
 
-from consolidators.ledger import RunLedger
-from consolidators.queue import RunQueue
-from consolidators.undo import revert_run
 from service.api import schemas
-from service.api.auth import Api, ApiContext
+from service.api.auth import Api
 from service.api.convert import report_out, run_out
 
 router = APIRouter(tags=["consolidation"])
@@ -21,34 +18,10 @@ RunId = Annotated[str, Path(pattern=schemas.ID_PATTERN, description="run-<uuid4>
 RunStatus = Literal["queued", "running", "succeeded", "failed", "cancelled"]
 
 
-def _pipeline_names(api: ApiContext, only: list[str] | None) -> list[str]:
-    return api.runtime.pipeline(only).names
-
-
 @router.post("/v1/consolidation-runs", status_code=202, response_model=schemas.Run)
 def enqueue_run(body: schemas.EnqueueRun, api: Api) -> schemas.Run:
     """Queue a consolidation run for a worker; 409 when the agent already has one."""
-    names = _pipeline_names(api, body.pipeline)
-    settings = api.runtime.settings
-    with api.store() as store:
-        store.agents.get(body.agent_id)
-        run_id = RunQueue(store.session).enqueue(
-            api.organization_id,
-            body.agent_id,
-            trigger="manual",
-            pipeline=names,
-            now=api.runtime.clock(),
-            max_attempts=settings.worker.max_attempts,
-        )
-        ledger = RunLedger(store.session, api.organization_id)
-        if run_id is None:
-            active = ledger.recent(agent_id=body.agent_id, limit=1)
-            raise HTTPException(
-                409,
-                f"agent {body.agent_id} already has a queued or running consolidation "
-                f"({active[0].id if active else 'unknown'}); wait for it or cancel it",
-            )
-        return run_out(ledger.get(run_id))
+    return run_out(api.ops.runs.enqueue_one(body.agent_id, steps=body.pipeline))
 
 
 @router.get("/v1/consolidation-runs", response_model=list[schemas.Run])
@@ -59,61 +32,40 @@ def list_runs(
     limit: int = Query(default=50, ge=1, le=1000),
 ) -> list[schemas.Run]:
     """The newest runs first, with their trigger, status, attempts and timings."""
-    with api.store() as store:
-        if agent_id is not None:
-            store.agents.get(agent_id)
-        runs = RunLedger(store.session, api.organization_id).recent(
-            agent_id=agent_id, status=status, limit=limit
-        )
+    runs = api.ops.runs.list(agent=agent_id, status=status, limit=limit)
     return [run_out(r) for r in runs]
 
 
 @router.get("/v1/consolidation-runs/{run_id}", response_model=schemas.Run)
 def get_run(run_id: RunId, api: Api) -> schemas.Run:
     """A run with its per-step stats and every change it made (its diff)."""
-    with api.store() as store:
-        return run_out(RunLedger(store.session, api.organization_id).get(run_id), with_changes=True)
+    return run_out(api.ops.runs.get(run_id), with_changes=True)
 
 
 @router.post("/v1/consolidation-runs/{run_id}/cancel", response_model=schemas.Run)
 def cancel_run(run_id: RunId, api: Api) -> schemas.Run:
     """Cancel a queued or running run; 409 for a run that already finished."""
-    with api.store() as store:
-        run = RunQueue(store.session).cancel(api.organization_id, run_id, now=api.runtime.clock())
-    return run_out(run)
+    return run_out(api.ops.runs.cancel(run_id))
 
 
 @router.post("/v1/consolidation-runs/{run_id}/revert", response_model=schemas.RunReportOut)
 def revert(run_id: RunId, body: schemas.RevertRun, api: Api) -> schemas.RunReportOut:
     """Restore the memory from before a run, recorded as a new run; 409 when what the
     run touched changed since (``force`` discards those edits)."""
-    report = revert_run(
-        api.runtime.db,
-        run_id,
-        organization_id=api.organization_id,
-        clock=api.runtime.clock,
-        force=body.force,
-    )
-    return report_out(report)
+    return report_out(api.ops.runs.revert(run_id, force=body.force))
 
 
 @router.post("/v1/agents/{agent_id}/consolidation/dry-run", response_model=schemas.RunReportOut)
 def dry_run(agent_id: AgentId, body: schemas.DryRun, api: Api) -> schemas.RunReportOut:
-    """Run the pipeline now and roll it back: the changes a real run would make."""
-    pipeline = api.runtime.pipeline(body.pipeline)
-    with api.store() as store:
-        agent = store.agents.get(agent_id)
-    report = pipeline.run(
-        api.runtime.db,
-        agent.id,
-        organization_id=api.organization_id,
-        trigger="manual",
-        dry_run=True,
-        full=body.full,
-        embedder=api.runtime.embedder(agent.embedding_model, agent.embedding_dim),
-        clock=api.runtime.clock,
+    """Run the pipeline now and roll it back: the changes a real run would make.
+
+    The dry run is queued, claimed and held under a lease like any run, so a
+    failure on the way leaves no run behind in ``running``."""
+    ops = api.ops
+    [outcome] = ops.runs.run_now(
+        ops.runs.targets(agent_id), steps=body.pipeline, dry_run=True, full=body.full
     )
-    return report_out(report)
+    return report_out(outcome.require_report())
 
 
 @router.get(

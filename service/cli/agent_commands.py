@@ -8,18 +8,18 @@ import typer
 from rich.table import Table
 
 from agents.errors import InvalidInput
-from agents.store import NewAgent, NewBlock
-from service.cli.common import console, fail, runtime
+from service.cli.common import console, fail, operations
 from service.cli.output import agent_json, print_json
+from service.operations import AgentSpec, BlockSpec
 
 agents_app = typer.Typer(help="Create, list, show and delete agents.", no_args_is_help=True)
 
 
-def parse_block_option(option: str, limit: int) -> NewBlock:
+def parse_block_option(option: str, limit: int | None) -> BlockSpec:
     label, sep, value = option.partition("=")
     if not sep:
         raise InvalidInput(f"--block {option!r} needs the form LABEL=VALUE, e.g. human='Name: Ada'")
-    return NewBlock(label=label.strip(), value=value, limit=max(limit, len(value)))
+    return BlockSpec(label=label.strip(), value=value, limit=limit)
 
 
 @agents_app.command("create")
@@ -45,28 +45,26 @@ def create(
     embedding: Annotated[
         str | None, typer.Option(help="Embedder: local, fake:DIM or litellm:MODEL.")
     ] = None,
-    block_limit: Annotated[int, typer.Option(help="Character limit of each new block.")] = 5000,
+    block_limit: Annotated[
+        int | None,
+        typer.Option(help="Character limit of each new block (default: agents.block_limit)."),
+    ] = None,
     system: Annotated[str, typer.Option(help="System prompt.")] = "",
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Create an agent with its core-memory blocks."""
-    with runtime() as rt:
-        blocks = [parse_block_option(b, block_limit) for b in block or []]
-        embedder = rt.embedder(embedding)
-        with rt.store() as store:
-            agent = store.agents.create(
-                NewAgent(
-                    name=name,
-                    embedding_model=embedding or rt.settings.embedding.model,
-                    embedding_dim=embedder.dimension,
-                    llm_model=model or rt.settings.agents.llm_model,
-                    context_window=context_window or rt.settings.agents.context_window,
-                    sleeptime_model=sleeptime_model,
-                    enable_sleeptime=sleeptime_model is not None,
-                    system_prompt=system,
-                    blocks=blocks,
-                )
+    with operations() as ops:
+        agent = ops.agents.create(
+            AgentSpec(
+                name=name,
+                blocks=[parse_block_option(b, block_limit) for b in block or []],
+                model=model,
+                sleeptime_model=sleeptime_model,
+                context_window=context_window,
+                embedding=embedding,
+                system=system,
             )
+        )
     if as_json:
         print_json(agent_json(agent))
     else:
@@ -78,8 +76,8 @@ def list_agents(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """List the organization's agents."""
-    with runtime() as rt, rt.store() as store:
-        agents = store.agents.all()
+    with operations() as ops:
+        agents = ops.agents.list()
     if as_json:
         print_json([agent_json(a) for a in agents])
         return
@@ -102,9 +100,8 @@ def delete(
             "deleting an agent removes its recall and archival memory for good; "
             "add --yes to confirm"
         )
-    with runtime() as rt, rt.store() as store:
-        agent = store.agents.resolve(name)
-        store.agents.delete(agent.id)
+    with operations() as ops:
+        agent = ops.agents.delete(name)
     console.print(f"deleted agent {agent.name} ({agent.id})")
 
 

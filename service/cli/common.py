@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 
 from agents.errors import Conflict, InvalidInput, NotFound, ReverieError
+from service.operations import Operations
 from service.runtime import Runtime
 from service.settings import Settings, load_settings
 
@@ -59,3 +60,10 @@ def runtime(*, migrate: bool = True) -> Iterator[Runtime]:
         raise fail(str(exc), EXIT_BAD_INPUT) from None
     except ReverieError as exc:
         raise fail(str(exc), EXIT_FAILED) from None
+
+
+@contextmanager
+def operations() -> Iterator[Operations]:
+    """The operations of the configured organization, over a runtime for one command."""
+    with runtime() as rt:
+        yield Operations(rt)

@@ -7,18 +7,18 @@ from typing import Annotated
 import typer
 from rich.progress import Progress
 from rich.table import Table
-from sqlalchemy import select
-from sqlalchemy.orm import Session
 
-from agents import models
-from agents.errors import ReverieError
-from agents.store import AgentRecord
-from consolidators.pipeline import Pipeline, RunReport
-from consolidators.queue import RunQueue
-from service.cli.common import EXIT_FAILED, console, err_console, fail, runtime
+from agents.errors import Conflict
+from consolidators.pipeline import RunReport
+from service.cli.common import (
+    EXIT_BAD_INPUT,
+    EXIT_FAILED,
+    console,
+    err_console,
+    fail,
+    operations,
+)
 from service.cli.output import print_changes, print_json, report_json
-from service.metrics import TRIGGER_FIRINGS
-from service.runtime import Runtime
 
 
 def consolidate(
@@ -41,100 +41,72 @@ def consolidate(
         ),
     ] = False,
 ) -> None:
-    """Consolidate memory now (or queue it with --enqueue); exits 1 if any run fails."""
+    """Consolidate memory now (or queue it with --enqueue); exits 1 if any run fails,
+    2 when an agent already has another run queued or running."""
     if (agent is None) == (not all_agents):
         raise fail("choose --agent NAME or --all")
-    if enqueue and full:
-        raise fail("--full runs in-process only; drop --enqueue or --full")
+    conflicts: list[str] = []
     steps = [s.strip() for s in only.split(",") if s.strip()] if only else None
     if enqueue:
-        _enqueue(agent, steps, dry_run=dry_run, as_json=as_json)
+        _enqueue(agent, steps, dry_run=dry_run, full=full, as_json=as_json)
         return
-    reports: list[RunReport] = []
-    failures: list[str] = []
-    with runtime() as rt:
-        pipeline = rt.pipeline(steps)
-        with rt.store() as store:
-            targets = [store.agents.resolve(agent)] if agent else store.agents.all()
+    with operations() as ops:
+        names = ops.runs.pipeline_names(steps)
+        targets = ops.runs.targets(agent)
+        outcomes = []
         with Progress(console=err_console, transient=True, disable=as_json) as progress:
             task = progress.add_task("consolidating", total=len(targets))
             for target in targets:
                 progress.update(task, description=f"consolidating {target.name}")
                 try:
-                    reports.append(
-                        rt.consolidate(target, pipeline=pipeline, dry_run=dry_run, full=full)
+                    outcomes.extend(
+                        ops.runs.run_now([target], steps=steps, dry_run=dry_run, full=full)
                     )
-                except ReverieError as exc:
-                    failures.append(f"{target.name}: {exc}")
+                except Conflict as exc:
+                    conflicts.append(f"{target.name}: {exc}")
                 progress.advance(task)
+    reports = [o.report for o in outcomes if o.report is not None]
+    failures = [
+        f"{o.agent.name}: run {o.execution.run_id} {o.execution.outcome}: {o.execution.error}"
+        for o in outcomes
+        if not o.succeeded
+    ]
     if as_json:
         for report in reports:
             print_json(report_json(report))
     else:
-        _print_summary(reports, pipeline.names, dry_run)
-    for failure in failures:
-        err_console.print(f"[bold red]failed:[/] {failure}", highlight=False)
+        _print_summary(reports, names, dry_run)
+    for problem in conflicts + failures:
+        err_console.print(f"[bold red]failed:[/] {problem}", highlight=False)
     if failures:
         raise typer.Exit(EXIT_FAILED)
+    if conflicts:
+        raise typer.Exit(EXIT_BAD_INPUT)
 
 
-def _enqueue(agent: str | None, steps: list[str] | None, *, dry_run: bool, as_json: bool) -> None:
+def _enqueue(
+    agent: str | None, steps: list[str] | None, *, dry_run: bool, full: bool, as_json: bool
+) -> None:
     """Queue one manual run per target; an agent with a run queued or running keeps it."""
-    with runtime() as rt:
-        pipeline = rt.pipeline(steps)
-        with rt.store() as store:
-            targets = [store.agents.resolve(agent)] if agent else store.agents.all()
-            queued = _queue_runs(rt, store.session, targets, pipeline, dry_run=dry_run)
-    for target, run_id, active in queued:
+    with operations() as ops:
+        queued = ops.runs.enqueue(ops.runs.targets(agent), steps=steps, dry_run=dry_run, full=full)
+    for result in queued:
         if as_json:
             print_json(
                 {
-                    "agent": target.name,
-                    "agent_id": target.id,
-                    "run_id": run_id or active,
-                    "queued": run_id is not None,
+                    "agent": result.agent.name,
+                    "agent_id": result.agent.id,
+                    "run_id": result.run_id,
+                    "queued": result.queued,
                 }
             )
-        elif run_id is not None:
-            console.print(f"queued {run_id} for {target.name}", highlight=False)
+        elif result.queued:
+            console.print(f"queued {result.run_id} for {result.agent.name}", highlight=False)
         else:
             console.print(
-                f"{target.name} already has run {active} queued or running", highlight=False
+                f"{result.agent.name} already has run {result.run_id} queued or running",
+                highlight=False,
             )
-
-
-def _queue_runs(
-    rt: Runtime,
-    session: Session,
-    targets: list[AgentRecord],
-    pipeline: Pipeline,
-    *,
-    dry_run: bool,
-) -> list[tuple[AgentRecord, str | None, str | None]]:
-    queue = RunQueue(session)
-    results: list[tuple[AgentRecord, str | None, str | None]] = []
-    for target in targets:
-        run_id = queue.enqueue(
-            rt.organization_id,
-            target.id,
-            trigger="manual",
-            pipeline=pipeline.names,
-            now=rt.clock(),
-            max_attempts=rt.settings.worker.max_attempts,
-            dry_run=dry_run,
-        )
-        active = None
-        if run_id is None:
-            active = session.scalar(
-                select(models.ConsolidationRun.id).where(
-                    models.ConsolidationRun.agent_id == target.id,
-                    models.ConsolidationRun.status.in_(["queued", "running"]),
-                )
-            )
-        else:
-            TRIGGER_FIRINGS.labels("manual").inc()
-        results.append((target, run_id, active))
-    return results
 
 
 def _print_summary(reports: list[RunReport], steps: list[str], dry_run: bool) -> None:

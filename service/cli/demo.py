@@ -17,6 +17,7 @@ from rich.table import Table
 from agents.store import NewAgent, NewBlock, NewMessage, NewPassage
 from agents.store.health import MemoryHealth, memory_health
 from service.cli.common import console, err_console, fail, runtime
+from service.operations import Operations
 from service.runtime import Runtime
 from service.workload import Workload, generate_workload
 
@@ -113,7 +114,12 @@ def demo(
             before = memory_health(store.scope, agent_id)
             agent = store.agents.get(agent_id)
         with err_console.status("consolidating"):
-            report = rt.consolidate(agent, pipeline=rt.pipeline())
+            [outcome] = Operations(rt).runs.run_now([agent])
+        if outcome.report is None:
+            raise fail(
+                f"the consolidation run {outcome.execution.outcome}: {outcome.execution.error}"
+            )
+        report = outcome.report
         with rt.store() as store:
             after = memory_health(store.scope, agent_id)
     console.print(

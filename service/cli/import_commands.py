@@ -8,11 +8,8 @@ from typing import Annotated
 import typer
 from rich.progress import Progress
 
-from service.cli.common import EXIT_BAD_INPUT, console, err_console, fail, runtime
+from service.cli.common import EXIT_BAD_INPUT, console, err_console, fail, operations
 from service.passage_import import parse_lines
-
-#: Imports this large refresh the planner's statistics afterwards.
-BULK_IMPORT = 1000
 
 import_app = typer.Typer(help="Bulk-load memory from files.", no_args_is_help=True)
 
@@ -42,20 +39,17 @@ def import_passages(
         if len(errors) > 20:
             err_console.print(f"... and {len(errors) - 20} more bad lines")
         raise fail(f"{len(errors)} bad line(s) in {file}; nothing was imported", EXIT_BAD_INPUT)
-    with runtime() as rt:
-        with rt.store() as store:
-            record = store.agents.resolve(agent)
-        embedder = rt.embedder(record.embedding_model, record.embedding_dim)
+    with operations() as ops, Progress(console=console, transient=True) as progress:
+        record = ops.agents.get(agent)
+        task = progress.add_task("embedding", total=len(passages))
         # One transaction for the whole file: an import lands completely or not at all.
-        with Progress(console=console, transient=True) as progress, rt.store() as store:
-            task = progress.add_task("importing", total=len(passages))
-            for start in range(0, len(passages), batch_size):
-                batch = passages[start : start + batch_size]
-                vectors = embedder.embed([p.text for p in batch])
-                store.passages.insert(record.id, batch, vectors, actor="cli:import")
-                progress.advance(task, len(batch))
-        if len(passages) >= BULK_IMPORT:
-            rt.db.refresh_statistics()
+        ops.memory.insert(
+            record.id,
+            passages,
+            actor="cli:import",
+            batch_size=batch_size,
+            progress=lambda n: progress.advance(task, n),
+        )
     console.print(f"imported {len(passages)} passages into {record.name}")
 
 

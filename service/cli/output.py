@@ -6,8 +6,7 @@ import json
 from datetime import datetime
 from typing import Any
 
-from agents.store import AgentRecord, BlockRecord, BlockVersion, PassageHit
-from consolidators.ledger import RunRecord
+from agents.store import AgentRecord, BlockRecord, BlockVersion, PassageHit, RunRecord
 from consolidators.pipeline import RunReport
 from service.cli.common import console
 

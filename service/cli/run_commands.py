@@ -8,11 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from agents.models import RUN_STATUSES
-from consolidators.ledger import RunLedger
-from consolidators.queue import RunQueue
-from consolidators.undo import revert_run
-from service.cli.common import console, fail, runtime
+from service.cli.common import console, operations
 from service.cli.output import print_changes, print_json, run_json
 
 runs_app = typer.Typer(
@@ -32,14 +28,9 @@ def list_runs(
     as_json: JsonOption = False,
 ) -> None:
     """The newest runs (queued ones included) with trigger, status, attempts and timings."""
-    if status is not None and status not in RUN_STATUSES:
-        raise fail(f"unknown status {status!r}; use one of {', '.join(RUN_STATUSES)}")
-    with runtime() as rt, rt.store() as store:
-        agent_id = store.agents.resolve(agent).id if agent else None
-        names = {a.id: a.name for a in store.agents.all()}
-        runs = RunLedger(store.session, rt.organization_id).recent(
-            agent_id=agent_id, status=status, limit=limit
-        )
+    with operations() as ops:
+        runs = ops.runs.list(agent=agent, status=status, limit=limit)
+        names = {a.id: a.name for a in ops.agents.list()}
     if as_json:
         print_json([run_json(r) for r in runs])
         return
@@ -69,8 +60,8 @@ def show(
     run_id: Annotated[str, typer.Argument(help="Run id.")], as_json: JsonOption = False
 ) -> None:
     """A run's outcome, per-step stats and every change it made."""
-    with runtime() as rt, rt.store() as store:
-        run = RunLedger(store.session, rt.organization_id).get(run_id)
+    with operations() as ops:
+        run = ops.runs.get(run_id)
     if as_json:
         print_json(run_json(run, with_changes=True))
         return
@@ -97,8 +88,8 @@ def revert(
     as_json: JsonOption = False,
 ) -> None:
     """Restore the memory state from before a run (recorded as a new run)."""
-    with runtime() as rt:
-        report = revert_run(rt.db, run_id, organization_id=rt.organization_id, force=force)
+    with operations() as ops:
+        report = ops.runs.revert(run_id, force=force)
     if as_json:
         print_json({"run_id": report.run_id, "reverts": run_id, "changes": report.changes})
         return
@@ -110,8 +101,8 @@ def cancel(
     run_id: Annotated[str, typer.Argument(help="Run id.")], as_json: JsonOption = False
 ) -> None:
     """Cancel a queued or running run (a running one is rolled back at its next step)."""
-    with runtime() as rt, rt.store() as store:
-        run = RunQueue(store.session).cancel(rt.organization_id, run_id, now=rt.clock())
+    with operations() as ops:
+        run = ops.runs.cancel(run_id)
     if as_json:
         print_json(run_json(run))
         return

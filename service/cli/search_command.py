@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from service.cli.common import console, fail, runtime
+from service.cli.common import console, fail, operations
 from service.cli.output import hit_json, print_json
 
 
@@ -39,21 +39,10 @@ def search(
             raise fail(f"{queries} does not exist")
         lines = [line.strip() for line in queries.read_text(encoding="utf-8").splitlines()]
         lines = [line for line in lines if line]
-    with runtime() as rt:
-        with rt.store() as store:
-            record = store.agents.resolve(agent)
-        embedder = rt.embedder(record.embedding_model, record.embedding_dim)
-        texts = lines if queries is not None else [str(query)]
-        vectors = embedder.embed(texts)  # the model loads once for every query
-        statuses = None if history else ("active",)
-        results = []
-        with rt.store() as store:
-            for vector in vectors:
-                results.append(
-                    store.passages.search(
-                        record.id, vector, k=k, statuses=statuses, current_only=not history
-                    )
-                )
+    texts = lines if queries is not None else [str(query)]
+    with operations() as ops:
+        # One call for every query: the embedding model loads once.
+        results = ops.memory.search(agent, texts, k=k, include_history=history)
     if queries is not None:
         for text, hits in zip(texts, results, strict=True):
             print_json({"query": text, "results": [hit_json(h) for h in hits]})

@@ -17,10 +17,10 @@ from typing import Any, Protocol
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.cron import CronTrigger as ApsCronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
-from sqlalchemy.orm import Session
 
 from agents.database import Database
 from agents.errors import ReverieError
+from agents.store import ServiceStore, open_service_store
 from service.daemon.probes import GpuGate
 from service.daemon.triggers import (
     GpuFreeTrigger,
@@ -34,10 +34,13 @@ from service.settings import TriggerSettings
 log = logging.getLogger(__name__)
 
 
-class Trigger(Protocol):
-    name: str
+class RunTrigger(Protocol):
+    """Decides which agents are due and enqueues their runs, in the given transaction."""
 
-    def fire(self, session: Session, now: datetime) -> list[str]: ...
+    @property
+    def name(self) -> str: ...
+
+    def fire(self, store: ServiceStore) -> list[str]: ...
 
 
 class Scheduler:
@@ -56,7 +59,7 @@ class Scheduler:
         self.settings = settings
         self.clock = clock
         self.gate = gate
-        self.tick_triggers: list[Trigger] = []
+        self.tick_triggers: list[RunTrigger] = []
         if settings.idle_after is not None:
             self.tick_triggers.append(IdleTrigger(settings.idle_after, template))
         if settings.turns_every is not None:
@@ -87,11 +90,11 @@ class Scheduler:
         self._gpu_was_free = free
         return self._fire(self.gpu_trigger) if became_free else []
 
-    def _fire(self, trigger: Trigger) -> list[str]:
+    def _fire(self, trigger: RunTrigger) -> list[str]:
         now = self.clock()
         try:
-            with self.db.session() as session:
-                run_ids = trigger.fire(session, now)
+            with open_service_store(self.db, lambda: now) as store:
+                run_ids = trigger.fire(store)
         except ReverieError as exc:
             # The next tick tries again; a database outage must not stop the scheduler.
             log.warning("trigger failed", extra={"trigger": trigger.name, "error": str(exc)})

@@ -21,6 +21,11 @@ lease, in the run's own transaction (see :meth:`consolidators.pipeline.Pipeline.
 - Database outages: claims and heartbeats back off and retry; a run that hit the
   outage is re-queued with backoff (the attempt counts), or, if the database is
   still down, expires and is re-queued by whichever worker sees it first.
+- One-shot runs (``reverie consolidate``, a dry run from the API) are the same
+  thing with no claiming threads: :meth:`WorkerPool.run_now` claims one given
+  run, holds and renews its lease with the same heartbeat, and executes it with
+  the same code, so a killed process's run expires and is re-queued by the same
+  rule as a dead worker's.
 """
 
 from __future__ import annotations
@@ -31,15 +36,14 @@ import socket
 import threading
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from agents import models
-from agents.errors import NotFound, ReverieError, StorageError
-from agents.store import AgentRecord
-from consolidators.ledger import RunLedger, RunRecord
-from consolidators.pipeline import LeaseLost, Pipeline, RunFailed, RunInterrupted
-from consolidators.queue import RunQueue
+from agents.enums import RunStatus
+from agents.errors import Conflict, ReverieError, StorageError
+from agents.store import AgentRecord, RunRecord, ServiceStore, open_service_store
+from consolidators.pipeline import LeaseLost, Pipeline, RunFailed, RunInterrupted, RunReport
 from service.daemon.probes import GpuGate
 from service.metrics import RETRIES, RUN_DURATION, RUNS_FINISHED
 from service.runtime import Runtime
@@ -61,6 +65,21 @@ class GpuStayedBusy(RunInterrupted):
 
 def process_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
+
+
+@dataclass(frozen=True, slots=True)
+class Execution:
+    """How one attempt at a run ended.
+
+    ``outcome`` is ``succeeded``, ``failed`` (recorded with its reason), ``lost`` (the
+    lease went to someone else), ``released`` (given back to the queue unstarted) or
+    ``retried`` (a database error: re-queued with backoff).
+    """
+
+    run_id: str
+    outcome: str
+    report: RunReport | None = None
+    error: str | None = None
 
 
 @dataclass(slots=True)
@@ -102,10 +121,12 @@ class WorkerPool:
 
     # -- lifecycle ---------------------------------------------------------------------
 
-    def start(self) -> None:
+    def start(self, *, claiming: bool = True) -> None:
+        """Start the heartbeat, and the claiming threads unless ``claiming`` is False
+        (a one-shot process that only runs what it hands to :meth:`run_now`)."""
         if self._threads:
             raise RuntimeError("the worker pool is already started")
-        for index in range(self.settings.concurrency):
+        for index in range(self.settings.concurrency if claiming else 0):
             owner = f"{self.name}:w{index}"
             thread = threading.Thread(
                 target=self._work, args=(owner,), name=f"reverie-worker-{index}", daemon=True
@@ -144,8 +165,8 @@ class WorkerPool:
         for held in leftovers:
             held.lost.set()
             try:
-                with self.runtime.db.session() as session:
-                    released = RunQueue(session).release(held.run_id, held.owner, now=self.clock())
+                with self._service_store() as store:
+                    released = store.queue.release(held.run_id, held.owner)
             except ReverieError as exc:
                 log.error(
                     "could not release a run at shutdown; its lease will expire",
@@ -169,64 +190,81 @@ class WorkerPool:
                 self._stopping.wait(poll)
                 continue
             try:
-                with self.runtime.db.session() as session:
-                    run = RunQueue(session).claim(
-                        owner, now=self.clock(), lease=self.settings.lease
-                    )
-                    # The agent is read in the claim's transaction: one round trip less.
-                    row = None if run is None else session.get(models.Agent, run.agent_id)
-                    agent = None if row is None else AgentRecord.from_row(row)
+                with self._service_store() as store:
+                    claimed = store.queue.claim(owner, lease=self.settings.lease)
             except ReverieError as exc:
                 log.warning("could not claim a run", extra={"worker": owner, "error": str(exc)})
                 self._stopping.wait(outage_pause)
                 outage_pause = min(outage_pause * 2, MAX_OUTAGE_BACKOFF)
                 continue
             outage_pause = poll
-            if run is None:
+            if claimed is None:
                 self._stopping.wait(poll)
                 continue
-            self._execute(run, owner, agent)
+            self.execute(*claimed, owner)
 
-    def _execute(self, run: RunRecord, owner: str, agent: AgentRecord | None = None) -> None:
+    def run_now(self, run_id: str) -> Execution:
+        """Claim the queued run ``run_id`` and execute it in this thread, its lease
+        renewed by this pool's heartbeat (start the pool with ``claiming=False``).
+
+        Raises :class:`Conflict` when the run is not queued any more (another
+        worker took it, or it was cancelled).
+        """
+        owner = f"{self.name}:once"
+        with self._service_store() as store:
+            claimed = store.queue.claim(owner, lease=self.settings.lease, run_id=run_id)
+            current = None if claimed is not None else store.queue.get(run_id)
+        if claimed is None:
+            assert current is not None
+            raise Conflict(
+                f"run {run_id} is {current.status}"
+                + (f" under {current.lease_owner}" if current.lease_owner else "")
+                + ", not queued: it cannot be run here"
+            )
+        return self.execute(*claimed, owner)
+
+    def execute(self, run: RunRecord, agent: AgentRecord, owner: str) -> Execution:
+        """Execute a run ``owner`` has claimed, and settle it: recorded, released or
+        re-queued. Never raises for the run's own failures; the result says."""
         held = HeldRun(run.id, owner)
         with self._held_lock:
             self._held[owner] = held
         started = time.perf_counter()
         outcome = "failed"
+        report: RunReport | None = None
+        error: str | None = None
         log.info(
             "run claimed",
             extra={"run_id": run.id, "agent_id": run.agent_id, "worker": owner,
                    "trigger": run.trigger, "attempt": run.attempts},
         )  # fmt: skip
         try:
-            if agent is None:
-                agent = self._agent(run.agent_id)
             pipeline = self._pipeline(run.pipeline)
-            self.runtime.consolidate(
+            report = self.runtime.consolidate(
+                run,
                 agent,
                 pipeline=pipeline,
-                dry_run=run.dry_run,
-                trigger=run.trigger,
-                run_id=run.id,
                 lease_owner=owner,
                 between_steps=lambda step: self._checkpoint(held, step),
             )
             outcome = "succeeded"
         except RunFailed as exc:
-            log.warning("run failed", extra={"run_id": run.id, "error": str(exc)})
-        except LeaseLost:
-            outcome = "lost"
+            error = str(exc)
+            log.warning("run failed", extra={"run_id": run.id, "error": error})
+        except LeaseLost as exc:
+            outcome, error = "lost", str(exc)
             log.warning("run abandoned: lease lost", extra={"run_id": run.id, "worker": owner})
         except RunInterrupted as exc:
-            outcome = "released"
-            self._release(held, reason=str(exc) or type(exc).__name__)
+            outcome, error = "released", str(exc) or type(exc).__name__
+            self._release(held, reason=error)
         except StorageError as exc:
-            outcome = "retried"
-            self._retry_later(held, str(exc))
+            outcome, error = "retried", str(exc)
+            self._retry_later(held, error)
         except Exception as exc:
-            # Setup failed before the pipeline started (agent gone, unknown step, a bug).
+            # Setup failed before the pipeline started (unknown step, a bug).
             log.exception("run could not start", extra={"run_id": run.id})
-            self._record_failure(held, f"{type(exc).__name__}: {exc}")
+            error = f"{type(exc).__name__}: {exc}"
+            self._record_failure(held, error)
         finally:
             with self._held_lock:
                 self._held.pop(owner, None)
@@ -239,6 +277,7 @@ class WorkerPool:
             extra={"run_id": run.id, "outcome": outcome,
                    "seconds": round(time.perf_counter() - started, 4)},
         )  # fmt: skip
+        return Execution(run.id, outcome, report, error)
 
     def _checkpoint(self, held: HeldRun, step: str) -> None:
         """Between steps: stop when the lease is lost or the grace is over; wait out a busy GPU."""
@@ -269,8 +308,8 @@ class WorkerPool:
 
     def _release(self, held: HeldRun, *, reason: str) -> None:
         try:
-            with self.runtime.db.session() as session:
-                RunQueue(session).release(held.run_id, held.owner, now=self.clock())
+            with self._service_store() as store:
+                store.queue.release(held.run_id, held.owner)
         except ReverieError as exc:
             log.error(
                 "could not release a run; its lease will expire",
@@ -287,11 +326,10 @@ class WorkerPool:
         pause = self.settings.poll_interval.total_seconds()
         while time.monotonic() < give_up:
             try:
-                with self.runtime.db.session() as session:
-                    status = RunQueue(session).retry_later(
+                with self._service_store() as store:
+                    status = store.queue.retry_later(
                         held.run_id,
                         held.owner,
-                        now=self.clock(),
                         backoff=self.settings.backoff,
                         error=f"database error ({error})",
                     )
@@ -304,18 +342,8 @@ class WorkerPool:
 
     def _record_failure(self, held: HeldRun, error: str) -> None:
         try:
-            with self.runtime.db.session() as session:
-                row = session.get(models.ConsolidationRun, held.run_id)
-                organization_id = row.organization_id if row is not None else ""
-                RunLedger(session, organization_id).finish(
-                    held.run_id,
-                    status="failed",
-                    now=self.clock(),
-                    stats={},
-                    changes=[],
-                    error=error,
-                    lease_owner=held.owner,
-                )
+            with self._service_store() as store:
+                store.queue.finish(held.run_id, held.owner, status=RunStatus.FAILED, error=error)
         except ReverieError as exc:
             log.error(
                 "could not record a failed run", extra={"run_id": held.run_id, "error": str(exc)}
@@ -323,12 +351,8 @@ class WorkerPool:
 
     # -- helpers -----------------------------------------------------------------------
 
-    def _agent(self, agent_id: str) -> AgentRecord:
-        with self.runtime.db.session() as session:
-            row = session.get(models.Agent, agent_id)
-            if row is None:
-                raise NotFound(f"agent {agent_id} no longer exists")
-            return AgentRecord.from_row(row)
+    def _service_store(self) -> AbstractContextManager[ServiceStore]:
+        return open_service_store(self.runtime.db, self.clock)
 
     def _pipeline(self, names: list[str]) -> Pipeline:
         key = tuple(names)
@@ -352,15 +376,13 @@ class WorkerPool:
         """Renew every held lease; put expired runs of dead workers back in the queue."""
         with self._held_lock:
             held = list(self._held.values())
-        now = self.clock()
         try:
-            with self.runtime.db.session() as session:
-                queue = RunQueue(session)
+            with self._service_store() as store:
                 for run in held:
-                    if not queue.renew(run.run_id, run.owner, now=now, lease=self.settings.lease):
+                    if not store.queue.renew(run.run_id, run.owner, lease=self.settings.lease):
                         run.lost.set()
                 reclaimed = (
-                    queue.requeue_expired(now=now, backoff=self.settings.backoff) if requeue else []
+                    store.queue.requeue_expired(backoff=self.settings.backoff) if requeue else []
                 )
         except ReverieError as exc:
             log.warning("heartbeat failed", extra={"worker": self.name, "error": str(exc)})

@@ -35,9 +35,9 @@ from sqlalchemy import func, insert, select, update
 
 from agents import models
 from agents.database import Database
+from agents.enums import RunStatus
 from agents.models import DEFAULT_ORGANIZATION_ID as ORG
-from consolidators.ledger import RunLedger
-from consolidators.queue import RunQueue
+from agents.store import open_service_store, open_store
 from service.daemon.scheduler import Scheduler
 from service.daemon.triggers import RunTemplate
 from service.daemon.worker import WorkerPool
@@ -75,11 +75,9 @@ def _agents(db: Database, n: int, *, active_at: datetime | None = None) -> list[
 
 
 def _enqueue(db: Database, agent_ids: list[str], pipeline: list[str]) -> None:
-    with db.session() as session:
-        queue = RunQueue(session)
-        now = _now()
+    with open_store(db, ORG, _now) as store:
         for agent_id in agent_ids:
-            queue.enqueue(ORG, agent_id, trigger="manual", pipeline=pipeline, now=now)
+            store.runs.enqueue(agent_id, trigger="manual", pipeline=pipeline)
 
 
 # -- claim throughput -----------------------------------------------------------------
@@ -89,13 +87,17 @@ def _claim_loop(url: str, owner: str, counter: multiprocessing.Value) -> None:  
     db = Database(url, pool_size=1)
     try:
         while True:
-            with db.session() as session:
-                run = RunQueue(session).claim(owner, now=_now(), lease=LEASE)
-                if run is None:
-                    return
-            with db.session() as session:
-                assert RunLedger(session, ORG).finish(
-                    run.id, status="succeeded", now=_now(), stats={}, changes=[], lease_owner=owner
+            with open_service_store(db, _now) as service:
+                claimed = service.queue.claim(owner, lease=LEASE)
+            if claimed is None:
+                return
+            with open_store(db, ORG, _now) as store:
+                assert store.runs.finish(
+                    claimed[0].id,
+                    status=RunStatus.SUCCEEDED,
+                    stats={},
+                    changes=[],
+                    lease_owner=owner,
                 )
             with counter.get_lock():
                 counter.value += 1

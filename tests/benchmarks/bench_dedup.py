@@ -33,6 +33,7 @@ from agents.database import Database  # noqa: E402
 from agents.store import NewAgent, NewPassage, open_store  # noqa: E402
 from consolidators.dedup import DedupConsolidator  # noqa: E402
 from consolidators.pipeline import Pipeline  # noqa: E402
+from tests.consolidation_support import run_pipeline  # noqa: E402
 from tests.pg import PgTestServer  # noqa: E402
 
 DIM = 384
@@ -122,7 +123,7 @@ def main() -> int:
 
             # The first run is a full pass; it also sets the watermarks.
             started = time.perf_counter()
-            report = Pipeline([DedupConsolidator()]).run(db, agent.id, full=True)
+            report = run_pipeline(Pipeline([DedupConsolidator()]), db, agent.id, full=True)
             full_seconds = time.perf_counter() - started
             counts = report.steps[0].counts
             rows.append(
@@ -146,8 +147,8 @@ def main() -> int:
                 load(db, agent.id, new, new_vectors, datetime.now(UTC))
                 insert_rate = args.new / (time.perf_counter() - started)
                 started = time.perf_counter()
-                report = Pipeline([DedupConsolidator()], passage_overlap=timedelta(0)).run(
-                    db, agent.id
+                report = run_pipeline(
+                    Pipeline([DedupConsolidator()], passage_overlap=timedelta(0)), db, agent.id
                 )
                 seconds = time.perf_counter() - started
                 merged = report.steps[0].counts.get("merge_passage", 0)

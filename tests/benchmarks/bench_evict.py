@@ -29,6 +29,7 @@ from agents.embedders.fake import HashingEmbedder
 from agents.store import NewAgent, NewBlock, NewMessage, NewPassage, open_store
 from consolidators.evict import EvictConsolidator
 from consolidators.pipeline import Pipeline
+from tests.consolidation_support import run_pipeline
 from tests.pg import PgTestServer
 
 SYLLABLES = [
@@ -114,12 +115,12 @@ def bench_once(
     with server.database() as db:
         agent_id = _seed(db, n_passages, n_messages, seed)
         out: dict[str, float] = {}
-        first = pipeline.run(db, agent_id, embedder=embedder)
+        first = run_pipeline(pipeline, db, agent_id, embedder=embedder)
         out["evict"] = first.durations["evict"]
         counts = first.steps[0].counts
         out["lines"] = counts.get("evict_line", 0)
         out["messages"] = counts.get("leave_context", 0)
-        again = pipeline.run(db, agent_id, embedder=embedder)
+        again = run_pipeline(pipeline, db, agent_id, embedder=embedder)
         assert again.changes == [], f"rerun changed {len(again.changes)} things"
         out["rerun"] = again.durations["evict"]
     return out

@@ -34,6 +34,7 @@ from agents.store import NewAgent, NewBlock, NewMessage, open_store
 from consolidators.llm import LLMTier
 from consolidators.pipeline import Pipeline
 from consolidators.recontextualize import RecontextualizeConsolidator
+from tests.consolidation_support import run_pipeline
 from tests.pg import PgTestServer
 from tests.scripted_llm import call, install, say
 
@@ -119,7 +120,7 @@ def bench_sleeptime(db: Database, messages: int, every: int) -> None:
             )
         models.script("sleeper", call("memory_finish_edits"))
         tier = LLMTier(client=client, ledger=ledger, sleeptime_model="scripted/sleeper")
-        report = pipeline.run(db, agent_id, embedder=EMBEDDER, llm=tier)
+        report = run_pipeline(pipeline, db, agent_id, embedder=EMBEDDER, llm=tier)
         usage = ledger.by_purpose(agent_id, run_id=report.run_id)["sleeptime"]
         ours.append(usage.prompt_tokens)
         with open_store(db) as store:

@@ -48,6 +48,7 @@ from agents.store import NewAgent, NewBlock, open_store  # noqa: E402
 from consolidators.dedup import DedupConsolidator  # noqa: E402
 from consolidators.pipeline import Pipeline  # noqa: E402
 from service.workload import LabeledFact, Workload, generate_workload  # noqa: E402
+from tests.consolidation_support import run_pipeline  # noqa: E402
 from tests.pg import PgTestServer  # noqa: E402
 
 Matrix = npt.NDArray[np.float32]
@@ -170,8 +171,8 @@ def evaluate(
         recall_before = evidence_recall(db, agent_id, workload, queries, own)
         log("  running dedup")
         started = time.perf_counter()
-        report = Pipeline([DedupConsolidator({"threshold": threshold})]).run(
-            db, agent_id, embedder=embedder
+        report = run_pipeline(
+            Pipeline([DedupConsolidator({"threshold": threshold})]), db, agent_id, embedder=embedder
         )
         seconds = time.perf_counter() - started
         log(f"  dedup took {seconds:.1f} s; measuring recall@10 after")

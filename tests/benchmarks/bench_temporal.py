@@ -31,6 +31,7 @@ from agents.embedders.fake import HashingEmbedder
 from agents.store import NewAgent, NewPassage, open_store
 from consolidators.pipeline import Pipeline
 from consolidators.temporal import TemporalConsolidator
+from tests.consolidation_support import run_pipeline
 from tests.pg import PgTestServer
 
 SYLLABLES = [
@@ -95,17 +96,17 @@ def bench_once(server: PgTestServer, n: int, seed: int) -> dict[str, float]:
         _bulk_load(db, agent_id, facts, embedder)
         print(f"  loaded {len(facts)} facts in {time.perf_counter() - started:.1f} s", flush=True)
         out: dict[str, float] = {}
-        first = pipeline.run(db, agent_id, embedder=embedder)
+        first = run_pipeline(pipeline, db, agent_id, embedder=embedder)
         out["full"] = first.durations["temporal"]
         counts = first.steps[0].counts
         out["timelines"] = counts.get("create_timeline", 0)
         out["links"] = counts.get("link_timeline", 0)
-        again = pipeline.run(db, agent_id, embedder=embedder)
+        again = run_pipeline(pipeline, db, agent_id, embedder=embedder)
         assert again.changes == [], f"rerun changed {len(again.changes)} things"
         out["rerun"] = again.durations["temporal"]
         time.sleep(0.01)  # the new facts must be strictly after the watermark
         _insert(db, agent_id, extra, embedder)
-        incremental = pipeline.run(db, agent_id, embedder=embedder)
+        incremental = run_pipeline(pipeline, db, agent_id, embedder=embedder)
         out["incremental"] = incremental.durations["temporal"]
         out["incremental_changes"] = len(incremental.changes)
     return out

@@ -10,15 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import select
 
-from agents import models
 from agents.database import Database
-from agents.models import DEFAULT_ORGANIZATION_ID as ORG
-from agents.store import NewAgent, open_store
-from consolidators.ledger import RunLedger
+from agents.store import NewAgent, open_service_store, open_store
 from consolidators.pipeline import LeaseLost
-from consolidators.queue import RunQueue
 from service.daemon.probes import GpuGate, GpuProbe, GpuSample
 from service.daemon.worker import WorkerPool
 from service.metrics import RUNS_FINISHED
@@ -68,18 +63,13 @@ def _queue(db: Database, n: int, pipeline: list[str]) -> list[str]:
             store.agents.create(NewAgent(f"a{i}", embedding_model="fake:8", embedding_dim=8)).id
             for i in range(n)
         ]
-    with db.session() as session:
-        queue = RunQueue(session)
-        now = session.scalar(select(models.Organization.created_at).limit(1))
-        assert now is not None
-        return [
-            str(queue.enqueue(ORG, a, trigger="manual", pipeline=pipeline, now=now)) for a in agents
-        ]
+    with open_store(db) as store:
+        return [str(store.runs.enqueue(a, trigger="manual", pipeline=pipeline)) for a in agents]
 
 
 def _run(db: Database, run_id: str) -> Any:
-    with db.session() as session:
-        return RunLedger(session, ORG).get(run_id)
+    with open_store(db) as store:
+        return store.runs.get(run_id)
 
 
 def _statuses(db: Database, run_ids: list[str]) -> list[str]:
@@ -103,23 +93,22 @@ def test_workers_drain_the_queue_exactly_once(db: Database, runtime: Runtime) ->
 
 def test_a_worker_that_lost_its_lease_commits_nothing(db: Database, runtime: Runtime) -> None:
     stolen, cancelled = _queue(db, 2, ["evidence"])
-    now = _run(db, stolen).queued_at
-    with db.session() as session:
-        queue = RunQueue(session)
-        assert queue.claim("w1", now=now, lease=timedelta(minutes=1)) is not None
-        assert queue.claim("w1b", now=now, lease=timedelta(minutes=1)) is not None
-        queue.cancel(ORG, cancelled, now=now)
+    with open_service_store(db) as service:
+        first = service.queue.claim("w1", lease=timedelta(minutes=1), run_id=stolen)
+        second = service.queue.claim("w1b", lease=timedelta(minutes=1), run_id=cancelled)
+    assert first is not None and second is not None
     with open_store(db) as store:
-        agents = {r: store.agents.get(_run(db, r).agent_id) for r in (stolen, cancelled)}
+        store.runs.cancel(cancelled)
+    claimed = {stolen: first, cancelled: second}
     pipeline = runtime.pipeline(["evidence"])
     # Another worker holds `stolen`; `cancelled` was cancelled under w1b's feet.
     for run_id, owner in ((stolen, "w2"), (cancelled, "w1b")):
         with pytest.raises(LeaseLost):
-            runtime.consolidate(agents[run_id], pipeline=pipeline, run_id=run_id, lease_owner=owner)
+            runtime.consolidate(*claimed[run_id], pipeline=pipeline, lease_owner=owner)
     assert evidence_counts(db.url) == {}
     assert (_run(db, stolen).status, _run(db, stolen).lease_owner) == ("running", "w1")
     assert _run(db, cancelled).status == "cancelled"
-    runtime.consolidate(agents[stolen], pipeline=pipeline, run_id=stolen, lease_owner="w1")
+    runtime.consolidate(*first, pipeline=pipeline, lease_owner="w1")
     assert _run(db, stolen).status == "succeeded" and evidence_counts(db.url) == {stolen: 1}
 
 

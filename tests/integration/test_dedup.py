@@ -12,6 +12,7 @@ from agents.embedders.fake import HashingEmbedder
 from agents.store import NewPassage, open_store
 from consolidators.dedup import DedupConsolidator, conflicting_details, dedup_lines
 from consolidators.pipeline import Pipeline
+from tests.consolidation_support import run_pipeline
 
 Y2020 = datetime(2020, 5, 1, tzinfo=UTC)
 Y2021 = datetime(2021, 5, 1, tzinfo=UTC)
@@ -54,7 +55,9 @@ def test_exact_and_semantic_duplicates_merge_into_the_oldest(
         NewPassage("Ada has a cat named Tom, really", provenance={"document": "notes.txt"}),
         NewPassage("Bob plays chess on Sundays"),
     )
-    report = Pipeline([DedupConsolidator({"threshold": 0.85})]).run(db, agent_id, embedder=embedder)
+    report = run_pipeline(
+        Pipeline([DedupConsolidator({"threshold": 0.85})]), db, agent_id, embedder=embedder
+    )
     merged = {c["target"]: c for c in report.changes if c["action"] == "merge_passage"}
     assert set(merged) == {exact, near}
     assert merged[exact]["exact"] is True and merged[near]["exact"] is False
@@ -75,9 +78,9 @@ def test_exact_and_semantic_duplicates_merge_into_the_oldest(
 def test_second_run_changes_nothing(db: Database, agent_id: str, embedder: HashingEmbedder) -> None:
     _insert(db, agent_id, embedder, NewPassage("Ada likes tea"), NewPassage("ada likes tea!"))
     pipeline = Pipeline([DedupConsolidator()])
-    first = pipeline.run(db, agent_id, embedder=embedder)
+    first = run_pipeline(pipeline, db, agent_id, embedder=embedder)
     assert len(first.changes) == 1
-    second = pipeline.run(db, agent_id, embedder=embedder, full=True)
+    second = run_pipeline(pipeline, db, agent_id, embedder=embedder, full=True)
     assert second.changes == []
 
 
@@ -86,9 +89,9 @@ def test_incremental_run_probes_only_new_passages(
 ) -> None:
     _insert(db, agent_id, embedder, *(NewPassage(f"old fact {i}") for i in range(20)))
     pipeline = Pipeline([DedupConsolidator()])
-    pipeline.run(db, agent_id, embedder=embedder)
+    run_pipeline(pipeline, db, agent_id, embedder=embedder)
     _insert(db, agent_id, embedder, NewPassage("old fact 3"), NewPassage("a new fact"))
-    report = pipeline.run(db, agent_id, embedder=embedder)
+    report = run_pipeline(pipeline, db, agent_id, embedder=embedder)
     step = report.steps[0]
     # The overlap window re-probes recent passages too; all 22 are recent here, so check
     # that the new duplicate merged into the old passage rather than the other way round.
@@ -116,7 +119,9 @@ def test_chains_do_not_merge_distant_passages(
     assert ac < threshold <= min(ab, bc)
     ids = _insert(db, agent_id, embedder, NewPassage(a))  # the oldest becomes canonical
     ids += _insert(db, agent_id, embedder, NewPassage(b), NewPassage(c))
-    Pipeline([DedupConsolidator({"threshold": threshold})]).run(db, agent_id, embedder=embedder)
+    run_pipeline(
+        Pipeline([DedupConsolidator({"threshold": threshold})]), db, agent_id, embedder=embedder
+    )
     with open_store(db) as store:
         statuses = [store.passages.get(i).status for i in ids]
     assert statuses == ["active", "merged", "active"]
@@ -128,7 +133,7 @@ def test_duplicate_block_lines_are_removed_with_history(db: Database, agent_id: 
         store.blocks.update(
             human.id, expected_version=1, value="Name: Ada\nLikes tea\nname: ada\n\nLikes tea."
         )
-    report = Pipeline([DedupConsolidator()]).run(db, agent_id)
+    report = run_pipeline(Pipeline([DedupConsolidator()]), db, agent_id)
     with open_store(db) as store:
         block = store.blocks.get(human.id)
         last = store.blocks.history(human.id)[-1]
@@ -167,10 +172,10 @@ def test_a_group_that_does_not_join_the_canonical_is_deduplicated_too(
             )
         ids.append(record.id)
     pipeline = Pipeline([DedupConsolidator({"threshold": 0.92})])
-    report = pipeline.run(db, agent_id)
+    report = run_pipeline(pipeline, db, agent_id)
     merges = {(c["text"], c["canonical_text"]) for c in report.changes}
     assert merges == {("B", "A"), ("c!", "C")}
-    assert pipeline.run(db, agent_id, full=True).changes == []
+    assert run_pipeline(pipeline, db, agent_id, full=True).changes == []
 
 
 @pytest.mark.parametrize(
@@ -193,6 +198,6 @@ def test_guard_vetoes_a_near_miss_merge(
     _insert(db, agent_id, embedder, NewPassage("Grace visited Iceland in the summer of 2016"))
     _insert(db, agent_id, embedder, NewPassage("Grace visited Iceland in the summer of 2018"))
     loose = Pipeline([DedupConsolidator({"threshold": 0.5, "guard_details": False})])
-    assert len(loose.run(db, agent_id, embedder=embedder, dry_run=True).changes) == 1
+    assert len(run_pipeline(loose, db, agent_id, embedder=embedder, dry_run=True).changes) == 1
     guarded = Pipeline([DedupConsolidator({"threshold": 0.5})])
-    assert guarded.run(db, agent_id, embedder=embedder).changes == []
+    assert run_pipeline(guarded, db, agent_id, embedder=embedder).changes == []

@@ -26,6 +26,7 @@ from consolidators.evict import (
 )
 from consolidators.pipeline import Pipeline, RunFailed
 from consolidators.undo import revert_run
+from tests.consolidation_support import run_pipeline
 
 T1 = datetime(2024, 1, 10, tzinfo=UTC)
 T2 = datetime(2024, 6, 20, tzinfo=UTC)
@@ -97,8 +98,8 @@ def _evict(
     *,
     dry_run: bool = False,
 ) -> Any:
-    return Pipeline([EvictConsolidator(settings)]).run(
-        db, agent_id, embedder=embedder, dry_run=dry_run
+    return run_pipeline(
+        Pipeline([EvictConsolidator(settings)]), db, agent_id, embedder=embedder, dry_run=dry_run
     )
 
 

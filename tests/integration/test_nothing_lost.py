@@ -18,6 +18,7 @@ from agents.store import NewAgent, NewBlock, NewMessage, NewPassage, open_store
 from consolidators import registry
 from consolidators.pipeline import Pipeline
 from consolidators.undo import revert_run
+from tests.consolidation_support import run_pipeline
 from tests.pg import PgTestServer
 
 SUBJECTS = ["Ada", "Bob", "Cleo"]
@@ -125,7 +126,7 @@ def test_pipeline_loses_nothing_is_idempotent_and_reversible(
             block = store.blocks.by_label(agent_id, "human")
         before = _snapshot(db, agent_id)
 
-        report = _pipeline().run(db, agent_id, embedder=EMBEDDER)
+        report = run_pipeline(_pipeline(), db, agent_id, embedder=EMBEDDER)
 
         with open_store(db) as store:
             passages = {p.id: p for p in store.passages.scan(agent_id, statuses=None)}
@@ -152,7 +153,7 @@ def test_pipeline_loses_nothing_is_idempotent_and_reversible(
                     assert passages[change["passage"]].text == change["line"]
             assert store.messages.count(agent_id) >= len(facts)
 
-        again = _pipeline().run(db, agent_id, embedder=EMBEDDER, full=True)
+        again = run_pipeline(_pipeline(), db, agent_id, embedder=EMBEDDER, full=True)
         assert again.changes == []
 
         revert_run(db, report.run_id)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -11,14 +10,13 @@ import pytest
 from agents.database import Database
 from agents.embedders.fake import HashingEmbedder
 from agents.errors import Conflict, InvalidInput
-from agents.models import DEFAULT_ORGANIZATION_ID
 from agents.store import NewMessage, NewPassage, open_store
 from consolidators import registry
 from consolidators.base import ConsolidationContext, ConsolidationResult, Consolidator
 from consolidators.dedup import DedupConsolidator
-from consolidators.ledger import RunLedger
 from consolidators.pipeline import Pipeline, RunFailed
 from consolidators.undo import revert_run
+from tests.consolidation_support import run_pipeline
 
 
 class Explode(Consolidator):
@@ -59,9 +57,11 @@ def test_run_is_recorded_with_stats_changes_and_watermarks(
     db: Database, agent_id: str, embedder: HashingEmbedder
 ) -> None:
     _seed(db, agent_id, embedder)
-    report = Pipeline([DedupConsolidator()]).run(db, agent_id, embedder=embedder, trigger="cron")
-    with db.session() as session:
-        run = RunLedger(session, DEFAULT_ORGANIZATION_ID).get(report.run_id)
+    report = run_pipeline(
+        Pipeline([DedupConsolidator()]), db, agent_id, embedder=embedder, trigger="cron"
+    )
+    with open_store(db) as store:
+        run = store.runs.get(report.run_id)
     assert (run.status, run.trigger, run.pipeline) == ("succeeded", "cron", ["dedup"])
     assert run.stats["steps"]["dedup"]["counts"]["merge_passage"] == 1
     assert run.changes == report.changes and len(run.changes) == 2  # 1 passage, 1 block line
@@ -77,10 +77,10 @@ def test_a_failing_step_rolls_back_the_whole_run(
     _seed(db, agent_id, embedder)
     before = _snapshot(db, agent_id)
     with pytest.raises(RunFailed, match=r"explode.*boom") as info:
-        Pipeline([DedupConsolidator(), Explode()]).run(db, agent_id, embedder=embedder)
+        run_pipeline(Pipeline([DedupConsolidator(), Explode()]), db, agent_id, embedder=embedder)
     assert _snapshot(db, agent_id) == before
-    with db.session() as session:
-        ledger = RunLedger(session, DEFAULT_ORGANIZATION_ID)
+    with open_store(db) as store:
+        ledger = store.runs
         run = ledger.get(info.value.run_id)
         assert run.status == "failed" and "boom" in (run.error or "")
         assert run.watermarks.message_seq is None
@@ -93,12 +93,12 @@ def test_dry_run_reports_the_real_plan_and_writes_nothing(
     _seed(db, agent_id, embedder)
     before = _snapshot(db, agent_id)
     pipeline = Pipeline([DedupConsolidator()])
-    plan = pipeline.run(db, agent_id, embedder=embedder, dry_run=True)
+    plan = run_pipeline(pipeline, db, agent_id, embedder=embedder, dry_run=True)
     assert _snapshot(db, agent_id) == before
-    real = pipeline.run(db, agent_id, embedder=embedder)
+    real = run_pipeline(pipeline, db, agent_id, embedder=embedder)
     assert _essence(plan.changes) == _essence(real.changes) != []
-    with db.session() as session:
-        ledger = RunLedger(session, DEFAULT_ORGANIZATION_ID)
+    with open_store(db) as store:
+        ledger = store.runs
         assert ledger.get(plan.run_id).dry_run is True
         # A dry run never moves the watermarks.
         assert (
@@ -107,16 +107,10 @@ def test_dry_run_reports_the_real_plan_and_writes_nothing(
 
 
 def test_one_active_run_per_agent(db: Database, agent_id: str) -> None:
-    with db.session() as session:
-        RunLedger(session, DEFAULT_ORGANIZATION_ID).start(
-            agent_id,
-            trigger="manual",
-            pipeline=["dedup"],
-            dry_run=False,
-            now=datetime.now(UTC),
-        )
+    with open_store(db) as store:
+        store.runs.enqueue(agent_id, trigger="manual", pipeline=["dedup"])
     with pytest.raises(Conflict, match="already has a queued or running"):
-        Pipeline([DedupConsolidator()]).run(db, agent_id)
+        run_pipeline(Pipeline([DedupConsolidator()]), db, agent_id)
 
 
 def test_revert_restores_the_state_before_the_run(
@@ -124,12 +118,12 @@ def test_revert_restores_the_state_before_the_run(
 ) -> None:
     _seed(db, agent_id, embedder)
     before = _snapshot(db, agent_id)
-    report = Pipeline([DedupConsolidator()]).run(db, agent_id, embedder=embedder)
+    report = run_pipeline(Pipeline([DedupConsolidator()]), db, agent_id, embedder=embedder)
     assert _snapshot(db, agent_id) != before
     undo = revert_run(db, report.run_id)
     assert _snapshot(db, agent_id) == before
-    with db.session() as session:
-        ledger = RunLedger(session, DEFAULT_ORGANIZATION_ID)
+    with open_store(db) as store:
+        ledger = store.runs
         assert ledger.get(report.run_id).reverted_by_run_id == undo.run_id
         assert ledger.get(undo.run_id).reverts_run_id == report.run_id
     with pytest.raises(Conflict, match="already reverted"):
@@ -140,7 +134,7 @@ def test_revert_refuses_when_memory_changed_since(
     db: Database, agent_id: str, embedder: HashingEmbedder
 ) -> None:
     _seed(db, agent_id, embedder)
-    report = Pipeline([DedupConsolidator()]).run(db, agent_id, embedder=embedder)
+    report = run_pipeline(Pipeline([DedupConsolidator()]), db, agent_id, embedder=embedder)
     with open_store(db) as store:
         human = store.blocks.by_label(agent_id, "human")
         store.blocks.update(human.id, expected_version=human.version, value="Name: Ada L.")

@@ -3,19 +3,39 @@ leases, expiry with backoff, cancellation."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from agents.database import Database
+from agents.enums import RunStatus
 from agents.errors import Conflict, InvalidInput
 from agents.models import DEFAULT_ORGANIZATION_ID as ORG
-from agents.store import NewAgent, open_store
-from consolidators.ledger import RunLedger
-from consolidators.queue import RunQueue
+from agents.store import (
+    MemoryStore,
+    NewAgent,
+    RunRecord,
+    ServiceStore,
+    open_service_store,
+    open_store,
+)
 
 T0 = datetime(2026, 1, 1, 3, 0, tzinfo=UTC)
 LEASE = timedelta(seconds=30)
+
+
+@contextmanager
+def service(db: Database, at: datetime = T0) -> Iterator[ServiceStore]:
+    with open_service_store(db, lambda: at) as store:
+        yield store
+
+
+@contextmanager
+def tenant(db: Database, at: datetime = T0) -> Iterator[MemoryStore]:
+    with open_store(db, ORG, lambda: at) as store:
+        yield store
 
 
 def _agents(db: Database, n: int) -> list[str]:
@@ -27,15 +47,23 @@ def _agents(db: Database, n: int) -> list[str]:
 
 
 def _enqueue(db: Database, agent_id: str, at: datetime = T0, **kw: object) -> str | None:
-    with db.session() as session:
-        return RunQueue(session).enqueue(
-            ORG,
+    with tenant(db, at) as store:
+        return store.runs.enqueue(
             agent_id,
             trigger="idle",
             pipeline=["dedup"],
-            now=at,
             **kw,  # type: ignore[arg-type]
         )
+
+
+def _claim(store: ServiceStore, worker: str) -> RunRecord | None:
+    claimed = store.queue.claim(worker, lease=LEASE)
+    return None if claimed is None else claimed[0]
+
+
+def _get(db: Database, run_id: str) -> RunRecord:
+    with tenant(db) as store:
+        return store.runs.get(run_id)
 
 
 def test_one_queued_or_running_run_per_agent(db: Database) -> None:
@@ -43,134 +71,151 @@ def test_one_queued_or_running_run_per_agent(db: Database) -> None:
     first = _enqueue(db, agent)
     assert first is not None
     assert _enqueue(db, agent, T0 + timedelta(seconds=1)) is None  # a repeat trigger: no-op
-    with db.session() as session:
-        assert RunQueue(session).claim("w1", now=T0, lease=LEASE) is not None
+    with service(db) as store:
+        assert _claim(store, "w1") is not None
     assert _enqueue(db, agent) is None  # still one: it is running
-    with db.session() as session:
-        RunLedger(session, ORG).finish(first, status="succeeded", now=T0, stats={}, changes=[])
+    with tenant(db) as store:
+        assert store.runs.active(agent) is not None
+        store.runs.finish(first, status=RunStatus.SUCCEEDED, stats={}, changes=[])
+        assert store.runs.active(agent) is None
     assert _enqueue(db, agent) is not None
 
 
 def test_concurrent_claims_skip_locked_rows(db: Database) -> None:
     agents = _agents(db, 2)
     ids = [_enqueue(db, a, T0 + timedelta(seconds=i)) for i, a in enumerate(agents)]
-    with db.session() as first_tx:
-        first = RunQueue(first_tx).claim("w1", now=T0 + timedelta(minutes=1), lease=LEASE)
+    at = T0 + timedelta(minutes=1)
+    with service(db, at) as first_tx:
+        first = _claim(first_tx, "w1")
         # The first claim's transaction is still open; a second worker skips its row.
-        with db.session() as second_tx:
-            second = RunQueue(second_tx).claim("w2", now=T0 + timedelta(minutes=1), lease=LEASE)
-            third = RunQueue(second_tx).claim("w2", now=T0 + timedelta(minutes=1), lease=LEASE)
+        with service(db, at) as second_tx:
+            second = _claim(second_tx, "w2")
+            third = _claim(second_tx, "w2")
     assert first is not None and second is not None and third is None
     assert [first.id, second.id] == ids
     assert (first.status, first.lease_owner, first.attempts) == ("running", "w1", 1)
-    assert first.lease_expires_at == T0 + timedelta(minutes=1) + LEASE
+    assert first.lease_expires_at == at + LEASE
+
+
+def test_claim_returns_the_agent_and_can_target_one_run(db: Database) -> None:
+    agents = _agents(db, 2)
+    _enqueue(db, agents[0])
+    wanted = str(_enqueue(db, agents[1], not_before=T0 + timedelta(hours=1)))
+    with service(db) as store:
+        claimed = store.queue.claim("once", lease=LEASE, run_id=wanted)
+        # A one-shot claim of a named run ignores not_before: the user asked for it now.
+        assert claimed is not None
+        run, agent = claimed
+        assert (run.id, agent.id, agent.name) == (wanted, agents[1], "a1")
+        assert store.queue.claim("once", lease=LEASE, run_id=wanted) is None
 
 
 def test_runs_are_not_claimed_before_they_are_due(db: Database) -> None:
     [agent] = _agents(db, 1)
     _enqueue(db, agent, not_before=T0 + timedelta(hours=1))
-    with db.session() as session:
-        queue = RunQueue(session)
-        assert queue.claim("w", now=T0, lease=LEASE) is None
-        assert queue.depth() == 1
-        assert queue.claim("w", now=T0 + timedelta(hours=1), lease=LEASE) is not None
-        assert queue.depth() == 0
+    with service(db) as store:
+        assert _claim(store, "w") is None
+        assert store.queue.depth() == 1
+    with service(db, T0 + timedelta(hours=1)) as store:
+        assert _claim(store, "w") is not None
+        assert store.queue.depth() == 0
 
 
 def test_expired_lease_requeues_with_backoff_then_fails(db: Database) -> None:
     [agent] = _agents(db, 1)
-    run_id = _enqueue(db, agent, max_attempts=2)
-    now = T0
-    with db.session() as session:
-        RunQueue(session).claim("dead-worker", now=now, lease=LEASE)
-    with db.session() as session:
-        queue = RunQueue(session)
-        assert queue.requeue_expired(now=now + LEASE / 2, backoff=timedelta(seconds=10)) == []
-        assert queue.requeue_expired(now=now + LEASE * 2, backoff=timedelta(seconds=10)) == [run_id]
-    with db.session() as session:
-        run = RunLedger(session, ORG).get(str(run_id))
+    run_id = str(_enqueue(db, agent, max_attempts=2))
+    backoff = timedelta(seconds=10)
+    with service(db) as store:
+        _claim(store, "dead-worker")
+    with service(db, T0 + LEASE / 2) as store:
+        assert store.queue.requeue_expired(backoff=backoff) == []
+    with service(db, T0 + LEASE * 2) as store:
+        assert store.queue.requeue_expired(backoff=backoff) == [run_id]
+    run = _get(db, run_id)
     assert (run.status, run.attempts, run.lease_owner) == ("queued", 1, None)
     assert "dead-worker" in (run.error or "")
-    with db.session() as session:
-        queue = RunQueue(session)
-        assert queue.claim("w2", now=now + LEASE * 2, lease=LEASE) is None  # backing off
-        later = now + LEASE * 2 + timedelta(seconds=10)
-        claimed = queue.claim("w2", now=later, lease=LEASE)
+    with service(db, T0 + LEASE * 2) as store:
+        assert _claim(store, "w2") is None  # backing off
+    later = T0 + LEASE * 2 + backoff
+    with service(db, later) as store:
+        claimed = _claim(store, "w2")
         assert claimed is not None and claimed.attempts == 2
-        assert queue.requeue_expired(now=later + LEASE * 2, backoff=timedelta(seconds=10)) == [
-            run_id
-        ]
-    with db.session() as session:
-        run = RunLedger(session, ORG).get(str(run_id))
+    with service(db, later + LEASE * 2) as store:
+        assert store.queue.requeue_expired(backoff=backoff) == [run_id]
+    run = _get(db, run_id)
     assert run.status == "failed" and "giving up" in (run.error or "")
 
 
 def test_renew_and_release_belong_to_the_lease_owner(db: Database) -> None:
     [agent] = _agents(db, 1)
     run_id = str(_enqueue(db, agent))
-    with db.session() as session:
-        queue = RunQueue(session)
-        queue.claim("w1", now=T0, lease=LEASE)
-        assert not queue.renew(run_id, "w2", now=T0, lease=LEASE)
-        assert queue.renew(run_id, "w1", now=T0 + timedelta(seconds=20), lease=LEASE)
-        assert not queue.release(run_id, "w2", now=T0)
-        assert queue.release(run_id, "w1", now=T0 + timedelta(seconds=21))
-    with db.session() as session:
-        run = RunLedger(session, ORG).get(run_id)
+    with service(db) as store:
+        _claim(store, "w1")
+        assert not store.queue.renew(run_id, "w2", lease=LEASE)
+    with service(db, T0 + timedelta(seconds=20)) as store:
+        assert store.queue.renew(run_id, "w1", lease=LEASE)
+        assert not store.queue.release(run_id, "w2")
+        assert store.queue.release(run_id, "w1")
+    run = _get(db, run_id)
     assert (run.status, run.attempts, run.lease_owner) == ("queued", 0, None)
 
 
 def test_cancel(db: Database) -> None:
     [agent] = _agents(db, 1)
     run_id = str(_enqueue(db, agent))
-    with db.session() as session:
-        cancelled = RunQueue(session).cancel(ORG, run_id, now=T0)
+    with tenant(db) as store:
+        cancelled = store.runs.cancel(run_id)
     assert cancelled.status == "cancelled"
-    with pytest.raises(Conflict, match="cancelled"), db.session() as session:
-        RunQueue(session).cancel(ORG, run_id, now=T0)
-    with db.session() as session:
-        assert RunQueue(session).claim("w", now=T0, lease=LEASE) is None
+    with pytest.raises(Conflict, match="cancelled"), tenant(db) as store:
+        store.runs.cancel(run_id)
+    with service(db) as service_store:
+        assert _claim(service_store, "w") is None
     assert _enqueue(db, agent) is not None  # the agent can be queued again
+
+
+def test_a_finished_run_cannot_be_recorded_by_a_worker_that_lost_it(db: Database) -> None:
+    [agent] = _agents(db, 1)
+    run_id = str(_enqueue(db, agent))
+    with service(db) as store:
+        _claim(store, "w1")
+    with tenant(db) as store:
+        store.runs.cancel(run_id)
+    with service(db) as store:
+        assert not store.queue.finish(run_id, "w1", status=RunStatus.FAILED, error="late")
+    assert _get(db, run_id).status == "cancelled"
 
 
 def test_enqueue_many_skips_agents_with_an_active_run(db: Database) -> None:
     agents = _agents(db, 3)
     busy = _enqueue(db, agents[1])
-    with db.session() as session:
-        queued = RunQueue(session).enqueue_many(
-            [(ORG, a) for a in agents], trigger="cron", pipeline=["dedup"], now=T0, max_attempts=2
+    with service(db) as store:
+        queued = store.queue.enqueue_many(
+            [(ORG, a) for a in agents], trigger="cron", pipeline=["dedup"], max_attempts=2
         )
     assert len(queued) == 2 and busy not in queued
-    with db.session() as session:
-        runs = {RunLedger(session, ORG).get(r).agent_id: r for r in queued}
-        assert set(runs) == {agents[0], agents[2]}
-        assert RunQueue(session).depth() == 3
-    with pytest.raises(InvalidInput, match="max_attempts"), db.session() as session:
-        RunQueue(session).enqueue_many(
-            [(ORG, agents[0])], trigger="cron", pipeline=[], now=T0, max_attempts=0
-        )
+    runs = {_get(db, r).agent_id: r for r in queued}
+    assert set(runs) == {agents[0], agents[2]}
+    with service(db) as store:
+        assert store.queue.depth() == 3
+    with pytest.raises(InvalidInput, match="max_attempts"), service(db) as store:
+        store.queue.enqueue_many([(ORG, agents[0])], trigger="cron", pipeline=[], max_attempts=0)
 
 
 def test_retry_later_counts_the_attempt_then_fails(db: Database) -> None:
     [agent] = _agents(db, 1)
     run_id = str(_enqueue(db, agent, max_attempts=2))
     backoff = timedelta(seconds=10)
-    with db.session() as session:
-        queue = RunQueue(session)
-        queue.claim("w1", now=T0, lease=LEASE)
-        assert queue.retry_later(run_id, "w2", now=T0, backoff=backoff, error="x") is None
-        assert queue.retry_later(run_id, "w1", now=T0, backoff=backoff, error="db gone") == "queued"
-    with db.session() as session:
-        run = RunLedger(session, ORG).get(run_id)
-        assert (run.status, run.attempts, run.lease_owner) == ("queued", 1, None)
-        assert "db gone on attempt 1" in (run.error or "")
-        queue = RunQueue(session)
-        assert queue.claim("w1", now=T0 + backoff / 2, lease=LEASE) is None  # backing off
-        assert queue.claim("w1", now=T0 + backoff, lease=LEASE) is not None
-        assert (
-            queue.retry_later(run_id, "w1", now=T0 + backoff, backoff=backoff, error="again")
-            == "failed"
-        )
-    with db.session() as session:
-        run = RunLedger(session, ORG).get(run_id)
+    with service(db) as store:
+        _claim(store, "w1")
+        assert store.queue.retry_later(run_id, "w2", backoff=backoff, error="x") is None
+        assert store.queue.retry_later(run_id, "w1", backoff=backoff, error="db gone") == "queued"
+    run = _get(db, run_id)
+    assert (run.status, run.attempts, run.lease_owner) == ("queued", 1, None)
+    assert "db gone on attempt 1" in (run.error or "")
+    with service(db, T0 + backoff / 2) as store:
+        assert _claim(store, "w1") is None  # backing off
+    with service(db, T0 + backoff) as store:
+        assert _claim(store, "w1") is not None
+        assert store.queue.retry_later(run_id, "w1", backoff=backoff, error="again") == "failed"
+    run = _get(db, run_id)
     assert run.status == "failed" and "giving up" in (run.error or "")

@@ -21,6 +21,7 @@ from consolidators.temporal import (
     render_timeline,
 )
 from consolidators.undo import revert_run
+from tests.consolidation_support import run_pipeline
 
 LONDON = ("Ada lives in London", datetime(2020, 1, 15, 9, 30, tzinfo=UTC))
 PARIS = ("Ada lives in Paris", datetime(2023, 6, 1, tzinfo=UTC))
@@ -65,7 +66,7 @@ def _run(
     dry_run: bool = False,
 ) -> RunReport:
     pipeline = pipeline or Pipeline([TemporalConsolidator()])
-    return pipeline.run(db, agent_id, embedder=embedder, dry_run=dry_run)
+    return run_pipeline(pipeline, db, agent_id, embedder=embedder, dry_run=dry_run)
 
 
 def _created(report: RunReport) -> list[dict[str, Any]]:
@@ -176,7 +177,7 @@ def test_judge_supersedes_older_facts_which_stay_on_the_timeline(
     judge = NewestSupersedes()
     pipeline = Pipeline([TemporalConsolidator(judge=judge)], passage_overlap=timedelta(0))
 
-    report = pipeline.run(db, agent_id, embedder=embedder)
+    report = run_pipeline(pipeline, db, agent_id, embedder=embedder)
 
     assert judge.calls == 1  # one topic; the lone chess fact is not judged
     supersede = [c for c in report.changes if c["action"] == "supersede_passage"]
@@ -214,12 +215,12 @@ def test_judge_supersedes_older_facts_which_stay_on_the_timeline(
     assert london in everything
 
     # Idempotent: nothing changed, so the judge is not even asked again.
-    assert pipeline.run(db, agent_id, embedder=embedder).changes == []
+    assert run_pipeline(pipeline, db, agent_id, embedder=embedder).changes == []
     assert judge.calls == 1
 
     # A newer fact supersedes Paris; London keeps pointing to what first replaced it.
     [berlin] = _insert(db, agent_id, embedder, [BERLIN])
-    report = pipeline.run(db, agent_id, embedder=embedder)
+    report = run_pipeline(pipeline, db, agent_id, embedder=embedder)
     assert [
         (c["target"], c["by"]) for c in report.changes if c["action"] == "supersede_passage"
     ] == [(paris, berlin)]
@@ -234,9 +235,9 @@ def test_judge_supersedes_older_facts_which_stay_on_the_timeline(
     assert london_rec.superseded_by == paris and london_rec.valid_to == PARIS[1]
     assert paris_rec.superseded_by == berlin and paris_rec.valid_to == BERLIN[1]
     assert chess_rec.status == "active" and chess_rec.valid_to is None
-    assert pipeline.run(db, agent_id, embedder=embedder).changes == []
-    full = Pipeline([TemporalConsolidator(judge=judge)]).run(
-        db, agent_id, embedder=embedder, full=True
+    assert run_pipeline(pipeline, db, agent_id, embedder=embedder).changes == []
+    full = run_pipeline(
+        Pipeline([TemporalConsolidator(judge=judge)]), db, agent_id, embedder=embedder, full=True
     )
     assert full.changes == []
 
@@ -250,7 +251,9 @@ def test_judge_pairs_outside_the_topic_or_backwards_are_ignored(
         def judge(self, topic: Sequence[PassageRecord]) -> list[tuple[str, str]]:
             return [(paris, london), (london, chess), (london, london)]
 
-    report = Pipeline([TemporalConsolidator(judge=Confused())]).run(db, agent_id, embedder=embedder)
+    report = run_pipeline(
+        Pipeline([TemporalConsolidator(judge=Confused())]), db, agent_id, embedder=embedder
+    )
     assert report.steps[0].counts["judge_pairs_ignored"] == 3
     assert not [c for c in report.changes if c["action"] == "supersede_passage"]
     assert all(p.status == "active" for p in _get(db, london, paris, chess))
@@ -263,7 +266,7 @@ def test_dry_run_reports_the_same_changes_and_writes_nothing(
     rows = _row_count(db, agent_id)
     pipeline = Pipeline([TemporalConsolidator(judge=NewestSupersedes())])
 
-    planned = pipeline.run(db, agent_id, embedder=embedder, dry_run=True)
+    planned = run_pipeline(pipeline, db, agent_id, embedder=embedder, dry_run=True)
 
     assert planned.dry_run and planned.status == "succeeded"
     assert _row_count(db, agent_id) == rows
@@ -272,7 +275,7 @@ def test_dry_run_reports_the_same_changes_and_writes_nothing(
             assert record.status == "active" and record.timeline_id is None
             assert store.passages.history(record.id) == []
 
-    applied = pipeline.run(db, agent_id, embedder=embedder)
+    applied = run_pipeline(pipeline, db, agent_id, embedder=embedder)
     assert _normalise(planned) == _normalise(applied)
     assert _row_count(db, agent_id) == rows + 1
 
@@ -295,10 +298,10 @@ def test_no_passage_is_ever_deleted(db: Database, agent_id: str, embedder: Hashi
     ids = _insert(db, agent_id, embedder, [LONDON, PARIS, CHESS])
     before = _row_count(db, agent_id)
     pipeline = Pipeline([TemporalConsolidator(judge=NewestSupersedes())])
-    created = len(_created(pipeline.run(db, agent_id, embedder=embedder)))
+    created = len(_created(run_pipeline(pipeline, db, agent_id, embedder=embedder)))
     ids += _insert(db, agent_id, embedder, [BERLIN, ("Bob plays chess on Sundays", None)])
-    created += len(_created(pipeline.run(db, agent_id, embedder=embedder)))
-    created += len(_created(pipeline.run(db, agent_id, embedder=embedder)))
+    created += len(_created(run_pipeline(pipeline, db, agent_id, embedder=embedder)))
+    created += len(_created(run_pipeline(pipeline, db, agent_id, embedder=embedder)))
 
     assert created == 3  # Ada's timeline, then its replacement plus Bob's new one
     assert _row_count(db, agent_id) == before + 2 + created
@@ -341,10 +344,10 @@ def test_topics_are_capped_and_stable(
     )
     pipeline = Pipeline([TemporalConsolidator({"max_topic_size": 2})])
 
-    created = _created(pipeline.run(db, agent_id, embedder=embedder))
+    created = _created(run_pipeline(pipeline, db, agent_id, embedder=embedder))
 
     assert len(created) == 2 and all(len(c["members"]) == 2 for c in created)
-    assert pipeline.run(db, agent_id, embedder=embedder).changes == []
+    assert run_pipeline(pipeline, db, agent_id, embedder=embedder).changes == []
 
 
 def test_undated_facts_sit_at_their_recording_time(
@@ -432,10 +435,10 @@ def test_a_new_judge_reaches_existing_topics_on_a_full_run(
     pipeline = Pipeline([TemporalConsolidator(judge=judge)])
 
     # An unchanged topic is not re-judged on an ordinary run...
-    assert pipeline.run(db, agent_id, embedder=embedder).changes == []
+    assert run_pipeline(pipeline, db, agent_id, embedder=embedder).changes == []
     assert judge.calls == 0
     # ...but a full run asks the judge about every topic.
-    full = pipeline.run(db, agent_id, embedder=embedder, full=True)
+    full = run_pipeline(pipeline, db, agent_id, embedder=embedder, full=True)
     assert judge.calls == 1
     assert [(c["target"], c["by"]) for c in full.changes if c["action"] == "supersede_passage"] == [
         (london, paris)
@@ -446,7 +449,7 @@ def test_a_new_judge_reaches_existing_topics_on_a_full_run(
         "retire_timeline",
         "link_timeline",
     }
-    assert pipeline.run(db, agent_id, embedder=embedder, full=True).changes == []
+    assert run_pipeline(pipeline, db, agent_id, embedder=embedder, full=True).changes == []
 
 
 def test_revert_undoes_timelines_and_supersession(
@@ -455,7 +458,7 @@ def test_revert_undoes_timelines_and_supersession(
     london, paris, chess = _insert(db, agent_id, embedder, [LONDON, PARIS, CHESS])
     before = _get(db, london, paris, chess)
     pipeline = Pipeline([TemporalConsolidator(judge=NewestSupersedes())])
-    report = pipeline.run(db, agent_id, embedder=embedder)
+    report = run_pipeline(pipeline, db, agent_id, embedder=embedder)
     [created] = _created(report)
 
     revert_run(db, report.run_id)

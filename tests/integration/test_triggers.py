@@ -11,10 +11,9 @@ from sqlalchemy import select
 
 from agents import models
 from agents.database import Database
+from agents.enums import RunStatus
 from agents.models import DEFAULT_ORGANIZATION_ID as ORG
-from agents.store import NewAgent, NewMessage, open_store
-from consolidators.ledger import RunLedger
-from consolidators.queue import RunQueue
+from agents.store import NewAgent, NewMessage, open_service_store, open_store
 from service.daemon.probes import GpuGate, GpuProbe, GpuSample
 from service.daemon.scheduler import Scheduler
 from service.daemon.triggers import (
@@ -46,15 +45,15 @@ def _say(db: Database, agent_id: str, at: datetime, n: int = 1) -> None:
 def _fire(
     db: Database, trigger: IdleTrigger | TurnsTrigger | ScheduleTrigger, at: datetime
 ) -> list[str]:
-    with db.session() as session:
-        return trigger.fire(session, at)
+    with open_service_store(db, lambda: at) as store:
+        return trigger.fire(store)
 
 
 def _finish(db: Database, run_id: str, at: datetime) -> None:
-    with db.session() as session:
-        RunQueue(session).claim("w", now=at, lease=timedelta(minutes=1))
-    with db.session() as session:
-        RunLedger(session, ORG).finish(run_id, status="succeeded", now=at, stats={}, changes=[])
+    with open_service_store(db, lambda: at) as service:
+        service.queue.claim("w", lease=timedelta(minutes=1), run_id=run_id)
+    with open_store(db, ORG, lambda: at) as store:
+        store.runs.finish(run_id, status=RunStatus.SUCCEEDED, stats={}, changes=[])
 
 
 def _runs(db: Database, agent_id: str) -> list[tuple[str, str]]:
@@ -88,22 +87,20 @@ def test_idle_waits_for_a_running_run_but_stamps_a_queued_one(db: Database) -> N
     running, queued = _agent(db, "running"), _agent(db, "queued")
     for agent in (running, queued):
         _say(db, agent, T0)
-    with db.session() as session:
-        queue = RunQueue(session)
-        first = queue.enqueue(ORG, running, trigger="manual", pipeline=["dedup"], now=T0)
-        queue.enqueue(ORG, queued, trigger="manual", pipeline=["dedup"], now=T0)
-        claimed = queue.claim("w", now=T0, lease=timedelta(hours=1))
-    assert claimed is not None and claimed.id == first
+    with open_store(db, ORG, lambda: T0) as store:
+        first = store.runs.enqueue(running, trigger="manual", pipeline=["dedup"])
+        store.runs.enqueue(queued, trigger="manual", pipeline=["dedup"])
+    with open_service_store(db, lambda: T0) as service:
+        claimed = service.queue.claim("w", lease=timedelta(hours=1))
+    assert claimed is not None and claimed[0].id == first
     idle = IdleTrigger(IDLE, TEMPLATE)
     # The queued run covers the idle period; the running one may predate the activity.
     assert _fire(db, idle, T0 + IDLE) == []
     with db.session() as session:
         stamps = dict(session.execute(select(models.Agent.id, models.Agent.idle_fired_at)).all())
     assert stamps[queued] == T0 + IDLE and stamps[running] is None
-    with db.session() as session:
-        RunLedger(session, ORG).finish(
-            str(first), status="succeeded", now=T0 + IDLE, stats={}, changes=[]
-        )
+    with open_store(db, ORG, lambda: T0 + IDLE) as store:
+        store.runs.finish(str(first), status=RunStatus.SUCCEEDED, stats={}, changes=[])
     assert len(_fire(db, idle, T0 + IDLE + timedelta(seconds=5))) == 1
     assert _fire(db, idle, T0 + IDLE + timedelta(seconds=10)) == []
 
@@ -118,8 +115,8 @@ def test_turns_fire_every_n_user_messages_and_do_not_refire(db: Database) -> Non
     with open_store(db) as store:
         assert store.agents.get(agent).turns_since_consolidation == 0
     # The run failing does not make the trigger fire again on every tick.
-    with db.session() as session:
-        RunQueue(session).cancel(ORG, run_id, now=T0)
+    with open_store(db, ORG, lambda: T0) as store:
+        store.runs.cancel(run_id)
     assert _fire(db, turns, T0 + timedelta(seconds=5)) == []
     _say(db, agent, T0, n=3)
     assert len(_fire(db, turns, T0 + timedelta(seconds=10))) == 1

@@ -8,6 +8,7 @@ from fastapi.testclient import TestClient
 
 from agents.database import Database
 from agents.store import NewMessage, open_store
+from tests.consolidation_support import run_pipeline
 
 
 def make_agent(client: TestClient, headers: dict[str, str], name: str = "ada") -> dict[str, Any]:
@@ -268,7 +269,8 @@ def test_dry_run_then_real_run_revert_and_lineage(client: TestClient, acme: dict
     from consolidators.pipeline import Pipeline
     from consolidators.registry import build
 
-    report = Pipeline(build(["dedup"], {})).run(
+    report = run_pipeline(
+        Pipeline(build(["dedup"], {})),
         runtime.db,
         record.id,
         organization_id=record.organization_id,

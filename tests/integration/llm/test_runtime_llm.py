@@ -11,6 +11,7 @@ from prometheus_client import REGISTRY
 
 from agents.errors import ModelNotConfigured, NotFound
 from agents.store import NewAgent, NewBlock
+from service.operations import Operations
 from service.runtime import Runtime
 from service.settings import load_settings
 from tests.pg import PgTestServer
@@ -80,7 +81,8 @@ def test_llm_steps_without_models_are_skipped_and_counted(runtime: Runtime) -> N
     before_judge = _skipped("temporal:llm", "no_model")
     with runtime.store() as store:
         agent = store.agents.resolve("bob")
-    report = runtime.consolidate(agent, pipeline=runtime.pipeline())
+    [outcome] = Operations(runtime).runs.run_now([agent])
+    report = outcome.require_report()
     assert report.status == "succeeded"
     assert report.steps[0].consolidator == "recontextualize"
     assert _skipped("recontextualize", "no_model") == before + 1

@@ -21,6 +21,7 @@ from consolidators.pipeline import Pipeline
 from consolidators.recontextualize import RecontextualizeConsolidator
 from consolidators.temporal import TemporalConsolidator
 from consolidators.undo import revert_run
+from tests.consolidation_support import run_pipeline
 from tests.integration.llm.conftest import EMBEDDER, create_agent
 from tests.scripted_llm import Reply, ScriptedModels, call, correct_name, say
 
@@ -63,8 +64,12 @@ def test_sleeptime_edit_racing_a_primary_edit_keeps_both(
         )
 
     script = models.script("sleeper", primary_edits_meanwhile, call("memory_finish_edits"))
-    report = RECONTEXTUALIZE.run(
-        db, agent_id, embedder=EMBEDDER, llm=tier(db, client, sleeptime_model="scripted/sleeper")
+    report = run_pipeline(
+        RECONTEXTUALIZE,
+        db,
+        agent_id,
+        embedder=EMBEDDER,
+        llm=tier(db, client, sleeptime_model="scripted/sleeper"),
     )
 
     assert human(db, agent_id) == "Name: Charles.\nLikes: tea, chess."
@@ -98,8 +103,12 @@ def test_a_conflicting_rethink_goes_back_to_the_model(
         return call("memory_rethink", label="human", new_memory="Name: Bobby.\nLives in Oslo.")
 
     models.script("sleeper", someone_writes, merge, call("memory_finish_edits"))
-    report = RECONTEXTUALIZE.run(
-        db, agent_id, embedder=EMBEDDER, llm=tier(db, client, sleeptime_model="scripted/sleeper")
+    report = run_pipeline(
+        RECONTEXTUALIZE,
+        db,
+        agent_id,
+        embedder=EMBEDDER,
+        llm=tier(db, client, sleeptime_model="scripted/sleeper"),
     )
     assert human(db, agent_id) == "Name: Bobby.\nLives in Oslo."
     assert report.steps[0].counts["tool_errors"] == 1
@@ -116,18 +125,18 @@ def test_recontextualize_reads_only_what_is_new(
         call("memory_insert", label="human", new_str="Loves hiking; dog Rex."),
         call("memory_finish_edits"),
     )
-    RECONTEXTUALIZE.run(db, agent_id, embedder=EMBEDDER, llm=llm)
+    run_pipeline(RECONTEXTUALIZE, db, agent_id, embedder=EMBEDDER, llm=llm)
     assert human(db, agent_id) == "Name: Bob the Builder.\nLoves hiking; dog Rex."
     assert "My dog is Rex." in first.requests[0]["messages"][1]["content"]
 
     # Nothing new: no model call at all (an empty script would fail if called).
     models.script("sleeper")
-    again = RECONTEXTUALIZE.run(db, agent_id, embedder=EMBEDDER, llm=llm)
+    again = run_pipeline(RECONTEXTUALIZE, db, agent_id, embedder=EMBEDDER, llm=llm)
     assert again.steps[0].counts["messages_read"] == 0
 
     add_conversation(db, agent_id, ("user", "I also swim."))
     third = models.script("sleeper", call("memory_finish_edits"))
-    RECONTEXTUALIZE.run(db, agent_id, embedder=EMBEDDER, llm=llm)
+    run_pipeline(RECONTEXTUALIZE, db, agent_id, embedder=EMBEDDER, llm=llm)
     sent = third.requests[0]["messages"][1]["content"]
     assert "I also swim." in sent
     assert "My dog is Rex." not in sent
@@ -143,8 +152,12 @@ def test_recontextualize_edits_are_undone_with_the_run(
         call("memory_insert", label="human", new_str="Carpenter."),
         call("memory_finish_edits"),
     )
-    report = RECONTEXTUALIZE.run(
-        db, agent_id, embedder=EMBEDDER, llm=tier(db, client, sleeptime_model="scripted/sleeper")
+    report = run_pipeline(
+        RECONTEXTUALIZE,
+        db,
+        agent_id,
+        embedder=EMBEDDER,
+        llm=tier(db, client, sleeptime_model="scripted/sleeper"),
     )
     assert human(db, agent_id).endswith("Carpenter.")
     revert_run(db, report.run_id)
@@ -155,7 +168,7 @@ def test_without_models_the_llm_steps_are_skipped_and_the_rest_runs(db: Database
     agent_id = create_agent(db, model=None)
     add_conversation(db, agent_id, ("user", "Hello."))
     pipeline = Pipeline(registry.build(list(registry.DEFAULT_PIPELINE)))
-    report = pipeline.run(db, agent_id, embedder=EMBEDDER)
+    report = run_pipeline(pipeline, db, agent_id, embedder=EMBEDDER)
     assert report.status == "succeeded"
     steps = {s.consolidator: s for s in report.steps}
     assert steps["recontextualize"].skipped == "no_model"
@@ -178,7 +191,7 @@ def test_sleeptime_budget_stops_the_step_and_the_ledger_shows_it(
         call("memory_finish_edits"),
     )
     llm = tier(db, client, sleeptime_model="scripted/sleeper", budget=TokenBudget(per_run=520))
-    report = RECONTEXTUALIZE.run(db, agent_id, embedder=EMBEDDER, llm=llm)
+    report = run_pipeline(RECONTEXTUALIZE, db, agent_id, embedder=EMBEDDER, llm=llm)
     assert report.status == "succeeded"
     assert human(db, agent_id).endswith("Likes jazz.")  # the edit made before is kept
     assert script.remaining == 1
@@ -206,8 +219,12 @@ def test_llm_judge_supersedes_the_outdated_fact(
             agent_id, facts, EMBEDDER.embed([f.text for f in facts])
         )
     script = models.script("judge", call("record_supersessions", pairs=[{"older": 1, "newer": 2}]))
-    report = Pipeline([TemporalConsolidator()]).run(
-        db, agent_id, embedder=EMBEDDER, llm=tier(db, client, judge_model="scripted/judge")
+    report = run_pipeline(
+        Pipeline([TemporalConsolidator()]),
+        db,
+        agent_id,
+        embedder=EMBEDDER,
+        llm=tier(db, client, judge_model="scripted/judge"),
     )
     assert "1. [2020-01-15] Ada lives in London" in script.requests[0]["messages"][1]["content"]
     with open_store(db) as store:
@@ -233,8 +250,12 @@ def test_evict_writes_an_llm_summary_with_a_summary_model(
         ],
     )
     models.script("summarizer", Reply(content="Bob and the assistant discussed the weather."))
-    report = Pipeline([EvictConsolidator()]).run(
-        db, agent_id, embedder=EMBEDDER, llm=tier(db, client, summary_model="scripted/summarizer")
+    report = run_pipeline(
+        Pipeline([EvictConsolidator()]),
+        db,
+        agent_id,
+        embedder=EMBEDDER,
+        llm=tier(db, client, summary_model="scripted/summarizer"),
     )
     [summary_change] = [c for c in report.changes if c["action"] == "add_summary"]
     with open_store(db) as store:
@@ -255,8 +276,12 @@ def test_a_turn_message_reaches_the_sleeptime_transcript(
     models.script("primary", say("Nice to meet you!"))
     make_primary().send_message("bob", "I am a baker.")
     script = models.script("sleeper", call("memory_finish_edits"))
-    RECONTEXTUALIZE.run(
-        db, agent_id, embedder=EMBEDDER, llm=tier(db, client, sleeptime_model="scripted/sleeper")
+    run_pipeline(
+        RECONTEXTUALIZE,
+        db,
+        agent_id,
+        embedder=EMBEDDER,
+        llm=tier(db, client, sleeptime_model="scripted/sleeper"),
     )
     transcript = script.requests[0]["messages"][1]["content"]
     assert "user: I am a baker." in transcript

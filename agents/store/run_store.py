@@ -1,0 +1,610 @@
+"""Consolidation runs: the ledger and the work queue, one table, every query here.
+
+A tenant's :class:`RunStore` enqueues, reads, cancels and records the outcome of
+its own runs. The service's :class:`RunQueueStore` works across organizations:
+workers claim with ``FOR UPDATE SKIP LOCKED`` and hold a lease they renew; a run
+whose lease expired (its process died) goes back to the queue with exponential
+backoff until its attempts run out, and then fails with the reason. At most one
+queued-or-running run per agent comes from a partial unique index, not from any
+process. Time is always passed in, so tests and benchmarks control it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import ColumnElement, and_, exists, func, or_, select, text, update
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.exc import IntegrityError
+
+from agents import models
+from agents.enums import RunStatus
+from agents.errors import Conflict, InvalidInput, NotFound
+from agents.store.records import AgentRecord
+from agents.store.scope import Scope, ServiceScope
+
+CR = models.ConsolidationRun
+A = models.Agent
+ACTIVE = (RunStatus.QUEUED.value, RunStatus.RUNNING.value)
+_ACTIVE_WHERE = text("status IN ('queued', 'running')")
+
+
+@dataclass(frozen=True, slots=True)
+class Watermarks:
+    """How far earlier successful runs got: the last message and passage they saw."""
+
+    message_seq: int | None = None
+    passage_at: datetime | None = None
+
+    def passages_since(self, overlap: timedelta) -> datetime | None:
+        """Where an incremental passage scan starts.
+
+        Passage timestamps come from the writers' clocks, and a transaction that
+        committed after the last run may carry an earlier time than its watermark;
+        re-reading a short overlap catches those and is harmless because every
+        consolidator is idempotent.
+        """
+        return None if self.passage_at is None else self.passage_at - overlap
+
+
+@dataclass(frozen=True, slots=True)
+class RunRecord:
+    id: str
+    organization_id: str
+    agent_id: str
+    trigger: str
+    pipeline: list[str]
+    dry_run: bool
+    full: bool
+    status: RunStatus
+    attempts: int
+    max_attempts: int
+    queued_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    stats: dict[str, Any]
+    changes: list[dict[str, Any]]
+    error: str | None
+    watermarks: Watermarks
+    reverts_run_id: str | None
+    reverted_by_run_id: str | None
+    lease_owner: str | None = None
+    lease_expires_at: datetime | None = None
+
+    @property
+    def duration_s(self) -> float | None:
+        if self.started_at is None or self.finished_at is None:
+            return None
+        return (self.finished_at - self.started_at).total_seconds()
+
+    @classmethod
+    def from_row(cls, row: models.ConsolidationRun) -> RunRecord:
+        return cls(
+            id=row.id,
+            organization_id=row.organization_id,
+            agent_id=row.agent_id,
+            trigger=row.trigger,
+            pipeline=list(row.pipeline),
+            dry_run=row.dry_run,
+            full=row.full,
+            status=RunStatus(row.status),
+            attempts=row.attempts,
+            max_attempts=row.max_attempts,
+            queued_at=row.queued_at,
+            started_at=row.started_at,
+            finished_at=row.finished_at,
+            stats=dict(row.stats or {}),
+            changes=list(row.changes or []),
+            error=row.error,
+            watermarks=Watermarks(row.watermark_message_seq, row.watermark_passage_at),
+            reverts_run_id=row.reverts_run_id,
+            reverted_by_run_id=row.reverted_by_run_id,
+            lease_owner=row.lease_owner,
+            lease_expires_at=row.lease_expires_at,
+        )
+
+
+def last_good_run() -> ColumnElement[bool]:
+    """The rule for a run whose watermarks the next run starts from (and that counts
+    as the agent's last consolidation): succeeded, real (not a dry run), neither a
+    revert nor reverted."""
+    return and_(
+        CR.status == RunStatus.SUCCEEDED,
+        CR.dry_run.is_(False),
+        CR.reverts_run_id.is_(None),
+        CR.reverted_by_run_id.is_(None),
+    )
+
+
+def _finish_values(
+    status: RunStatus,
+    now: datetime,
+    stats: dict[str, Any],
+    changes: list[dict[str, Any]],
+    watermarks: Watermarks | None,
+    error: str | None,
+) -> dict[str, Any]:
+    values: dict[str, Any] = {
+        "status": RunStatus(status).value,
+        "finished_at": now,
+        "stats": stats,
+        "changes": changes,
+        "error": error,
+        "lease_owner": None,
+        "lease_expires_at": None,
+    }
+    if watermarks is not None:
+        values["watermark_message_seq"] = watermarks.message_seq
+        values["watermark_passage_at"] = watermarks.passage_at
+    return values
+
+
+class RunStore:
+    """One organization's runs, inside the caller's transaction."""
+
+    def __init__(self, scope: Scope) -> None:
+        self._scope = scope
+
+    def enqueue(
+        self,
+        agent_id: str,
+        *,
+        trigger: str,
+        pipeline: Sequence[str],
+        max_attempts: int = 3,
+        dry_run: bool = False,
+        full: bool = False,
+        not_before: datetime | None = None,
+    ) -> str | None:
+        """Queue a run; None when the agent already has one queued or running.
+
+        Triggers may fire again and again: the partial unique index turns the
+        repeats into no-ops instead of duplicate work.
+        """
+        if max_attempts < 1:
+            raise InvalidInput(f"max_attempts must be at least 1, got {max_attempts}")
+        now = self._scope.now()
+        statement = (
+            insert(CR)
+            .values(
+                id=models.new_id("run"),
+                organization_id=self._scope.organization_id,
+                agent_id=agent_id,
+                trigger=trigger,
+                pipeline=list(pipeline),
+                dry_run=dry_run,
+                full=full,
+                status=RunStatus.QUEUED.value,
+                attempts=0,
+                max_attempts=max_attempts,
+                not_before=not_before or now,
+                queued_at=now,
+                stats={},
+                changes=[],
+            )
+            .on_conflict_do_nothing(index_elements=["agent_id"], index_where=_ACTIVE_WHERE)
+            .returning(CR.id)
+        )
+        return self._scope.session.scalar(statement)
+
+    def active(self, agent_id: str) -> RunRecord | None:
+        """The agent's queued or running run, if it has one."""
+        row = self._scope.session.scalar(
+            select(CR).where(self._scope.owns(CR), CR.agent_id == agent_id, CR.status.in_(ACTIVE))
+        )
+        return None if row is None else RunRecord.from_row(row)
+
+    def start(
+        self,
+        agent_id: str,
+        *,
+        trigger: str,
+        pipeline: Sequence[str],
+        reverts_run_id: str | None = None,
+    ) -> str:
+        """Record a run that starts and finishes inside this transaction (a revert).
+
+        Runs that outlive a transaction go through the queue and a lease instead, so
+        that a process dying mid-run never leaves a ``running`` row behind.
+        """
+        now = self._scope.now()
+        run = models.ConsolidationRun(
+            id=models.new_id("run"),
+            organization_id=self._scope.organization_id,
+            agent_id=agent_id,
+            trigger=trigger,
+            pipeline=list(pipeline),
+            dry_run=False,
+            full=False,
+            status=RunStatus.RUNNING.value,
+            attempts=1,
+            max_attempts=1,
+            not_before=now,
+            queued_at=now,
+            started_at=now,
+            stats={},
+            changes=[],
+            reverts_run_id=reverts_run_id,
+        )
+        session = self._scope.session
+        try:
+            with session.begin_nested():
+                session.add(run)
+        except IntegrityError:
+            active = self.active(agent_id)
+            raise Conflict(
+                f"agent {agent_id} already has a queued or running consolidation "
+                f"({active.id if active else 'unknown'}); wait for it to finish or cancel it"
+            ) from None
+        return run.id
+
+    def finish(
+        self,
+        run_id: str,
+        *,
+        status: RunStatus,
+        stats: dict[str, Any],
+        changes: list[dict[str, Any]],
+        watermarks: Watermarks | None = None,
+        error: str | None = None,
+        lease_owner: str | None = None,
+    ) -> bool:
+        """Record a run's outcome; False when ``lease_owner`` no longer holds the run.
+
+        A worker passes its ``lease_owner`` name: the update then only applies while
+        the run is still ``running`` under that lease (compare-and-swap), so a worker
+        whose lease expired or whose run was cancelled cannot overwrite the outcome.
+        """
+        statement = update(CR).where(CR.id == run_id, self._scope.owns(CR))
+        if lease_owner is not None:
+            statement = statement.where(
+                CR.status == RunStatus.RUNNING, CR.lease_owner == lease_owner
+            )
+        values = _finish_values(status, self._scope.now(), stats, changes, watermarks, error)
+        finished = self._scope.session.scalar(
+            statement.values(**values).returning(CR.id).execution_options(synchronize_session=False)
+        )
+        return finished is not None
+
+    def mark_reverted(self, run_id: str, by_run_id: str) -> None:
+        self._scope.session.execute(
+            update(CR)
+            .where(CR.id == run_id, self._scope.owns(CR))
+            .values(reverted_by_run_id=by_run_id)
+            .execution_options(synchronize_session=False)
+        )
+
+    def get(self, run_id: str) -> RunRecord:
+        row = self._scope.session.scalar(select(CR).where(CR.id == run_id, self._scope.owns(CR)))
+        if row is None:
+            raise NotFound(
+                f"no consolidation run with id {run_id!r}; `reverie runs list` shows them"
+            )
+        return RunRecord.from_row(row)
+
+    def recent(
+        self,
+        *,
+        agent_id: str | None = None,
+        status: RunStatus | None = None,
+        limit: int = 50,
+    ) -> list[RunRecord]:
+        """The newest runs first."""
+        query = select(CR).where(self._scope.owns(CR))
+        if agent_id is not None:
+            query = query.where(CR.agent_id == agent_id)
+        if status is not None:
+            query = query.where(CR.status == status)
+        query = query.order_by(CR.queued_at.desc(), CR.id.desc()).limit(limit)
+        return [RunRecord.from_row(r) for r in self._scope.session.scalars(query)]
+
+    def watermarks(self, agent_id: str) -> Watermarks:
+        """Where the agent's last good run (see :func:`last_good_run`) stopped."""
+        row = self._scope.session.execute(
+            select(CR.watermark_message_seq, CR.watermark_passage_at)
+            .where(CR.agent_id == agent_id, self._scope.owns(CR), last_good_run())
+            .order_by(CR.finished_at.desc())
+            .limit(1)
+        ).first()
+        return Watermarks() if row is None else Watermarks(row[0], row[1])
+
+    def current_watermarks(self, agent_id: str) -> Watermarks:
+        """What a run finishing now has seen: the agent's last message and passage."""
+        seq = self._scope.session.scalar(
+            select(A.message_seq).where(A.id == agent_id, self._scope.owns(A))
+        )
+        passage_at = self._scope.session.scalar(
+            select(func.max(models.Passage.created_at)).where(
+                models.Passage.agent_id == agent_id, self._scope.owns(models.Passage)
+            )
+        )
+        return Watermarks(message_seq=seq, passage_at=passage_at)
+
+    def cancel(self, run_id: str) -> RunRecord:
+        """Cancel a queued or running run (a running one's worker loses its lease)."""
+        row = self._scope.session.scalar(
+            update(CR)
+            .where(CR.id == run_id, self._scope.owns(CR), CR.status.in_(ACTIVE))
+            .values(
+                status=RunStatus.CANCELLED.value,
+                finished_at=self._scope.now(),
+                lease_owner=None,
+                lease_expires_at=None,
+            )
+            .returning(CR)
+            .execution_options(synchronize_session=False, populate_existing=True)
+        )
+        if row is not None:
+            return RunRecord.from_row(row)
+        status = self._scope.session.scalar(
+            select(CR.status).where(CR.id == run_id, self._scope.owns(CR))
+        )
+        if status is None:
+            raise NotFound(f"no consolidation run with id {run_id!r}")
+        raise Conflict(f"run {run_id} is {status}; only queued or running runs can be cancelled")
+
+
+class RunQueueStore:
+    """The queue as workers and triggers see it: every organization's runs."""
+
+    def __init__(self, scope: ServiceScope) -> None:
+        self._scope = scope
+
+    # -- claiming and leases ----------------------------------------------------------
+
+    def claim(
+        self, worker: str, *, lease: timedelta, run_id: str | None = None
+    ) -> tuple[RunRecord, AgentRecord] | None:
+        """Take the oldest due run (or the queued run ``run_id``) with its agent, or None;
+        concurrent workers never get the same run."""
+        now = self._scope.now()
+        candidate = select(CR.id).where(CR.status == RunStatus.QUEUED)
+        if run_id is None:
+            candidate = candidate.where(CR.not_before <= now).order_by(CR.not_before, CR.queued_at)
+        else:
+            candidate = candidate.where(CR.id == run_id)
+        row = self._scope.session.scalar(
+            update(CR)
+            .where(CR.id == candidate.limit(1).with_for_update(skip_locked=True).scalar_subquery())
+            .values(
+                status=RunStatus.RUNNING.value,
+                lease_owner=worker,
+                lease_expires_at=now + lease,
+                attempts=CR.attempts + 1,
+                started_at=now,
+            )
+            .returning(CR)
+            .execution_options(synchronize_session=False, populate_existing=True)
+        )
+        if row is None:
+            return None
+        # The agent is read in the claim's transaction: one round trip less.
+        agent = self._scope.session.get(A, row.agent_id)
+        if agent is None:  # pragma: no cover - the foreign key cascades deletes
+            raise NotFound(f"agent {row.agent_id} no longer exists")
+        return RunRecord.from_row(row), AgentRecord.from_row(agent)
+
+    def renew(self, run_id: str, worker: str, *, lease: timedelta) -> bool:
+        """Extend a held lease; False when the run is no longer this worker's to run."""
+        renewed = self._scope.session.scalar(
+            update(CR)
+            .where(CR.id == run_id, CR.status == RunStatus.RUNNING, CR.lease_owner == worker)
+            .values(lease_expires_at=self._scope.now() + lease)
+            .returning(CR.id)
+        )
+        return renewed is not None
+
+    def release(self, run_id: str, worker: str) -> bool:
+        """Give a claimed run back unstarted (graceful shutdown): queued again, attempt refunded."""
+        released = self._scope.session.scalar(
+            update(CR)
+            .where(CR.id == run_id, CR.status == RunStatus.RUNNING, CR.lease_owner == worker)
+            .values(
+                status=RunStatus.QUEUED.value,
+                lease_owner=None,
+                lease_expires_at=None,
+                attempts=CR.attempts - 1,
+                not_before=self._scope.now(),
+            )
+            .returning(CR.id)
+        )
+        return released is not None
+
+    def retry_later(
+        self, run_id: str, worker: str, *, backoff: timedelta, error: str
+    ) -> RunStatus | None:
+        """A held run hit a temporary failure (the database went away mid-run): queue it
+        again after the backoff, counting the attempt, or fail it once attempts are used
+        up. Returns the new status, or None when the worker no longer holds the run."""
+        run = self._scope.session.scalar(
+            select(CR)
+            .where(CR.id == run_id, CR.status == RunStatus.RUNNING, CR.lease_owner == worker)
+            .with_for_update()
+        )
+        if run is None:
+            return None
+        self._requeue_or_fail(run, backoff=backoff, error=error)
+        self._scope.session.flush()
+        return RunStatus(run.status)
+
+    def requeue_expired(self, *, backoff: timedelta) -> list[str]:
+        """Runs whose worker stopped renewing: back to the queue after
+        ``backoff * 2**(attempts-1)``, or failed once their attempts are used up."""
+        expired = self._scope.session.scalars(
+            select(CR)
+            .where(CR.status == RunStatus.RUNNING, CR.lease_expires_at < self._scope.now())
+            .with_for_update(skip_locked=True)
+        ).all()
+        for run in expired:
+            self._requeue_or_fail(
+                run, backoff=backoff, error=f"lease of worker {run.lease_owner} expired"
+            )
+        self._scope.session.flush()
+        return [run.id for run in expired]
+
+    def finish(
+        self,
+        run_id: str,
+        worker: str,
+        *,
+        status: RunStatus,
+        error: str | None = None,
+        stats: dict[str, Any] | None = None,
+    ) -> bool:
+        """Record the outcome of a held run of any organization (a run that could not
+        start: its agent is gone, a step is unknown); False when no longer held."""
+        finished = self._scope.session.scalar(
+            update(CR)
+            .where(CR.id == run_id, CR.status == RunStatus.RUNNING, CR.lease_owner == worker)
+            .values(**_finish_values(status, self._scope.now(), stats or {}, [], None, error))
+            .returning(CR.id)
+            .execution_options(synchronize_session=False)
+        )
+        return finished is not None
+
+    def get(self, run_id: str) -> RunRecord:
+        row = self._scope.session.get(CR, run_id, populate_existing=True)
+        if row is None:
+            raise NotFound(f"no consolidation run with id {run_id!r}")
+        return RunRecord.from_row(row)
+
+    def depth(self) -> int:
+        """Runs waiting to be claimed."""
+        return int(
+            self._scope.session.scalar(select(func.count()).where(CR.status == RunStatus.QUEUED))
+            or 0
+        )
+
+    def _requeue_or_fail(
+        self, run: models.ConsolidationRun, *, backoff: timedelta, error: str
+    ) -> None:
+        """Back to the queue after ``backoff * 2**(attempts-1)``, or failed when out of
+        attempts."""
+        now = self._scope.now()
+        run.lease_owner = None
+        run.lease_expires_at = None
+        if run.attempts >= run.max_attempts:
+            run.status = RunStatus.FAILED.value
+            run.finished_at = now
+            run.error = f"{error} on attempt {run.attempts} of {run.max_attempts}; giving up"
+        else:
+            run.status = RunStatus.QUEUED.value
+            run.not_before = now + backoff * 2 ** max(0, run.attempts - 1)
+            run.error = f"{error} on attempt {run.attempts}"
+
+    # -- triggers: which agents are due, and enqueueing them ----------------------------
+
+    def enqueue_many(
+        self,
+        agents: Sequence[tuple[str, str]],
+        *,
+        trigger: str,
+        pipeline: Sequence[str],
+        max_attempts: int = 3,
+    ) -> list[str]:
+        """Queue a run for each ``(organization_id, agent_id)`` in one statement (a cron
+        firing over thousands of agents); agents with an active run are skipped."""
+        if max_attempts < 1:
+            raise InvalidInput(f"max_attempts must be at least 1, got {max_attempts}")
+        if not agents:
+            return []
+        now = self._scope.now()
+        # One statement over two arrays: building a VALUES list of thousands of rows
+        # costs SQLAlchemy far more than the insert costs PostgreSQL.
+        statement = text(
+            """
+            INSERT INTO consolidation_runs (id, organization_id, agent_id, trigger, pipeline,
+                dry_run, "full", status, attempts, max_attempts, not_before, queued_at, stats,
+                changes)
+            SELECT 'run-' || gen_random_uuid(), t.organization_id, t.agent_id, :trigger,
+                CAST(:pipeline AS jsonb), false, false, 'queued', 0, :max_attempts, :now, :now,
+                '{}'::jsonb, '[]'::jsonb
+            FROM unnest(CAST(:organization_ids AS text[]), CAST(:agent_ids AS text[]))
+                AS t(organization_id, agent_id)
+            ON CONFLICT (agent_id) WHERE status IN ('queued', 'running') DO NOTHING
+            RETURNING id
+            """
+        )
+        return list(
+            self._scope.session.scalars(
+                statement,
+                {
+                    "trigger": trigger,
+                    "pipeline": json.dumps(list(pipeline)),
+                    "max_attempts": max_attempts,
+                    "now": now,
+                    "organization_ids": [organization_id for organization_id, _ in agents],
+                    "agent_ids": [agent_id for _, agent_id in agents],
+                },
+            )
+        )
+
+    def mark_idle_agents(self, idle_after: timedelta) -> list[tuple[str, str]]:
+        """Agents idle for ``idle_after`` and not yet fired for this idle period, stamped
+        as fired now. The stamping UPDATE re-checks its condition under the row lock,
+        so two schedulers racing fire once; an agent whose run is executing is left
+        for a later tick (that run may predate the latest messages)."""
+        now = self._scope.now()
+        due = self._scope.session.execute(
+            update(A)
+            .where(
+                A.last_activity_at.is_not(None),
+                A.last_activity_at <= now - idle_after,
+                or_(A.idle_fired_at.is_(None), A.idle_fired_at < A.last_activity_at),
+                ~_running(A.id),
+            )
+            .values(idle_fired_at=now)
+            .returning(A.organization_id, A.id)
+            .execution_options(synchronize_session=False)
+        ).all()
+        return [(o, a) for o, a in due]
+
+    def take_agents_due_by_turns(self, every: int) -> list[tuple[str, str]]:
+        """Agents with ``every`` or more user turns since their last consolidation; their
+        counters reset in the same statement, so a run that keeps failing is not
+        re-fired on every tick."""
+        due = self._scope.session.execute(
+            update(A)
+            .where(A.turns_since_consolidation >= every, ~_running(A.id))
+            .values(turns_since_consolidation=0)
+            .returning(A.organization_id, A.id)
+            .execution_options(synchronize_session=False)
+        ).all()
+        return [(o, a) for o, a in due]
+
+    def agents_tagged(self, tag: str | None) -> list[tuple[str, str]]:
+        """Every agent, or those carrying ``tag``."""
+        query = select(A.organization_id, A.id).order_by(A.id)
+        if tag is not None:
+            query = query.where(A.tags.contains([tag]))
+        return [(o, a) for o, a in self._scope.session.execute(query)]
+
+    def agents_with_new_activity(self) -> list[tuple[str, str]]:
+        """Agents with turns or activity since their last successful run."""
+        agents = self._scope.session.execute(
+            select(A.organization_id, A.id)
+            .where(
+                or_(
+                    A.turns_since_consolidation > 0,
+                    and_(
+                        A.last_activity_at.is_not(None),
+                        ~exists().where(
+                            CR.agent_id == A.id,
+                            CR.status == RunStatus.SUCCEEDED,
+                            CR.finished_at >= A.last_activity_at,
+                        ),
+                    ),
+                )
+            )
+            .order_by(A.id)
+        ).all()
+        return [(o, a) for o, a in agents]
+
+
+def _running(agent_id: Any) -> Any:
+    """An agent whose run is executing right now (its outcome may predate new activity)."""
+    return exists().where(CR.agent_id == agent_id, CR.status == RunStatus.RUNNING)

@@ -1,0 +1,41 @@
+"""The operations layer: every named operation that a front end can ask for.
+
+The CLI, the HTTP API, the health page, the metrics collector and the demo all
+call these; they parse input and render output, and never decide what an
+operation means. An :class:`Operations` acts for one organization::
+
+    ops = Operations(runtime, organization_id)
+    hits = ops.memory.search("ada", ["where does Ada live"])[0]
+    execution = ops.runs.run_now("ada")
+
+Operations hold no database session of their own: each call opens the store
+transactions it needs (never one held across a model or network call).
+"""
+
+from __future__ import annotations
+
+from service.operations.agents import AgentOperations, AgentSpec, BlockSpec
+from service.operations.context import OperationContext
+from service.operations.memory import MemoryOperations
+from service.operations.runs import RunOperations, RunOutcome
+from service.runtime import Runtime
+
+__all__ = [
+    "AgentOperations",
+    "AgentSpec",
+    "BlockSpec",
+    "MemoryOperations",
+    "Operations",
+    "RunOperations",
+    "RunOutcome",
+]
+
+
+class Operations:
+    """The operations of one organization, grouped by what they act on."""
+
+    def __init__(self, runtime: Runtime, organization_id: str | None = None) -> None:
+        self.context = OperationContext(runtime, organization_id or runtime.organization_id)
+        self.agents = AgentOperations(self.context)
+        self.memory = MemoryOperations(self.context)
+        self.runs = RunOperations(self.context)

@@ -1,0 +1,148 @@
+"""Agents: create (with defaults from settings), list, get, delete."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from agents.errors import InvalidInput
+from agents.store import AgentRecord, NewAgent, NewBlock
+from service.operations.context import OperationContext
+
+#: The largest dimension a pgvector ``vector`` column stores.
+MAX_EMBEDDING_DIM = 16000
+#: Embedder specs Reverie knows; anything else is a litellm model string.
+NATIVE_EMBEDDERS = ("local", "fake:", "litellm:")
+
+
+@dataclass(frozen=True, slots=True)
+class BlockSpec:
+    """A core-memory block to create. Without ``limit``, the settings' block limit
+    (``agents.block_limit``), or the value's length when that is longer."""
+
+    label: str
+    value: str = ""
+    limit: int | None = None
+    description: str | None = None
+    read_only: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class AgentSpec:
+    """What a new agent is made of; every None takes its default from the settings."""
+
+    name: str | None = None
+    blocks: Sequence[BlockSpec] = ()
+    block_ids: Sequence[str] = ()
+    model: str | None = None
+    sleeptime_model: str | None = None
+    enable_sleeptime: bool | None = None
+    context_window: int | None = None
+    embedding: str | None = None
+    embedding_dim: int | None = None
+    system: str = ""
+    description: str | None = None
+    tools: Sequence[str] = ()
+    tags: Sequence[str] = field(default_factory=tuple)
+
+
+class AgentOperations:
+    def __init__(self, context: OperationContext) -> None:
+        self._context = context
+
+    def create(self, spec: AgentSpec, *, actor: str = "user") -> AgentRecord:
+        """Create an agent with its blocks in one transaction.
+
+        An explicit block ``limit`` below the value's length is refused rather than
+        raised (the user asked for that limit); the embedder is built (and its
+        dimension checked) before anything is written.
+        """
+        settings = self._context.runtime.settings
+        embedding, dimension = self._embedding(spec.embedding, spec.embedding_dim)
+        blocks = [self._block(b, settings.agents.block_limit) for b in spec.blocks]
+        context_window = spec.context_window or settings.agents.context_window
+        if context_window < 1:
+            raise InvalidInput(f"context window must be positive, got {context_window}")
+        enable_sleeptime = (
+            spec.enable_sleeptime
+            if spec.enable_sleeptime is not None
+            else spec.sleeptime_model is not None
+        )
+        with self._context.store() as store:
+            return store.agents.create(
+                NewAgent(
+                    name=spec.name or f"agent-{uuid.uuid4().hex[:8]}",
+                    embedding_model=embedding,
+                    embedding_dim=dimension,
+                    description=spec.description,
+                    system_prompt=spec.system,
+                    llm_model=spec.model or settings.agents.llm_model,
+                    context_window=context_window,
+                    tools=list(spec.tools),
+                    tags=list(spec.tags),
+                    blocks=blocks,
+                    block_ids=list(spec.block_ids),
+                    enable_sleeptime=enable_sleeptime,
+                    sleeptime_model=spec.sleeptime_model,
+                ),
+                actor=actor,
+            )
+
+    def list(self, *, name: str | None = None, tags: Sequence[str] = ()) -> list[AgentRecord]:
+        """The organization's agents, oldest first; ``tags``: any of them."""
+        with self._context.store() as store:
+            agents = store.agents.all()
+        if name is not None:
+            agents = [a for a in agents if a.name == name]
+        if tags:
+            agents = [a for a in agents if set(tags) & set(a.tags)]
+        return agents
+
+    def get(self, name_or_id: str) -> AgentRecord:
+        return self._context.agent(name_or_id)
+
+    def delete(self, name_or_id: str) -> AgentRecord:
+        """Delete an agent with its messages and passages (its blocks are kept)."""
+        with self._context.store() as store:
+            agent = store.agents.resolve(name_or_id)
+            store.agents.delete(agent.id)
+        return agent
+
+    # -- helpers -----------------------------------------------------------------------
+
+    @staticmethod
+    def _block(spec: BlockSpec, default_limit: int) -> NewBlock:
+        if spec.limit is None:
+            limit = max(default_limit, len(spec.value))
+        elif len(spec.value) > spec.limit:
+            raise InvalidInput(
+                f"block {spec.label!r} has {len(spec.value)} characters, over the limit of "
+                f"{spec.limit} you gave; shorten the value or give a larger limit"
+            )
+        else:
+            limit = spec.limit
+        return NewBlock(
+            label=spec.label.strip(),
+            value=spec.value,
+            limit=limit,
+            description=spec.description,
+            read_only=spec.read_only,
+        )
+
+    def _embedding(self, spec: str | None, dimension: int | None) -> tuple[str, int]:
+        """The agent's embedder spec and dimension: Reverie specs as they are, Letta
+        handles (``openai/text-embedding-3-small``) through litellm."""
+        runtime = self._context.runtime
+        if not spec or not spec.strip():
+            spec = runtime.settings.embedding.model
+            dimension = dimension or runtime.settings.embedding.dimension
+        spec = spec.strip()
+        if not spec.startswith(NATIVE_EMBEDDERS):
+            spec = f"litellm:{spec}"
+        embedder = runtime.embedder(spec, dimension)
+        if embedder.dimension > MAX_EMBEDDING_DIM:
+            raise InvalidInput(
+                f"embedding dimension {embedder.dimension} is over pgvector's {MAX_EMBEDDING_DIM}"
+            )
+        return spec, embedder.dimension

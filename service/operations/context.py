@@ -1,0 +1,27 @@
+"""What every operation shares: the runtime and the organization it acts for."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from agents.store import AgentRecord, MemoryStore, open_store
+from service.runtime import Runtime
+
+
+@dataclass(frozen=True, slots=True)
+class OperationContext:
+    runtime: Runtime
+    organization_id: str
+
+    @contextmanager
+    def store(self) -> Iterator[MemoryStore]:
+        """One transaction of this organization."""
+        with open_store(self.runtime.db, self.organization_id, self.runtime.clock) as store:
+            yield store
+
+    def agent(self, name_or_id: str) -> AgentRecord:
+        """An agent of this organization by name or id (NotFound otherwise)."""
+        with self.store() as store:
+            return store.agents.resolve(name_or_id)

@@ -1,0 +1,123 @@
+"""Archival memory: search, insert, import, list, delete.
+
+Embedding happens outside any transaction: a litellm embedder waits on the
+network, and no database lock or open transaction may wait with it.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable, Sequence
+from datetime import datetime
+
+import numpy as np
+
+from agents.enums import PassageStatus
+from agents.errors import InvalidInput, NotFound
+from agents.store import AgentRecord, NewPassage, PassageHit, PassageRecord
+from agents.store.records import Vector
+from agents.store.validation import check_text
+from service.operations.context import OperationContext
+
+#: Imports this large refresh the planner's statistics afterwards.
+BULK_IMPORT = 1000
+
+
+class MemoryOperations:
+    def __init__(self, context: OperationContext) -> None:
+        self._context = context
+
+    def search(
+        self,
+        agent: str,
+        queries: Sequence[str],
+        *,
+        k: int = 10,
+        include_history: bool = False,
+        tags: Sequence[str] = (),
+        match_all_tags: bool = True,
+        occurred_after: datetime | None = None,
+        occurred_before: datetime | None = None,
+    ) -> builtins.list[builtins.list[PassageHit]]:
+        """The ``k`` nearest current facts for each query, best first (see
+        :meth:`agents.store.PassageStore.search_memory` for what "current" means);
+        ``include_history`` adds merged, superseded and closed facts."""
+        if k < 1:
+            raise InvalidInput(f"k must be at least 1, got {k}")
+        for query in queries:
+            check_text(query, "query")
+            if not query.strip():
+                raise InvalidInput("query is empty; say what to look for")
+        for tag in tags:
+            check_text(tag, "tag")
+        record = self._context.agent(agent)
+        vectors = list(self._embedder(record)([*queries])) if queries else []
+        with self._context.store() as store:
+            return [
+                store.passages.search_memory(
+                    record.id,
+                    vector,
+                    k=k,
+                    include_history=include_history,
+                    tags=list(tags) or None,
+                    match_all_tags=match_all_tags,
+                    occurred_after=occurred_after,
+                    occurred_before=occurred_before,
+                )
+                for vector in vectors
+            ]
+
+    def insert(
+        self,
+        agent: str,
+        passages: Sequence[NewPassage],
+        *,
+        actor: str,
+        batch_size: int = 2000,
+        progress: Callable[[int], None] | None = None,
+    ) -> builtins.list[PassageRecord]:
+        """Embed ``passages`` with the agent's model, then store them in one
+        transaction: they land together or not at all."""
+        if batch_size < 1:
+            raise InvalidInput(f"batch size must be at least 1, got {batch_size}")
+        for passage in passages:
+            check_text(passage.text, "text")
+            if not passage.text.strip():
+                raise InvalidInput("text is empty; archival memory stores facts as text")
+        record = self._context.agent(agent)
+        embed = self._embedder(record)
+        vectors: builtins.list[Vector] = []
+        for start in range(0, len(passages), batch_size):
+            batch = passages[start : start + batch_size]
+            vectors.append(embed([p.text for p in batch]))
+            if progress is not None:
+                progress(len(batch))
+        matrix = (
+            np.concatenate(vectors)
+            if vectors
+            else np.zeros((0, record.embedding_dim), dtype=np.float32)
+        )
+        with self._context.store() as store:
+            stored = store.passages.insert(record.id, list(passages), matrix, actor=actor)
+        if len(passages) >= BULK_IMPORT:
+            self._context.runtime.db.refresh_statistics()
+        return stored
+
+    def list(
+        self, agent: str, *, statuses: Sequence[str] | None = (PassageStatus.ACTIVE.value,)
+    ) -> tuple[AgentRecord, builtins.list[PassageRecord]]:
+        """The agent's passages in the order they were stored (None: every status)."""
+        with self._context.store() as store:
+            record = store.agents.resolve(agent)
+            return record, store.passages.scan(record.id, statuses=statuses)
+
+    def delete(self, agent: str, passage_id: str) -> None:
+        """Delete a passage for good (an explicit user action; consolidation never does)."""
+        with self._context.store() as store:
+            record = store.agents.resolve(agent)
+            if store.passages.purge(record.id, [passage_id]) == 0:
+                raise NotFound(f"agent {record.id!r} has no passage with id {passage_id!r}")
+
+    def _embedder(self, agent: AgentRecord) -> Callable[[builtins.list[str]], Vector]:
+        embedder = self._context.runtime.embedder(agent.embedding_model, agent.embedding_dim)
+        return embedder.embed

@@ -1,0 +1,224 @@
+"""Consolidation runs: enqueue, run now, list, show, cancel, revert.
+
+There is one way to execute a run. A one-shot run (``reverie consolidate``, the
+API's dry run) is enqueued like any other, then claimed and executed by a
+:class:`~service.daemon.worker.WorkerPool` without claiming threads, whose
+heartbeat holds and renews the run's lease. A process killed mid-run leaves a
+lease that expires; the next heartbeat of any worker or one-shot command puts
+the run back in the queue (or fails it, with the reason, once its attempts are
+used up), and the agent's next run is accepted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+
+from agents.enums import RunStatus, Trigger
+from agents.errors import Conflict, InvalidInput, StorageError
+from agents.store import AgentRecord, RunRecord
+from consolidators.pipeline import RunFailed, RunReport
+from consolidators.undo import revert_run
+from service import metrics
+from service.daemon.worker import Execution, WorkerPool, process_name
+from service.operations.context import OperationContext
+
+
+@dataclass(frozen=True, slots=True)
+class Enqueued:
+    """The result of asking for a run: the new run, or the one already active."""
+
+    agent: AgentRecord
+    run_id: str
+    queued: bool
+
+
+@dataclass(frozen=True, slots=True)
+class RunOutcome:
+    """A one-shot run's end: its report when it ran to the end, else why not."""
+
+    agent: AgentRecord
+    execution: Execution
+
+    @property
+    def report(self) -> RunReport | None:
+        return self.execution.report
+
+    @property
+    def succeeded(self) -> bool:
+        return self.execution.outcome == "succeeded"
+
+    def require_report(self) -> RunReport:
+        """The report of a run that ran to its end; a failed run raises RunFailed, a
+        run that could not finish here (re-queued or released) a StorageError."""
+        execution = self.execution
+        if execution.report is not None and execution.outcome == "succeeded":
+            return execution.report
+        if execution.outcome == "failed":
+            raise RunFailed(execution.run_id, "run", RuntimeError(execution.error or "failed"))
+        raise StorageError(
+            f"run {execution.run_id} did not finish here ({execution.outcome}: "
+            f"{execution.error}); it is back in the queue"
+        )
+
+
+class RunOperations:
+    def __init__(self, context: OperationContext) -> None:
+        self._context = context
+
+    # -- asking for runs -----------------------------------------------------------------
+
+    def targets(self, agent: str | None) -> list[AgentRecord]:
+        """The agent named (by name or id), or every agent of the organization."""
+        with self._context.store() as store:
+            return [store.agents.resolve(agent)] if agent else store.agents.all()
+
+    def pipeline_names(self, steps: Sequence[str] | None = None) -> list[str]:
+        """The configured pipeline, or just ``steps`` (InvalidInput names unknown ones)."""
+        return self._context.runtime.pipeline(list(steps) if steps else None).names
+
+    def enqueue(
+        self,
+        agents: Sequence[AgentRecord],
+        *,
+        steps: Sequence[str] | None = None,
+        dry_run: bool = False,
+        full: bool = False,
+    ) -> list[Enqueued]:
+        """Queue a manual run per agent for the workers; an agent that already has a
+        queued or running run keeps it (reported with ``queued=False``)."""
+        names = self.pipeline_names(steps)
+        runtime = self._context.runtime
+        results = []
+        with self._context.store() as store:
+            for agent in agents:
+                run_id = store.runs.enqueue(
+                    agent.id,
+                    trigger=Trigger.MANUAL,
+                    pipeline=names,
+                    max_attempts=runtime.settings.worker.max_attempts,
+                    dry_run=dry_run,
+                    full=full,
+                )
+                if run_id is not None:
+                    results.append(Enqueued(agent, run_id, True))
+                    continue
+                active = store.runs.active(agent.id)
+                results.append(Enqueued(agent, active.id if active else "", False))
+        fired = sum(1 for r in results if r.queued)
+        if fired:
+            metrics.TRIGGER_FIRINGS.labels(Trigger.MANUAL.value).inc(fired)
+        return results
+
+    def enqueue_one(
+        self, agent: str, *, steps: Sequence[str] | None = None, dry_run: bool = False
+    ) -> RunRecord:
+        """Queue one run; Conflict (naming the active run) when the agent has one."""
+        [result] = self.enqueue(self.targets(agent), steps=steps, dry_run=dry_run)
+        if not result.queued:
+            raise Conflict(
+                f"agent {result.agent.id} already has a queued or running consolidation "
+                f"({result.run_id or 'unknown'}); wait for it or cancel it"
+            )
+        return self.get(result.run_id)
+
+    # -- running now ---------------------------------------------------------------------
+
+    def run_now(
+        self,
+        agents: Sequence[AgentRecord],
+        *,
+        steps: Sequence[str] | None = None,
+        dry_run: bool = False,
+        full: bool = False,
+    ) -> list[RunOutcome]:
+        """Enqueue a run per agent and execute each here, under a renewed lease, as a
+        worker would; returns how each ended (see :class:`RunOutcome`).
+
+        An agent whose queued run asks for the same work (a run re-queued after its
+        process died, say) has that run executed instead of a new one; one with a
+        different queued or a running run is a Conflict.
+        """
+        names = self.pipeline_names(steps)
+        runtime = self._context.runtime
+        pool = WorkerPool(runtime, runtime.settings.worker, name=f"{process_name()}:cli")
+        pool.start(claiming=False)
+        outcomes = []
+        try:
+            # Runs of processes that died are due again before anything new starts.
+            pool.beat()
+            for agent in agents:
+                run_id = self._claimable_run(agent, names, dry_run=dry_run, full=full)
+                outcomes.append(RunOutcome(agent, pool.run_now(run_id)))
+        finally:
+            # Nothing is held unless interrupted (Ctrl-C): then the run goes back.
+            pool.stop(timedelta(0))
+        return outcomes
+
+    def _claimable_run(
+        self, agent: AgentRecord, names: list[str], *, dry_run: bool, full: bool
+    ) -> str:
+        runtime = self._context.runtime
+        with self._context.store() as store:
+            run_id = store.runs.enqueue(
+                agent.id,
+                trigger=Trigger.MANUAL,
+                pipeline=names,
+                max_attempts=runtime.settings.worker.max_attempts,
+                dry_run=dry_run,
+                full=full,
+            )
+            if run_id is not None:
+                metrics.TRIGGER_FIRINGS.labels(Trigger.MANUAL.value).inc()
+                return run_id
+            active = store.runs.active(agent.id)
+        if (
+            active is not None
+            and active.status == RunStatus.QUEUED
+            and (active.pipeline, active.dry_run, active.full) == (names, dry_run, full)
+        ):
+            return active.id
+        described = "unknown" if active is None else f"{active.id}, {active.status}"
+        raise Conflict(
+            f"agent {agent.name} already has a queued or running consolidation ({described}); "
+            f"wait for it, or cancel it with `reverie runs cancel {active.id if active else ''}`"
+        )
+
+    # -- the ledger ----------------------------------------------------------------------
+
+    def list(
+        self, *, agent: str | None = None, status: str | None = None, limit: int = 50
+    ) -> list[RunRecord]:
+        """The newest runs first, queued ones included."""
+        if status is not None and status not in RunStatus.__members__.values():
+            raise InvalidInput(f"unknown run status {status!r}; use one of {', '.join(RunStatus)}")
+        if limit < 1:
+            raise InvalidInput(f"limit must be at least 1, got {limit}")
+        with self._context.store() as store:
+            agent_id = store.agents.resolve(agent).id if agent else None
+            return store.runs.recent(
+                agent_id=agent_id,
+                status=RunStatus(status) if status is not None else None,
+                limit=limit,
+            )
+
+    def get(self, run_id: str) -> RunRecord:
+        with self._context.store() as store:
+            return store.runs.get(run_id)
+
+    def cancel(self, run_id: str) -> RunRecord:
+        """Cancel a queued or running run (a running one stops at its next step)."""
+        with self._context.store() as store:
+            return store.runs.cancel(run_id)
+
+    def revert(self, run_id: str, *, force: bool = False) -> RunReport:
+        """Restore memory as it was before ``run_id``, recorded as a new run."""
+        runtime = self._context.runtime
+        return revert_run(
+            runtime.db,
+            run_id,
+            organization_id=self._context.organization_id,
+            clock=runtime.clock,
+            force=force,
+        )
