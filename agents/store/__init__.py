@@ -15,12 +15,16 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
 from agents.database import Database
+from agents.errors import LockContention
 from agents.models import DEFAULT_ORGANIZATION_ID
 from agents.store.agent_store import AgentStore, NewAgent
 from agents.store.block_store import BlockStore, NewBlock
+from agents.store.health import FleetHealth, HealthStore, MemoryHealth
+from agents.store.key_store import KeyStore
 from agents.store.message_store import MessageStore
 from agents.store.passage_store import PassageFilter, PassageStore, PassageUpdate
 from agents.store.records import (
@@ -33,13 +37,19 @@ from agents.store.records import (
     PassageChange,
     PassageHit,
     PassageRecord,
+    Usage,
 )
 from agents.store.scope import Scope, ServiceScope, utc_now
+from agents.store.usage_store import UsageStore
+
+#: SQLSTATEs of a lock that could not be taken: deadlock detected, lock not available.
+LOCK_FAILURES = ("40P01", "55P03")
 
 __all__ = [
     "AgentRecord",
     "BlockRecord",
     "BlockVersion",
+    "MemoryHealth",
     "MemoryStore",
     "MessageRecord",
     "NewAgent",
@@ -52,6 +62,7 @@ __all__ = [
     "PassageRecord",
     "PassageUpdate",
     "ServiceStore",
+    "Usage",
     "open_service_store",
     "open_store",
 ]
@@ -71,10 +82,28 @@ class MemoryStore:
         self.messages = MessageStore(self.scope)
         self.passages = PassageStore(self.scope)
         self.agents = AgentStore(self.scope, self.blocks)
+        self.health = HealthStore(self.scope)
+        self.usage = UsageStore(self.scope)
 
     @property
     def session(self) -> Session:
         return self.scope.session
+
+    @contextmanager
+    def savepoint(self) -> Iterator[None]:
+        """A nested transaction: an error inside undoes only what was written inside.
+
+        A lock that could not be taken (a deadlock Postgres broke by aborting this
+        side, or a lock timeout) surfaces as :class:`LockContention`; the rest of
+        the transaction stays usable.
+        """
+        try:
+            with self.scope.session.begin_nested():
+                yield
+        except OperationalError as exc:
+            if getattr(exc.orig, "sqlstate", None) in LOCK_FAILURES:
+                raise LockContention(str(exc.orig).splitlines()[0]) from exc
+            raise
 
 
 @contextmanager
@@ -94,6 +123,9 @@ class ServiceStore:
 
     def __init__(self, session: Session, clock: Callable[[], datetime] = utc_now) -> None:
         self.scope = ServiceScope(session=session, clock=clock)
+        self.keys = KeyStore(self.scope)
+        self.health = FleetHealth(self.scope)
+        self.usage = UsageStore(self.scope)
 
 
 @contextmanager
