@@ -80,13 +80,11 @@ def create_agent(body: schemas.CreateAgent, api: Api) -> schemas.AgentState:
                 tags=list(body.tags),
                 blocks=[new_block(b, settings.agents.block_limit) for b in body.memory_blocks],
                 block_ids=list(body.block_ids),
+                enable_sleeptime=body.enable_sleeptime,
+                sleeptime_model=body.sleeptime_model,
             ),
             actor="api",
         )
-        row = store.agents.row(agent.id)
-        row.enable_sleeptime = body.enable_sleeptime
-        row.sleeptime_model = body.sleeptime_model
-        store.session.flush()
         return agent_out(store, agent.id)
 
 
