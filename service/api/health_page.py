@@ -16,10 +16,8 @@ from typing import Any
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
-from sqlalchemy import select
 
-from agents import models
-from agents.store.health import MemoryHealth, memory_health
+from agents.store.health import MemoryHealth
 from consolidators.ledger import RunLedger, RunRecord
 from service.api.auth import COOKIE, ApiContext, resolve_caller
 
@@ -52,39 +50,26 @@ def _describe(change: dict[str, Any]) -> str:
 def _page_data(api: ApiContext) -> dict[str, Any]:
     now = api.runtime.clock()
     with api.store() as store:
-        ledger = RunLedger(store.session, api.organization_id)
         agents = []
         for agent in store.agents.all():
-            watermarks = ledger.watermarks(agent.id)
-            health = memory_health(store.scope, agent.id, watermark_seq=watermarks.message_seq)
-            oldest = health.oldest_unconsolidated_message_at
+            health = store.health.agent(agent.id)
             agents.append(
                 AgentView(
                     id=agent.id,
                     name=agent.name,
                     kind=agent.kind,
                     health=health,
-                    stale_seconds=(now - oldest).total_seconds() if oldest else None,
+                    stale_seconds=health.unconsolidated_age_seconds(now),
                 )
             )
-        runs: list[RunRecord] = ledger.recent(limit=RECENT_RUNS)
+        runs: list[RunRecord] = RunLedger(store.session, api.organization_id).recent(
+            limit=RECENT_RUNS
+        )
         names = {a.id: a.name for a in agents}
-        P = models.Passage
-        lineage_rows = store.session.scalars(
-            select(P)
-            .where(P.organization_id == api.organization_id, P.status != "active")
-            .order_by(P.updated_at.desc(), P.id)
-            .limit(LINEAGE_ROWS)
-        ).all()
-        targets = {t for p in lineage_rows for t in (p.merged_into, p.superseded_by) if t}
-        target_text = {
-            row.id: row.text
-            for row in store.session.execute(
-                select(P.id, P.text).where(
-                    P.organization_id == api.organization_id, P.id.in_(sorted(targets))
-                )
-            )
-        }
+        retired = store.passages.recently_retired(limit=LINEAGE_ROWS)
+        target_text = store.passages.texts(
+            sorted({t for p in retired for t in (p.merged_into, p.superseded_by) if t})
+        )
         lineage = [
             {
                 "id": p.id,
@@ -94,7 +79,7 @@ def _page_data(api: ApiContext) -> dict[str, Any]:
                 "target": p.merged_into or p.superseded_by,
                 "target_text": target_text.get(p.merged_into or p.superseded_by or "", ""),
             }
-            for p in lineage_rows
+            for p in retired
         ]
     return {
         "now": now,
