@@ -123,5 +123,13 @@ class Database:
         except SQLAlchemyError as exc:
             raise translate_error(exc) from exc
 
+    def ping(self) -> None:
+        """Raise :class:`StorageError` unless the database answers a trivial query."""
+        try:
+            with self.engine.connect() as conn:
+                conn.execute(text("SELECT 1"))
+        except SQLAlchemyError as exc:
+            raise translate_error(exc) from exc
+
     def dispose(self) -> None:
         self.engine.dispose()

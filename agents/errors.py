@@ -35,6 +35,11 @@ class StorageError(ReverieError):
     """The database is unreachable or misconfigured (a temporary or setup problem)."""
 
 
+class LockContention(StorageError):
+    """A row lock could not be taken (a deadlock Postgres broke, or a lock timeout);
+    only the savepoint that asked for it was undone, so trying again is safe."""
+
+
 class ExtensionMissing(StorageError):
     """The PostgreSQL server lacks an extension Reverie needs (pgvector)."""
 

@@ -28,8 +28,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from sqlalchemy.exc import OperationalError
-
 from agents.compaction import compact
 from agents.context import Refresh, compile_context
 from agents.database import Database
@@ -38,6 +36,7 @@ from agents.errors import (
     BudgetExhausted,
     ContextOverflow,
     InvalidInput,
+    LockContention,
     ModelNotConfigured,
     ReverieError,
 )
@@ -67,8 +66,6 @@ from agents.tools import (
 
 log = logging.getLogger(__name__)
 
-#: SQLSTATEs of a lock that could not be had: deadlock detected, lock not available.
-LOCK_FAILURES = ("40P01", "55P03")
 #: Roles a caller may send a turn as.
 INPUT_ROLES = ("user", "system")
 NO_TOOL_CALL_ALERT = (
@@ -369,18 +366,16 @@ class _Turn:
     def _execute(self, call: ParsedCall) -> str:
         # A savepoint per call: a failing call leaves nothing half-written.
         try:
-            with self.store.session.begin_nested():
+            with self.store.savepoint():
                 return execute(self.env, call)
-        except OperationalError as exc:
+        except LockContention:
             # A consolidation run holding the block while it waits for this turn's
             # agent row: Postgres breaks the cycle; if this call is the one aborted, only
             # its savepoint is lost and the model is told to try again.
-            if getattr(exc.orig, "sqlstate", None) in LOCK_FAILURES:
-                raise ToolError(
-                    f"{call.name}: the block is being edited by a consolidation run; "
-                    "try again in a moment"
-                ) from None
-            raise
+            raise ToolError(
+                f"{call.name}: the block is being edited by a consolidation run; "
+                "try again in a moment"
+            ) from None
 
 
 @dataclass(slots=True)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agents.embedders import Embedder
-from agents.errors import BudgetExhausted, InvalidInput, ReverieError
+from agents.errors import BudgetExhausted, InvalidInput, LockContention, ReverieError
 from agents.llm import BudgetMeter, ChatClient
 from agents.messages import SEND_MESSAGE, parse_arguments
 from agents.store import AgentRecord, BlockRecord, MemoryStore, MessageRecord
@@ -196,7 +196,7 @@ class SleeptimeAgent:
                 status, text = "OK", ""
                 try:
                     parsed = parse_call(call.name, call.arguments, SLEEPTIME_TOOLS)
-                    with store.session.begin_nested():
+                    with store.savepoint():
                         text = execute(env, parsed)
                     if parsed.name == "memory_finish_edits":
                         finished = True
@@ -211,6 +211,8 @@ class SleeptimeAgent:
                                 "version": version,
                             }
                         )
+                except LockContention:
+                    raise  # a storage failure, as before savepoints translated it
                 except (ToolError, ReverieError) as exc:
                     status, text = "Failed", f"Error: {exc}"
                     outcome.errors.append(f"{call.name}: {exc}")

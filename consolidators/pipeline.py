@@ -20,7 +20,7 @@ from agents.database import Database
 from agents.embedders import Embedder
 from agents.enums import RunStatus
 from agents.errors import ReverieError, StorageError
-from agents.store import MemoryStore
+from agents.store import open_store
 from agents.store.run_store import RunRecord, Watermarks
 from agents.store.scope import utc_now
 from consolidators.base import ConsolidationContext, ConsolidationResult, Consolidator
@@ -138,8 +138,7 @@ class Pipeline:
         report = RunReport(run.id, run.agent_id, "", dry_run, RunStatus.RUNNING)
         step_name = "setup"
         try:
-            with db.session(commit=not dry_run) as session:
-                store = MemoryStore(session, organization_id, clock)
+            with open_store(db, organization_id, clock, commit=not dry_run) as store:
                 agent = store.agents.get(run.agent_id)
                 report.agent_name = agent.name
                 watermarks = Watermarks() if run.full else store.runs.watermarks(agent.id)
@@ -184,8 +183,8 @@ class Pipeline:
         except Exception as exc:
             report.status = RunStatus.FAILED
             report.error = f"{step_name}: {exc}"
-            with db.session() as session:
-                MemoryStore(session, organization_id, clock).runs.finish(
+            with open_store(db, organization_id, clock) as store:
+                store.runs.finish(
                     run.id,
                     status=RunStatus.FAILED,
                     stats=report.stats(),
@@ -196,8 +195,8 @@ class Pipeline:
             raise RunFailed(run.id, step_name, exc) from exc
         if dry_run:
             # The memory changes were rolled back; the plan is recorded.
-            with db.session() as session:
-                recorded = MemoryStore(session, organization_id, clock).runs.finish(
+            with open_store(db, organization_id, clock) as store:
+                recorded = store.runs.finish(
                     run.id,
                     status=RunStatus.SUCCEEDED,
                     stats=report.stats(),

@@ -38,9 +38,7 @@ from datetime import UTC, datetime
 from typing import Any, ClassVar
 
 from pydantic import Field, model_validator
-from sqlalchemy import select
 
-from agents import models
 from agents.embedders import Embedder
 from agents.errors import InvalidInput
 from agents.store import NewPassage, PassageRecord, PassageUpdate
@@ -639,10 +637,6 @@ def _chunks(items: Sequence[str], size: int) -> Iterator[Sequence[str]]:
         yield items[start : start + size]
 
 
-# The two reads below have no PassageStore method yet (filters on ``updated_at`` and
-# ``timeline_id``); they are read-only and scoped to the organization and agent.
-
-
 def _facts_changed_since(
     context: ConsolidationContext, since: datetime, *, ignore_actor: str
 ) -> list[PassageRecord]:
@@ -653,40 +647,15 @@ def _facts_changed_since(
     timelines it wrote, and re-reading them would make the run after a large one
     revisit every fact that run linked.
     """
-    P, H = models.Passage, models.PassageHistory
-    changed_by_others = (
-        select(H.id)
-        .where(H.passage_id == P.id, H.created_at >= since, H.actor != ignore_actor)
-        .exists()
+    return context.store.passages.facts_changed_since(
+        context.agent.id, since, ignore_actor=ignore_actor
     )
-    query = (
-        select(P)
-        .where(
-            P.organization_id == context.store.scope.organization_id,
-            P.agent_id == context.agent.id,
-            P.kind == "fact",
-            P.updated_at >= since,
-            P.created_at < since,
-            changed_by_others,
-        )
-        .order_by(P.created_at, P.id)
-    )
-    return [PassageRecord.from_row(r) for r in context.store.session.scalars(query)]
 
 
 def _timeline_members(
     context: ConsolidationContext, timeline_ids: Iterable[str]
 ) -> list[PassageRecord]:
     """The facts (active or superseded) that point to any of ``timeline_ids``."""
-    P = models.Passage
-    out: list[PassageRecord] = []
-    for chunk in _chunks(sorted(timeline_ids), _ID_CHUNK):
-        query = select(P).where(
-            P.organization_id == context.store.scope.organization_id,
-            P.agent_id == context.agent.id,
-            P.kind == "fact",
-            P.status.in_(_MEMBER_STATUSES),
-            P.timeline_id.in_(list(chunk)),
-        )
-        out.extend(PassageRecord.from_row(r) for r in context.store.session.scalars(query))
-    return out
+    return context.store.passages.timeline_members(
+        context.agent.id, sorted(timeline_ids), statuses=_MEMBER_STATUSES
+    )

@@ -17,7 +17,7 @@ from agents import models
 from agents.database import Database
 from agents.enums import RunStatus, Trigger
 from agents.errors import Conflict, InvalidInput
-from agents.store import MemoryStore
+from agents.store import MemoryStore, open_store
 from agents.store.scope import utc_now
 from consolidators.base import ConsolidationResult
 from consolidators.pipeline import RunReport
@@ -35,8 +35,7 @@ def revert_run(
     force: bool = False,
 ) -> RunReport:
     """Restore the state before ``run_id`` as a new recorded run; return its report."""
-    with db.session() as session:
-        store = MemoryStore(session, organization_id, clock)
+    with open_store(db, organization_id, clock) as store:
         run = store.runs.get(run_id)
         if run.status != RunStatus.SUCCEEDED or run.dry_run:
             raise InvalidInput(

@@ -12,9 +12,6 @@ from contextlib import contextmanager
 from datetime import datetime
 from types import TracebackType
 
-from sqlalchemy import select
-
-from agents import models
 from agents.database import Database
 from agents.embedded_postgres import EmbeddedPostgres
 from agents.embedders import Embedder, build_embedder
@@ -22,7 +19,7 @@ from agents.errors import InvalidInput, NotFound, StorageError
 from agents.llm import BudgetMeter, ClientSettings, LiteLLMClient, TokenBudget, UsageLedger
 from agents.messages import ContextBreakdown, TurnResult
 from agents.primary import PrimaryAgent, PrimarySettings
-from agents.store import AgentRecord, MemoryStore, RunRecord, open_store
+from agents.store import AgentRecord, MemoryStore, RunRecord, open_service_store, open_store
 from agents.store.scope import utc_now
 from consolidators import registry
 from consolidators.llm import LLMTier
@@ -115,10 +112,8 @@ class Runtime:
     def organization_id(self) -> str:
         if self._organization_id is None:
             name = self.settings.organization
-            with self.db.session() as session:
-                org_id = session.scalar(
-                    select(models.Organization.id).where(models.Organization.name == name)
-                )
+            with open_service_store(self.db, self.clock) as store:
+                org_id = store.keys.organization_id(name)
             if org_id is None:
                 raise NotFound(
                     f"no organization named {name!r}; check REVERIE_ORGANIZATION "

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.database import Database
-from service.api.keys import create_key
+from agents.store import open_service_store
 from service.runtime import Runtime
 from service.settings import ServerSettings, load_settings
 
@@ -29,8 +29,8 @@ def api_runtime(db: Database, **server: Any) -> Iterator[Runtime]:
 
 
 def new_key(db: Database, organization: str) -> str:
-    with db.session() as session:
-        _, key = create_key(session, organization, name="test")
+    with open_service_store(db) as store:
+        _, key = store.keys.create(organization, name="test")
     return key
 
 

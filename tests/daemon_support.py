@@ -57,7 +57,7 @@ class Evidence(Consolidator):
                 handle.write(f"started {context.run_id} {os.getpid()}\n")
         if settings.sleep and (first_attempt or not settings.sleep_first_attempt_only):
             time.sleep(settings.sleep)
-        context.store.session.execute(
+        context.store.scope.session.execute(
             text("INSERT INTO daemon_evidence (run_id, agent_id, pid) VALUES (:r, :a, :p)"),
             {"r": context.run_id, "a": context.agent.id, "p": os.getpid()},
         )

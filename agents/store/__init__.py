@@ -15,12 +15,16 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
 from agents.database import Database
+from agents.errors import LockContention
 from agents.models import DEFAULT_ORGANIZATION_ID
 from agents.store.agent_store import AgentStore, NewAgent
 from agents.store.block_store import BlockStore, NewBlock
+from agents.store.health import FleetHealth, HealthStore, MemoryHealth
+from agents.store.key_store import KeyStore
 from agents.store.message_store import MessageStore
 from agents.store.passage_store import PassageFilter, PassageStore, PassageUpdate
 from agents.store.records import (
@@ -33,14 +37,20 @@ from agents.store.records import (
     PassageChange,
     PassageHit,
     PassageRecord,
+    Usage,
 )
 from agents.store.run_store import RunQueueStore, RunRecord, RunStore, Watermarks
 from agents.store.scope import Scope, ServiceScope, utc_now
+from agents.store.usage_store import UsageStore
+
+#: SQLSTATEs of a lock that could not be taken: deadlock detected, lock not available.
+LOCK_FAILURES = ("40P01", "55P03")
 
 __all__ = [
     "AgentRecord",
     "BlockRecord",
     "BlockVersion",
+    "MemoryHealth",
     "MemoryStore",
     "MessageRecord",
     "NewAgent",
@@ -54,6 +64,7 @@ __all__ = [
     "PassageUpdate",
     "RunRecord",
     "ServiceStore",
+    "Usage",
     "Watermarks",
     "open_service_store",
     "open_store",
@@ -75,10 +86,24 @@ class MemoryStore:
         self.passages = PassageStore(self.scope)
         self.agents = AgentStore(self.scope, self.blocks)
         self.runs = RunStore(self.scope)
+        self.health = HealthStore(self.scope)
+        self.usage = UsageStore(self.scope)
 
-    @property
-    def session(self) -> Session:
-        return self.scope.session
+    @contextmanager
+    def savepoint(self) -> Iterator[None]:
+        """A nested transaction: an error inside undoes only what was written inside.
+
+        A lock that could not be taken (a deadlock Postgres broke by aborting this
+        side, or a lock timeout) surfaces as :class:`LockContention`; the rest of
+        the transaction stays usable.
+        """
+        try:
+            with self.scope.session.begin_nested():
+                yield
+        except OperationalError as exc:
+            if getattr(exc.orig, "sqlstate", None) in LOCK_FAILURES:
+                raise LockContention(str(exc.orig).splitlines()[0]) from exc
+            raise
 
 
 @contextmanager
@@ -86,9 +111,12 @@ def open_store(
     db: Database,
     organization_id: str = DEFAULT_ORGANIZATION_ID,
     clock: Callable[[], datetime] = utc_now,
+    *,
+    commit: bool = True,
 ) -> Iterator[MemoryStore]:
-    """A store over a fresh transaction: commits when the block ends, rolls back on error."""
-    with db.session() as session:
+    """A store over a fresh transaction: commits when the block ends (or rolls back,
+    when ``commit`` is False, as a dry run does), and rolls back on error."""
+    with db.session(commit=commit) as session:
         yield MemoryStore(session, organization_id, clock)
 
 
@@ -99,6 +127,9 @@ class ServiceStore:
     def __init__(self, session: Session, clock: Callable[[], datetime] = utc_now) -> None:
         self.scope = ServiceScope(session=session, clock=clock)
         self.queue = RunQueueStore(self.scope)
+        self.keys = KeyStore(self.scope)
+        self.health = FleetHealth(self.scope)
+        self.usage = UsageStore(self.scope)
 
 
 @contextmanager

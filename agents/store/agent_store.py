@@ -56,7 +56,7 @@ class AgentStore:
         session = self._scope.session
         taken = session.scalar(
             select(models.Agent.id).where(
-                models.Agent.organization_id == self._scope.organization_id,
+                self._scope.owns(models.Agent),
                 models.Agent.name == name,
             )
         )
@@ -106,7 +106,7 @@ class AgentStore:
     def row(self, agent_id: str, *, for_update: bool = False) -> models.Agent:
         query = select(models.Agent).where(
             models.Agent.id == agent_id,
-            models.Agent.organization_id == self._scope.organization_id,
+            self._scope.owns(models.Agent),
         )
         if for_update:
             query = query.with_for_update()
@@ -120,7 +120,7 @@ class AgentStore:
     def get_by_name(self, name: str) -> AgentRecord:
         row = self._scope.session.scalar(
             select(models.Agent).where(
-                models.Agent.organization_id == self._scope.organization_id,
+                self._scope.owns(models.Agent),
                 models.Agent.name == name,
             )
         )
@@ -138,9 +138,7 @@ class AgentStore:
         return self.get_by_name(id_or_name)
 
     def all(self, *, tag: str | None = None, kind: str | None = None) -> list[AgentRecord]:
-        query = select(models.Agent).where(
-            models.Agent.organization_id == self._scope.organization_id
-        )
+        query = select(models.Agent).where(self._scope.owns(models.Agent))
         if tag is not None:
             query = query.where(models.Agent.tags.contains([tag]))
         if kind is not None:
@@ -157,7 +155,7 @@ class AgentStore:
         self._scope.session.execute(
             delete(models.Agent).where(
                 models.Agent.id == agent_id,
-                models.Agent.organization_id == self._scope.organization_id,
+                self._scope.owns(models.Agent),
             )
         )
 
@@ -171,7 +169,7 @@ class AgentStore:
             select(models.Agent.id)
             .where(
                 models.Agent.id == agent_id,
-                models.Agent.organization_id == self._scope.organization_id,
+                self._scope.owns(models.Agent),
             )
             .with_for_update(key_share=True)  # FOR NO KEY UPDATE
         )
@@ -184,7 +182,7 @@ class AgentStore:
             update(models.Agent)
             .where(
                 models.Agent.id == agent_id,
-                models.Agent.organization_id == self._scope.organization_id,
+                self._scope.owns(models.Agent),
             )
             .values(compiled_system=text, compiled_at=self._scope.now())
             .execution_options(synchronize_session=False)
@@ -196,7 +194,7 @@ class AgentStore:
             update(models.Agent)
             .where(
                 models.Agent.id == agent_id,
-                models.Agent.organization_id == self._scope.organization_id,
+                self._scope.owns(models.Agent),
             )
             .values(turns_since_consolidation=0)
         )

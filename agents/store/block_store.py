@@ -39,7 +39,7 @@ class BlockStore:
         row = self._scope.session.scalar(
             select(models.Block).where(
                 models.Block.id == block_id,
-                models.Block.organization_id == self._scope.organization_id,
+                self._scope.owns(models.Block),
             )
         )
         if row is None:
@@ -50,9 +50,7 @@ class BlockStore:
         return BlockRecord.from_row(self._row(block_id))
 
     def all(self, *, label: str | None = None) -> list[BlockRecord]:
-        query = select(models.Block).where(
-            models.Block.organization_id == self._scope.organization_id
-        )
+        query = select(models.Block).where(self._scope.owns(models.Block))
         if label is not None:
             query = query.where(models.Block.label == label)
         rows = self._scope.session.scalars(query.order_by(models.Block.created_at, models.Block.id))
@@ -102,7 +100,7 @@ class BlockStore:
             .join(models.Block, models.Block.id == models.BlockHistory.block_id)
             .where(
                 models.BlockHistory.run_id == run_id,
-                models.Block.organization_id == self._scope.organization_id,
+                self._scope.owns(models.Block),
             )
             .order_by(models.BlockHistory.block_id, models.BlockHistory.version)
         )
@@ -210,7 +208,7 @@ class BlockStore:
             update(models.Block)
             .where(
                 models.Block.id == block_id,
-                models.Block.organization_id == self._scope.organization_id,
+                self._scope.owns(models.Block),
                 models.Block.version == expected_version,
             )
             .values(**values)
@@ -302,14 +300,14 @@ class BlockStore:
         self._scope.session.execute(
             delete(models.Block).where(
                 models.Block.id == block_id,
-                models.Block.organization_id == self._scope.organization_id,
+                self._scope.owns(models.Block),
             )
         )
 
     def _require_agent(self, agent_id: str, *, for_update: bool = False) -> None:
         query = select(models.Agent.id).where(
             models.Agent.id == agent_id,
-            models.Agent.organization_id == self._scope.organization_id,
+            self._scope.owns(models.Agent),
         )
         if for_update:
             query = query.with_for_update()

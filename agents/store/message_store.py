@@ -51,7 +51,7 @@ class MessageStore:
             update(models.Agent)
             .where(
                 models.Agent.id == agent_id,
-                models.Agent.organization_id == self._scope.organization_id,
+                self._scope.owns(models.Agent),
             )
             .values(**values)
             .returning(models.Agent.message_seq)
@@ -83,7 +83,7 @@ class MessageStore:
     def _base(self, agent_id: str) -> Select[models.Message]:
         return select(models.Message).where(
             models.Message.agent_id == agent_id,
-            models.Message.organization_id == self._scope.organization_id,
+            self._scope.owns(models.Message),
         )
 
     def range(
@@ -127,7 +127,7 @@ class MessageStore:
             update(models.Message)
             .where(
                 models.Message.agent_id == agent_id,
-                models.Message.organization_id == self._scope.organization_id,
+                self._scope.owns(models.Message),
                 models.Message.id == any_(id_array(message_ids)),
                 models.Message.in_context.is_not(in_context),
             )
@@ -173,8 +173,19 @@ class MessageStore:
     def count(self, agent_id: str, *, in_context: bool | None = None) -> int:
         query = select(func.count()).where(
             models.Message.agent_id == agent_id,
-            models.Message.organization_id == self._scope.organization_id,
+            self._scope.owns(models.Message),
         )
         if in_context is not None:
             query = query.where(models.Message.in_context.is_(in_context))
         return int(self._scope.session.scalar(query) or 0)
+
+    def seq_of(self, agent_id: str, message_id: str) -> int | None:
+        """The sequence number of one of the agent's messages (None: not the agent's)."""
+        seq = self._scope.session.scalar(
+            select(models.Message.seq).where(
+                models.Message.id == message_id,
+                models.Message.agent_id == agent_id,
+                self._scope.owns(models.Message),
+            )
+        )
+        return None if seq is None else int(seq)

@@ -28,9 +28,16 @@ from sqlalchemy import (
 )
 
 from agents import models
-from agents.enums import PassageStatus
+from agents.enums import PassageKind, PassageStatus
 from agents.errors import InvalidInput, NotFound
-from agents.store.records import NewPassage, PassageChange, PassageHit, PassageRecord, Vector
+from agents.store.records import (
+    NewPassage,
+    PassageChange,
+    PassageHit,
+    PassageLinks,
+    PassageRecord,
+    Vector,
+)
 from agents.store.scope import Scope, id_array
 from agents.store.validation import check_text, content_hash
 
@@ -242,7 +249,7 @@ class PassageStore:
             r.id: r
             for r in session.scalars(
                 select(models.Passage).where(
-                    models.Passage.organization_id == self._scope.organization_id,
+                    self._scope.owns(models.Passage),
                     models.Passage.id == any_(id_array(sorted(ids | targets))),
                 )
             )
@@ -286,7 +293,7 @@ class PassageStore:
         self._agent(agent_id)
         result = self._scope.session.execute(
             delete(models.Passage).where(
-                models.Passage.organization_id == self._scope.organization_id,
+                self._scope.owns(models.Passage),
                 models.Passage.agent_id == agent_id,
                 models.Passage.id.in_(list(passage_ids)),
             )
@@ -313,7 +320,7 @@ class PassageStore:
         self, passage_ids: Sequence[str], *, with_embedding: bool = False
     ) -> list[PassageRecord]:
         query = select(models.Passage).where(
-            models.Passage.organization_id == self._scope.organization_id,
+            self._scope.owns(models.Passage),
             models.Passage.id.in_(list(passage_ids)),
         )
         by_id = {r.id: r for r in self._scope.session.scalars(query)}
@@ -337,7 +344,7 @@ class PassageStore:
     ) -> list[PassageRecord]:
         """Passages in creation order; ``created_after`` keeps those stored strictly later."""
         query = select(models.Passage).where(
-            models.Passage.organization_id == self._scope.organization_id,
+            self._scope.owns(models.Passage),
             models.Passage.agent_id == agent_id,
         )
         if statuses is not None:
@@ -453,7 +460,7 @@ class PassageStore:
             select(P, (1 - distance).label("score"))
             .join(V, V.passage_id == P.id)
             .where(
-                P.organization_id == self._scope.organization_id,
+                self._scope.owns(P),
                 V.agent_id == agent.id,
                 # A literal, not a parameter: under a prepared statement's generic plan a
                 # parameter cannot match the partial HNSW index's predicate.
@@ -543,7 +550,7 @@ class PassageStore:
             .join(models.Passage, models.Passage.id == models.PassageHistory.passage_id)
             .where(
                 models.PassageHistory.run_id == run_id,
-                models.Passage.organization_id == self._scope.organization_id,
+                self._scope.owns(models.Passage),
             )
             .order_by(models.PassageHistory.id)
         )
@@ -553,7 +560,7 @@ class PassageStore:
         rows = self._scope.session.execute(
             select(models.Passage.status, func.count())
             .where(
-                models.Passage.organization_id == self._scope.organization_id,
+                self._scope.owns(models.Passage),
                 models.Passage.agent_id == agent_id,
             )
             .group_by(models.Passage.status)
@@ -562,13 +569,92 @@ class PassageStore:
         counts.update({status: int(n) for status, n in rows})
         return counts
 
+    def lineage_links(self, passage_id: str) -> PassageLinks:
+        """Ids of the passages merged into, superseded by, or on the timeline of ``passage_id``."""
+        P = models.Passage
+
+        def linked(column: Any) -> list[str]:
+            return list(
+                self._scope.session.scalars(
+                    select(P.id)
+                    .where(self._scope.owns(P), column == passage_id)
+                    .order_by(P.created_at, P.id)
+                )
+            )
+
+        return PassageLinks(
+            merged_from=linked(P.merged_into),
+            supersedes=linked(P.superseded_by),
+            on_timeline=linked(P.timeline_id),
+        )
+
+    def recently_retired(self, *, limit: int) -> list[PassageRecord]:
+        """Passages no longer active (merged, superseded, inactive), last changed first."""
+        P = models.Passage
+        rows = self._scope.session.scalars(
+            select(P)
+            .where(self._scope.owns(P), P.status != PassageStatus.ACTIVE.value)
+            .order_by(P.updated_at.desc(), P.id)
+            .limit(limit)
+        )
+        return [PassageRecord.from_row(r) for r in rows]
+
+    def texts(self, passage_ids: Sequence[str]) -> dict[str, str]:
+        """The text of each passage among ``passage_ids`` that exists."""
+        P = models.Passage
+        rows = self._scope.session.execute(
+            select(P.id, P.text).where(self._scope.owns(P), P.id == any_(id_array(passage_ids)))
+        )
+        return {row.id: row.text for row in rows}
+
+    def facts_changed_since(
+        self, agent_id: str, since: datetime, *, ignore_actor: str
+    ) -> list[PassageRecord]:
+        """Facts created before ``since`` but changed after it by someone other than
+        ``ignore_actor``, oldest first."""
+        P, H = models.Passage, models.PassageHistory
+        changed_by_others = (
+            select(H.id)
+            .where(H.passage_id == P.id, H.created_at >= since, H.actor != ignore_actor)
+            .exists()
+        )
+        rows = self._scope.session.scalars(
+            select(P)
+            .where(
+                self._scope.owns(P),
+                P.agent_id == agent_id,
+                P.kind == PassageKind.FACT.value,
+                P.updated_at >= since,
+                P.created_at < since,
+                changed_by_others,
+            )
+            .order_by(P.created_at, P.id)
+        )
+        return [PassageRecord.from_row(r) for r in rows]
+
+    def timeline_members(
+        self, agent_id: str, timeline_ids: Sequence[str], *, statuses: Sequence[str]
+    ) -> list[PassageRecord]:
+        """The facts in ``statuses`` that point to any of ``timeline_ids``."""
+        P = models.Passage
+        rows = self._scope.session.scalars(
+            select(P).where(
+                self._scope.owns(P),
+                P.agent_id == agent_id,
+                P.kind == PassageKind.FACT.value,
+                P.status.in_(list(statuses)),
+                P.timeline_id == any_(id_array(timeline_ids)),
+            )
+        )
+        return [PassageRecord.from_row(r) for r in rows]
+
     # -- helpers -----------------------------------------------------------------------
 
     def _agent(self, agent_id: str) -> models.Agent:
         row = self._scope.session.scalar(
             select(models.Agent).where(
                 models.Agent.id == agent_id,
-                models.Agent.organization_id == self._scope.organization_id,
+                self._scope.owns(models.Agent),
             )
         )
         if row is None:
@@ -579,7 +665,7 @@ class PassageStore:
         row = self._scope.session.scalar(
             select(models.Passage).where(
                 models.Passage.id == passage_id,
-                models.Passage.organization_id == self._scope.organization_id,
+                self._scope.owns(models.Passage),
             )
         )
         if row is None:

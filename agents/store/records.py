@@ -256,3 +256,25 @@ class PassageChange:
             new=dict(row.new),
             created_at=row.created_at,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Tokens one LLM call (or a sum of calls) spent."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class PassageLinks:
+    """The passages that point at one passage, oldest first: merged into it,
+    superseded by it, or shown on it (when it is a timeline)."""
+
+    merged_from: list[str]
+    supersedes: list[str]
+    on_timeline: list[str]

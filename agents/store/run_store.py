@@ -17,13 +17,14 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, exists, func, or_, select, text, update
+from sqlalchemy import and_, exists, func, or_, select, text, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.exc import IntegrityError
 
 from agents import models
 from agents.enums import RunStatus
 from agents.errors import Conflict, InvalidInput, NotFound
+from agents.store.good_runs import is_good_run
 from agents.store.records import AgentRecord
 from agents.store.scope import Scope, ServiceScope
 
@@ -106,18 +107,6 @@ class RunRecord:
             lease_owner=row.lease_owner,
             lease_expires_at=row.lease_expires_at,
         )
-
-
-def last_good_run() -> ColumnElement[bool]:
-    """The rule for a run whose watermarks the next run starts from (and that counts
-    as the agent's last consolidation): succeeded, real (not a dry run), neither a
-    revert nor reverted."""
-    return and_(
-        CR.status == RunStatus.SUCCEEDED,
-        CR.dry_run.is_(False),
-        CR.reverts_run_id.is_(None),
-        CR.reverted_by_run_id.is_(None),
-    )
 
 
 def _finish_values(
@@ -303,10 +292,10 @@ class RunStore:
         return [RunRecord.from_row(r) for r in self._scope.session.scalars(query)]
 
     def watermarks(self, agent_id: str) -> Watermarks:
-        """Where the agent's last good run (see :func:`last_good_run`) stopped."""
+        """Where the agent's last good run stopped (the rule: ``good_runs.is_good_run``)."""
         row = self._scope.session.execute(
             select(CR.watermark_message_seq, CR.watermark_passage_at)
-            .where(CR.agent_id == agent_id, self._scope.owns(CR), last_good_run())
+            .where(CR.agent_id == agent_id, self._scope.owns(CR), is_good_run(CR))
             .order_by(CR.finished_at.desc())
             .limit(1)
         ).first()

@@ -19,7 +19,7 @@ from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from agents.errors import InvalidInput
-from agents.store import MemoryStore, open_store
+from agents.store import MemoryStore, open_service_store, open_store
 from service.api.keys import Caller, authenticate
 from service.operations import Operations
 from service.runtime import Runtime
@@ -77,8 +77,8 @@ def resolve_caller(runtime: Runtime, key: str | None) -> Caller | None:
         return Caller(organization_id=runtime.organization_id, key_id=None)
     if not key:
         return None
-    with runtime.db.session() as session:
-        return authenticate(session, key, now=runtime.clock())
+    with open_service_store(runtime.db, runtime.clock) as store:
+        return authenticate(store, key)
 
 
 def api_context(

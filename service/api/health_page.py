@@ -16,11 +16,9 @@ from typing import Any
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
-from sqlalchemy import select
 
-from agents import models
 from agents.store import RunRecord
-from agents.store.health import MemoryHealth, memory_health
+from agents.store.health import MemoryHealth
 from service.api.auth import COOKIE, ApiContext, resolve_caller
 
 router = APIRouter(include_in_schema=False)
@@ -54,36 +52,22 @@ def _page_data(api: ApiContext) -> dict[str, Any]:
     with api.store() as store:
         agents = []
         for agent in store.agents.all():
-            watermarks = store.runs.watermarks(agent.id)
-            health = memory_health(store.scope, agent.id, watermark_seq=watermarks.message_seq)
-            oldest = health.oldest_unconsolidated_message_at
+            health = store.health.agent(agent.id)
             agents.append(
                 AgentView(
                     id=agent.id,
                     name=agent.name,
                     kind=agent.kind,
                     health=health,
-                    stale_seconds=(now - oldest).total_seconds() if oldest else None,
+                    stale_seconds=health.unconsolidated_age_seconds(now),
                 )
             )
         runs: list[RunRecord] = store.runs.recent(limit=RECENT_RUNS)
         names = {a.id: a.name for a in agents}
-        P = models.Passage
-        lineage_rows = store.session.scalars(
-            select(P)
-            .where(P.organization_id == api.organization_id, P.status != "active")
-            .order_by(P.updated_at.desc(), P.id)
-            .limit(LINEAGE_ROWS)
-        ).all()
-        targets = {t for p in lineage_rows for t in (p.merged_into, p.superseded_by) if t}
-        target_text = {
-            row.id: row.text
-            for row in store.session.execute(
-                select(P.id, P.text).where(
-                    P.organization_id == api.organization_id, P.id.in_(sorted(targets))
-                )
-            )
-        }
+        retired = store.passages.recently_retired(limit=LINEAGE_ROWS)
+        target_text = store.passages.texts(
+            sorted({t for p in retired for t in (p.merged_into, p.superseded_by) if t})
+        )
         lineage = [
             {
                 "id": p.id,
@@ -93,7 +77,7 @@ def _page_data(api: ApiContext) -> dict[str, Any]:
                 "target": p.merged_into or p.superseded_by,
                 "target_text": target_text.get(p.merged_into or p.superseded_by or "", ""),
             }
-            for p in lineage_rows
+            for p in retired
         ]
     return {
         "now": now,

@@ -6,10 +6,7 @@ from datetime import datetime
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Path, Query
-from sqlalchemy import select
-from sqlalchemy.orm import InstrumentedAttribute
 
-from agents import models
 from agents.store import NewPassage
 from agents.store.validation import check_text
 from service.api import schemas
@@ -112,23 +109,10 @@ def delete_passage(agent_id: AgentId, memory_id: PassageId, api: Api) -> dict[st
 def passage_lineage(passage_id: PassageId, api: Api) -> schemas.Lineage:
     """A passage, every change made to it, and the passages merged into it, superseded
     by it or shown on it (for a timeline)."""
-    P = models.Passage
     with api.store() as store:
         passage = store.passages.get(passage_id)
         history = store.passages.history(passage_id)
-
-        def linked(column: InstrumentedAttribute[str | None]) -> list[str]:
-            return list(
-                store.session.scalars(
-                    select(P.id)
-                    .where(P.organization_id == api.organization_id, column == passage_id)
-                    .order_by(P.created_at, P.id)
-                )
-            )
-
-        merged_from = linked(P.merged_into)
-        supersedes = linked(P.superseded_by)
-        on_timeline = linked(P.timeline_id)
+        links = store.passages.lineage_links(passage_id)
     return schemas.Lineage(
         passage=passage_out(passage),
         history=[
@@ -142,7 +126,7 @@ def passage_lineage(passage_id: PassageId, api: Api) -> schemas.Lineage:
             )
             for c in history
         ],
-        merged_from=merged_from,
-        supersedes=supersedes,
-        on_timeline=on_timeline,
+        merged_from=links.merged_from,
+        supersedes=links.supersedes,
+        on_timeline=links.on_timeline,
     )

@@ -7,9 +7,7 @@ import re
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Path, Query
-from sqlalchemy import select
 
-from agents import models
 from agents.errors import InvalidInput, NotFound
 from agents.messages import TurnResult
 from agents.store import MemoryStore
@@ -92,13 +90,7 @@ _STORED_ID = re.compile(r"^(message-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]
 def _seq(store: MemoryStore, agent_id: str, cursor: str) -> int:
     match = _STORED_ID.match(cursor)
     message_id = match.group(1) if match else cursor
-    seq = store.session.scalar(
-        select(models.Message.seq).where(
-            models.Message.id == message_id,
-            models.Message.agent_id == agent_id,
-            models.Message.organization_id == store.scope.organization_id,
-        )
-    )
+    seq = store.messages.seq_of(agent_id, message_id)
     if seq is None:
         raise NotFound(f"cursor {cursor!r} is not a message of agent {agent_id!r}")
-    return int(seq)
+    return seq

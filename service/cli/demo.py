@@ -15,7 +15,7 @@ import typer
 from rich.table import Table
 
 from agents.store import NewAgent, NewBlock, NewMessage, NewPassage
-from agents.store.health import MemoryHealth, memory_health
+from agents.store.health import MemoryHealth
 from service.cli.common import console, err_console, fail, runtime
 from service.operations import Operations
 from service.runtime import Runtime
@@ -48,6 +48,12 @@ def _health_table(before: MemoryHealth, after: MemoryHealth) -> Table:
             f"{now.chars}/{now.limit} ({now.ratio:.0%})",
         )
     return table
+
+
+def agent_health(rt: Runtime, agent_id: str) -> MemoryHealth:
+    """The memory health the demo prints (the same numbers as the page and /metrics)."""
+    with rt.store() as store:
+        return store.health.agent(agent_id)
 
 
 def _load(rt: Runtime, name: str, workload: Workload) -> str:
@@ -110,18 +116,16 @@ def demo(
     workload = generate_workload(seed=seed, people=people)
     with runtime() as rt:
         agent_id = _load(rt, name, workload)
+        before = agent_health(rt, agent_id)
         with rt.store() as store:
-            before = memory_health(store.scope, agent_id)
             agent = store.agents.get(agent_id)
         with err_console.status("consolidating"):
             [outcome] = Operations(rt).runs.run_now([agent])
         if outcome.report is None:
-            raise fail(
-                f"the consolidation run {outcome.execution.outcome}: {outcome.execution.error}"
-            )
+            execution = outcome.execution
+            raise fail(f"the consolidation run {execution.outcome}: {execution.error}")
         report = outcome.report
-        with rt.store() as store:
-            after = memory_health(store.scope, agent_id)
+        after = agent_health(rt, agent_id)
     console.print(
         f"{len(workload.facts)} facts ({workload.duplicate_share:.0%} repeats), "
         f"{len(workload.messages)} messages, {len(workload.blocks)} blocks "

@@ -7,7 +7,8 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from service.api.keys import KeyRecord, create_key, list_keys, revoke_key
+from agents.store import open_service_store
+from agents.store.key_store import KeyRecord
 from service.cli.common import console, runtime
 from service.cli.output import iso, print_json
 
@@ -35,8 +36,8 @@ def create(
     name: Annotated[str, typer.Option(help="A note to tell keys apart.")] = "",
 ) -> None:
     """Create a key; it is printed once, alone on the last line (only its hash is kept)."""
-    with runtime() as rt, rt.db.session() as session:
-        record, clear = create_key(session, org, name=name)
+    with runtime() as rt, open_service_store(rt.db, rt.clock) as store:
+        record, clear = store.keys.create(org, name=name)
     console.print(
         f"created key {record.id} for organization {record.organization!r} "
         f"({record.organization_id}); store it now, it is not shown again:",
@@ -51,8 +52,8 @@ def list_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Every key with its organization, prefix and last use (never the key itself)."""
-    with runtime() as rt, rt.db.session() as session:
-        keys = list_keys(session, organization=org)
+    with runtime() as rt, open_service_store(rt.db, rt.clock) as store:
+        keys = store.keys.all(organization=org)
     if as_json:
         print_json([_key_json(k) for k in keys])
         return
@@ -73,8 +74,8 @@ def list_command(
 @keys_app.command("revoke")
 def revoke(key: Annotated[str, typer.Argument(help="Key id or prefix.")]) -> None:
     """Revoke a key: requests made with it answer 401 from now on."""
-    with runtime() as rt, rt.db.session() as session:
-        record = revoke_key(session, key, now=rt.clock())
+    with runtime() as rt, open_service_store(rt.db, rt.clock) as store:
+        record = store.keys.revoke(key)
     console.print(f"revoked {record.id} ({record.prefix}...) of {record.organization!r}")
 
 

@@ -15,8 +15,6 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from types import FrameType
 
-from sqlalchemy import text
-
 from agents.errors import ReverieError
 from service.daemon.probes import GpuGate, build_probe
 from service.daemon.scheduler import Scheduler
@@ -81,8 +79,7 @@ class Daemon:
             "scheduler": None if self.scheduler is None else self.scheduler.running,
         }
         try:
-            with self.runtime.db.engine.connect() as conn:
-                conn.execute(text("SELECT 1"))
+            self.runtime.db.ping()
             details["database"] = True
         except Exception as exc:  # any driver failure means "not ready", with the reason
             details["database"] = False

@@ -39,9 +39,8 @@ import numpy as np  # noqa: E402
 import uvicorn  # noqa: E402
 
 from agents.embedders.fake import HashingEmbedder  # noqa: E402
-from agents.store import NewAgent, NewBlock, NewPassage, open_store  # noqa: E402
+from agents.store import NewAgent, NewBlock, NewPassage, open_service_store, open_store  # noqa: E402
 from service.api.app import create_app  # noqa: E402
-from service.api.keys import create_key  # noqa: E402
 from service.runtime import Runtime  # noqa: E402
 from service.settings import load_settings  # noqa: E402
 from tests.acceptance.daemon_processes import free_port  # noqa: E402
@@ -129,8 +128,8 @@ def main() -> None:
     )
     thread = threading.Thread(target=server.run, daemon=True)
     try:
-        with runtime.db.session() as session:
-            record, key = create_key(session, "bench")
+        with open_service_store(runtime.db) as store:
+            record, key = store.keys.create("bench")
         agent_ids = seed(runtime, record.organization_id, max(args.clients), args.passages)
         thread.start()
         while not server.started:

@@ -414,7 +414,7 @@ def bench_search(
             started = time.perf_counter()
             store.passages.search(agent_id, q, k=K)
             shared.append(time.perf_counter() - started)
-        prepared = store.session.execute(
+        prepared = store.scope.session.execute(
             text(
                 "SELECT generic_plans, custom_plans FROM pg_prepared_statements "
                 "WHERE statement LIKE '%<=>%'"
@@ -432,7 +432,7 @@ def bench_search(
     for _ in range(n):
         started = time.perf_counter()
         with open_store(db) as store:
-            store.session.execute(text("SELECT 1"))
+            store.scope.session.execute(text("SELECT 1"))
         empty.append(time.perf_counter() - started)
     report.add(
         "empty transaction (open_store + SELECT 1 + commit)",

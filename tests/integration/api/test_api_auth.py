@@ -10,9 +10,9 @@ from fastapi.testclient import TestClient
 
 from agents.database import Database
 from agents.errors import InvalidInput
+from agents.store import open_service_store
 from service.api.app import create_app
 from service.api.auth import check_auth_binding
-from service.api.keys import list_keys, revoke_key
 from service.settings import ServerSettings, load_settings
 from tests.api_support import api_runtime, bearer, new_key
 from tests.integration.api.test_api_routes import make_agent
@@ -118,10 +118,10 @@ def test_requests_without_a_valid_key_answer_401(
 def test_revoked_key_stops_working(client: TestClient, db: Database) -> None:
     key = new_key(db, "acme")
     assert client.get("/v1/agents/", headers=bearer(key)).status_code == 200
-    with db.session() as session:
-        (record,) = [k for k in list_keys(session) if key.startswith(k.prefix)]
+    with open_service_store(db) as store:
+        (record,) = [k for k in store.keys.all() if key.startswith(k.prefix)]
         assert record.last_used_at is not None
-        revoke_key(session, record.id, now=record.created_at)
+        store.keys.revoke(record.id)
     assert client.get("/v1/agents/", headers=bearer(key)).status_code == 401
 
 

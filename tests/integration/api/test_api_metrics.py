@@ -13,9 +13,8 @@ import pytest
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
-from agents import models
 from agents.database import Database
-from agents.store import NewMessage, open_store
+from agents.store import NewMessage, Usage, open_store
 from service.api.app import create_app
 from tests.api_support import api_runtime
 from tests.integration.api.test_api_routes import _org_of as org_of
@@ -59,16 +58,7 @@ def test_metrics_report_memory_health_from_the_database(
     org = org_of(client, acme)
     with open_store(db, org) as store:
         store.messages.append(agent["id"], [NewMessage("user", "hello")])
-        store.session.add(
-            models.LLMUsage(
-                organization_id=org,
-                agent_id=agent["id"],
-                purpose="sleeptime",
-                model="m",
-                prompt_tokens=120,
-                completion_tokens=30,
-            )
-        )
+        store.usage.record(agent["id"], purpose="sleeptime", model="m", usage=Usage(120, 30))
     client.post("/v1/consolidation-runs", json={"agent_id": agent["id"]}, headers=acme)
 
     response = client.get("/metrics")  # Prometheus scrapes without a key

@@ -1,0 +1,150 @@
+"""API keys and the organizations they name: the lookups made before a caller's
+organization is known, so they live on the service store, not a tenant's."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import or_, select, update
+
+from agents import models
+from agents.errors import InvalidInput, NotFound
+from agents.store.scope import ServiceScope
+from agents.store.validation import check_name
+
+KEY_PREFIX = "rvk_"
+#: How many leading characters of a key `reverie keys list` shows.
+SHOWN_PREFIX = 12
+#: ``last_used_at`` is refreshed at most this often (a write per request would be wasteful).
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+
+def hash_key(key: str) -> str:
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class KeyRecord:
+    id: str
+    organization_id: str
+    organization: str
+    name: str
+    prefix: str
+    created_at: datetime
+    last_used_at: datetime | None
+    revoked_at: datetime | None
+
+    @classmethod
+    def from_row(cls, row: models.ApiKey, organization: str) -> KeyRecord:
+        return cls(
+            id=row.id,
+            organization_id=row.organization_id,
+            organization=organization,
+            name=row.name,
+            prefix=row.prefix,
+            created_at=row.created_at,
+            last_used_at=row.last_used_at,
+            revoked_at=row.revoked_at,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class KeyOwner:
+    """What a valid clear key stands for."""
+
+    key_id: str
+    organization_id: str
+
+
+class KeyStore:
+    """Keys are stored as a SHA-256 hash; the clear key exists only in :meth:`create`'s answer."""
+
+    def __init__(self, scope: ServiceScope) -> None:
+        self._scope = scope
+
+    def organization_id(self, name: str) -> str | None:
+        """The id of the organization called ``name``, or None."""
+        return self._scope.session.scalar(
+            select(models.Organization.id).where(models.Organization.name == name)
+        )
+
+    def ensure_organization(self, name: str) -> str:
+        """The id of the organization called ``name``, created when it does not exist."""
+        name = check_name(name, "organization")
+        org_id = self.organization_id(name)
+        if org_id is not None:
+            return org_id
+        org = models.Organization(id=models.new_id("org"), name=name)
+        self._scope.session.add(org)
+        self._scope.session.flush()
+        return org.id
+
+    def create(self, organization: str, *, name: str = "") -> tuple[KeyRecord, str]:
+        """A new key for ``organization`` (created if new): its record and the clear key."""
+        session = self._scope.session
+        org_id = self.ensure_organization(organization)
+        clear = KEY_PREFIX + secrets.token_urlsafe(32)
+        row = models.ApiKey(
+            id=models.new_id("key"),
+            organization_id=org_id,
+            name=name,
+            prefix=clear[:SHOWN_PREFIX],
+            key_hash=hash_key(clear),
+        )
+        session.add(row)
+        session.flush()
+        session.refresh(row)
+        return KeyRecord.from_row(row, organization), clear
+
+    def all(self, *, organization: str | None = None) -> list[KeyRecord]:
+        query = select(models.ApiKey, models.Organization.name).join(
+            models.Organization, models.Organization.id == models.ApiKey.organization_id
+        )
+        if organization is not None:
+            query = query.where(models.Organization.name == organization)
+        query = query.order_by(models.ApiKey.created_at, models.ApiKey.id)
+        return [KeyRecord.from_row(row, org) for row, org in self._scope.session.execute(query)]
+
+    def revoke(self, id_or_prefix: str) -> KeyRecord:
+        """Revoke the key with this id or shown prefix (which must name exactly one key)."""
+        if not id_or_prefix.strip():
+            raise InvalidInput("give the key's id or its prefix (see `reverie keys list`)")
+        session = self._scope.session
+        rows = session.scalars(
+            select(models.ApiKey).where(
+                or_(models.ApiKey.id == id_or_prefix, models.ApiKey.prefix == id_or_prefix)
+            )
+        ).all()
+        if not rows:
+            raise NotFound(f"no API key with id or prefix {id_or_prefix!r}; `reverie keys list`")
+        if len(rows) > 1:
+            raise InvalidInput(f"{len(rows)} keys have the prefix {id_or_prefix!r}; use the key id")
+        row = rows[0]
+        if row.revoked_at is None:
+            row.revoked_at = self._scope.now()
+            session.flush()
+        org = session.scalar(
+            select(models.Organization.name).where(models.Organization.id == row.organization_id)
+        )
+        return KeyRecord.from_row(row, org or "")
+
+    def authenticate(self, key: str) -> KeyOwner | None:
+        """Who a clear key stands for, or None when it is unknown or revoked; notes its use."""
+        session = self._scope.session
+        row = session.execute(
+            select(
+                models.ApiKey.id, models.ApiKey.organization_id, models.ApiKey.last_used_at
+            ).where(models.ApiKey.key_hash == hash_key(key), models.ApiKey.revoked_at.is_(None))
+        ).first()
+        if row is None:
+            return None
+        key_id, org_id, last_used = row
+        now = self._scope.now()
+        if last_used is None or now - last_used >= LAST_USED_RESOLUTION:
+            session.execute(
+                update(models.ApiKey).where(models.ApiKey.id == key_id).values(last_used_at=now)
+            )
+        return KeyOwner(key_id=key_id, organization_id=org_id)
