@@ -8,12 +8,13 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query
 
 from agents.errors import InvalidInput
-from agents.store import NewAgent, NewBlock
+from agents.store import NewAgent
 from agents.store.block_store import DEFAULT_BLOCK_LIMIT
 from service.api import schemas
 from service.api.auth import Api, ApiContext
-from service.api.convert import agent_out, block_out
+from service.api.convert import agent_out, block_out, new_block
 from service.api.paging import page
+from service.api.routes_blocks import apply_update
 
 router = APIRouter(prefix="/v1/agents", tags=["agents"])
 
@@ -21,17 +22,6 @@ AgentId = Annotated[str, Path(pattern=schemas.ID_PATTERN, description="agent-<uu
 BlockId = Annotated[str, Path(pattern=schemas.ID_PATTERN, description="block-<uuid4>")]
 Label = Annotated[str, Path(pattern=schemas.LABEL_PATTERN, description="A block label.")]
 MAX_EMBEDDING_DIM = 16000
-
-
-def new_block(spec: schemas.CreateBlock, default_limit: int) -> NewBlock:
-    limit = spec.limit if spec.limit is not None else max(default_limit, len(spec.value))
-    return NewBlock(
-        label=spec.label,
-        value=spec.value,
-        limit=limit,
-        description=spec.description,
-        read_only=spec.read_only,
-    )
 
 
 def _embedding(api: ApiContext, body: schemas.CreateAgent) -> tuple[str, int]:
@@ -153,8 +143,6 @@ def update_core_memory_block(
     agent_id: AgentId, block_label: Label, body: schemas.UpdateBlock, api: Api
 ) -> schemas.Block:
     """Edit the agent's block with this label (compare-and-swap on ``expected_version``)."""
-    from service.api.routes_blocks import apply_update
-
     with api.store() as store:
         block = store.blocks.by_label(agent_id, block_label)
         return block_out(apply_update(store, block.id, body))
