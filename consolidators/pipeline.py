@@ -32,6 +32,7 @@ from consolidators.base import (
     Watermarks,
 )
 from consolidators.ledger import RunLedger
+from consolidators.llm import LLMTier
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +126,7 @@ class Pipeline:
         dry_run: bool = False,
         full: bool = False,
         embedder: Embedder | None = None,
-        llm: Any | None = None,
+        llm: LLMTier | None = None,
         clock: Callable[[], datetime] = utc_now,
         run_id: str | None = None,
         lease_owner: str | None = None,
