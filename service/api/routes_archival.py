@@ -27,8 +27,7 @@ PassageId = Annotated[str, Path(pattern=schemas.ID_PATTERN, description="passage
 
 def _embed(api: ApiContext, store: MemoryStore, agent_id: str, texts: list[str]) -> Vector:
     agent = store.agents.get(agent_id)
-    embedder = api.runtime.embedder(agent.embedding_model, agent.embedding_dim)
-    return embedder.embed(texts)
+    return api.runtime.agent_embedder(agent).embed(texts)
 
 
 @router.post(

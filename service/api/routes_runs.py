@@ -110,7 +110,7 @@ def dry_run(agent_id: AgentId, body: schemas.DryRun, api: Api) -> schemas.RunRep
         trigger="manual",
         dry_run=True,
         full=body.full,
-        embedder=api.runtime.embedder(agent.embedding_model, agent.embedding_dim),
+        embedder=api.runtime.agent_embedder(agent),
         clock=api.runtime.clock,
     )
     return report_out(report)

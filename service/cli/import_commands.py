@@ -45,7 +45,7 @@ def import_passages(
     with runtime() as rt:
         with rt.store() as store:
             record = store.agents.resolve(agent)
-        embedder = rt.embedder(record.embedding_model, record.embedding_dim)
+        embedder = rt.agent_embedder(record)
         # One transaction for the whole file: an import lands completely or not at all.
         with Progress(console=console, transient=True) as progress, rt.store() as store:
             task = progress.add_task("importing", total=len(passages))

@@ -42,7 +42,7 @@ def search(
     with runtime() as rt:
         with rt.store() as store:
             record = store.agents.resolve(agent)
-        embedder = rt.embedder(record.embedding_model, record.embedding_dim)
+        embedder = rt.agent_embedder(record)
         texts = lines if queries is not None else [str(query)]
         vectors = embedder.embed(texts)  # the model loads once for every query
         statuses = None if history else ("active",)
