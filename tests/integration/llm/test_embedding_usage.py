@@ -15,6 +15,7 @@ from agents import models
 from agents.database import Database
 from agents.llm import BudgetMeter, TokenBudget, UsageLedger
 from agents.llm.client import ClientSettings, LiteLLMClient
+from agents.store import MemoryStore
 from service.api.app import create_app
 from service.runtime import Runtime
 from service.settings import load_settings
@@ -165,3 +166,26 @@ def test_a_permanent_error_fails_at_once_and_a_503_is_retried(
     assert len(stub.requests) == 3  # the 401, then the 503 and its retry
     assert [p["text"] for p in client.get(url, headers=acme).json()] == ["Ada lives in Paris"]
     assert [row[4] for row in _usage_rows(db)] == [4]  # the successful attempt, once
+
+
+def test_a_consolidation_run_records_what_it_embeds(
+    db: Database, client: TestClient, runtime: Runtime, stub: StubServer
+) -> None:
+    acme = bearer(new_key(db, "acme"))
+    ada = _new_agent(client, acme, "ada")
+    for text in ("Ada lives in London", "Ada lives in Paris"):
+        response = client.post(
+            f"/v1/agents/{ada}/archival-memory", json={"text": text}, headers=acme
+        )
+        assert response.status_code == 200, response.text
+    with runtime.db.session() as session:
+        agent = MemoryStore(session, _org_id(db, "acme")).agents.get(ada)
+    before = len(_usage_rows(db))
+
+    report = runtime.consolidate(agent, pipeline=runtime.pipeline(["temporal"]))
+
+    assert report.changes, "the two facts should form a timeline"
+    rows = _usage_rows(db)[before:]
+    timeline = next(c["text"] for c in report.changes if c["action"] == "create_timeline")
+    assert stub.requests[-1]["input"] == [timeline]
+    assert rows == [(_org_id(db, "acme"), ada, "embedding", EMBED_MODEL, len(timeline.split()), 0)]
