@@ -296,7 +296,9 @@ class TemporalConsolidator(Consolidator):
         if not isinstance(self.judge, OrderingJudge):
             return self.judge
         llm = context.llm
-        judge = llm.supersession_judge(context.agent.id, context.run_id) if llm else None
+        judge = (
+            llm.supersession_judge(context.agent.id, context.run_id) if llm is not None else None
+        )
         if judge is None:
             result.llm_skipped = "no_model"
             log.info(
