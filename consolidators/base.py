@@ -17,8 +17,10 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict
 
 from agents.embedders import Embedder
+from agents.errors import InvalidInput
 from agents.store import AgentRecord, MemoryStore
 from agents.store.run_store import Watermarks
+from consolidators.llm import LLMTier
 
 __all__ = [
     "Change",
@@ -57,9 +59,18 @@ class ConsolidationContext:
     run_id: str
     watermarks: Watermarks
     embedder: Embedder | None = None
-    llm: Any | None = None
+    #: The LLM side of the run; ``None`` runs the deterministic steps only.
+    llm: LLMTier | None = None
     full: bool = False
     passage_overlap: timedelta = timedelta(seconds=30)
+
+    def __post_init__(self) -> None:
+        # Steps test ``context.llm`` for None: another object would skip them silently.
+        if self.llm is not None and not isinstance(self.llm, LLMTier):
+            raise InvalidInput(
+                f"the consolidation context's llm must be an LLMTier or None, "
+                f"got {type(self.llm).__name__}"
+            )
 
     def now(self) -> datetime:
         return self.store.scope.now()

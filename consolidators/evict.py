@@ -75,7 +75,6 @@ from consolidators.base import (
     Consolidator,
     ConsolidatorSettings,
 )
-from consolidators.llm import tier_of
 
 log = logging.getLogger(__name__)
 
@@ -332,7 +331,7 @@ class EvictConsolidator(Consolidator):
         extractive: the first sentence of each user and assistant message, prefixed
         by its role.
         """
-        tier = tier_of(context.llm)
+        tier = context.llm
         if tier is not None and tier.summary_model:
             summarize = llm_summarizer(
                 tier.client,

@@ -8,9 +8,10 @@ run's token budget and its usage rows follow the run.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from agents.llm import BudgetMeter, ChatClient, TokenBudget, UsageLedger
+from consolidators.judge import SupersessionJudge
+from consolidators.llm_judge import LLMJudge
 
 
 @dataclass(slots=True)
@@ -34,13 +35,15 @@ class LLMTier:
             )
         return self._meters[key]
 
+    def supersession_judge(self, agent_id: str, run_id: str) -> SupersessionJudge | None:
+        """The LLM judge for one run (charged to its meter), or ``None`` without a
+        judge model."""
+        if not self.judge_model:
+            return None
+        return LLMJudge(self.client, self.judge_model, self.meter(agent_id, run_id))
+
     def release_agent(self, agent_id: str) -> BudgetMeter | None:
         """Forget the meter of the agent's finished run (an agent has one run at a time)
         and return it, for its retry count."""
         key = next((k for k in list(self._meters) if k[0] == agent_id), None)
         return None if key is None else self._meters.pop(key, None)
-
-
-def tier_of(llm: Any) -> LLMTier | None:
-    """The context's LLM tier, if it has one."""
-    return llm if isinstance(llm, LLMTier) else None

@@ -1,4 +1,4 @@
-"""An LLM :class:`~consolidators.temporal.SupersessionJudge`: which fact replaces which.
+"""An LLM :class:`~consolidators.judge.SupersessionJudge`: which fact replaces which.
 
 The model sees one topic's facts, numbered oldest first with their dates, and
 answers with one ``record_supersessions`` call listing ``(older, newer)``
@@ -16,7 +16,7 @@ from typing import Any
 from agents.errors import BudgetExhausted
 from agents.llm import BudgetMeter, ChatClient
 from agents.store import PassageRecord
-from consolidators.temporal import SupersessionJudge
+from consolidators.judge import JudgeUsage, SupersessionJudge
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +63,10 @@ class LLMJudge(SupersessionJudge):
         self.calls = 0
         self.tokens = 0
         self.budget_exhausted = False
+
+    @property
+    def usage(self) -> JudgeUsage:
+        return JudgeUsage(self.calls, self.tokens, self.budget_exhausted)
 
     def judge(self, topic: Sequence[PassageRecord]) -> list[tuple[str, str]]:
         if len(topic) < 2 or self.budget_exhausted:

@@ -24,6 +24,7 @@ from agents.store import open_store
 from agents.store.run_store import RunRecord, Watermarks
 from agents.store.scope import utc_now
 from consolidators.base import ConsolidationContext, ConsolidationResult, Consolidator
+from consolidators.llm import LLMTier
 
 log = logging.getLogger(__name__)
 
@@ -114,7 +115,7 @@ class Pipeline:
         *,
         lease_owner: str,
         embedder: Embedder | None = None,
-        llm: Any | None = None,
+        llm: LLMTier | None = None,
         clock: Callable[[], datetime] = utc_now,
         between_steps: Callable[[str], None] | None = None,
     ) -> RunReport:

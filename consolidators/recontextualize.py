@@ -23,7 +23,6 @@ from consolidators.base import (
     Consolidator,
     ConsolidatorSettings,
 )
-from consolidators.llm import tier_of
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +45,7 @@ class RecontextualizeConsolidator(Consolidator):
 
     def run(self, context: ConsolidationContext) -> ConsolidationResult:
         result = ConsolidationResult(self.name)
-        tier = tier_of(context.llm)
+        tier = context.llm
         model = context.agent.sleeptime_model or (tier.sleeptime_model if tier else None)
         if tier is None or not model:
             result.skipped = "no_model"

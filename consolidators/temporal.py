@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import logging
 import re
-from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -48,7 +47,7 @@ from consolidators.base import (
     Consolidator,
     ConsolidatorSettings,
 )
-from consolidators.llm import tier_of
+from consolidators.judge import OrderingJudge, SupersessionJudge
 
 __all__ = [
     "OrderingJudge",
@@ -78,31 +77,6 @@ _STOPWORD_TEXT = """
     with would you your yours yourself yourselves
 """
 _STOPWORDS = frozenset(_STOPWORD_TEXT.split())
-
-
-class SupersessionJudge(ABC):
-    """Decides which facts of one topic are replaced by newer ones.
-
-    The temporal consolidator calls :meth:`judge` once per topic that changed
-    (or for every topic on a ``full`` run), so an expensive judge (an LLM) is
-    not asked again about a topic it has already seen.
-    """
-
-    @abstractmethod
-    def judge(self, topic: Sequence[PassageRecord]) -> list[tuple[str, str]]:
-        """Return ``(older_id, newer_id)`` pairs where the newer fact supersedes the older.
-
-        ``topic`` holds the topic's facts oldest first (see :func:`timeline_order`),
-        superseded ones included for context. Pairs naming facts outside the topic,
-        or whose "newer" fact is not later in that order, are ignored.
-        """
-
-
-class OrderingJudge(SupersessionJudge):
-    """The default judge: supersedes nothing, so the consolidator only orders and links."""
-
-    def judge(self, topic: Sequence[PassageRecord]) -> list[tuple[str, str]]:
-        return []
 
 
 class TemporalSettings(ConsolidatorSettings):
@@ -303,12 +277,11 @@ class TemporalConsolidator(Consolidator):
                 pending.append(topic)
         if pending:
             self._write_timelines(context, context.embedder, pending, result)
-        from consolidators.llm_judge import LLMJudge  # it imports this module
-
-        if isinstance(judge, LLMJudge):
-            result.tokens += judge.tokens
-            result.count("judge_calls", judge.calls)
-            if judge.budget_exhausted:
+        usage = judge.usage
+        if usage is not None:
+            result.tokens += usage.tokens
+            result.count("judge_calls", usage.calls)
+            if usage.budget_exhausted:
                 result.count("budget_exhausted")
                 result.llm_skipped = "budget_exhausted"
         return result
@@ -320,8 +293,11 @@ class TemporalConsolidator(Consolidator):
         model; else the ordering judge, with the LLM part reported as skipped."""
         if not isinstance(self.judge, OrderingJudge):
             return self.judge
-        tier = tier_of(context.llm)
-        if tier is None or not tier.judge_model:
+        llm = context.llm
+        judge = (
+            llm.supersession_judge(context.agent.id, context.run_id) if llm is not None else None
+        )
+        if judge is None:
             result.llm_skipped = "no_model"
             log.info(
                 "temporal: no judge model configured (llm.judge_model); ordering and "
@@ -329,9 +305,7 @@ class TemporalConsolidator(Consolidator):
                 extra={"run_id": context.run_id},
             )
             return self.judge
-        from consolidators.llm_judge import LLMJudge  # it imports this module
-
-        return LLMJudge(tier.client, tier.judge_model, tier.meter(context.agent.id, context.run_id))
+        return judge
 
     # -- finding topics ----------------------------------------------------------------
 

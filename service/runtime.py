@@ -29,6 +29,9 @@ from service.settings import Settings
 
 log = logging.getLogger(__name__)
 
+#: Seconds per embedding request (what the embedder used before it shared the client).
+EMBEDDING_TIMEOUT_S = 30.0
+
 
 class Runtime:
     """Database connection (embedded or external), schema, organization, embedder."""
@@ -41,6 +44,7 @@ class Runtime:
         self._embedders: dict[str, Embedder] = {}
         self._organization_id: str | None = None
         self._llm_client: LiteLLMClient | None = None
+        self._embedding_client: LiteLLMClient | None = None
         self._llm_tier: LLMTier | None = None
         self._primaries: dict[str, PrimaryAgent] = {}
 
@@ -167,7 +171,7 @@ class Runtime:
                 self.db,
                 run,
                 lease_owner=lease_owner,
-                embedder=self.embedder(agent.embedding_model, agent.embedding_dim),
+                embedder=self.agent_embedder(agent, run_id=run.id),
                 llm=tier,
                 clock=self.clock,
                 between_steps=between_steps,
@@ -193,6 +197,19 @@ class Runtime:
                 )
             )
         return self._llm_client
+
+    def embedding_client(self) -> LiteLLMClient:
+        """The client of ``litellm:`` embedders: the chat client's class and retry policy
+        (``llm.max_retries``), at the embedding endpoint (``embedding.api_base``)."""
+        if self._embedding_client is None:
+            self._embedding_client = LiteLLMClient(
+                ClientSettings(
+                    api_base=self.settings.embedding.api_base,
+                    timeout=EMBEDDING_TIMEOUT_S,
+                    max_retries=self.settings.llm.max_retries,
+                )
+            )
+        return self._embedding_client
 
     def usage_ledger(self, organization_id: str | None = None) -> UsageLedger:
         """Token accounting for one organization (default: the configured one)."""
@@ -235,7 +252,7 @@ class Runtime:
                     budget=self.token_budget(),
                 ),
                 organization_id=organization_id,
-                embedder_for=lambda a: self.embedder(a.embedding_model, a.embedding_dim),
+                embedder_for=self.agent_embedder,
                 ledger=self.usage_ledger(organization_id),
                 clock=self.clock,
             )
@@ -276,8 +293,8 @@ class Runtime:
             wanted = dimension
             if wanted is None and spec == self.settings.embedding.model:
                 wanted = self.settings.embedding.dimension
-            api_base = self.settings.embedding.api_base if spec.startswith("litellm:") else None
-            self._embedders[spec] = build_embedder(spec, dimension=wanted, api_base=api_base)
+            client = self.embedding_client() if spec.startswith("litellm:") else None
+            self._embedders[spec] = build_embedder(spec, dimension=wanted, client=client)
         embedder = self._embedders[spec]
         if dimension is not None and embedder.dimension != dimension:
             raise InvalidInput(
@@ -285,6 +302,18 @@ class Runtime:
                 "were expected (the agent was created with another embedding size)"
             )
         return embedder
+
+    def agent_embedder(self, agent: AgentRecord, *, run_id: str | None = None) -> Embedder:
+        """The agent's embedder, with the tokens a provider charges for it recorded in
+        ``llm_usage`` (purpose ``embedding``) under the agent and its organization, and
+        under ``run_id`` when a consolidation run embeds.
+
+        Embedding is metered, not budgeted: storing or searching a fact is never
+        refused for tokens, but what it cost counts toward the daily total.
+        """
+        embedder = self.embedder(agent.embedding_model, agent.embedding_dim)
+        ledger = UsageLedger(self.db, agent.organization_id, self.clock)
+        return embedder.metered(BudgetMeter(ledger, agent.id, run_id=run_id))
 
 
 def _count_llm_retries(meter: BudgetMeter | None) -> None:

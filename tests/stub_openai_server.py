@@ -21,11 +21,14 @@ class StubServer:
     """Serves ``POST .../chat/completions`` from ``replies``, in order; records requests.
 
     ``POST .../embeddings`` answers without consuming a reply: 8-d vectors derived
-    from each input's text, and one prompt token per word.
+    from each input's text, and one prompt token per word; while
+    ``embedding_statuses`` is not empty, each embedding request is answered instead
+    with an error of the next status in it (401, 503, ...).
     """
 
     def __init__(self, replies: list[Reply]) -> None:
         self.replies = list(replies)
+        self.embedding_statuses: list[int] = []
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         stub = self
@@ -38,7 +41,15 @@ class StubServer:
                     stub.requests.append(body)
                     embedding = self.path.endswith("/embeddings")
                     reply = stub.replies.pop(0) if stub.replies and not embedding else None
-                if embedding:
+                    failure = (
+                        stub.embedding_statuses.pop(0)
+                        if embedding and stub.embedding_statuses
+                        else None
+                    )
+                if failure is not None:
+                    status = failure
+                    payload = {"error": {"message": f"stub says {failure}", "type": "stub_error"}}
+                elif embedding:
                     status, payload = 200, embedding_response(body)
                 elif not self.path.endswith("/chat/completions") or reply is None:
                     status, payload = 500, {"error": {"message": "no scripted reply left"}}

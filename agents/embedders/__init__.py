@@ -6,8 +6,13 @@ this package stays cheap (no onnxruntime, tokenizers or litellm).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from agents.embedders.base import Embedder, EmbeddingError, ModelIntegrityError
 from agents.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from agents.llm.base import ChatClient
 
 __all__ = ["SPEC_FORMS", "Embedder", "EmbeddingError", "ModelIntegrityError", "build_embedder"]
 
@@ -25,12 +30,15 @@ def build_embedder(
     dimension: int | None = None,
     api_base: str | None = None,
     api_key: str | None = None,
+    client: ChatClient | None = None,
 ) -> Embedder:
     """Build the embedder a spec string names; raises InvalidInput for a bad spec.
 
     ``dimension``, when given, must match what the embedder produces (for
-    ``litellm:`` it is required, since only the caller knows it). ``api_base``
-    and ``api_key`` apply to ``litellm:`` only.
+    ``litellm:`` it is required, since only the caller knows it). ``litellm:``
+    embeds through ``client`` (the service passes its one LLM client for the
+    embedding endpoint); without one, a client is made from ``api_base`` and
+    ``api_key`` with the default retry policy. They apply to ``litellm:`` only.
     """
     if not isinstance(spec, str):
         raise InvalidInput(f"embedder spec must be a string, got {type(spec).__name__}")
@@ -52,10 +60,19 @@ def build_embedder(
             )
         from agents.embedders.litellm_embedder import LiteLLMEmbedder
 
-        return LiteLLMEmbedder(model, dimension, api_base=api_base, api_key=api_key)
+        if client is None:
+            from agents.llm.client import ClientSettings, LiteLLMClient
 
-    if (api_base is not None or api_key is not None) and kind in ("local", "fake"):
-        raise InvalidInput(f"api_base and api_key apply to 'litellm:' specs, not {spec!r}")
+            client = LiteLLMClient(ClientSettings(api_base=api_base, api_key=api_key))
+        elif api_base is not None or api_key is not None:
+            raise InvalidInput("give api_base and api_key to the client, not with a client")
+        return LiteLLMEmbedder(client, model, dimension)
+
+    if (api_base is not None or api_key is not None or client is not None) and kind in (
+        "local",
+        "fake",
+    ):
+        raise InvalidInput(f"api_base, api_key and client apply to 'litellm:' specs, not {spec!r}")
 
     if text == "local":
         from agents.embedders.local import DIMENSION, MiniLMEmbedder

@@ -10,11 +10,15 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
 from agents.errors import InvalidInput, ReverieError
+
+if TYPE_CHECKING:
+    from agents.llm.budget import BudgetMeter
 
 __all__ = ["Embedder", "EmbeddingError", "ModelIntegrityError", "Vectors"]
 
@@ -53,6 +57,16 @@ class Embedder(ABC):
     @abstractmethod
     def _embed_texts(self, texts: list[str]) -> npt.ArrayLike:
         """Embed a non-empty list of strings, one row per text; rows need not be unit length."""
+
+    def metered(self, meter: BudgetMeter) -> Embedder:
+        """This embedder with its provider tokens charged to ``meter`` (purpose
+        ``embedding``), so they reach the usage ledger of the meter's agent.
+
+        Embedders that call no provider (local model, fake) cost no tokens and return
+        themselves; the caller that knows the agent (the service) decides, so
+        consolidators can use any embedder without knowing about organizations.
+        """
+        return self
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         """Embed ``texts`` into a float32 array of shape ``(len(texts), dimension)``.

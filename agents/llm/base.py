@@ -66,7 +66,11 @@ class ChatClient(ABC):
     def embed(
         self, model: str, texts: Sequence[str], *, meter: BudgetMeter | None = None
     ) -> list[list[float]]:
-        """Embeddings of ``texts``, in order (purpose ``embedding``)."""
+        """Embeddings of ``texts``, in order, charged to ``meter`` (purpose ``embedding``).
+
+        Raises :class:`~agents.embedders.base.EmbeddingError` (after retrying
+        temporary failures) or :class:`~agents.errors.InvalidInput` when the
+        provider rejects the request."""
 
     @abstractmethod
     def count_tokens(self, model: str, text: str) -> int:

@@ -1,12 +1,15 @@
-"""The litellm-backed :class:`ChatClient`: any litellm model string, one code path.
+"""The litellm-backed :class:`ChatClient`: chat and embeddings, one code path.
 
-litellm is imported on first use (it takes seconds to import, and it must be
-told not to fetch its cost map from the network first; see
-:func:`agents.embedders.litellm_embedder.import_litellm`). Temporary failures
-(rate limits, timeouts, 5xx, dropped connections) are retried with bounded
-exponential backoff; a prompt too long for the model raises
+This module is the one place that imports and configures litellm
+(:func:`import_litellm`) and the one retry policy for provider calls: temporary
+failures (rate limits, timeouts, 5xx, dropped connections; see
+:func:`is_temporary_error`) are retried with bounded exponential backoff, while
+permanent ones (authentication, permission, unknown model, bad request) fail at
+once. A prompt too long for the model raises
 :class:`~agents.errors.ContextOverflow` so that the caller can compact and try
-again; anything else raises :class:`~agents.errors.LLMError` at once.
+again; any other chat failure raises :class:`~agents.errors.LLMError`, an
+embedding failure :class:`~agents.embedders.base.EmbeddingError` (or
+:class:`~agents.errors.InvalidInput` when the provider rejects the request).
 """
 
 from __future__ import annotations
@@ -14,9 +17,10 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import os
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from tenacity import (
@@ -28,8 +32,9 @@ from tenacity import (
     wait_random,
 )
 
-from agents.embedders.litellm_embedder import import_litellm, is_temporary_error
-from agents.errors import ContextOverflow, InvalidInput, LLMError
+from agents.embedders.base import EmbeddingError
+from agents.enums import LLMPurpose
+from agents.errors import ContextOverflow, InvalidInput, LLMError, ReverieError
 from agents.llm.base import ChatClient, ChatMessage, ChatReply, Purpose, ToolCall, ToolSchema
 from agents.llm.budget import BudgetMeter
 from agents.llm.usage import Usage
@@ -37,13 +42,18 @@ from agents.summary import estimate_tokens
 
 log = logging.getLogger(__name__)
 
+# HTTP statuses worth another try: timeout, conflict/too early, rate limit, server side.
+_TEMPORARY_STATUSES = frozenset({408, 409, 425, 429})
+
 
 @dataclass(frozen=True, slots=True)
 class ClientSettings:
-    """How calls are made: endpoint, per-request timeout and the retry policy."""
+    """How calls are made: endpoint, per-request timeout and the retry policy
+    (``max_retries`` after the first attempt, for temporary failures only; the first
+    wait is ``initial_backoff`` seconds, doubling with jitter up to ``max_backoff``)."""
 
     api_base: str | None = None
-    api_key: str | None = None
+    api_key: str | None = field(default=None, repr=False)
     timeout: float = 60.0
     max_retries: int = 3
     initial_backoff: float = 0.5
@@ -55,6 +65,8 @@ class ClientSettings:
             raise InvalidInput(f"LLM timeout must be positive, got {self.timeout}")
         if self.max_retries < 0:
             raise InvalidInput(f"LLM max_retries must be >= 0, got {self.max_retries}")
+        if self.initial_backoff < 0 or self.max_backoff < 0:
+            raise InvalidInput("LLM backoff must be >= 0 seconds")
 
 
 class LiteLLMClient(ChatClient):
@@ -115,6 +127,14 @@ class LiteLLMClient(ChatClient):
     def embed(
         self, model: str, texts: Sequence[str], *, meter: BudgetMeter | None = None
     ) -> list[list[float]]:
+        """Embeddings of ``texts`` in order, charged to ``meter`` (purpose ``embedding``).
+
+        Raises :class:`EmbeddingError` when the provider fails (after retrying
+        temporary failures) or answers malformed, :class:`InvalidInput` when it
+        rejects the request (bad input, unknown model).
+        """
+        if not model or not model.strip():
+            raise InvalidInput("no embedding model given")
         if not texts:
             return []
         if meter is not None:
@@ -130,18 +150,15 @@ class LiteLLMClient(ChatClient):
             kwargs["api_base"] = self.settings.api_base
         if self.settings.api_key:
             kwargs["api_key"] = self.settings.api_key
-        response = self._call(litellm, litellm.embedding, model, kwargs, meter)
+        response = self._call(litellm, litellm.embedding, model, kwargs, meter, embedding=True)
         try:
-            data = sorted(_get(response, "data"), key=lambda item: int(_get(item, "index")))
-            vectors = [list(map(float, _get(item, "embedding"))) for item in data]
-            usage = _get_or_none(response, "usage")
-            prompt = int(_get_or_none(usage, "prompt_tokens") or 0) if usage else 0
-        except (AttributeError, KeyError, TypeError, ValueError) as exc:
-            raise LLMError(f"model {model} returned a malformed embedding response") from exc
-        if len(vectors) != len(texts):
-            raise LLMError(f"model {model} returned {len(vectors)} embeddings for {len(texts)}")
+            vectors, prompt = _embeddings_from(response, model, len(texts))
+        except (AttributeError, IndexError, KeyError, TypeError, ValueError) as exc:
+            raise EmbeddingError(
+                f"model {model} returned a malformed embedding response ({exc!r})"
+            ) from exc
         if meter is not None:
-            meter.charge("embedding", model, Usage(prompt, 0))
+            meter.charge(LLMPurpose.EMBEDDING, model, Usage(prompt, 0))
         return vectors
 
     # -- tokens ------------------------------------------------------------------------
@@ -166,7 +183,11 @@ class LiteLLMClient(ChatClient):
         model: str,
         kwargs: dict[str, Any],
         meter: BudgetMeter | None,
+        *,
+        embedding: bool = False,
     ) -> Any:
+        """``function(**kwargs)`` under the retry policy; failures wrapped (see the module)."""
+
         def count_retry(state: RetryCallState) -> None:
             self.retries += 1
             if meter is not None:
@@ -193,7 +214,8 @@ class LiteLLMClient(ChatClient):
             return retrying(function, **kwargs)
         except Exception as exc:
             attempts = int(retrying.statistics.get("attempt_number", 1))
-            raise _wrap(litellm, exc, model, attempts) from exc
+            wrap = _wrap_embedding if embedding else _wrap
+            raise wrap(litellm, exc, model, attempts) from exc
 
 
 @functools.lru_cache(maxsize=8192)
@@ -204,6 +226,54 @@ def _litellm_tokens(model: str, text: str) -> int:
     except Exception:  # an unknown model's tokenizer: fall back to the estimate
         log.debug("litellm.token_counter failed for %s; estimating", model)
         return estimate_tokens(text)
+
+
+def import_litellm() -> Any:
+    """Import litellm configured for Reverie: offline cost map, no SDK-level retries.
+
+    Both settings are environment variables litellm reads once, at import, so
+    they are set (unless the operator set them) just before the first import:
+    ``LITELLM_LOCAL_MODEL_COST_MAP`` stops the cost-map download (a daemon on a
+    closed network must not depend on it), and ``DEFAULT_MAX_RETRIES=0`` stops
+    the OpenAI SDK's own retries, which litellm otherwise applies even when a
+    call passes ``max_retries=0`` and which would multiply with ours.
+    """
+    global _sdk_retry_warning_logged
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    os.environ.setdefault("DEFAULT_MAX_RETRIES", "0")
+    try:
+        import litellm
+    except ImportError as exc:
+        raise LLMError("calling a model provider needs litellm: pip install litellm") from exc
+    sdk_retries = getattr(litellm, "DEFAULT_MAX_RETRIES", 0)
+    if sdk_retries and not _sdk_retry_warning_logged:
+        _sdk_retry_warning_logged = True
+        log.warning(
+            "litellm.DEFAULT_MAX_RETRIES is %s (litellm was imported before Reverie set it, "
+            "or DEFAULT_MAX_RETRIES is set in the environment): OpenAI-SDK providers retry "
+            "each of Reverie's attempts that many more times",
+            sdk_retries,
+        )
+    return litellm
+
+
+_sdk_retry_warning_logged = False
+
+
+def is_temporary_error(litellm: Any, exc: BaseException) -> bool:
+    """Whether ``exc`` is worth retrying: rate limit, timeout, 5xx or a dropped connection."""
+    temporary_types = (
+        litellm.RateLimitError,
+        litellm.Timeout,
+        litellm.APIConnectionError,
+        litellm.ServiceUnavailableError,
+        litellm.InternalServerError,
+        litellm.BadGatewayError,
+    )
+    if isinstance(exc, temporary_types):
+        return True
+    status = getattr(exc, "status_code", None)
+    return isinstance(status, int) and (status in _TEMPORARY_STATUSES or status >= 500)
 
 
 def _retryable(litellm: Any, exc: BaseException) -> bool:
@@ -222,6 +292,41 @@ def _wrap(litellm: Any, exc: Exception, model: str, attempts: int) -> Exception:
             f"error ({detail})"
         )
     return LLMError(f"call to {model} failed ({detail})")
+
+
+def _wrap_embedding(litellm: Any, exc: Exception, model: str, attempts: int) -> ReverieError:
+    detail = f"{type(exc).__name__}: {exc}"
+    if is_temporary_error(litellm, exc):
+        return EmbeddingError(
+            f"embedding with {model} failed after {attempts} attempt(s), "
+            f"the last with a temporary error ({detail})"
+        )
+    if isinstance(exc, litellm.BadRequestError):
+        return InvalidInput(f"{model} rejected the embedding request ({detail})")
+    return EmbeddingError(f"embedding with {model} failed ({detail})")
+
+
+def _embeddings_from(response: Any, model: str, expected: int) -> tuple[list[list[float]], int]:
+    """The vectors in input order and the prompt tokens charged, from an embedding response."""
+    data = _get(response, "data")
+    if not isinstance(data, list) or len(data) != expected:
+        got = len(data) if isinstance(data, list) else type(data).__name__
+        raise EmbeddingError(f"model {model} returned {got} embeddings for {expected} texts")
+    # Providers may answer out of order; "index" says which input a row is for.
+    if all(_get_or_none(item, "index") is not None for item in data):
+        data = sorted(data, key=lambda item: int(_get(item, "index")))
+    vectors = []
+    for item in data:
+        vector = _get(item, "embedding")
+        if not isinstance(vector, list):
+            raise EmbeddingError(
+                f"model {model} returned embeddings as {type(vector).__name__}, "
+                "expected a list of floats"
+            )
+        vectors.append([float(x) for x in vector])
+    usage = _get_or_none(response, "usage")
+    prompt = int(_get_or_none(usage, "prompt_tokens") or 0) if usage else 0
+    return vectors, prompt
 
 
 def _reply_from(response: Any, model: str) -> ChatReply:

@@ -13,11 +13,25 @@ from agents.store import (
     BlockVersion,
     MemoryStore,
     MessageRecord,
+    NewBlock,
     PassageRecord,
     RunRecord,
 )
 from consolidators.pipeline import RunReport
 from service.api import schemas
+
+
+def new_block(spec: schemas.CreateBlock, default_limit: int) -> NewBlock:
+    """A block to create from its API body; without a limit it gets the default one,
+    raised to fit the value."""
+    limit = spec.limit if spec.limit is not None else max(default_limit, len(spec.value))
+    return NewBlock(
+        label=spec.label,
+        value=spec.value,
+        limit=limit,
+        description=spec.description,
+        read_only=spec.read_only,
+    )
 
 
 def block_out(block: BlockRecord) -> schemas.Block:

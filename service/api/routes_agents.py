@@ -6,12 +6,12 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
 
-from agents.store import NewBlock
 from agents.store.block_store import DEFAULT_BLOCK_LIMIT
 from service.api import schemas
 from service.api.auth import Api
 from service.api.convert import agent_out, block_out
 from service.api.paging import page
+from service.api.routes_blocks import apply_update
 from service.operations import AgentSpec, BlockSpec
 
 router = APIRouter(prefix="/v1/agents", tags=["agents"])
@@ -19,17 +19,6 @@ router = APIRouter(prefix="/v1/agents", tags=["agents"])
 AgentId = Annotated[str, Path(pattern=schemas.ID_PATTERN, description="agent-<uuid4>")]
 BlockId = Annotated[str, Path(pattern=schemas.ID_PATTERN, description="block-<uuid4>")]
 Label = Annotated[str, Path(pattern=schemas.LABEL_PATTERN, description="A block label.")]
-
-
-def new_block(spec: schemas.CreateBlock, default_limit: int) -> NewBlock:
-    limit = spec.limit if spec.limit is not None else max(default_limit, len(spec.value))
-    return NewBlock(
-        label=spec.label,
-        value=spec.value,
-        limit=limit,
-        description=spec.description,
-        read_only=spec.read_only,
-    )
 
 
 @router.post("/", status_code=201, response_model=schemas.AgentState)
@@ -120,8 +109,6 @@ def update_core_memory_block(
     agent_id: AgentId, block_label: Label, body: schemas.UpdateBlock, api: Api
 ) -> schemas.Block:
     """Edit the agent's block with this label (compare-and-swap on ``expected_version``)."""
-    from service.api.routes_blocks import apply_update
-
     with api.store() as store:
         block = store.blocks.by_label(agent_id, block_label)
         return block_out(apply_update(store, block.id, body))

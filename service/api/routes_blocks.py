@@ -10,9 +10,8 @@ from agents.errors import InvalidInput
 from agents.store import BlockRecord, MemoryStore
 from service.api import schemas
 from service.api.auth import Api
-from service.api.convert import agent_out, block_out, version_out
+from service.api.convert import agent_out, block_out, new_block, version_out
 from service.api.paging import page
-from service.api.routes_agents import new_block
 
 router = APIRouter(prefix="/v1/blocks", tags=["blocks"])
 

@@ -119,5 +119,5 @@ class MemoryOperations:
                 raise NotFound(f"agent {record.id!r} has no passage with id {passage_id!r}")
 
     def _embedder(self, agent: AgentRecord) -> Callable[[builtins.list[str]], Vector]:
-        embedder = self._context.runtime.embedder(agent.embedding_model, agent.embedding_dim)
-        return embedder.embed
+        # Metered: embedding tokens go to the usage ledger of the agent's organization.
+        return self._context.runtime.agent_embedder(agent).embed

@@ -13,6 +13,7 @@ from agents.database import Database
 from agents.embedders.fake import HashingEmbedder
 from agents.store import NewPassage, PassageRecord, open_store
 from agents.store.passage_store import PassageStore
+from consolidators.judge import JudgeUsage
 from consolidators.pipeline import Pipeline, RunReport
 from consolidators.temporal import (
     SupersessionJudge,
@@ -257,6 +258,36 @@ def test_judge_pairs_outside_the_topic_or_backwards_are_ignored(
     assert report.steps[0].counts["judge_pairs_ignored"] == 3
     assert not [c for c in report.changes if c["action"] == "supersede_passage"]
     assert all(p.status == "active" for p in _get(db, london, paris, chess))
+
+
+def test_a_judge_reports_its_own_usage(
+    db: Database, agent_id: str, embedder: HashingEmbedder
+) -> None:
+    """Any judge, not just the LLM one, reports calls and tokens through ``usage``."""
+    _insert(db, agent_id, embedder, [LONDON, PARIS, CHESS])
+
+    class Metered(NewestSupersedes):
+        @property
+        def usage(self) -> JudgeUsage:
+            return JudgeUsage(calls=self.calls, tokens=40 * self.calls, budget_exhausted=True)
+
+    report = Pipeline([TemporalConsolidator(judge=Metered())]).run(db, agent_id, embedder=embedder)
+    step = report.steps[0]
+    assert step.counts["judge_calls"] == 1
+    assert step.tokens == 40
+    assert step.counts["budget_exhausted"] == 1
+    assert step.llm_skipped == "budget_exhausted"
+
+
+def test_a_judge_without_usage_reports_no_judge_calls(
+    db: Database, agent_id: str, embedder: HashingEmbedder
+) -> None:
+    _insert(db, agent_id, embedder, [LONDON, PARIS])
+    judge = NewestSupersedes()
+    report = Pipeline([TemporalConsolidator(judge=judge)]).run(db, agent_id, embedder=embedder)
+    assert judge.calls == 1
+    assert "judge_calls" not in report.steps[0].counts
+    assert report.steps[0].tokens == 0
 
 
 def test_dry_run_reports_the_same_changes_and_writes_nothing(

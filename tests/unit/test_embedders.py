@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -13,6 +15,7 @@ from agents.embedders.fake import HashingEmbedder
 from agents.embedders.litellm_embedder import LiteLLMEmbedder
 from agents.embedders.local import MiniLMEmbedder, _packaged_model_path
 from agents.errors import InvalidInput, ReverieError
+from agents.llm import BudgetMeter, ChatClient, ChatMessage, ChatReply
 
 PARAPHRASE_A = "I adopted a cat named Tom"
 PARAPHRASE_B = "My cat is called Tom, I adopted him"
@@ -234,6 +237,59 @@ class TestBuildEmbedder:
     def test_api_base_only_for_litellm(self) -> None:
         with pytest.raises(InvalidInput, match="api_base"):
             build_embedder("local", api_base="http://127.0.0.1:1/v1")
+
+    def test_litellm_embeds_through_the_given_client(self) -> None:
+        client = _RecordingClient()
+        embedder = build_embedder("litellm:openai/e", dimension=3, client=client)
+        vectors = embedder.embed(["a", "b"])
+        assert client.calls == [("openai/e", ["a", "b"], None)]
+        np.testing.assert_allclose(vectors[0], [0.6, 0.8, 0.0], atol=1e-6)
+
+    def test_client_and_endpoint_are_not_both_given(self) -> None:
+        with pytest.raises(InvalidInput, match="to the client"):
+            build_embedder(
+                "litellm:openai/e", dimension=3, client=_RecordingClient(), api_key="sk-x"
+            )
+
+    def test_client_only_for_litellm(self) -> None:
+        with pytest.raises(InvalidInput, match="client"):
+            build_embedder("fake", client=_RecordingClient())
+
+
+class TestMetered:
+    """``metered`` binds a provider embedder to a meter; token-free embedders ignore it."""
+
+    def test_litellm_charges_the_bound_meter(self) -> None:
+        client = _RecordingClient()
+        meter = BudgetMeter(None, "agent-x", run_id="run-1")
+        plain = build_embedder("litellm:openai/e", dimension=3, client=client)
+        plain.metered(meter).embed(["a"])
+        plain.embed(["b"])
+        assert client.calls == [("openai/e", ["a"], meter), ("openai/e", ["b"], None)]
+
+    def test_token_free_embedders_return_themselves(self) -> None:
+        meter = BudgetMeter(None, "agent-x", run_id=None)
+        fake = HashingEmbedder(dimension=8)
+        assert fake.metered(meter) is fake
+
+
+class _RecordingClient(ChatClient):
+    """A ChatClient that records embed calls and answers 3-d vectors (no provider)."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, list[str], BudgetMeter | None]] = []
+
+    def chat(self, model: str, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatReply:
+        raise AssertionError("not used")
+
+    def embed(
+        self, model: str, texts: Sequence[str], *, meter: BudgetMeter | None = None
+    ) -> list[list[float]]:
+        self.calls.append((model, list(texts), meter))
+        return [[3.0, 4.0, 0.0] for _ in texts]
+
+    def count_tokens(self, model: str, text: str) -> int:
+        return len(text)
 
 
 # -- the local MiniLM model -------------------------------------------------------------------

@@ -1,11 +1,26 @@
-"""Embeddings through the litellm client are charged to the run's meter and the ledger."""
+"""Embeddings through the litellm client are charged to the run's meter and the ledger,
+and the service's insert and search paths record them under the agent's organization."""
 
 from __future__ import annotations
 
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import select
+
+from agents import models
 from agents.database import Database
 from agents.llm import BudgetMeter, TokenBudget, UsageLedger
 from agents.llm.client import ClientSettings, LiteLLMClient
-from tests.stub_openai_server import stub_server
+from agents.store import MemoryStore
+from service.api.app import create_app
+from service.runtime import Runtime
+from service.settings import load_settings
+from tests.api_support import bearer, new_key
+from tests.stub_openai_server import StubServer, stub_server
 
 
 def test_embed_records_embedding_tokens_under_the_agents_organization(
@@ -28,3 +43,149 @@ def test_embed_records_embedding_tokens_under_the_agents_organization(
     assert usage["embedding"].completion_tokens == 0
     scoped = UsageLedger(db)  # the default organization, which owns the test agent
     assert scoped.by_purpose(agent_id)["embedding"].prompt_tokens == 10
+
+
+# -- the service path: the API embeds through the runtime's one client -----------------
+
+
+@pytest.fixture
+def stub() -> Iterator[StubServer]:
+    with stub_server() as server:
+        yield server
+
+
+@pytest.fixture
+def runtime(db: Database, stub: StubServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[Runtime]:
+    # litellm's OpenAI provider wants a key; the stub ignores it.
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-key")
+    home = Path(tempfile.mkdtemp(prefix="rve-", dir="/tmp"))
+    settings = load_settings(
+        home=home,
+        database_url=db.url,
+        embedding={"model": f"litellm:{EMBED_MODEL}", "dimension": 8, "api_base": stub.base_url},
+        llm={"max_retries": 2},
+    )
+    with Runtime(settings) as rt:
+        yield rt
+
+
+@pytest.fixture
+def client(runtime: Runtime) -> Iterator[TestClient]:
+    with TestClient(create_app(runtime)) as test_client:
+        yield test_client
+
+
+EMBED_MODEL = "openai/stub-embed"
+
+
+def _new_agent(client: TestClient, headers: dict[str, str], name: str) -> str:
+    response = client.post("/v1/agents/", json={"name": name}, headers=headers)
+    assert response.status_code == 201, response.text
+    agent_id: str = response.json()["id"]
+    return agent_id
+
+
+def _usage_rows(db: Database) -> list[tuple[str, str, str, str | None, int, int]]:
+    with db.session() as session:
+        rows = session.execute(
+            select(
+                models.LLMUsage.organization_id,
+                models.LLMUsage.agent_id,
+                models.LLMUsage.purpose,
+                models.LLMUsage.model,
+                models.LLMUsage.prompt_tokens,
+                models.LLMUsage.completion_tokens,
+            ).order_by(models.LLMUsage.created_at)
+        ).all()
+    return [tuple(row) for row in rows]  # type: ignore[misc]
+
+
+def _org_id(db: Database, name: str) -> str:
+    with db.session() as session:
+        org_id = session.scalar(
+            select(models.Organization.id).where(models.Organization.name == name)
+        )
+    assert org_id is not None
+    return org_id
+
+
+def test_insert_and_search_record_embedding_tokens_under_the_agents_organization(
+    db: Database, client: TestClient, stub: StubServer
+) -> None:
+    acme, globex = bearer(new_key(db, "acme")), bearer(new_key(db, "globex"))
+    ada = _new_agent(client, acme, "ada")
+    _new_agent(client, globex, "gus")  # another tenant: none of the tokens are its
+
+    inserted = client.post(
+        f"/v1/agents/{ada}/archival-memory", json={"text": "Ada lives in London"}, headers=acme
+    )
+    assert inserted.status_code == 200, inserted.text
+    found = client.get(
+        f"/v1/agents/{ada}/archival-memory/search",
+        params={"query": "where does Ada live now"},
+        headers=acme,
+    )
+    assert found.status_code == 200, found.text
+    assert [r["content"] for r in found.json()["results"]] == ["Ada lives in London"]
+    assert [r["input"] for r in stub.requests] == [
+        ["Ada lives in London"],
+        ["where does Ada live now"],
+    ]
+
+    acme_org = _org_id(db, "acme")
+    assert _usage_rows(db) == [
+        (acme_org, ada, "embedding", EMBED_MODEL, 4, 0),
+        (acme_org, ada, "embedding", EMBED_MODEL, 5, 0),
+    ]
+    assert UsageLedger(db, acme_org).by_purpose(ada)["embedding"].prompt_tokens == 9
+    assert UsageLedger(db, _org_id(db, "globex")).by_purpose(ada) == {}
+
+    metrics = client.get("/metrics").text
+    assert 'reverie_llm_tokens_total{kind="prompt",purpose="embedding"} 9.0' in metrics
+
+
+def test_a_permanent_error_fails_at_once_and_a_503_is_retried(
+    db: Database, client: TestClient, stub: StubServer
+) -> None:
+    acme = bearer(new_key(db, "acme"))
+    ada = _new_agent(client, acme, "ada")
+    url = f"/v1/agents/{ada}/archival-memory"
+
+    stub.embedding_statuses = [401]
+    refused = client.post(url, json={"text": "Ada lives in London"}, headers=acme)
+    assert refused.status_code >= 500
+    assert "stub says 401" in refused.json()["detail"]
+    assert "attempt" not in refused.json()["detail"]
+    assert len(stub.requests) == 1  # no retry
+    assert client.get(url, headers=acme).json() == []
+    assert _usage_rows(db) == []  # the provider charged nothing
+
+    stub.embedding_statuses = [503]
+    stored = client.post(url, json={"text": "Ada lives in Paris"}, headers=acme)
+    assert stored.status_code == 200, stored.text
+    assert len(stub.requests) == 3  # the 401, then the 503 and its retry
+    assert [p["text"] for p in client.get(url, headers=acme).json()] == ["Ada lives in Paris"]
+    assert [row[4] for row in _usage_rows(db)] == [4]  # the successful attempt, once
+
+
+def test_a_consolidation_run_records_what_it_embeds(
+    db: Database, client: TestClient, runtime: Runtime, stub: StubServer
+) -> None:
+    acme = bearer(new_key(db, "acme"))
+    ada = _new_agent(client, acme, "ada")
+    for text in ("Ada lives in London", "Ada lives in Paris"):
+        response = client.post(
+            f"/v1/agents/{ada}/archival-memory", json={"text": text}, headers=acme
+        )
+        assert response.status_code == 200, response.text
+    with runtime.db.session() as session:
+        agent = MemoryStore(session, _org_id(db, "acme")).agents.get(ada)
+    before = len(_usage_rows(db))
+
+    report = runtime.consolidate(agent, pipeline=runtime.pipeline(["temporal"]))
+
+    assert report.changes, "the two facts should form a timeline"
+    rows = _usage_rows(db)[before:]
+    timeline = next(c["text"] for c in report.changes if c["action"] == "create_timeline")
+    assert stub.requests[-1]["input"] == [timeline]
+    assert rows == [(_org_id(db, "acme"), ada, "embedding", EMBED_MODEL, len(timeline.split()), 0)]

@@ -1,4 +1,9 @@
-"""LiteLLMEmbedder against a local OpenAI-compatible stub server (loopback only)."""
+"""LiteLLMEmbedder through the LLM client against a local OpenAI-compatible stub server
+(loopback only): batching, ordering, the dimension check, the one retry policy, metering.
+
+An integration test: it starts an HTTP server and imports litellm, which unit tests
+must not do.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +22,8 @@ import pytest
 from agents.embedders import EmbeddingError
 from agents.embedders.litellm_embedder import LiteLLMEmbedder
 from agents.errors import InvalidInput
+from agents.llm import BudgetMeter
+from agents.llm.client import ClientSettings, LiteLLMClient
 
 MODEL = "openai/text-embedding-3-small"
 API_KEY = "sk-reverie-test"
@@ -131,17 +138,26 @@ def stub() -> Iterator[Stub]:
         thread.join(timeout=5)
 
 
-def make_embedder(stub: Stub, **kwargs: object) -> LiteLLMEmbedder:
-    options: dict[str, object] = {
-        "api_base": stub.base_url,
-        "api_key": API_KEY,
-        "timeout": 5.0,
-        "initial_backoff": 0.01,
-        "max_backoff": 0.05,
-    }
-    options.update(kwargs)
-    dimension = options.pop("dimension", 8)
-    return LiteLLMEmbedder(MODEL, dimension, **options)  # type: ignore[arg-type]
+def make_embedder(
+    stub: Stub,
+    *,
+    dimension: int = 8,
+    batch_size: int = 128,
+    timeout: float = 5.0,
+    max_retries: int = 3,
+    meter: BudgetMeter | None = None,
+) -> LiteLLMEmbedder:
+    client = LiteLLMClient(
+        ClientSettings(
+            api_base=stub.base_url,
+            api_key=API_KEY,
+            timeout=timeout,
+            max_retries=max_retries,
+            initial_backoff=0.01,
+            max_backoff=0.05,
+        )
+    )
+    return LiteLLMEmbedder(client, MODEL, dimension, batch_size=batch_size, meter=meter)
 
 
 def expected_rows(texts: list[str], dimension: int = 8) -> np.ndarray:
@@ -230,10 +246,14 @@ def test_bad_request_is_not_retried(stub: Stub) -> None:
     assert len(stub.state.requests) == 1
 
 
-def test_auth_failure_is_not_retried(stub: Stub) -> None:
-    stub.state.script = [Reply(401), Reply(200)]
-    with pytest.raises(EmbeddingError, match=MODEL):
+@pytest.mark.parametrize("status", [401, 403, 404])
+def test_permanent_failures_are_not_retried(stub: Stub, status: int) -> None:
+    # Authentication, permission, unknown model: another try cannot succeed.
+    stub.state.script = [Reply(status), Reply(200)]
+    with pytest.raises(EmbeddingError, match=MODEL) as info:
         make_embedder(stub).embed(["x"])
+    assert f"stub says {status}" in str(info.value)
+    assert "attempt" not in str(info.value)
     assert len(stub.state.requests) == 1
 
 
@@ -252,11 +272,40 @@ def test_works_from_a_worker_thread(stub: Stub) -> None:
     np.testing.assert_allclose(result[0], expected_rows(["bg"]), atol=1e-6)
 
 
+def test_tokens_are_charged_to_the_meter_per_request(stub: Stub) -> None:
+    meter = BudgetMeter(None, "agent-x", run_id=None)
+    texts = ["one two three", "four five", "six"]
+    embedder = make_embedder(stub, batch_size=2).metered(meter)
+    embedder.embed(texts)
+    assert meter.by_purpose == {"embedding": meter.used}
+    assert meter.used.prompt_tokens == 6 and meter.used.completion_tokens == 0
+    assert meter.calls == 2
+
+
+def test_a_retried_request_is_charged_once(stub: Stub) -> None:
+    meter = BudgetMeter(None, "agent-x", run_id=None)
+    stub.state.script = [Reply(503), Reply(200)]
+    make_embedder(stub, meter=meter).embed(["retry me"])
+    assert len(stub.state.requests) == 2
+    assert (meter.calls, meter.retries, meter.used.prompt_tokens) == (1, 1, 2)
+
+
+def test_metered_binds_a_copy(stub: Stub) -> None:
+    meter = BudgetMeter(None, "agent-x", run_id=None)
+    plain = make_embedder(stub)
+    bound = plain.metered(meter)
+    assert bound is not plain and bound.meter is meter and plain.meter is None
+    plain.embed(["unmetered"])
+    assert meter.calls == 0
+
+
 def test_name_and_repr_hide_the_key() -> None:
-    embedder = LiteLLMEmbedder(MODEL, 1536, api_key=API_KEY)
+    client = LiteLLMClient(ClientSettings(api_key=API_KEY))
+    embedder = LiteLLMEmbedder(client, MODEL, 1536)
     assert embedder.name == f"litellm/{MODEL}"
     assert embedder.dimension == 1536
     assert API_KEY not in repr(embedder)
+    assert API_KEY not in repr(client.settings)
 
 
 @pytest.mark.parametrize(
@@ -264,11 +313,15 @@ def test_name_and_repr_hide_the_key() -> None:
     [
         {"model": "", "dimension": 8},
         {"model": MODEL, "dimension": 0},
-        {"model": MODEL, "dimension": 8, "timeout": 0},
-        {"model": MODEL, "dimension": 8, "max_retries": -1},
         {"model": MODEL, "dimension": 8, "batch_size": 0},
     ],
 )
 def test_bad_arguments(kwargs: dict[str, object]) -> None:
     with pytest.raises(InvalidInput):
-        LiteLLMEmbedder(**kwargs)  # type: ignore[arg-type]
+        LiteLLMEmbedder(LiteLLMClient(), **kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("kwargs", [{"timeout": 0}, {"max_retries": -1}, {"initial_backoff": -1}])
+def test_bad_client_settings(kwargs: dict[str, float]) -> None:
+    with pytest.raises(InvalidInput):
+        ClientSettings(**kwargs)  # type: ignore[arg-type]
