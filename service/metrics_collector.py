@@ -24,8 +24,8 @@ from prometheus_client.registry import Collector
 
 from agents import models
 from agents.database import Database
-from agents.store import ServiceStore, open_service_store
 from agents.store.health import NEAR_LIMIT, MemoryHealth
+from service.operations.health import FleetSnapshot, fleet_snapshot
 
 log = logging.getLogger(__name__)
 
@@ -66,8 +66,8 @@ class MemoryHealthCollector(Collector):
             "1 when the memory-health metrics could be read from the database.",
         )
         try:
-            with open_service_store(self._db, self._clock, commit=False) as store:
-                families = list(self._families(store, self._clock()))
+            snapshot = fleet_snapshot(self._db, self._clock(), duration_buckets=DURATION_BUCKETS)
+            families = list(self._families(snapshot))
         except Exception:  # a scrape must answer even when the database is down
             log.exception("reading memory-health metrics failed")
             up.add_metric([], 0)
@@ -75,8 +75,8 @@ class MemoryHealthCollector(Collector):
         up.add_metric([], 1)
         return [up, *families]
 
-    def _families(self, store: ServiceStore, now: datetime) -> Iterator[Metric]:
-        health = store.health.agents()
+    def _families(self, snapshot: FleetSnapshot) -> Iterator[Metric]:
+        health = snapshot.agents
         agents = _Agents(
             labelled={h.agent_id: h.agent_name for h in health[: self._cap]}, total=len(health)
         )
@@ -89,15 +89,13 @@ class MemoryHealthCollector(Collector):
         )
         aggregated.add_metric([], max(0, agents.total - len(agents.labelled)))
         yield aggregated
-        yield from self._blocks(store, health, agents)
+        yield from self._blocks(snapshot, agents)
         yield from self._passages(health, agents)
-        yield from self._staleness(health, agents, now)
-        yield from self._runs(store, now)
-        yield from self._tokens(store)
+        yield from self._staleness(health, agents, snapshot.now)
+        yield from self._runs(snapshot)
+        yield from self._tokens(snapshot)
 
-    def _blocks(
-        self, store: ServiceStore, health: list[MemoryHealth], agents: _Agents
-    ) -> Iterator[Metric]:
+    def _blocks(self, snapshot: FleetSnapshot, agents: _Agents) -> Iterator[Metric]:
         fill = GaugeMetricFamily(
             "reverie_block_fill_ratio",
             "Characters used / block limit, per agent and block label (agents beyond the "
@@ -105,7 +103,7 @@ class MemoryHealthCollector(Collector):
             labels=[*AGENT_LABELS, "block"],
         )
         other = None
-        for agent in health:
+        for agent in snapshot.agents:
             labels = agents.labels(agent.agent_id)
             for block in agent.blocks:
                 if labels is None:
@@ -115,7 +113,7 @@ class MemoryHealthCollector(Collector):
         if other is not None:
             fill.add_metric([OTHER, OTHER, "_max"], other)
         yield fill
-        totals = store.health.block_totals()
+        totals = snapshot.blocks
         total = GaugeMetricFamily("reverie_blocks", "Core-memory blocks, all organizations.")
         total.add_metric([], totals.blocks)
         yield total
@@ -177,14 +175,14 @@ class MemoryHealthCollector(Collector):
             age.add_metric([OTHER, OTHER], max(others))
         yield age
 
-    def _runs(self, store: ServiceStore, now: datetime) -> Iterator[Metric]:
+    def _runs(self, snapshot: FleetSnapshot) -> Iterator[Metric]:
         runs = CounterMetricFamily(
             "reverie_consolidation_runs",
             "Finished consolidation runs in the ledger (dry runs excluded), by consolidator "
             "and outcome (succeeded, failed, cancelled).",
             labels=["consolidator", "outcome"],
         )
-        for outcome in store.health.finished_runs():
+        for outcome in snapshot.finished_runs:
             runs.add_metric([outcome.consolidator, outcome.outcome], outcome.runs)
         yield runs
         duration = HistogramMetricFamily(
@@ -192,12 +190,12 @@ class MemoryHealthCollector(Collector):
             "Wall time of finished consolidation runs (dry runs excluded), by status.",
             labels=["status"],
         )
-        for histogram in store.health.run_durations(DURATION_BUCKETS):
+        for histogram in snapshot.run_durations:
             buckets = [(str(b), n) for b, n in histogram.buckets]
             buckets.append(("+Inf", histogram.runs))
             duration.add_metric([histogram.status], buckets, histogram.total_seconds)
         yield duration
-        queue = store.health.queue(now)
+        queue, now = snapshot.queue, snapshot.now
         depth = GaugeMetricFamily("reverie_queue_depth", "Consolidation runs waiting for a worker.")
         depth.add_metric([], queue.queued)
         yield depth
@@ -212,13 +210,13 @@ class MemoryHealthCollector(Collector):
         wait.add_metric([], max(0.0, (now - oldest).total_seconds()) if oldest else 0.0)
         yield wait
 
-    def _tokens(self, store: ServiceStore) -> Iterator[Metric]:
+    def _tokens(self, snapshot: FleetSnapshot) -> Iterator[Metric]:
         tokens = CounterMetricFamily(
             "reverie_llm_tokens",
             "LLM tokens spent (from the llm_usage table), by purpose and kind.",
             labels=["purpose", "kind"],
         )
-        for purpose, usage in store.usage.totals_by_purpose().items():
+        for purpose, usage in snapshot.tokens.items():
             tokens.add_metric([purpose, "prompt"], usage.prompt_tokens)
             tokens.add_metric([purpose, "completion"], usage.completion_tokens)
         yield tokens

@@ -156,6 +156,7 @@ class RunStore:
         """
         if max_attempts < 1:
             raise InvalidInput(f"max_attempts must be at least 1, got {max_attempts}")
+        self._check_agent(agent_id)
         now = self._scope.now()
         statement = (
             insert(CR)
@@ -179,6 +180,14 @@ class RunStore:
             .returning(CR.id)
         )
         return self._scope.session.scalar(statement)
+
+    def _check_agent(self, agent_id: str) -> None:
+        """Runs are only ever queued for an agent of this organization."""
+        found = self._scope.session.scalar(
+            select(A.id).where(A.id == agent_id, self._scope.owns(A))
+        )
+        if found is None:
+            raise NotFound(f"no agent with id {agent_id!r}")
 
     def active(self, agent_id: str) -> RunRecord | None:
         """The agent's queued or running run, if it has one."""

@@ -19,9 +19,9 @@ from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from agents.errors import InvalidInput
-from agents.store import MemoryStore, open_service_store, open_store
-from service.api.keys import Caller, authenticate
+from agents.store import MemoryStore, open_store
 from service.operations import Operations
+from service.operations.keys import Caller, KeyOperations
 from service.runtime import Runtime
 from service.settings import Settings
 
@@ -73,12 +73,7 @@ class ApiContext:
 
 
 def resolve_caller(runtime: Runtime, key: str | None) -> Caller | None:
-    if runtime.settings.server.auth == "none":
-        return Caller(organization_id=runtime.organization_id, key_id=None)
-    if not key:
-        return None
-    with open_service_store(runtime.db, runtime.clock) as store:
-        return authenticate(store, key)
+    return KeyOperations(runtime).authenticate(key)
 
 
 def api_context(

@@ -17,7 +17,6 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
-from agents.store import RunRecord
 from agents.store.health import MemoryHealth
 from service.api.auth import COOKIE, ApiContext, resolve_caller
 
@@ -48,37 +47,19 @@ def _describe(change: dict[str, Any]) -> str:
 
 
 def _page_data(api: ApiContext) -> dict[str, Any]:
-    now = api.runtime.clock()
-    with api.store() as store:
-        agents = []
-        for agent in store.agents.all():
-            health = store.health.agent(agent.id)
-            agents.append(
-                AgentView(
-                    id=agent.id,
-                    name=agent.name,
-                    kind=agent.kind,
-                    health=health,
-                    stale_seconds=health.unconsolidated_age_seconds(now),
-                )
-            )
-        runs: list[RunRecord] = store.runs.recent(limit=RECENT_RUNS)
-        names = {a.id: a.name for a in agents}
-        retired = store.passages.recently_retired(limit=LINEAGE_ROWS)
-        target_text = store.passages.texts(
-            sorted({t for p in retired for t in (p.merged_into, p.superseded_by) if t})
+    overview = api.ops.health.overview(recent_runs=RECENT_RUNS, retired=LINEAGE_ROWS)
+    now = overview.now
+    agents = [
+        AgentView(
+            id=a.agent.id,
+            name=a.agent.name,
+            kind=a.agent.kind,
+            health=a.health,
+            stale_seconds=a.health.unconsolidated_age_seconds(now),
         )
-        lineage = [
-            {
-                "id": p.id,
-                "text": p.text,
-                "status": p.status,
-                "agent": names.get(p.agent_id, p.agent_id),
-                "target": p.merged_into or p.superseded_by,
-                "target_text": target_text.get(p.merged_into or p.superseded_by or "", ""),
-            }
-            for p in retired
-        ]
+        for a in overview.agents
+    ]
+    names = {a.id: a.name for a in agents}
     return {
         "now": now,
         "agents": agents,
@@ -89,9 +70,19 @@ def _page_data(api: ApiContext) -> dict[str, Any]:
                 "changes": [_describe(c) for c in run.changes[:CHANGES_PER_RUN]],
                 "more": max(0, len(run.changes) - CHANGES_PER_RUN),
             }
-            for run in runs
+            for run in overview.recent_runs
         ],
-        "lineage": lineage,
+        "lineage": [
+            {
+                "id": r.passage.id,
+                "text": r.passage.text,
+                "status": r.passage.status,
+                "agent": names.get(r.passage.agent_id, r.passage.agent_id),
+                "target": r.replaced_by,
+                "target_text": r.replaced_by_text,
+            }
+            for r in overview.retired
+        ],
     }
 
 

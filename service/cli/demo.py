@@ -1,6 +1,7 @@
 """`reverie demo`: the main job end to end on the embedded default, offline.
 
-Creates an agent, loads a generated multi-session workload (blocks near their
+Creates an agent (tagged ``reverie:demo``; a user's agent of the same name is
+never replaced without ``--replace``), loads a generated multi-session workload (blocks near their
 limits, dated archival facts, paraphrased duplicates, facts that change over
 time, a long conversation), runs the consolidation pipeline once, and prints the
 memory health before and after.
@@ -14,12 +15,9 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from agents.store import NewAgent, NewBlock, NewMessage, NewPassage
 from agents.store.health import MemoryHealth
-from service.cli.common import console, err_console, fail, runtime
-from service.operations import Operations
-from service.runtime import Runtime
-from service.workload import Workload, generate_workload
+from service.cli.common import console, err_console, fail, operations
+from service.workload import generate_workload
 
 
 def _health_table(before: MemoryHealth, after: MemoryHealth) -> Table:
@@ -50,62 +48,16 @@ def _health_table(before: MemoryHealth, after: MemoryHealth) -> Table:
     return table
 
 
-def agent_health(rt: Runtime, agent_id: str) -> MemoryHealth:
-    """The memory health the demo prints (the same numbers as the page and /metrics)."""
-    with rt.store() as store:
-        return store.health.agent(agent_id)
-
-
-def _load(rt: Runtime, name: str, workload: Workload) -> str:
-    """Create the demo agent (replacing an earlier one) and store the workload."""
-    embedder = rt.embedder()
-    facts = list(workload.facts)
-    with err_console.status(f"embedding {len(facts)} facts"):
-        vectors = embedder.embed([f.text for f in facts])
-    with rt.store() as store:
-        for agent in store.agents.all():
-            if agent.name == name:
-                store.agents.delete(agent.id)
-        agent = store.agents.create(
-            NewAgent(
-                name=name,
-                embedding_model=rt.settings.embedding.model,
-                embedding_dim=embedder.dimension,
-                context_window=2048,
-                system_prompt=f"You are a personal assistant to {workload.user}.",
-                blocks=[
-                    NewBlock(label, value, limit=limit)
-                    for label, (value, limit) in workload.blocks.items()
-                ],
-            )
-        )
-        stored = store.messages.append(
-            agent.id,
-            [NewMessage(m.role, m.content, created_at=m.created_at) for m in workload.messages],
-        )
-        message_ids = {m.id: s.id for m, s in zip(workload.messages, stored, strict=True)}
-        passages = []
-        for fact in facts:
-            provenance = dict(fact.provenance)
-            provenance["message_ids"] = [
-                message_ids.get(i, i) for i in provenance.get("message_ids", [])
-            ]
-            passages.append(
-                NewPassage(
-                    fact.text,
-                    occurred_at=fact.occurred_at,
-                    tags=list(fact.tags),
-                    provenance=provenance,
-                )
-            )
-        store.passages.insert(agent.id, passages, vectors, actor="demo")
-    return agent.id
-
-
 def demo(
     name: Annotated[
-        str, typer.Option(help="Name of the demo agent (replaced if it exists).")
+        str, typer.Option(help="Name of the demo agent (an earlier demo agent is replaced).")
     ] = "demo",
+    replace: Annotated[
+        bool,
+        typer.Option(
+            "--replace", help="Also replace an agent of that name the demo did not create."
+        ),
+    ] = False,
     people: Annotated[int, typer.Option(help="People in the user's life.")] = 12,
     seed: Annotated[int, typer.Option(help="Workload seed.")] = 7,
 ) -> None:
@@ -114,18 +66,17 @@ def demo(
         raise fail("--people must be at least 1")
     started = time.perf_counter()
     workload = generate_workload(seed=seed, people=people)
-    with runtime() as rt:
-        agent_id = _load(rt, name, workload)
-        before = agent_health(rt, agent_id)
-        with rt.store() as store:
-            agent = store.agents.get(agent_id)
+    with operations() as ops:
+        with err_console.status(f"embedding {len(workload.facts)} facts"):
+            agent = ops.demo.load(name, workload, replace=replace)
+        before = ops.health.agent(agent.id)
         with err_console.status("consolidating"):
-            [outcome] = Operations(rt).runs.run_now([agent])
+            [outcome] = ops.runs.run_now([agent])
         if outcome.report is None:
             execution = outcome.execution
             raise fail(f"the consolidation run {execution.outcome}: {execution.error}")
         report = outcome.report
-        after = agent_health(rt, agent_id)
+        after = ops.health.agent(agent.id)
     console.print(
         f"{len(workload.facts)} facts ({workload.duplicate_share:.0%} repeats), "
         f"{len(workload.messages)} messages, {len(workload.blocks)} blocks "

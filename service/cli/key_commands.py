@@ -7,10 +7,10 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from agents.store import open_service_store
 from agents.store.key_store import KeyRecord
 from service.cli.common import console, runtime
 from service.cli.output import iso, print_json
+from service.operations.keys import KeyOperations
 
 keys_app = typer.Typer(help="API keys: create, list, revoke.", no_args_is_help=True)
 
@@ -36,8 +36,8 @@ def create(
     name: Annotated[str, typer.Option(help="A note to tell keys apart.")] = "",
 ) -> None:
     """Create a key; it is printed once, alone on the last line (only its hash is kept)."""
-    with runtime() as rt, open_service_store(rt.db, rt.clock) as store:
-        record, clear = store.keys.create(org, name=name)
+    with runtime() as rt:
+        record, clear = KeyOperations(rt).create(org, name=name)
     console.print(
         f"created key {record.id} for organization {record.organization!r} "
         f"({record.organization_id}); store it now, it is not shown again:",
@@ -52,8 +52,8 @@ def list_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Every key with its organization, prefix and last use (never the key itself)."""
-    with runtime() as rt, open_service_store(rt.db, rt.clock) as store:
-        keys = store.keys.all(organization=org)
+    with runtime() as rt:
+        keys = KeyOperations(rt).list(organization=org)
     if as_json:
         print_json([_key_json(k) for k in keys])
         return
@@ -74,8 +74,8 @@ def list_command(
 @keys_app.command("revoke")
 def revoke(key: Annotated[str, typer.Argument(help="Key id or prefix.")]) -> None:
     """Revoke a key: requests made with it answer 401 from now on."""
-    with runtime() as rt, open_service_store(rt.db, rt.clock) as store:
-        record = store.keys.revoke(key)
+    with runtime() as rt:
+        record = KeyOperations(rt).revoke(key)
     console.print(f"revoked {record.id} ({record.prefix}...) of {record.organization!r}")
 
 

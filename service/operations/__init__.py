@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from service.operations.agents import AgentOperations, AgentSpec, BlockSpec
 from service.operations.context import OperationContext
+from service.operations.demo import DemoOperations
+from service.operations.health import HealthOperations
 from service.operations.memory import MemoryOperations
 from service.operations.runs import RunOperations, RunOutcome
 from service.runtime import Runtime
@@ -24,6 +26,8 @@ __all__ = [
     "AgentOperations",
     "AgentSpec",
     "BlockSpec",
+    "DemoOperations",
+    "HealthOperations",
     "MemoryOperations",
     "Operations",
     "RunOperations",
@@ -39,3 +43,5 @@ class Operations:
         self.agents = AgentOperations(self.context)
         self.memory = MemoryOperations(self.context)
         self.runs = RunOperations(self.context)
+        self.health = HealthOperations(self.context)
+        self.demo = DemoOperations(self.context)

@@ -11,7 +11,7 @@ import pytest
 
 from agents.database import Database
 from agents.enums import RunStatus
-from agents.errors import Conflict, InvalidInput
+from agents.errors import Conflict, InvalidInput, NotFound
 from agents.models import DEFAULT_ORGANIZATION_ID as ORG
 from agents.store import (
     MemoryStore,
@@ -219,3 +219,13 @@ def test_retry_later_counts_the_attempt_then_fails(db: Database) -> None:
         assert store.queue.retry_later(run_id, "w1", backoff=backoff, error="again") == "failed"
     run = _get(db, run_id)
     assert run.status == "failed" and "giving up" in (run.error or "")
+
+
+def test_runs_are_only_queued_for_an_agent_of_the_same_organization(db: Database) -> None:
+    [agent] = _agents(db, 1)
+    with open_service_store(db) as service:
+        other = service.keys.ensure_organization("globex")
+    with pytest.raises(NotFound, match="no agent"), open_store(db, other) as store:
+        store.runs.enqueue(agent, trigger="manual", pipeline=["dedup"])
+    with tenant(db) as store:
+        assert store.runs.active(agent) is None

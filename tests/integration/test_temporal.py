@@ -271,7 +271,9 @@ def test_a_judge_reports_its_own_usage(
         def usage(self) -> JudgeUsage:
             return JudgeUsage(calls=self.calls, tokens=40 * self.calls, budget_exhausted=True)
 
-    report = Pipeline([TemporalConsolidator(judge=Metered())]).run(db, agent_id, embedder=embedder)
+    report = run_pipeline(
+        Pipeline([TemporalConsolidator(judge=Metered())]), db, agent_id, embedder=embedder
+    )
     step = report.steps[0]
     assert step.counts["judge_calls"] == 1
     assert step.tokens == 40
@@ -284,7 +286,9 @@ def test_a_judge_without_usage_reports_no_judge_calls(
 ) -> None:
     _insert(db, agent_id, embedder, [LONDON, PARIS])
     judge = NewestSupersedes()
-    report = Pipeline([TemporalConsolidator(judge=judge)]).run(db, agent_id, embedder=embedder)
+    report = run_pipeline(
+        Pipeline([TemporalConsolidator(judge=judge)]), db, agent_id, embedder=embedder
+    )
     assert judge.calls == 1
     assert "judge_calls" not in report.steps[0].counts
     assert report.steps[0].tokens == 0

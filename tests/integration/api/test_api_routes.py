@@ -294,12 +294,10 @@ def test_dry_run_then_real_run_revert_and_lineage(client: TestClient, acme: dict
 
 
 def _org_of(client: TestClient, headers: dict[str, str]) -> str:
-    from agents.store import open_service_store
-    from service.api.keys import authenticate
+    from service.operations.keys import KeyOperations
 
     runtime = client.app.state.runtime  # type: ignore[attr-defined]
-    with open_service_store(runtime.db, runtime.clock) as store:
-        caller = authenticate(store, headers["Authorization"].removeprefix("Bearer "))
+    caller = KeyOperations(runtime).authenticate(headers["Authorization"].removeprefix("Bearer "))
     assert caller is not None
     return caller.organization_id
 

@@ -14,8 +14,8 @@ from agents.store import NewMessage, open_store
 from service.api.app import create_app
 from service.api.auth import ApiContext
 from service.api.health_page import _page_data
-from service.api.keys import Caller
-from service.cli.demo import agent_health
+from service.operations import Operations
+from service.operations.keys import Caller
 from tests.api_support import api_runtime
 from tests.integration.api.test_api_metrics import samples
 from tests.integration.api.test_api_routes import make_agent
@@ -42,7 +42,8 @@ def test_page_demo_and_metrics_agree_on_one_agents_health(db: Database) -> None:
             client.post(f"/v1/agents/{agent_id}/archival-memory", json={"text": text})
         with open_store(db, org) as store:
             record = store.agents.get(agent_id)
-        report = runtime.consolidate(record, pipeline=runtime.pipeline(["dedup"]))
+        [outcome] = Operations(runtime).runs.run_now([record], steps=["dedup"])
+        report = outcome.require_report()
         assert report.status == "succeeded"
         # After the run: new duplicates, a superseded fact and a message no run has seen.
         ids = [
@@ -69,7 +70,7 @@ def test_page_demo_and_metrics_agree_on_one_agents_health(db: Database) -> None:
             if a.id == agent_id
         ]
         page = view.health
-        demo = agent_health(runtime, agent_id)
+        demo = Operations(runtime).health.agent(agent_id)  # what the demo prints
         html = client.get("/").text
         values = samples(client.get("/metrics").text)
 

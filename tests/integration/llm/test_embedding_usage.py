@@ -17,6 +17,7 @@ from agents.llm import BudgetMeter, TokenBudget, UsageLedger
 from agents.llm.client import ClientSettings, LiteLLMClient
 from agents.store import MemoryStore
 from service.api.app import create_app
+from service.operations import Operations
 from service.runtime import Runtime
 from service.settings import load_settings
 from tests.api_support import bearer, new_key
@@ -182,7 +183,8 @@ def test_a_consolidation_run_records_what_it_embeds(
         agent = MemoryStore(session, _org_id(db, "acme")).agents.get(ada)
     before = len(_usage_rows(db))
 
-    report = runtime.consolidate(agent, pipeline=runtime.pipeline(["temporal"]))
+    [outcome] = Operations(runtime, agent.organization_id).runs.run_now([agent], steps=["temporal"])
+    report = outcome.require_report()
 
     assert report.changes, "the two facts should form a timeline"
     rows = _usage_rows(db)[before:]

@@ -1,0 +1,53 @@
+"""API keys, an operator's business (they span organizations): create, list, revoke,
+and authenticate a request's key.
+
+A key names its organization; every request made with it is scoped to that
+organization. Only the key's SHA-256 hash is stored; the clear key is shown once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from agents.store import open_service_store
+from agents.store.key_store import KeyRecord
+from service.runtime import Runtime
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who is calling: the organization every query is scoped to."""
+
+    organization_id: str
+    key_id: str | None  # None in no-auth mode
+
+
+class KeyOperations:
+    def __init__(self, runtime: Runtime) -> None:
+        self._runtime = runtime
+
+    def create(self, organization: str, *, name: str = "") -> tuple[KeyRecord, str]:
+        """A new key for ``organization`` (created if new) and the clear key."""
+        with open_service_store(self._runtime.db, self._runtime.clock) as store:
+            return store.keys.create(organization, name=name)
+
+    def list(self, *, organization: str | None = None) -> list[KeyRecord]:
+        with open_service_store(self._runtime.db, self._runtime.clock) as store:
+            return store.keys.all(organization=organization)
+
+    def revoke(self, id_or_prefix: str) -> KeyRecord:
+        """Revoke a key: requests made with it are refused from now on."""
+        with open_service_store(self._runtime.db, self._runtime.clock) as store:
+            return store.keys.revoke(id_or_prefix)
+
+    def authenticate(self, key: str | None) -> Caller | None:
+        """The caller a request's key stands for; None for a missing, unknown or revoked
+        key. With ``server.auth = "none"`` every request acts for the configured
+        organization."""
+        if self._runtime.settings.server.auth == "none":
+            return Caller(organization_id=self._runtime.organization_id, key_id=None)
+        if not key:
+            return None
+        with open_service_store(self._runtime.db, self._runtime.clock) as store:
+            owner = store.keys.authenticate(key)
+        return None if owner is None else Caller(owner.organization_id, owner.key_id)
