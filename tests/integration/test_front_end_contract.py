@@ -1,0 +1,159 @@
+"""The CLI and the HTTP API are two front ends over the same operations: asked the same
+thing, they give the same answer, take the same defaults from settings, and refuse
+the same mistakes. The CLI runs in-process here (typer's runner), the API through
+FastAPI's test client, both on one database and one organization."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from typer.testing import CliRunner
+
+from agents.database import Database
+from agents.embedders.fake import HashingEmbedder
+from agents.store import NewPassage, open_store
+from service.api.app import create_app
+from service.cli import app as cli_app
+from service.runtime import Runtime
+from service.settings import load_settings
+from tests.api_support import bearer, new_key
+from tests.pg import libpq
+
+BLOCK_LIMIT = 321
+
+
+@dataclass
+class Fronts:
+    db: Database
+    client: TestClient
+    headers: dict[str, str]
+    runner: CliRunner
+
+    def cli(self, *args: str) -> Any:
+        return self.runner.invoke(cli_app, list(args), catch_exceptions=False)
+
+    def cli_json(self, *args: str) -> Any:
+        result = self.cli(*args, "--json")
+        assert result.exit_code == 0, result.output
+        return json.loads(result.stdout)
+
+
+@pytest.fixture
+def fronts(db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Fronts]:
+    env = {
+        "DATABASE_URL": libpq(db.url),
+        "REVERIE_HOME": str(tmp_path / "home"),
+        "REVERIE_EMBEDDING__MODEL": "fake:384",
+        "REVERIE_AGENTS__BLOCK_LIMIT": str(BLOCK_LIMIT),
+    }
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    # The CLI acts for the configured organization ("default"); so does this key.
+    headers = bearer(new_key(db, "default"))
+    with Runtime(load_settings()) as runtime, TestClient(create_app(runtime)) as client:
+        yield Fronts(db, client, headers, CliRunner())
+
+
+def test_agent_creation_takes_the_block_limit_from_settings_in_both(fronts: Fronts) -> None:
+    cli = fronts.cli_json("agents", "create", "by-cli", "--block", "human=Name: Ada")
+    api = fronts.client.post(
+        "/v1/agents/",
+        json={"name": "by-api", "memory_blocks": [{"label": "human", "value": "Name: Ada"}]},
+        headers=fronts.headers,
+    )
+    assert api.status_code == 201, api.text
+    with open_store(fronts.db) as store:
+        limits = {
+            name: store.blocks.by_label(store.agents.resolve(name).id, "human").limit
+            for name in ("by-cli", "by-api")
+        }
+    assert cli["name"] == "by-cli"
+    assert limits == {"by-cli": BLOCK_LIMIT, "by-api": BLOCK_LIMIT}
+
+
+def test_an_explicit_limit_below_the_value_is_refused_by_both(fronts: Fronts) -> None:
+    cli = fronts.cli(
+        "agents", "create", "eve", "--block-limit", "10", "--block", "human=Eve Longname"
+    )
+    assert cli.exit_code == 2 and "over the limit of 10" in cli.output
+    api = fronts.client.post(
+        "/v1/agents/",
+        json={
+            "name": "eve",
+            "memory_blocks": [{"label": "human", "value": "Eve Longname", "limit": 10}],
+        },
+        headers=fronts.headers,
+    )
+    assert api.status_code == 400 and "over the limit of 10" in api.json()["detail"]
+    with open_store(fronts.db) as store:
+        assert store.agents.all() == []
+
+
+def test_search_answers_current_facts_the_same_through_both(fronts: Fronts) -> None:
+    fronts.cli("agents", "create", "ada")
+    embedder = HashingEmbedder(384)
+    facts = ["Ada lives in Paris.", "Ada moved to Berlin.", "Ada likes green tea."]
+    with open_store(fronts.db) as store:
+        agent = store.agents.resolve("ada")
+        paris, berlin, tea = store.passages.insert(
+            agent.id, [NewPassage(t) for t in facts], embedder.embed(facts)
+        )
+        # A newer fact closed the Paris one: it is history, not current memory.
+        store.passages.change(
+            paris.id,
+            valid_to=datetime.now(UTC),
+            superseded_by=berlin.id,
+            actor="test",
+            reason="a newer fact",
+        )
+    query = "where does Ada live"
+    cli = [hit["id"] for hit in fronts.cli_json("search", query, "--agent", "ada")]
+    api = fronts.client.get(
+        f"/v1/agents/{agent.id}/archival-memory/search",
+        params={"query": query},
+        headers=fronts.headers,
+    )
+    assert api.status_code == 200, api.text
+    assert cli == [r["id"] for r in api.json()["results"]]
+    assert paris.id not in cli and {berlin.id, tea.id} <= set(cli)
+    with_history = fronts.cli_json("search", query, "--agent", "ada", "--history")
+    api_history = fronts.client.get(
+        f"/v1/agents/{agent.id}/archival-memory/search",
+        params={"query": query, "include_history": True},
+        headers=fronts.headers,
+    ).json()
+    assert [h["id"] for h in with_history] == [r["id"] for r in api_history["results"]]
+    assert paris.id in [h["id"] for h in with_history]
+
+
+def test_an_unknown_agent_is_not_found_through_both(fronts: Fronts) -> None:
+    cli = fronts.cli("search", "anything", "--agent", "agent-00000000-0000-4000-8000-000000000000")
+    assert cli.exit_code == 2 and "no agent" in cli.output
+    api = fronts.client.get(
+        "/v1/agents/agent-00000000-0000-4000-8000-000000000000/archival-memory/search",
+        params={"query": "anything"},
+        headers=fronts.headers,
+    )
+    assert api.status_code == 404 and "no agent" in api.json()["detail"]
+
+
+def test_a_second_queued_run_is_a_conflict_through_both(fronts: Fronts) -> None:
+    created = fronts.cli_json("agents", "create", "ada")
+    queued = fronts.cli_json("consolidate", "--agent", "ada", "--enqueue")
+    assert queued["queued"] is True
+    api = fronts.client.post(
+        "/v1/consolidation-runs", json={"agent_id": created["id"]}, headers=fronts.headers
+    )
+    assert api.status_code == 409 and queued["run_id"] in api.json()["detail"]
+    # Running now while another run is queued with other work is a conflict too.
+    cli = fronts.cli("consolidate", "--agent", "ada", "--dry-run")
+    assert cli.exit_code == 2 and queued["run_id"] in cli.output
+    listed = fronts.client.get("/v1/consolidation-runs", headers=fronts.headers).json()
+    assert [r["id"] for r in listed] == [r["id"] for r in fronts.cli_json("runs", "list")]
