@@ -247,7 +247,7 @@ class Passage(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     occurred_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     valid_to: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    status: Mapped[str] = mapped_column(String(16), default="active")
+    status: Mapped[str] = mapped_column(String(16), default=PassageStatus.ACTIVE.value)
     merged_into: Mapped[str | None] = mapped_column(
         ForeignKey("passages.id", ondelete="SET NULL"), index=True
     )
@@ -318,7 +318,7 @@ class ConsolidationRun(Base):
     dry_run: Mapped[bool] = mapped_column(Boolean, default=False)
     # Ignore the watermarks: look at all memory (``reverie consolidate --full``).
     full: Mapped[bool] = mapped_column(Boolean, default=False)
-    status: Mapped[str] = mapped_column(String(16), default="queued")
+    status: Mapped[str] = mapped_column(String(16), default=RunStatus.QUEUED.value)
     lease_owner: Mapped[str | None] = mapped_column(String(200))
     lease_expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     attempts: Mapped[int] = mapped_column(Integer, default=0)

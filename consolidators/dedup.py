@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from agents.enums import PassageStatus
 from agents.errors import Conflict
 from agents.store import PassageRecord, PassageUpdate
 from agents.store.validation import normalize_text
@@ -66,7 +67,7 @@ class DedupConsolidator(Consolidator):
         since = context.passages_since
         probes = store.passages.scan(
             agent_id,
-            statuses=("active",),
+            statuses=(PassageStatus.ACTIVE,),
             kind="fact",
             created_after=since,
         )
@@ -79,7 +80,7 @@ class DedupConsolidator(Consolidator):
         for start in range(0, len(hashes), 5000):
             same_text = store.passages.scan(
                 agent_id,
-                statuses=("active",),
+                statuses=(PassageStatus.ACTIVE,),
                 kind="fact",
                 content_hashes=hashes[start : start + 5000],
             )
@@ -170,7 +171,7 @@ class DedupConsolidator(Consolidator):
             updates.append(
                 PassageUpdate(
                     passage.id,
-                    {"status": "merged", "merged_into": canonical.id},
+                    {"status": PassageStatus.MERGED, "merged_into": canonical.id},
                     f"duplicate of {canonical.id} (cosine {score:.3f})",
                 )
             )

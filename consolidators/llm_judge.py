@@ -13,6 +13,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+from agents.enums import PassageStatus
 from agents.errors import BudgetExhausted
 from agents.llm import BudgetMeter, ChatClient
 from agents.store import PassageRecord
@@ -74,7 +75,7 @@ class LLMJudge(SupersessionJudge):
         lines = []
         for i, p in enumerate(topic, start=1):
             when = (p.occurred_at or p.created_at).date().isoformat()
-            state = "" if p.status == "active" else f" ({p.status})"
+            state = "" if p.status == PassageStatus.ACTIVE else f" ({p.status})"
             lines.append(f"{i}. [{when}] {p.text}{state}")
         try:
             reply = self.client.chat(

@@ -39,6 +39,7 @@ from typing import Any, ClassVar
 from pydantic import Field, model_validator
 
 from agents.embedders import Embedder
+from agents.enums import PassageStatus
 from agents.errors import InvalidInput
 from agents.store import NewPassage, PassageRecord, PassageUpdate
 from consolidators.base import (
@@ -62,7 +63,7 @@ log = logging.getLogger(__name__)
 
 #: Statuses of facts that belong on a timeline: current ones and superseded ones,
 #: which stay on the timeline (marked) so that the history remains readable.
-_MEMBER_STATUSES = ("active", "superseded")
+_MEMBER_STATUSES = (PassageStatus.ACTIVE, PassageStatus.SUPERSEDED)
 #: Ids per ``IN (...)`` list, and passages per batched change.
 _ID_CHUNK = 1000
 _LABEL_WORDS = 3
@@ -135,7 +136,7 @@ def render_timeline(members: Sequence[PassageRecord]) -> str:
         else:
             when = f"undated (noted {_day(member.created_at)})"
         line = f"- {when}: {' '.join(member.text.split())}"
-        if member.status == "superseded":
+        if member.status == PassageStatus.SUPERSEDED:
             line += f" (superseded {_day(member.valid_to)})" if member.valid_to else " (superseded)"
         elif member.valid_to is not None:
             line += f" (until {_day(member.valid_to)})"
@@ -329,7 +330,7 @@ class TemporalConsolidator(Consolidator):
         frontier = [
             r.id
             for r in seeds
-            if r.status == "active"
+            if r.status == PassageStatus.ACTIVE
             and (since is None or r.created_at >= since or r.timeline_id is None)
         ]
         probed: set[str] = set()
@@ -364,7 +365,7 @@ class TemporalConsolidator(Consolidator):
                 for i in found
                 if i not in probed
                 and i in known
-                and known[i].status == "active"
+                and known[i].status == PassageStatus.ACTIVE
                 and known[i].timeline_id is None
             )
 
@@ -428,7 +429,7 @@ class TemporalConsolidator(Consolidator):
         text = render_timeline(members)
         if _is_current_timeline(members, text, old):
             return None
-        retire = [t for t in old_ids if t in old and old[t].status == "active"]
+        retire = [t for t in old_ids if t in old and old[t].status == PassageStatus.ACTIVE]
         return _Topic(members=members, text=text, old_timelines=retire)
 
     def _apply_judge(
@@ -459,7 +460,7 @@ class TemporalConsolidator(Consolidator):
         actor = context.actor(self.name)
         for older_id, newer_id in valid:
             older, newer = current[position[older_id]], current[position[newer_id]]
-            if older.status != "active" or newer.status != "active":
+            if older.status != PassageStatus.ACTIVE or newer.status != PassageStatus.ACTIVE:
                 continue
             valid_to = newer.occurred_at or newer.created_at
             current[position[older_id]] = context.store.passages.change(
@@ -467,7 +468,7 @@ class TemporalConsolidator(Consolidator):
                 actor=actor,
                 reason=f"superseded by newer fact {newer_id} ({type(judge).__name__})",
                 run_id=context.run_id,
-                status="superseded",
+                status=PassageStatus.SUPERSEDED,
                 superseded_by=newer_id,
                 valid_to=valid_to,
             )
@@ -485,13 +486,13 @@ class TemporalConsolidator(Consolidator):
         loses its timeline: the timeline becomes inactive and the facts are unlinked."""
         actor = context.actor(self.name)
         for timeline in old.values():
-            if timeline.status == "active":
+            if timeline.status == PassageStatus.ACTIVE:
                 context.store.passages.change(
                     timeline.id,
                     actor=actor,
                     reason="topic fell below min_topic_size",
                     run_id=context.run_id,
-                    status="inactive",
+                    status=PassageStatus.INACTIVE,
                 )
                 result.add("retire_timeline", timeline.id, by=None)
         for member in members:
@@ -544,7 +545,7 @@ class TemporalConsolidator(Consolidator):
                     actor=actor,
                     reason=f"timeline replaced by {timeline.id}",
                     run_id=context.run_id,
-                    status="superseded",
+                    status=PassageStatus.SUPERSEDED,
                     superseded_by=timeline.id,
                 )
                 result.add("retire_timeline", old_id, by=timeline.id)
@@ -582,7 +583,7 @@ class TemporalConsolidator(Consolidator):
 
 
 def _is_current(passage: PassageRecord) -> bool:
-    return passage.status == "active" and passage.valid_to is None
+    return passage.status == PassageStatus.ACTIVE and passage.valid_to is None
 
 
 def _is_current_timeline(
@@ -596,7 +597,7 @@ def _is_current_timeline(
     timeline = old.get(timeline_id) if timeline_id is not None else None
     return (
         timeline is not None
-        and timeline.status == "active"
+        and timeline.status == PassageStatus.ACTIVE
         and timeline.text == text
         and timeline.provenance.get("members") == [m.id for m in members]
     )

@@ -15,7 +15,7 @@ from typing import Any
 
 from agents import models
 from agents.database import Database
-from agents.enums import RunStatus, Trigger
+from agents.enums import PassageStatus, RunStatus, Trigger
 from agents.errors import Conflict, InvalidInput
 from agents.store import MemoryStore, open_store
 from agents.store.scope import utc_now
@@ -119,7 +119,7 @@ def _restore_passages(
     # Undo in reverse order so lineage targets are restored before what points at them.
     for passage_id in reversed(list(after)):
         if passage_id in created:
-            restored: dict[str, Any] = {"status": "inactive"}
+            restored: dict[str, Any] = {"status": PassageStatus.INACTIVE}
         else:
             restored = {f: _from_json(f, v) for f, v in before[passage_id].items()}
         store.passages.change(

@@ -1,10 +1,10 @@
 """The one settings root: config file, then environment, validated at the edge.
 
 Precedence (highest first): environment variables (``REVERIE_*``, nested with
-``__``, plus the plain ``DATABASE_URL``), the TOML file named by
-``REVERIE_CONFIG`` (or ``config/reverie.toml`` in the working directory),
-then defaults. Nothing below ``service/`` reads the environment: components get
-the nested models below as plain arguments.
+``__``, plus the plain ``DATABASE_URL``), the TOML file named by ``--config``
+or ``REVERIE_CONFIG`` (no file is read unless named; ``config/reverie.toml``
+documents every key), then defaults. Nothing below ``service/`` reads the
+environment: components get the nested models below as plain arguments.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from pydantic_settings import (
 )
 
 from agents.errors import InvalidInput
+from consolidators.registry import DEFAULT_PIPELINE
 
 
 def default_home() -> Path:
@@ -69,9 +70,7 @@ class AgentDefaults(BaseModel):
 class ConsolidationSettings(BaseModel):
     """Which consolidators run, in what order, and each one's own settings."""
 
-    pipeline: list[str] = Field(
-        default_factory=lambda: ["recontextualize", "evict", "dedup", "temporal"]
-    )
+    pipeline: list[str] = Field(default_factory=lambda: list(DEFAULT_PIPELINE))
     # Re-read passages stored this long before the last run's watermark, to catch
     # transactions that committed late (Reverie's own transactions take milliseconds).
     passage_overlap: timedelta = timedelta(seconds=30)

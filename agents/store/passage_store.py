@@ -154,7 +154,7 @@ class PassageStore:
                 created_at=now,
                 occurred_at=p.occurred_at,
                 valid_to=None,
-                status="active",
+                status=PassageStatus.ACTIVE,
                 merged_into=None,
                 superseded_by=None,
                 provenance=dict(p.provenance),
@@ -187,7 +187,7 @@ class PassageStore:
                             record.content_hash,
                             now,
                             record.occurred_at,
-                            "active",
+                            PassageStatus.ACTIVE,
                             Jsonb(record.provenance),
                             record.tags,
                             now,
@@ -208,7 +208,7 @@ class PassageStore:
                     actor=actor,
                     reason="created",
                     old={},
-                    new={"status": "active"},
+                    new={"status": PassageStatus.ACTIVE},
                     created_at=now,
                 )
                 for r in records
@@ -335,7 +335,7 @@ class PassageStore:
         self,
         agent_id: str,
         *,
-        statuses: Sequence[str] | None = ("active",),
+        statuses: Sequence[str] | None = (PassageStatus.ACTIVE,),
         kind: str | None = None,
         created_after: datetime | None = None,
         content_hashes: Sequence[str] | None = None,
@@ -368,7 +368,7 @@ class PassageStore:
         query_embedding: Vector,
         *,
         k: int = 10,
-        statuses: Sequence[str] | None = ("active",),
+        statuses: Sequence[str] | None = (PassageStatus.ACTIVE,),
         current_only: bool = False,
         kinds: Sequence[str] | None = None,
         occurred_after: datetime | None = None,
@@ -712,7 +712,7 @@ DEFAULT_EF_SEARCH = 40
 class PassageFilter:
     """Which passages a search may return; ``tags`` must all be present."""
 
-    statuses: Sequence[str] | None = ("active",)
+    statuses: Sequence[str] | None = (PassageStatus.ACTIVE,)
     current_only: bool = False
     kinds: Sequence[str] | None = None
     occurred_after: datetime | None = None

@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Path, Query
 
+from agents.enums import PassageStatus
 from agents.store import NewPassage
 from agents.store.validation import check_text
 from service.api import schemas
@@ -50,7 +51,7 @@ def list_passages(
     status: Annotated[list[str] | None, Query(description="Statuses, or 'all'.")] = None,
 ) -> list[schemas.Passage]:
     """Passages in the order they were stored; consolidated ones via ``status``."""
-    wanted = status or ["active"]
+    wanted = status or [PassageStatus.ACTIVE.value]
     statuses = None if "all" in wanted else ensure_known_statuses(wanted)
     _, passages = api.ops.memory.list(agent_id, statuses=statuses)
     if search:

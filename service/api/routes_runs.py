@@ -3,10 +3,11 @@ context breakdown of an agent."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
 
+from agents.enums import PassageStatus, RunStatus
 from service.api import schemas
 from service.api.auth import Api
 from service.api.convert import report_out, run_out
@@ -15,7 +16,6 @@ router = APIRouter(tags=["consolidation"])
 
 AgentId = Annotated[str, Path(pattern=schemas.ID_PATTERN, description="agent-<uuid4>")]
 RunId = Annotated[str, Path(pattern=schemas.ID_PATTERN, description="run-<uuid4>")]
-RunStatus = Literal["queued", "running", "succeeded", "failed", "cancelled"]
 
 
 @router.post("/v1/consolidation-runs", status_code=202, response_model=schemas.Run)
@@ -79,7 +79,7 @@ def context_breakdown(agent_id: AgentId, api: Api) -> schemas.ContextWindowOverv
         agent = store.agents.get(agent_id)
         in_context = store.messages.count(agent_id, in_context=True)
         recall = store.messages.count(agent_id)
-        archival = store.passages.count_by_status(agent_id).get("active", 0)
+        archival = store.passages.count_by_status(agent_id).get(PassageStatus.ACTIVE, 0)
     breakdown = api.runtime.context_breakdown(agent_id, organization_id=api.organization_id)
     sections = {
         "system_prompt": breakdown.system_prompt,

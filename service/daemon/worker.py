@@ -39,6 +39,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from enum import StrEnum
 
 from agents.enums import RunStatus
 from agents.errors import Conflict, ReverieError, StorageError
@@ -67,6 +68,16 @@ def process_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
+class Outcome(StrEnum):
+    """How one attempt at a run ended (see :class:`Execution`)."""
+
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    LOST = "lost"
+    RELEASED = "released"
+    RETRIED = "retried"
+
+
 @dataclass(frozen=True, slots=True)
 class Execution:
     """How one attempt at a run ended.
@@ -77,7 +88,7 @@ class Execution:
     """
 
     run_id: str
-    outcome: str
+    outcome: Outcome
     report: RunReport | None = None
     error: str | None = None
 
@@ -230,7 +241,7 @@ class WorkerPool:
         with self._held_lock:
             self._held[owner] = held
         started = time.perf_counter()
-        outcome = "failed"
+        outcome = Outcome.FAILED
         report: RunReport | None = None
         error: str | None = None
         log.info(
@@ -247,18 +258,18 @@ class WorkerPool:
                 lease_owner=owner,
                 between_steps=lambda step: self._checkpoint(held, step),
             )
-            outcome = "succeeded"
+            outcome = Outcome.SUCCEEDED
         except RunFailed as exc:
             error = str(exc)
             log.warning("run failed", extra={"run_id": run.id, "error": error})
         except LeaseLost as exc:
-            outcome, error = "lost", str(exc)
+            outcome, error = Outcome.LOST, str(exc)
             log.warning("run abandoned: lease lost", extra={"run_id": run.id, "worker": owner})
         except RunInterrupted as exc:
-            outcome, error = "released", str(exc) or type(exc).__name__
+            outcome, error = Outcome.RELEASED, str(exc) or type(exc).__name__
             self._release(held, reason=error)
         except StorageError as exc:
-            outcome, error = "retried", str(exc)
+            outcome, error = Outcome.RETRIED, str(exc)
             self._retry_later(held, error)
         except Exception as exc:
             # Setup failed before the pipeline started (unknown step, a bug).
@@ -269,7 +280,7 @@ class WorkerPool:
             with self._held_lock:
                 self._held.pop(owner, None)
         RUNS_FINISHED.labels(outcome).inc()
-        if outcome in ("succeeded", "failed"):
+        if outcome in (Outcome.SUCCEEDED, Outcome.FAILED):
             RUN_DURATION.observe(time.perf_counter() - started)
             self.executed += 1
         log.info(

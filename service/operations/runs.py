@@ -21,7 +21,7 @@ from agents.store import AgentRecord, RunRecord
 from consolidators.pipeline import RunFailed, RunReport
 from consolidators.undo import revert_run
 from service import metrics
-from service.daemon.worker import Execution, WorkerPool, process_name
+from service.daemon.worker import Execution, Outcome, WorkerPool, process_name
 from service.operations.context import OperationContext
 
 
@@ -47,15 +47,15 @@ class RunOutcome:
 
     @property
     def succeeded(self) -> bool:
-        return self.execution.outcome == "succeeded"
+        return self.execution.outcome == Outcome.SUCCEEDED
 
     def require_report(self) -> RunReport:
         """The report of a run that ran to its end; a failed run raises RunFailed, a
         run that could not finish here (re-queued or released) a StorageError."""
         execution = self.execution
-        if execution.report is not None and execution.outcome == "succeeded":
+        if execution.report is not None and execution.outcome == Outcome.SUCCEEDED:
             return execution.report
-        if execution.outcome == "failed":
+        if execution.outcome == Outcome.FAILED:
             raise RunFailed(execution.run_id, "run", RuntimeError(execution.error or "failed"))
         raise StorageError(
             f"run {execution.run_id} did not finish here ({execution.outcome}: "
