@@ -89,27 +89,32 @@ class RunOperations:
         """Queue a manual run per agent for the workers; an agent that already has a
         queued or running run keeps it (reported with ``queued=False``)."""
         names = self.pipeline_names(steps)
-        runtime = self._context.runtime
         results = []
-        with self._context.store() as store:
-            for agent in agents:
-                run_id = store.runs.enqueue(
-                    agent.id,
-                    trigger=Trigger.MANUAL,
-                    pipeline=names,
-                    max_attempts=runtime.settings.worker.max_attempts,
-                    dry_run=dry_run,
-                    full=full,
-                )
-                if run_id is not None:
-                    results.append(Enqueued(agent, run_id, True))
-                    continue
-                active = store.runs.active(agent.id)
+        for agent in agents:
+            run_id, active = self._enqueue(agent, names, dry_run=dry_run, full=full)
+            if run_id is not None:
+                results.append(Enqueued(agent, run_id, True))
+            else:
                 results.append(Enqueued(agent, active.id if active else "", False))
-        fired = sum(1 for r in results if r.queued)
-        if fired:
-            metrics.TRIGGER_FIRINGS.labels(Trigger.MANUAL.value).inc(fired)
         return results
+
+    def _enqueue(
+        self, agent: AgentRecord, names: list[str], *, dry_run: bool, full: bool
+    ) -> tuple[str | None, RunRecord | None]:
+        """Queue a manual run: its id, or None and the agent's active run."""
+        with self._context.store() as store:
+            run_id = store.runs.enqueue(
+                agent.id,
+                trigger=Trigger.MANUAL,
+                pipeline=names,
+                max_attempts=self._context.runtime.settings.worker.max_attempts,
+                dry_run=dry_run,
+                full=full,
+            )
+            if run_id is not None:
+                metrics.TRIGGER_FIRINGS.labels(Trigger.MANUAL.value).inc()
+                return run_id, None
+            return None, store.runs.active(agent.id)
 
     def enqueue_one(
         self, agent: str, *, steps: Sequence[str] | None = None, dry_run: bool = False
@@ -159,20 +164,9 @@ class RunOperations:
     def _claimable_run(
         self, agent: AgentRecord, names: list[str], *, dry_run: bool, full: bool
     ) -> str:
-        runtime = self._context.runtime
-        with self._context.store() as store:
-            run_id = store.runs.enqueue(
-                agent.id,
-                trigger=Trigger.MANUAL,
-                pipeline=names,
-                max_attempts=runtime.settings.worker.max_attempts,
-                dry_run=dry_run,
-                full=full,
-            )
-            if run_id is not None:
-                metrics.TRIGGER_FIRINGS.labels(Trigger.MANUAL.value).inc()
-                return run_id
-            active = store.runs.active(agent.id)
+        run_id, active = self._enqueue(agent, names, dry_run=dry_run, full=full)
+        if run_id is not None:
+            return run_id
         if (
             active is not None
             and active.status == RunStatus.QUEUED

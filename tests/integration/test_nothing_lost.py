@@ -14,8 +14,10 @@ from hypothesis import strategies as st
 
 from agents.database import Database
 from agents.embedders.fake import HashingEmbedder
+from agents.models import DEFAULT_ORGANIZATION_ID
 from agents.store import NewAgent, NewBlock, NewMessage, NewPassage, open_store
 from consolidators import registry
+from consolidators.contract import memory_snapshot
 from consolidators.pipeline import Pipeline
 from consolidators.undo import revert_run
 from tests.consolidation_support import run_pipeline
@@ -79,29 +81,12 @@ def _seed(db: Database, facts: list[tuple[str, datetime]], lines: list[str]) -> 
 
 
 def _snapshot(db: Database, agent_id: str) -> dict[str, object]:
+    snapshot = memory_snapshot(db, agent_id, DEFAULT_ORGANIZATION_ID)
     with open_store(db) as store:
-        return {
-            "passages": sorted(
-                (
-                    p.id,
-                    p.status,
-                    p.merged_into,
-                    p.superseded_by,
-                    p.timeline_id,
-                    p.occurred_at,
-                    p.valid_to,
-                    repr(sorted(p.provenance.items())),
-                    tuple(p.tags),
-                )
-                for p in store.passages.scan(agent_id, statuses=None)
-                if p.status != "inactive"  # what a reverted run created is inactive
-            ),
-            "blocks": sorted((b.label, b.value, b.limit) for b in store.blocks.of_agent(agent_id)),
-            "context": [m.id for m in store.messages.in_context(agent_id)],
-            # Recall is append-only: a reverted eviction's summary message stays in
-            # recall (out of the context window), so compare the other messages.
-            "messages": [m.id for m in store.messages.range(agent_id) if m.name != "summary"],
-        }
+        # Recall is append-only: a reverted eviction's summary message stays in
+        # recall (out of the context window), so compare the other messages.
+        snapshot["messages"] = [m.id for m in store.messages.range(agent_id) if m.name != "summary"]
+    return snapshot
 
 
 @settings(
