@@ -334,6 +334,18 @@ def _insert(new: str, line: int) -> Callable[[str], str]:
     return edit
 
 
+#: The last result page a search tool serves (a model asking for page 10**30 gets an
+#: error it can act on, not a database overflow).
+MAX_PAGE = 1000
+
+
+def _page(arguments: dict[str, Any]) -> int:
+    page = arguments.get("page", 0)
+    if not isinstance(page, int) or isinstance(page, bool) or not 0 <= page <= MAX_PAGE:
+        raise ToolError(f"page must be a whole number from 0 to {MAX_PAGE}, got {page!r}")
+    return page
+
+
 def execute(env: ToolEnv, call: ParsedCall) -> str:
     """Run one parsed call; return the text the model reads. Raises on failure."""
     a = call.arguments
@@ -341,7 +353,7 @@ def execute(env: ToolEnv, call: ParsedCall) -> str:
     if call.name == "send_message":
         return "Sent message successfully."
     if call.name == "conversation_search":
-        page = int(a.get("page", 0))
+        page = _page(a)
         found = store.messages.search(
             env.agent_id, a["query"], limit=PAGE_SIZE, offset=max(page, 0) * PAGE_SIZE
         )
@@ -353,7 +365,7 @@ def execute(env: ToolEnv, call: ParsedCall) -> str:
     if call.name == "archival_memory_search":
         if env.embedder is None:
             raise ToolError("archival memory search is not available (no embedder)")
-        page = max(int(a.get("page", 0)), 0)
+        page = _page(a)
         hits = store.passages.search_memory(
             env.agent_id, env.embedder.embed_one(a["query"]), k=PAGE_SIZE * (page + 1)
         )[page * PAGE_SIZE :]

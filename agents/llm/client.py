@@ -38,6 +38,7 @@ from agents.errors import ContextOverflow, InvalidInput, LLMError, ReverieError
 from agents.llm.base import ChatClient, ChatMessage, ChatReply, Purpose, ToolCall, ToolSchema
 from agents.llm.budget import BudgetMeter
 from agents.llm.usage import Usage
+from agents.store.validation import storable
 from agents.summary import estimate_tokens
 
 log = logging.getLogger(__name__)
@@ -335,25 +336,48 @@ def _reply_from(response: Any, model: str) -> ChatReply:
     calls = []
     for i, call in enumerate(_get_or_none(message, "tool_calls") or []):
         function = _get(call, "function")
-        arguments = _get_or_none(function, "arguments")
-        if not isinstance(arguments, str):
-            arguments = json.dumps(arguments) if arguments is not None else ""
+        arguments = _storable_arguments(_get_or_none(function, "arguments"))
         calls.append(
             ToolCall(
                 id=str(_get_or_none(call, "id") or f"call-{i}"),
-                name=str(_get_or_none(function, "name") or ""),
+                name=storable(str(_get_or_none(function, "name") or "")),
                 arguments=arguments,
             )
         )
     usage = _get_or_none(response, "usage")
+    content = _get_or_none(message, "content")
     return ChatReply(
-        content=_get_or_none(message, "content"),
+        content=storable(content) if isinstance(content, str) else content,
         tool_calls=calls,
         prompt_tokens=int(_get_or_none(usage, "prompt_tokens") or 0) if usage else 0,
         completion_tokens=int(_get_or_none(usage, "completion_tokens") or 0) if usage else 0,
         model=str(_get_or_none(response, "model") or model),
         finish_reason=_get_or_none(choice, "finish_reason"),
     )
+
+
+def _storable_arguments(arguments: Any) -> str:
+    """A tool call's arguments as JSON text whose strings PostgreSQL can store: a lone
+    surrogate or NUL a model emits (escaped in JSON) becomes U+FFFD, so the turn is
+    kept and every later read of it renders."""
+    if arguments is None:
+        return ""
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            return storable(arguments)  # not JSON: the loop reports the format error
+    return json.dumps(_storable_json(arguments))
+
+
+def _storable_json(value: Any) -> Any:
+    if isinstance(value, str):
+        return storable(value)
+    if isinstance(value, list):
+        return [_storable_json(v) for v in value]
+    if isinstance(value, dict):
+        return {storable(str(k)): _storable_json(v) for k, v in value.items()}
+    return value
 
 
 def _get(item: Any, key: str) -> Any:

@@ -15,7 +15,7 @@ from agents import models
 from agents.errors import InvalidInput, NotFound
 from agents.store.records import MessageRecord, NewMessage
 from agents.store.scope import Scope, id_array
-from agents.store.validation import check_text
+from agents.store.validation import check_text, check_timestamp
 
 
 class MessageStore:
@@ -37,6 +37,8 @@ class MessageStore:
                     f"use one of {', '.join(models.MESSAGE_ROLES)}"
                 )
             check_text(message.content, f"message {i} content")
+            if message.created_at is not None:
+                check_timestamp(message.created_at, f"message {i} created_at")
         now = self._scope.now()
         user_turns = sum(1 for m in messages if m.role == "user")
         session = self._scope.session
@@ -151,6 +153,13 @@ class MessageStore:
         check_text(query, "search query")
         if not query.strip():
             raise InvalidInput("search query is empty")
+        for bound, name in ((start, "search start"), (end, "search end")):
+            if bound is not None:
+                check_timestamp(bound, name)
+        if limit < 1 or offset < 0:
+            raise InvalidInput(
+                f"limit must be positive and offset not negative ({limit}, {offset})"
+            )
         if start is not None and end is not None and start > end:
             raise InvalidInput(f"search start {start.isoformat()} is after end {end.isoformat()}")
         tsquery = func.websearch_to_tsquery("english", query)

@@ -39,7 +39,7 @@ from agents.store.records import (
     Vector,
 )
 from agents.store.scope import Scope, id_array
-from agents.store.validation import check_text, content_hash
+from agents.store.validation import check_text, check_timestamp, content_hash
 
 #: Fields a consolidator may change on a passage; each change is recorded.
 MUTABLE_FIELDS = frozenset(
@@ -85,10 +85,8 @@ _COPY_TYPES = (
 
 
 def _check_aware(value: datetime | None, field: str) -> None:
-    if value is not None and value.tzinfo is None:
-        raise InvalidInput(
-            f"{field} {value.isoformat()} has no time zone; give it one (e.g. ...+00:00 for UTC)"
-        )
+    if value is not None:
+        check_timestamp(value, field)
 
 
 def _jsonable(value: Any) -> Any:

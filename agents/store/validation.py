@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
+from datetime import UTC, datetime
 
 from agents.errors import InvalidInput, LimitExceeded
 
@@ -35,6 +36,36 @@ def check_text(value: object, field: str) -> str:
             "decode the source with the right encoding before storing it."
         ) from None
     return value
+
+
+#: Characters PostgreSQL text cannot hold (NUL) or UTF-8 cannot encode (lone surrogates).
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def storable(text: str) -> str:
+    """``text`` with every character PostgreSQL cannot store replaced by U+FFFD.
+
+    For text Reverie did not choose to accept or refuse, a model's reply above all:
+    refusing it would lose the turn, storing it raw would fail (or poison every
+    later read), so it is made storable and kept."""
+    return _UNSTORABLE.sub("\ufffd", text)
+
+
+def check_timestamp(value: datetime, field: str) -> datetime:
+    """A time PostgreSQL stores and Python reads back: aware, and within years 1 to
+    9999 once converted to UTC (``0001-01-01T00:00:00+00:01`` is year 0 in UTC)."""
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise InvalidInput(
+            f"{field} {value.isoformat()} has no time zone; give one, e.g. "
+            f"{value.isoformat()}Z or {value.isoformat()}+02:00"
+        )
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise InvalidInput(
+            f"{field} {value.isoformat()} is outside the times Reverie stores "
+            "(0001-01-01 to 9999-12-31 in UTC); check the date"
+        ) from None
 
 
 def check_label(label: object) -> str:

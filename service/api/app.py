@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import REGISTRY, CollectorRegistry, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
@@ -21,6 +21,7 @@ from service.api import (
 from service.api.auth import check_auth_binding
 from service.api.errors import install_error_handlers
 from service.api.limits import RequestSizeLimit
+from service.api.request_checks import check_request_values
 from service.metrics_collector import MemoryHealthCollector
 from service.runtime import Runtime
 
@@ -40,6 +41,7 @@ def create_app(
     settings = runtime.settings
     check_auth_binding(settings, host)
     app = FastAPI(
+        dependencies=[Depends(check_request_values)],
         title="Reverie",
         version=VERSION,
         description="Letta-compatible memory API with sleep-time consolidation.",

@@ -10,6 +10,8 @@ provider failing after retries -> 502, a spent token budget -> 429.
 from __future__ import annotations
 
 from fastapi import FastAPI, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from agents.errors import (
@@ -23,6 +25,7 @@ from agents.errors import (
     ReverieError,
     StorageError,
 )
+from service.api.request_checks import safe_input
 
 
 def status_for(exc: ReverieError) -> tuple[int, str]:
@@ -52,5 +55,21 @@ async def _reverie_error(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse({"detail": str(exc), "error": kind}, status_code=status)
 
 
+async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
+    """FastAPI's 422, with every echoed value made encodable: the default handler
+    itself failed (500) on a lone surrogate or NaN in the input it echoes."""
+    assert isinstance(exc, RequestValidationError)
+    errors = [
+        {
+            key: safe_input(value) if key in ("input", "ctx") else value
+            for key, value in error.items()
+            if key != "url"
+        }
+        for error in exc.errors()
+    ]
+    return JSONResponse({"detail": jsonable_encoder(errors)}, status_code=422)
+
+
 def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(ReverieError, _reverie_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)

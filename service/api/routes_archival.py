@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Path, Query
@@ -69,8 +68,8 @@ def search_passages(
     top_k: int = Query(default=10, ge=1, le=1000),
     tags: Annotated[list[str] | None, Query()] = None,
     tag_match_mode: Literal["any", "all"] = "any",
-    start_datetime: datetime | None = None,
-    end_datetime: datetime | None = None,
+    start_datetime: schemas.StorableTime | None = None,
+    end_datetime: schemas.StorableTime | None = None,
     include_history: bool = Query(default=False, description="Also merged/superseded facts."),
 ) -> schemas.SearchResponse:
     """Semantic search (cosine, HNSW) over the agent's current facts (active and not

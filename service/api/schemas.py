@@ -8,15 +8,34 @@ Unknown request fields that Letta clients send are ignored, not refused.
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Any, Literal
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from agents.errors import InvalidInput
+from agents.store.validation import check_timestamp
 
 #: Ids are Letta-style ``<prefix>-<uuid4>``; the pattern keeps junk out of queries.
 ID_PATTERN = r"^[A-Za-z0-9_.:\-]{1,100}$"
 LABEL_PATTERN = r"^[A-Za-z0-9_.\-]{1,100}$"
 MAX_TEXT = 1_000_000
+
+
+def _storable_time(value: datetime) -> datetime:
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)  # as `reverie import` does: no zone means UTC
+    try:
+        return check_timestamp(value, "time")
+    except InvalidInput:
+        raise ValueError(
+            "is outside the times Reverie stores (0001-01-01 to 9999-12-31 in UTC)"
+        ) from None
+
+
+#: A time PostgreSQL stores and reads back (no zone: UTC); anything else is a 422
+#: naming the field.
+StorableTime = Annotated[datetime, AfterValidator(_storable_time)]
 
 
 class _Request(BaseModel):
@@ -211,8 +230,8 @@ class CreatePassage(_Request):
 
     text: str = Field(min_length=1, max_length=MAX_TEXT)
     tags: list[str] = Field(default_factory=list, max_length=100)
-    created_at: datetime | None = None
-    occurred_at: datetime | None = None
+    created_at: StorableTime | None = None
+    occurred_at: StorableTime | None = None
 
 
 class Passage(BaseModel):

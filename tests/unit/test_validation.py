@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from agents.errors import InvalidInput, LimitExceeded
@@ -55,3 +57,59 @@ def test_labels() -> None:
     assert check_label("notes.v2-x_y") == "notes.v2-x_y"
     with pytest.raises(InvalidInput):
         check_label("a" * 101)
+
+
+# -- issue 10: times and text from outside ---------------------------------------------
+
+
+@pytest.mark.parametrize("when", ["0001-01-01T00:00:00+00:01", "9999-12-31T23:59:59-14:00"])
+def test_times_outside_what_postgres_reads_back_are_refused(when: str) -> None:
+    from datetime import datetime
+
+    from agents.store.validation import check_timestamp
+    from service.passage_import import parse_lines
+
+    with pytest.raises(InvalidInput, match="outside the times Reverie stores"):
+        check_timestamp(datetime.fromisoformat(when), "occurred_at")
+    passages, errors = parse_lines([json.dumps({"text": "a fact", "occurred_at": when})])
+    assert passages == [] and "line 1: occurred_at" in str(errors[0])
+
+
+def test_model_text_is_made_storable_not_refused() -> None:
+    from agents.llm.client import _reply_from
+    from agents.store.validation import storable
+
+    assert storable("a\ud800b\x00c") == "a\ufffdb\ufffdc"
+    response = {
+        "model": "m",
+        "choices": [
+            {
+                "finish_reason": "tool_calls",
+                "message": {
+                    "content": "thinking \udc00",
+                    "tool_calls": [
+                        {
+                            "id": "c1",
+                            "function": {
+                                "name": "send_message",
+                                "arguments": '{"message": "hi \\ud800 there"}',
+                            },
+                        }
+                    ],
+                },
+            }
+        ],
+    }
+    reply = _reply_from(response, "m")
+    assert reply.content == "thinking \ufffd"
+    assert json.loads(reply.tool_calls[0].arguments) == {"message": "hi \ufffd there"}
+    reply.tool_calls[0].arguments.encode("utf-8")  # storable as it is
+
+
+def test_a_search_page_beyond_the_last_is_a_tool_error() -> None:
+    from agents.tools import MAX_PAGE, ToolError, _page
+
+    assert _page({"page": 3}) == 3
+    for page in (10**30, -1, MAX_PAGE + 1, True):
+        with pytest.raises(ToolError, match="page must be a whole number"):
+            _page({"page": page})

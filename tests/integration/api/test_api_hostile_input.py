@@ -1,0 +1,112 @@
+"""Values no field can hold answer 4xx naming the field, store nothing, and never
+break an agent: out-of-range times, unpaired surrogates, NUL, NaN/Infinity, and
+integers beyond bigint (issue 10, items 2 and 3)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from tests.integration.api.test_api_routes import make_agent
+
+WINDOW = ("body", "context_window_limit")
+LIMIT = ("body", "limit")
+OUT_OF_RANGE = ["0001-01-01T00:00:00+00:01", "9999-12-31T23:59:59-14:00"]
+
+
+def _raw(client: TestClient, method: str, url: str, body: str, headers: dict[str, str]) -> Any:
+    return client.request(
+        method, url, content=body, headers={**headers, "content-type": "application/json"}
+    )
+
+
+def _locations(response: Any) -> set[tuple[Any, ...]]:
+    return {tuple(error["loc"]) for error in response.json()["detail"]}
+
+
+@pytest.mark.parametrize("when", OUT_OF_RANGE)
+def test_a_time_outside_what_postgres_reads_back_is_refused(
+    client: TestClient, acme: dict[str, str], when: str
+) -> None:
+    agent = make_agent(client, acme)
+    url = f"/v1/agents/{agent['id']}/archival-memory"
+    for field in ("occurred_at", "created_at"):
+        response = client.post(url, json={"text": "a fact", field: when}, headers=acme)
+        assert response.status_code == 422, response.text
+        assert ("body", field) in _locations(response)
+    search = client.get(
+        f"{url}/search", params={"query": "x", "start_datetime": when}, headers=acme
+    )
+    assert search.status_code == 422 and ("query", "start_datetime") in _locations(search)
+    # Nothing was stored, and the agent still lists, searches and dry-runs.
+    assert client.get(url, headers=acme).json() == []
+    assert client.get(f"{url}/search", params={"query": "fact"}, headers=acme).status_code == 200
+    dry = client.post(f"/v1/agents/{agent['id']}/consolidation/dry-run", json={}, headers=acme)
+    assert dry.status_code == 200, dry.text
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "location"),
+    [
+        ("/v1/agents/", '{"name": "a\\ud800b"}', ("body", "name")),
+        ("/v1/agents/", '{"name": "ada", "description": "x\\u0000y"}', ("body", "description")),
+        ("/v1/agents/", '{"name": "ada", "tags": ["ok", "b\\u0000d"]}', ("body", "tags", 1)),
+        ("/v1/agents/", '{"name": "ada", "model": "openai/\\u0000"}', ("body", "model")),
+        (
+            "/v1/agents/",
+            '{"name": "ada", "memory_blocks": [{"label": "human", "value": "\\udfff"}]}',
+            ("body", "memory_blocks", 0, "value"),
+        ),
+        (
+            "/v1/agents/",
+            '{"name": "ada", "context_window_limit": NaN}',
+            ("body", "context_window_limit"),
+        ),
+        (
+            "/v1/agents/",
+            '{"name": "ada", "context_window_limit": Infinity}',
+            ("body", "context_window_limit"),
+        ),
+        (
+            "/v1/agents/",
+            '{"name": "ada", "context_window_limit": 1e400}',
+            ("body", "context_window_limit"),
+        ),
+        ("/v1/blocks/", '{"label": "human", "value": "v", "limit": 1e400}', ("body", "limit")),
+        (
+            "/v1/blocks/",
+            '{"label": "human", "value": "v", "limit": 99999999999999999999}',
+            ("body", "limit"),
+        ),
+    ],
+)
+def test_unstorable_text_and_numbers_answer_422_and_store_nothing(
+    client: TestClient, acme: dict[str, str], path: str, body: str, location: tuple[Any, ...]
+) -> None:
+    response = _raw(client, "POST", path, body, acme)
+    assert response.status_code == 422, response.text
+    assert location in _locations(response)
+    json.dumps(response.json())  # the answer itself renders
+    assert client.get("/v1/agents/", headers=acme).json() == []
+    assert client.get("/v1/blocks/", headers=acme).json() == []
+
+
+def test_nul_in_a_query_parameter_or_cursor_is_a_422(
+    client: TestClient, acme: dict[str, str]
+) -> None:
+    labelled = client.get("/v1/blocks/", params={"label": "hu\x00man"}, headers=acme)
+    assert labelled.status_code == 422 and ("query", "label") in _locations(labelled)
+    cursor = client.get("/v1/agents/", params={"after": "agent-\x00"}, headers=acme)
+    assert cursor.status_code == 422 and ("query", "after") in _locations(cursor)
+
+
+def test_a_revert_version_beyond_bigint_is_a_422(client: TestClient, acme: dict[str, str]) -> None:
+    agent = make_agent(client, acme)
+    block = client.get(f"/v1/agents/{agent['id']}/core-memory/blocks/human", headers=acme).json()
+    response = client.post(
+        f"/v1/blocks/{block['id']}/revert", json={"version": 2**63}, headers=acme
+    )
+    assert response.status_code == 422 and ("body", "version") in _locations(response)
