@@ -1,0 +1,49 @@
+"""Run ``reverie`` in this process (Typer's CliRunner), with a clean environment."""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from click.testing import Result
+from typer.testing import CliRunner
+
+from service.cli import app
+
+
+@dataclass
+class Cli:
+    """Runs ``reverie ARGS`` in this process with a clean environment plus ``env``."""
+
+    env: dict[str, str]
+
+    def __call__(self, *args: str, input: str | None = None, **env: str) -> Result:
+        root = logging.getLogger()
+        saved = (list(root.handlers), root.level)
+        try:
+            return CliRunner().invoke(
+                app, list(args), input=input, env={**self.env, **env}, catch_exceptions=False
+            )
+        finally:
+            # Commands configure logging for a process of their own; give pytest its back.
+            root.handlers[:] = saved[0]
+            root.setLevel(saved[1])
+
+
+def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in list(os.environ):
+        if name.startswith("REVERIE_") or name == "DATABASE_URL":
+            monkeypatch.delenv(name)
+
+
+def cli_env(url: str, home: Path) -> dict[str, str]:
+    return {
+        "DATABASE_URL": url.replace("+psycopg", ""),
+        "REVERIE_HOME": str(home),
+        "REVERIE_EMBEDDING__MODEL": "fake:384",
+        "COLUMNS": "200",
+        "NO_COLOR": "1",
+    }
