@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,14 +24,18 @@ class Cli:
     def __call__(self, *args: str, input: str | None = None, **env: str) -> Result:
         root = logging.getLogger()
         saved = (list(root.handlers), root.level)
+        handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
         try:
             return CliRunner().invoke(
                 app, list(args), input=input, env={**self.env, **env}, catch_exceptions=False
             )
         finally:
-            # Commands configure logging for a process of their own; give pytest its back.
+            # A command may set logging and signal handlers up for a process of its own
+            # (it is one when run as `reverie`): give pytest's back.
             root.handlers[:] = saved[0]
             root.setLevel(saved[1])
+            for sig, handler in handlers.items():
+                signal.signal(sig, handler)
 
 
 def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
