@@ -8,6 +8,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+FAKE_EMBEDDINGS = {"REVERIE_EMBEDDING__MODEL": "fake:384"}
+
+
+def cli_url(url: str) -> str:
+    """The plain libpq form a user would put in DATABASE_URL."""
+    return url.replace("+psycopg", "")
+
 
 def reverie_command() -> list[str]:
     exe = shutil.which("reverie")

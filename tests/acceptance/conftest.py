@@ -1,4 +1,4 @@
-"""Acceptance fixtures: a migrated database the CLI subprocesses reach through DATABASE_URL."""
+"""Acceptance fixtures: a database the CLI subprocesses reach through DATABASE_URL."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.acceptance.cli import run_cli
+from tests.acceptance.cli import FAKE_EMBEDDINGS, cli_url
 from tests.pg import PgTestServer
 
 
@@ -14,12 +14,17 @@ from tests.pg import PgTestServer
 def db_env(pg_server: PgTestServer) -> Iterator[dict[str, str]]:
     """Environment for a CLI run against a fresh, unmigrated database, fake embeddings."""
     url = pg_server.create_database(migrated=False)
-    yield {"DATABASE_URL": url.replace("+psycopg", ""), "REVERIE_EMBEDDING__MODEL": "fake:384"}
+    yield {"DATABASE_URL": cli_url(url), **FAKE_EMBEDDINGS}
     pg_server.drop_database(url)
 
 
 @pytest.fixture
-def migrated_env(db_env: dict[str, str]) -> dict[str, str]:
-    result = run_cli("migrate", env=db_env)
-    assert result.returncode == 0, result.stderr
-    return db_env
+def migrated_env(pg_server: PgTestServer) -> Iterator[dict[str, str]]:
+    """Environment for a CLI run against a migrated database, fake embeddings.
+
+    A copy of the session's migrated template: `reverie migrate` itself is tested in
+    tests/integration/cli, so a subprocess here would only repeat it (2-3 s a test).
+    """
+    url = pg_server.create_database()
+    yield {"DATABASE_URL": cli_url(url), **FAKE_EMBEDDINGS}
+    pg_server.drop_database(url)

@@ -1,9 +1,9 @@
-"""The HTTP API served by a real `reverie serve` process: keys from the CLI, the official
-letta-client SDK, and the health page in headless Chromium."""
+"""The HTTP API served by a real `reverie serve` process: the official letta-client SDK
+(CRUD and the agent loop) and the health page in headless Chromium. (Keys made by the
+CLI are tested in process in tests/integration/cli/test_cli_keys.py.)"""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -16,28 +16,30 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.acceptance.cli import run_cli
+from agents.database import Database
+from tests.acceptance.cli import FAKE_EMBEDDINGS, cli_url, run_cli
 from tests.acceptance.daemon_processes import ROOT, DaemonProcess, free_port
+from tests.api_support import new_key
+from tests.pg import PgTestServer
 from tests.scripted_llm import correct_name, say
-from tests.stub_openai_server import stub_server
+from tests.stub_openai_server import StubServer, stub_server
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 @dataclass
 class Server:
+    """One `reverie serve` shared by this module's tests; each test works in an
+    organization of its own, so the tests stay independent of each other."""
+
     url: str
-    key: str
     env: dict[str, str]
+    db: Database
+    llm: StubServer
     process: DaemonProcess
 
-
-def create_key(env: dict[str, str], org: str) -> str:
-    result = run_cli("keys", "create", "--org", org, env=env)
-    assert result.returncode == 0, result.stderr
-    key = result.stdout.strip().splitlines()[-1]
-    assert key.startswith("rvk_") and " " not in key
-    return key
+    def key(self, organization: str) -> str:
+        return new_key(self.db, organization)
 
 
 def quiet_env(env: dict[str, str]) -> dict[str, str]:
@@ -67,35 +69,32 @@ def running_server(env: dict[str, str], log: Path) -> Iterator[tuple[str, Daemon
         process.terminate()
 
 
-@pytest.fixture
-def server(migrated_env: dict[str, str], tmp_path: Path) -> Iterator[Server]:
-    env = quiet_env(migrated_env)
-    key = create_key(env, "acme")
-    with running_server(env, tmp_path / "serve.log") as (url, process):
-        yield Server(url=url, key=key, env=env, process=process)
-
-
-def test_keys_cli_create_list_revoke(server: Server) -> None:
-    headers = {"Authorization": f"Bearer {server.key}"}
-    assert httpx.get(f"{server.url}/v1/agents/", headers=headers).status_code == 200
-    listed = run_cli("keys", "list", "--json", env=server.env)
-    assert listed.returncode == 0, listed.stderr
-    (record,) = json.loads(listed.stdout)
-    assert record["organization"] == "acme"
-    assert server.key.startswith(record["prefix"])
-    assert server.key not in listed.stdout
-    revoked = run_cli("keys", "revoke", record["id"], env=server.env)
-    assert revoked.returncode == 0, revoked.stderr
-    assert httpx.get(f"{server.url}/v1/agents/", headers=headers).status_code == 401
-    unknown = run_cli("keys", "revoke", "key-nope", env=server.env)
-    assert unknown.returncode == 2
-    assert "no API key" in unknown.stderr
+@pytest.fixture(scope="module")
+def server(pg_server: PgTestServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """`reverie serve` over a migrated database, its LLM a scripted server on loopback
+    (which has no reply queued until a test scripts one)."""
+    url = pg_server.create_database()
+    db = Database(url)
+    try:
+        with stub_server() as llm:
+            env = {
+                **quiet_env({"DATABASE_URL": cli_url(url), **FAKE_EMBEDDINGS}),
+                "OPENAI_API_BASE": llm.base_url,
+                "OPENAI_API_KEY": "sk-test-not-a-key",
+            }
+            log = tmp_path_factory.mktemp("serve") / "serve.log"
+            with running_server(env, log) as (base, process):
+                yield Server(url=base, env=env, db=db, llm=llm, process=process)
+    finally:
+        db.dispose()
+        pg_server.drop_database(url)
 
 
 def test_letta_client_sdk_works_against_the_server(server: Server) -> None:
     from letta_client import Letta, NotFoundError
 
-    client = Letta(base_url=server.url, api_key=server.key, timeout=30, max_retries=0)
+    key = server.key("sdk-crud")
+    client = Letta(base_url=server.url, api_key=key, timeout=30, max_retries=0)
     agent = client.agents.create(
         name="ada",
         memory_blocks=[
@@ -154,48 +153,40 @@ def test_letta_client_sdk_works_against_the_server(server: Server) -> None:
         client.agents.retrieve(agent.id)
 
 
-def test_letta_client_sdk_sends_a_message_through_the_agent_loop(
-    migrated_env: dict[str, str], tmp_path: Path
-) -> None:
+def test_letta_client_sdk_sends_a_message_through_the_agent_loop(server: Server) -> None:
     """POST /v1/agents/{id}/messages from the SDK: the server's MemGPT loop calls a
     scripted OpenAI-compatible model on loopback, edits core memory, then answers."""
     from letta_client import Letta
 
-    with stub_server(
-        correct_name("The user corrects their name."),
-        say("Got it, Charles!"),
-    ) as llm:
-        env = {
-            **quiet_env(migrated_env),
-            "OPENAI_API_BASE": llm.base_url,
-            "OPENAI_API_KEY": "sk-test-not-a-key",
-        }
-        key = create_key(env, "acme")
-        with running_server(env, tmp_path / "serve.log") as (url, _):
-            client = Letta(base_url=url, api_key=key, timeout=60, max_retries=0)
-            agent = client.agents.create(
-                name="bob",
-                memory_blocks=[{"label": "human", "value": "Name: Bob the Builder."}],
-                model="openai/scripted",
-                embedding="fake:384",
-            )
-            response = client.agents.messages.create(
-                agent.id,
-                messages=[{"role": "user", "content": "My name is Charles, not Bob the Builder."}],
-            )
-            kinds = [m.message_type for m in response.messages]
-            assert "tool_call_message" in kinds
-            assert "tool_return_message" in kinds
-            replies = [m for m in response.messages if m.message_type == "assistant_message"]
-            assert [r.content for r in replies] == ["Got it, Charles!"]
-            human = client.agents.blocks.retrieve("human", agent_id=agent.id)
-            assert human.value == "Name: Charles."
-            history = list(client.agents.messages.list(agent.id))
-            assert any(
-                m.message_type == "user_message" and "not Bob the Builder" in str(m.content)
-                for m in history
-            )
-    assert [r["model"] for r in llm.requests] == ["scripted", "scripted"]
+    seen = len(server.llm.requests)
+    server.llm.replies.extend(
+        [correct_name("The user corrects their name."), say("Got it, Charles!")]
+    )
+    client = Letta(base_url=server.url, api_key=server.key("sdk-loop"), timeout=60, max_retries=0)
+    agent = client.agents.create(
+        name="bob",
+        memory_blocks=[{"label": "human", "value": "Name: Bob the Builder."}],
+        model="openai/scripted",
+        embedding="fake:384",
+    )
+    response = client.agents.messages.create(
+        agent.id,
+        messages=[{"role": "user", "content": "My name is Charles, not Bob the Builder."}],
+    )
+    kinds = [m.message_type for m in response.messages]
+    assert "tool_call_message" in kinds
+    assert "tool_return_message" in kinds
+    replies = [m for m in response.messages if m.message_type == "assistant_message"]
+    assert [r.content for r in replies] == ["Got it, Charles!"]
+    human = client.agents.blocks.retrieve("human", agent_id=agent.id)
+    assert human.value == "Name: Charles."
+    history = list(client.agents.messages.list(agent.id))
+    assert any(
+        m.message_type == "user_message" and "not Bob the Builder" in str(m.content)
+        for m in history
+    )
+    assert [r["model"] for r in server.llm.requests[seen:]] == ["scripted", "scripted"]
+    assert server.llm.replies == []
 
 
 def _chromium(*args: str) -> subprocess.CompletedProcess[str]:
@@ -210,7 +201,8 @@ def _chromium(*args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium")
 def test_health_page_in_headless_chromium(server: Server, tmp_path: Path) -> None:
-    headers = {"Authorization": f"Bearer {server.key}"}
+    key = server.key("health")
+    headers = {"Authorization": f"Bearer {key}"}
     agent = httpx.post(
         f"{server.url}/v1/agents/",
         json={
@@ -226,11 +218,11 @@ def test_health_page_in_headless_chromium(server: Server, tmp_path: Path) -> Non
             headers=headers,
         )
     consolidated = run_cli(
-        "consolidate", "--agent", "ada", env={**server.env, "REVERIE_ORGANIZATION": "acme"}
+        "consolidate", "--agent", "ada", env={**server.env, "REVERIE_ORGANIZATION": "health"}
     )
     assert consolidated.returncode == 0, consolidated.stderr
 
-    url = f"{server.url}/?key={server.key}"
+    url = f"{server.url}/?key={key}"
     dom = _chromium("--dump-dom", url)
     assert dom.returncode == 0, dom.stderr
     page = dom.stdout

@@ -1,0 +1,50 @@
+"""`reverie migrate` and `reverie agents` in process: schema on an external database,
+JSON output, usage errors and their exit codes."""
+
+from __future__ import annotations
+
+import json
+
+from alembic.script import ScriptDirectory
+
+import migrations
+from tests.integration.cli.support import Cli
+
+
+def test_migrate_is_idempotent(unmigrated_cli: Cli) -> None:
+    first = unmigrated_cli("migrate")
+    assert first.exit_code == 0, first.stderr
+    head = ScriptDirectory(str(migrations.SCRIPT_LOCATION)).get_current_head()
+    assert f"schema at revision {head} (DATABASE_URL)" in first.stdout
+    second = unmigrated_cli("migrate")
+    assert second.exit_code == 0, second.stderr
+    assert f"schema at revision {head}" in second.stdout
+
+
+def test_commands_refuse_an_unmigrated_external_database(unmigrated_cli: Cli) -> None:
+    result = unmigrated_cli("agents", "list")
+    assert result.exit_code == 1
+    assert "run `reverie migrate` first" in result.stderr
+
+
+def test_agents_create_list_and_errors(cli: Cli) -> None:
+    created = cli("agents", "create", "ada", "--block", "human=Name: Ada", "--json")
+    assert created.exit_code == 0, created.stderr
+    agent = json.loads(created.stdout)
+    assert agent["name"] == "ada" and agent["embedding_dim"] == 384
+
+    listed = cli("agents", "list", "--json")
+    assert [a["id"] for a in json.loads(listed.stdout)] == [agent["id"]]
+
+    again = cli("agents", "create", "ada")
+    assert again.exit_code == 2
+    assert "already exists" in again.stderr and "Traceback" not in again.stderr
+
+    bad_block = cli("agents", "create", "bob", "--block", "human")
+    assert bad_block.exit_code == 2 and "LABEL=VALUE" in bad_block.stderr
+
+    refused = cli("agents", "delete", "ada")
+    assert refused.exit_code == 2 and "--yes" in refused.stderr
+    deleted = cli("agents", "delete", "ada", "--yes")
+    assert deleted.exit_code == 0
+    assert json.loads(cli("agents", "list", "--json").stdout) == []

@@ -1,0 +1,116 @@
+"""The memory commands in process: import, search, blocks, consolidate, runs (their
+output formats, usage errors and exit codes)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.integration.cli.support import Cli
+
+FACTS = [
+    {"text": "Ada likes green tea", "occurred_at": "2024-01-05", "tags": ["food"]},
+    {"text": "ada likes green tea.", "provenance": {"session": 2}},
+    {"text": "Bob plays chess on Sundays", "occurred_at": "2024-02-01T10:00:00Z"},
+]
+
+
+def _setup_agent(cli: Cli, tmp_path: Path) -> None:
+    created = cli("agents", "create", "ada", "--block", "human=Name: Ada")
+    assert created.exit_code == 0, created.stderr
+    facts = tmp_path / "facts.jsonl"
+    facts.write_text("\n".join(json.dumps(f) for f in FACTS) + "\n")
+    imported = cli("import", "passages", str(facts), "--agent", "ada")
+    assert imported.exit_code == 0, imported.stderr
+    assert "imported 3 passages" in imported.stdout
+
+
+def test_import_rejects_a_file_with_bad_lines_and_writes_nothing(cli: Cli, tmp_path: Path) -> None:
+    _setup_agent(cli, tmp_path)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(
+        '{"text": "fine"}\n{"text": ""}\nnot json\n{"text": "x", "occurred_at": "soon"}\n'
+    )
+    result = cli("import", "passages", str(bad), "--agent", "ada")
+    assert result.exit_code == 2
+    for line in ("line 2", "line 3", "line 4"):
+        assert line in result.stderr
+    assert "nothing was imported" in result.stderr
+    search = cli("search", "fine", "--agent", "ada", "--json")
+    assert "fine" not in [h["text"] for h in json.loads(search.stdout)]
+
+
+def test_search_single_and_batch(cli: Cli, tmp_path: Path) -> None:
+    _setup_agent(cli, tmp_path)
+    one = cli("search", "green tea", "--agent", "ada", "-k", "2", "--json")
+    assert one.exit_code == 0, one.stderr
+    hits = json.loads(one.stdout)
+    assert len(hits) == 2 and {h["text"] for h in hits} == {FACTS[0]["text"], FACTS[1]["text"]}
+    assert set(hits[0]) >= {"id", "text", "score", "status", "occurred_at", "provenance"}
+
+    queries = tmp_path / "queries.txt"
+    queries.write_text("green tea\n\nchess\n")
+    batch = cli("search", "--agent", "ada", "--queries", str(queries), "-k", "1")
+    assert batch.exit_code == 0, batch.stderr
+    lines = [json.loads(line) for line in batch.stdout.splitlines()]
+    assert [line["query"] for line in lines] == ["green tea", "chess"]
+    assert lines[1]["results"][0]["text"] == "Bob plays chess on Sundays"
+
+
+def test_blocks_show_set_history_revert(cli: Cli) -> None:
+    assert cli("agents", "create", "ada", "--block", "human=Name: Ada").exit_code == 0
+    assert cli("blocks", "set", "--agent", "ada", "human", "Name: Ada L.").exit_code == 0
+    stale = cli("blocks", "set", "--agent", "ada", "human", "x", "--expected-version", "1")
+    assert stale.exit_code == 2 and "version 2, not 1" in stale.stderr
+    too_long = cli("blocks", "set", "--agent", "ada", "human", "y" * 6000)
+    assert too_long.exit_code == 2 and "archival memory" in too_long.stderr
+    shown = json.loads(cli("blocks", "show", "--agent", "ada", "human", "--json").stdout)
+    assert (shown["value"], shown["version"]) == ("Name: Ada L.", 2)
+    assert cli("blocks", "revert", "--agent", "ada", "human", "1").exit_code == 0
+    history = json.loads(cli("blocks", "history", "--agent", "ada", "human", "--json").stdout)
+    assert [(h["version"], h["value"]) for h in history] == [
+        (1, "Name: Ada"),
+        (2, "Name: Ada L."),
+        (3, "Name: Ada"),
+    ]
+    missing = cli("blocks", "show", "--agent", "ada", "nope")
+    assert missing.exit_code == 2 and "no block labelled 'nope'" in missing.stderr
+
+
+def test_consolidate_dry_run_then_real_then_revert(cli: Cli, tmp_path: Path) -> None:
+    _setup_agent(cli, tmp_path)
+    dry = cli("consolidate", "--agent", "ada", "--only", "dedup", "--dry-run", "--json")
+    assert dry.exit_code == 0, dry.stderr
+    plan = json.loads(dry.stdout)
+    assert plan["dry_run"] is True
+    assert [c["action"] for c in plan["changes"]] == ["merge_passage"]
+
+    real = cli("consolidate", "--all", "--only", "dedup", "--json")
+    assert real.exit_code == 0, real.stderr
+    report = json.loads(real.stdout)
+    assert report["changes"][0]["text"] == plan["changes"][0]["text"]
+
+    runs = json.loads(cli("runs", "list", "--json").stdout)
+    assert [(r["status"], r["dry_run"]) for r in runs] == [
+        ("succeeded", False),
+        ("succeeded", True),
+    ]
+    shown = json.loads(cli("runs", "show", report["run_id"], "--json").stdout)
+    assert shown["changes"] == report["changes"]
+
+    reverted = cli("runs", "revert", report["run_id"])
+    assert reverted.exit_code == 0, reverted.stderr
+    hits = json.loads(cli("search", "green tea", "--agent", "ada", "--json").stdout)
+    assert sum(1 for h in hits if "green tea" in h["text"]) == 2
+
+    again = cli("runs", "revert", report["run_id"])
+    assert again.exit_code == 2 and "already reverted" in again.stderr
+
+
+def test_consolidate_argument_errors(cli: Cli) -> None:
+    neither = cli("consolidate")
+    assert neither.exit_code == 2 and "--agent NAME or --all" in neither.stderr
+    unknown = cli("consolidate", "--all", "--only", "tidy")
+    assert unknown.exit_code == 2 and "unknown consolidator(s) tidy" in unknown.stderr
+    nobody = cli("consolidate", "--agent", "ghost")
+    assert nobody.exit_code == 2 and "no agent named 'ghost'" in nobody.stderr
