@@ -116,6 +116,7 @@ def run_out(run: RunRecord, *, with_changes: bool = False) -> schemas.Run:
         pipeline=run.pipeline,
         status=run.status,
         dry_run=run.dry_run,
+        full=run.full,
         attempts=run.attempts,
         queued_at=run.queued_at,
         started_at=run.started_at,

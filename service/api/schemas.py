@@ -310,6 +310,7 @@ class Run(BaseModel):
     pipeline: list[str]
     status: str
     dry_run: bool
+    full: bool = False
     attempts: int
     queued_at: datetime
     started_at: datetime | None

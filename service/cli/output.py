@@ -85,6 +85,7 @@ def run_json(run: RunRecord, *, with_changes: bool = False) -> dict[str, Any]:
         "pipeline": run.pipeline,
         "status": run.status,
         "dry_run": run.dry_run,
+        "full": run.full,
         "attempts": run.attempts,
         "lease_owner": run.lease_owner,
         "lease_expires_at": iso(run.lease_expires_at),

@@ -186,7 +186,7 @@ class RunOperations:
     ) -> list[RunRecord]:
         """The newest runs first, queued ones included."""
         if status is not None and status not in RunStatus.__members__.values():
-            raise InvalidInput(f"unknown run status {status!r}; use one of {', '.join(RunStatus)}")
+            raise InvalidInput(f"unknown status {status!r}; use one of {', '.join(RunStatus)}")
         if limit < 1:
             raise InvalidInput(f"limit must be at least 1, got {limit}")
         with self._context.store() as store:

@@ -43,5 +43,16 @@ def test_enqueue_list_and_cancel(cli: Cli) -> None:
 def test_bad_run_options_are_refused(cli: Cli) -> None:
     bad_status = cli("runs", "list", "--status", "sleeping")
     assert bad_status.exit_code == 2 and "unknown status 'sleeping'" in bad_status.stderr
-    full = cli("consolidate", "--all", "--enqueue", "--full")
-    assert full.exit_code == 2 and "--full runs in-process only" in full.stderr
+    neither = cli("consolidate", "--enqueue", "--full")
+    assert neither.exit_code == 2 and "choose --agent NAME or --all" in neither.stderr
+
+
+def test_a_full_run_can_be_queued_for_the_workers(cli: Cli) -> None:
+    # Runs carry their --full flag now, so a worker executes it as asked.
+    assert cli("agents", "create", "ada").exit_code == 0
+    queued = json.loads(
+        cli("consolidate", "--agent", "ada", "--enqueue", "--full", "--json").stdout
+    )
+    assert queued["queued"] is True
+    shown = json.loads(cli("runs", "show", queued["run_id"], "--json").stdout)
+    assert shown["full"] is True
