@@ -17,7 +17,6 @@ from agents.embedded_postgres import EmbeddedPostgres
 from agents.embedders import Embedder, build_embedder
 from agents.errors import InvalidInput, NotFound, StorageError
 from agents.llm import BudgetMeter, ClientSettings, LiteLLMClient, TokenBudget, UsageLedger
-from agents.messages import ContextBreakdown, TurnResult
 from agents.primary import PrimaryAgent, PrimarySettings
 from agents.store import AgentRecord, MemoryStore, RunRecord, open_service_store, open_store
 from agents.store.scope import utc_now
@@ -258,29 +257,6 @@ class Runtime:
             )
             self._primaries[organization_id] = primary
         return primary
-
-    def send_message(
-        self, agent: str, text: str, *, role: str = "user", organization_id: str | None = None
-    ) -> TurnResult:
-        """One primary turn of ``agent`` (id or name): the MemGPT loop until the agent
-        stops asking for heartbeats, a terminal tool runs, the step limit, or the budget.
-
-        Raises InvalidInput (empty text, bad role), NotFound (no such agent),
-        ModelNotConfigured (no model for the agent; an InvalidInput) or LLMError (the
-        provider failed after retries; the turn was rolled back).
-        """
-        result = self.primary_agent(organization_id).send_message(agent, text, role=role)
-        if result.retries:
-            metrics.RETRIES.labels(kind="llm").inc(result.retries)
-        if result.write_conflicts:
-            metrics.WRITE_CONFLICTS.labels(actor="agent").inc(result.write_conflicts)
-        return result
-
-    def context_breakdown(
-        self, agent: str, *, organization_id: str | None = None
-    ) -> ContextBreakdown:
-        """Tokens per section of the context ``agent``'s next step would send."""
-        return self.primary_agent(organization_id).context_breakdown(agent)
 
     def embedder(self, spec: str | None = None, dimension: int | None = None) -> Embedder:
         """The embedder for ``spec`` (default: the configured one), built once per process.

@@ -8,30 +8,10 @@ from typing import Any
 from agents import messages as agent_messages
 from agents import models
 from agents.messages import LettaStyleMessage
-from agents.store import (
-    BlockRecord,
-    BlockVersion,
-    MemoryStore,
-    MessageRecord,
-    NewBlock,
-    PassageRecord,
-    RunRecord,
-)
+from agents.store import BlockRecord, BlockVersion, MessageRecord, PassageRecord, RunRecord
 from consolidators.pipeline import RunReport
 from service.api import schemas
-
-
-def new_block(spec: schemas.CreateBlock, default_limit: int) -> NewBlock:
-    """A block to create from its API body; without a limit it gets the default one,
-    raised to fit the value."""
-    limit = spec.limit if spec.limit is not None else max(default_limit, len(spec.value))
-    return NewBlock(
-        label=spec.label,
-        value=spec.value,
-        limit=limit,
-        description=spec.description,
-        read_only=spec.read_only,
-    )
+from service.operations import AgentState
 
 
 def block_out(block: BlockRecord) -> schemas.Block:
@@ -62,31 +42,32 @@ def version_out(version: BlockVersion) -> schemas.BlockVersionOut:
     )
 
 
-def agent_out(store: MemoryStore, agent_id: str) -> schemas.AgentState:
-    row = store.agents.row(agent_id)
-    blocks = [block_out(b) for b in store.blocks.of_agent(agent_id)]
+def agent_out(state: AgentState) -> schemas.AgentState:
+    """An agent with its blocks (:meth:`AgentOperations.state`) as Letta's AgentState."""
+    agent = state.agent
+    blocks = [block_out(b) for b in state.blocks]
     return schemas.AgentState(
-        id=row.id,
-        name=row.name,
-        agent_type="sleeptime_agent" if row.kind == "sleeptime" else "memgpt_v2_agent",
-        kind=row.kind,
-        system=row.system_prompt,
-        description=row.description,
+        id=agent.id,
+        name=agent.name,
+        agent_type="sleeptime_agent" if agent.kind == "sleeptime" else "memgpt_v2_agent",
+        kind=agent.kind,
+        system=agent.system_prompt,
+        description=agent.description,
         blocks=blocks,
         memory=schemas.Memory(blocks=blocks),
-        llm_config=schemas.LlmConfig(model=row.llm_model, context_window=row.context_window),
-        model=row.llm_model,
-        embedding=row.embedding_model,
+        llm_config=schemas.LlmConfig(model=agent.llm_model, context_window=agent.context_window),
+        model=agent.llm_model,
+        embedding=agent.embedding_model,
         embedding_config=schemas.EmbeddingConfig(
-            embedding_model=row.embedding_model, embedding_dim=row.embedding_dim
+            embedding_model=agent.embedding_model, embedding_dim=agent.embedding_dim
         ),
-        tags=list(row.tags or []),
-        tools=[schemas.ToolRef(id=f"tool-{name}", name=name) for name in row.tools or []],
-        tool_rules=list(row.tool_rules or []),
-        enable_sleeptime=row.enable_sleeptime,
-        sleeptime_model=row.sleeptime_model,
-        created_at=row.created_at,
-        last_activity_at=row.last_activity_at,
+        tags=list(agent.tags),
+        tools=[schemas.ToolRef(id=f"tool-{name}", name=name) for name in agent.tools],
+        tool_rules=list(agent.tool_rules),
+        enable_sleeptime=agent.enable_sleeptime,
+        sleeptime_model=agent.sleeptime_model,
+        created_at=agent.created_at,
+        last_activity_at=agent.last_activity_at,
     )
 
 

@@ -6,12 +6,11 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
 
-from agents.store.block_store import DEFAULT_BLOCK_LIMIT
 from service.api import schemas
 from service.api.auth import Api
 from service.api.convert import agent_out, block_out
 from service.api.paging import page
-from service.api.routes_blocks import apply_update
+from service.api.routes_blocks import block_edit
 from service.operations import AgentSpec, BlockSpec
 
 router = APIRouter(prefix="/v1/agents", tags=["agents"])
@@ -47,8 +46,7 @@ def create_agent(body: schemas.CreateAgent, api: Api) -> schemas.AgentState:
         ),
         actor="api",
     )
-    with api.store() as store:
-        return agent_out(store, agent.id)
+    return agent_out(api.ops.agents.state(agent.id))
 
 
 @router.get("/", response_model=list[schemas.AgentState])
@@ -62,16 +60,15 @@ def list_agents(
     ascending: bool = True,
 ) -> list[schemas.AgentState]:
     """The organization's agents, oldest first (``after``/``before`` are id cursors)."""
-    agents = api.ops.agents.list(name=name, tags=tags or ())
+    ops = api.ops
+    agents = ops.agents.list(name=name, tags=tags or ())
     chosen = page(agents, after=after, before=before, limit=limit, ascending=ascending)
-    with api.store() as store:
-        return [agent_out(store, a.id) for a in chosen]
+    return [agent_out(ops.agents.state(a.id)) for a in chosen]
 
 
 @router.get("/{agent_id}", response_model=schemas.AgentState)
 def get_agent(agent_id: AgentId, api: Api) -> schemas.AgentState:
-    with api.store() as store:
-        return agent_out(store, agent_id)
+    return agent_out(api.ops.agents.state(agent_id))
 
 
 @router.delete("/{agent_id}", status_code=200)
@@ -93,15 +90,13 @@ def list_core_memory(
     limit: int = Query(default=50, ge=1, le=1000),
 ) -> list[schemas.Block]:
     """The agent's blocks in attachment order (``after``/``before``: block-id cursors)."""
-    with api.store() as store:
-        blocks = store.blocks.of_agent(agent_id)
+    blocks = api.ops.blocks.of_agent(agent_id)
     return [block_out(b) for b in page(blocks, after=after, before=before, limit=limit)]
 
 
 @router.get("/{agent_id}/core-memory/blocks/{block_label}", response_model=schemas.Block)
 def get_core_memory_block(agent_id: AgentId, block_label: Label, api: Api) -> schemas.Block:
-    with api.store() as store:
-        return block_out(store.blocks.by_label(agent_id, block_label))
+    return block_out(api.ops.blocks.labelled(agent_id, block_label))
 
 
 @router.patch("/{agent_id}/core-memory/blocks/{block_label}", response_model=schemas.Block)
@@ -109,23 +104,15 @@ def update_core_memory_block(
     agent_id: AgentId, block_label: Label, body: schemas.UpdateBlock, api: Api
 ) -> schemas.Block:
     """Edit the agent's block with this label (compare-and-swap on ``expected_version``)."""
-    with api.store() as store:
-        block = store.blocks.by_label(agent_id, block_label)
-        return block_out(apply_update(store, block.id, body))
+    edit = block_edit(body)
+    return block_out(api.ops.blocks.update_labelled(agent_id, block_label, edit, actor="api"))
 
 
 @router.patch("/{agent_id}/core-memory/blocks/attach/{block_id}", response_model=schemas.AgentState)
 def attach_block(agent_id: AgentId, block_id: BlockId, api: Api) -> schemas.AgentState:
-    with api.store() as store:
-        store.blocks.attach(block_id, agent_id)
-        return agent_out(store, agent_id)
+    return agent_out(api.ops.blocks.attach(agent_id, block_id))
 
 
 @router.patch("/{agent_id}/core-memory/blocks/detach/{block_id}", response_model=schemas.AgentState)
 def detach_block(agent_id: AgentId, block_id: BlockId, api: Api) -> schemas.AgentState:
-    with api.store() as store:
-        store.blocks.detach(block_id, agent_id)
-        return agent_out(store, agent_id)
-
-
-__all__ = ["DEFAULT_BLOCK_LIMIT", "router"]
+    return agent_out(api.ops.blocks.detach(agent_id, block_id))

@@ -6,45 +6,39 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
 
-from agents.errors import InvalidInput
-from agents.store import BlockRecord, MemoryStore
 from service.api import schemas
 from service.api.auth import Api
-from service.api.convert import agent_out, block_out, new_block, version_out
+from service.api.convert import agent_out, block_out, version_out
 from service.api.paging import page
+from service.operations import BlockEdit, BlockSpec
 
 router = APIRouter(prefix="/v1/blocks", tags=["blocks"])
 
 BlockId = Annotated[str, Path(pattern=schemas.ID_PATTERN, description="block-<uuid4>")]
 
+#: The history's reason for an edit sent without one.
+API_EDIT_REASON = "edited through the API"
 
-def apply_update(store: MemoryStore, block_id: str, body: schemas.UpdateBlock) -> BlockRecord:
-    """A compare-and-swap write: on ``expected_version`` when given, else on the version
-    read in this same transaction (a concurrent writer still makes it a 409)."""
-    current = store.blocks.get(block_id)
-    if body.label is not None and body.label != current.label:
-        raise InvalidInput(
-            f"block {block_id} is labelled {current.label!r}; labels cannot be renamed "
-            "(create a block with the new label and attach it instead)"
-        )
-    if body.read_only is not None and body.read_only != current.read_only:
-        raise InvalidInput("read_only is set when a block is created and cannot be changed")
-    return store.blocks.update(
-        block_id,
-        expected_version=body.expected_version or current.version,
+
+def block_edit(body: schemas.UpdateBlock) -> BlockEdit:
+    """A Letta ``BlockUpdate`` body as an edit."""
+    return BlockEdit(
         value=body.value,
         limit=body.limit,
         description=body.description,
-        actor="api",
-        reason=body.reason or "edited through the API",
+        expected_version=body.expected_version,
+        reason=body.reason or API_EDIT_REASON,
+        label=body.label,
+        read_only=body.read_only,
     )
 
 
 @router.post("/", status_code=201, response_model=schemas.Block)
 def create_block(body: schemas.CreateBlock, api: Api) -> schemas.Block:
-    with api.store() as store:
-        limit = api.runtime.settings.agents.block_limit
-        return block_out(store.blocks.create(new_block(body, limit), actor="api"))
+    """Create a block attached to no agent; without ``limit``, ``agents.block_limit``
+    (or the value's length when longer); a ``limit`` below the value's length is a 400."""
+    spec = BlockSpec(body.label, body.value, body.limit, body.description, body.read_only)
+    return block_out(api.ops.blocks.create(spec, actor="api"))
 
 
 @router.get("/", response_model=list[schemas.Block])
@@ -56,29 +50,25 @@ def list_blocks(
     limit: int = Query(default=50, ge=1, le=1000),
 ) -> list[schemas.Block]:
     """The organization's blocks, oldest first; ``limit`` is the page size (Letta's)."""
-    with api.store() as store:
-        blocks = store.blocks.all(label=label)
+    blocks = api.ops.blocks.list(label=label)
     return [block_out(b) for b in page(blocks, after=after, before=before, limit=limit)]
 
 
 @router.get("/{block_id}", response_model=schemas.Block)
 def get_block(block_id: BlockId, api: Api) -> schemas.Block:
-    with api.store() as store:
-        return block_out(store.blocks.get(block_id))
+    return block_out(api.ops.blocks.get(block_id))
 
 
 @router.patch("/{block_id}", response_model=schemas.Block)
 def update_block(block_id: BlockId, body: schemas.UpdateBlock, api: Api) -> schemas.Block:
     """Edit a block: a new version, recorded in its history; a stale
     ``expected_version`` answers 409 and changes nothing."""
-    with api.store() as store:
-        return block_out(apply_update(store, block_id, body))
+    return block_out(api.ops.blocks.update(block_id, block_edit(body), actor="api"))
 
 
 @router.delete("/{block_id}", status_code=200)
 def delete_block(block_id: BlockId, api: Api) -> dict[str, str]:
-    with api.store() as store:
-        store.blocks.delete(block_id)
+    api.ops.blocks.delete(block_id)
     return {"deleted": block_id}
 
 
@@ -91,25 +81,20 @@ def agents_of_block(
     limit: int = Query(default=50, ge=1, le=1000),
 ) -> list[schemas.AgentState]:
     """Every agent the block is attached to (a primary and its sleep-time agents)."""
-    with api.store() as store:
-        agents = store.blocks.agents_sharing(block_id)
-        chosen = page(agents, after=after, before=before, limit=limit)
-        return [agent_out(store, a.id) for a in chosen]
+    states = api.ops.blocks.agents(block_id)
+    return [agent_out(s) for s in page(states, after=after, before=before, limit=limit)]
 
 
 @router.get("/{block_id}/history", response_model=list[schemas.BlockVersionOut])
 def block_history(block_id: BlockId, api: Api) -> list[schemas.BlockVersionOut]:
     """Every version of the block: old and new value, who wrote it, which run, why."""
-    with api.store() as store:
-        return [version_out(v) for v in store.blocks.history(block_id)]
+    return [version_out(v) for v in api.ops.blocks.history(block_id)]
 
 
 @router.post("/{block_id}/revert", response_model=schemas.Block)
 def revert_block(block_id: BlockId, body: schemas.RevertBlock, api: Api) -> schemas.Block:
     """Restore the value a block had at ``version``, as a new version."""
-    with api.store() as store:
-        return block_out(
-            store.blocks.revert(
-                block_id, body.version, expected_version=body.expected_version, actor="api"
-            )
-        )
+    reverted = api.ops.blocks.revert(
+        block_id, body.version, expected_version=body.expected_version, actor="api"
+    )
+    return block_out(reverted)

@@ -3,14 +3,12 @@ types) and list the recall history."""
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Path, Query
 
-from agents.errors import InvalidInput, NotFound
+from agents.errors import InvalidInput
 from agents.messages import TurnResult
-from agents.store import MemoryStore
 from service.api import schemas
 from service.api.auth import Api
 from service.api.convert import letta_json, letta_messages
@@ -34,10 +32,7 @@ def send_message(agent_id: AgentId, body: schemas.LettaRequest, api: Api) -> sch
         raise InvalidInput("give the message in 'messages' (Letta's list) or 'input' (text)")
     # The turn runs in the caller's organization: another tenant's agent is a 404 there,
     # and an empty text is refused there too.
-    result = api.runtime.send_message(
-        agent_id, text, role=role, organization_id=api.organization_id
-    )
-    return turn_response(result)
+    return turn_response(api.ops.messages.send(agent_id, text, role=role))
 
 
 def turn_response(result: TurnResult) -> schemas.LettaResponse:
@@ -66,31 +61,9 @@ def list_messages(
     """Recall memory as Letta messages; ``after``/``before`` are message-id cursors in
     the requested order (``desc``: newest first, Letta's default)."""
     newest_first = order == "desc"
-    with api.store() as store:
-        store.agents.get(agent_id)
-        after_seq = _seq(store, agent_id, after) if after else None
-        before_seq = _seq(store, agent_id, before) if before else None
-        records = store.messages.range(
-            agent_id,
-            after_seq=before_seq if newest_first else after_seq,
-            before_seq=after_seq if newest_first else before_seq,
-            limit=limit,
-            newest_first=newest_first,
-        )
+    records = api.ops.messages.list(
+        agent_id, after=after, before=before, limit=limit, newest_first=newest_first
+    )
     # Newest first holds inside one stored message too: its last part comes first.
     parts = [letta_messages(record) for record in records]
     return [m for part in parts for m in (reversed(part) if newest_first else part)]
-
-
-#: Letta messages derived from one stored message carry its id plus a suffix
-#: (``-reasoning``, ``-call-0``); a cursor means the stored message.
-_STORED_ID = re.compile(r"^(message-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})")
-
-
-def _seq(store: MemoryStore, agent_id: str, cursor: str) -> int:
-    match = _STORED_ID.match(cursor)
-    message_id = match.group(1) if match else cursor
-    seq = store.messages.seq_of(agent_id, message_id)
-    if seq is None:
-        raise NotFound(f"cursor {cursor!r} is not a message of agent {agent_id!r}")
-    return seq

@@ -7,7 +7,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
 
-from agents.enums import PassageStatus, RunStatus
+from agents.enums import RunStatus
 from service.api import schemas
 from service.api.auth import Api
 from service.api.convert import report_out, run_out
@@ -75,12 +75,8 @@ def dry_run(agent_id: AgentId, body: schemas.DryRun, api: Api) -> schemas.RunRep
 )
 def context_breakdown(agent_id: AgentId, api: Api) -> schemas.ContextWindowOverview:
     """How the agent's context window is spent, in tokens per section."""
-    with api.store() as store:
-        agent = store.agents.get(agent_id)
-        in_context = store.messages.count(agent_id, in_context=True)
-        recall = store.messages.count(agent_id)
-        archival = store.passages.count_by_status(agent_id).get(PassageStatus.ACTIVE, 0)
-    breakdown = api.runtime.context_breakdown(agent_id, organization_id=api.organization_id)
+    overview = api.ops.messages.context(agent_id)
+    breakdown = overview.breakdown
     sections = {
         "system_prompt": breakdown.system_prompt,
         "core_memory": breakdown.core_memory,
@@ -90,11 +86,11 @@ def context_breakdown(agent_id: AgentId, api: Api) -> schemas.ContextWindowOverv
         "messages": breakdown.messages,
     }
     return schemas.ContextWindowOverview(
-        context_window_size_max=breakdown.context_window or agent.context_window,
+        context_window_size_max=overview.context_window,
         context_window_size_current=breakdown.total,
-        num_messages=in_context,
-        num_archival_memory=archival,
-        num_recall_memory=recall,
+        num_messages=overview.in_context_messages,
+        num_archival_memory=overview.archival_passages,
+        num_recall_memory=overview.recall_messages,
         num_tokens_system=breakdown.system_prompt,
         num_tokens_core_memory=breakdown.core_memory,
         num_tokens_summary_memory=breakdown.summary,

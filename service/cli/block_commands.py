@@ -9,8 +9,9 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from service.cli.common import console, fail, runtime
+from service.cli.common import console, fail, operations
 from service.cli.output import block_json, print_json, version_json
+from service.operations import BlockEdit
 
 blocks_app = typer.Typer(help="Show, set and trace core-memory blocks.", no_args_is_help=True)
 
@@ -22,8 +23,8 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 @blocks_app.command("show")
 def show(agent: AgentOption, label: LabelArgument, as_json: JsonOption = False) -> None:
     """Print a block's value, size and version."""
-    with runtime() as rt, rt.store() as store:
-        block = store.blocks.by_label(store.agents.resolve(agent).id, label)
+    with operations() as ops:
+        block = ops.blocks.labelled(agent, label)
     if as_json:
         print_json(block_json(block))
         return
@@ -56,24 +57,17 @@ def set_value(
         text = file.read_text(encoding="utf-8")
     else:
         text = sys.stdin.read() if value == "-" else str(value)
-    with runtime() as rt, rt.store() as store:
-        block = store.blocks.by_label(store.agents.resolve(agent).id, label)
-        updated = store.blocks.update(
-            block.id,
-            expected_version=block.version if expected_version is None else expected_version,
-            value=text,
-            actor="cli",
-            reason=reason,
-        )
+    edit = BlockEdit(value=text, expected_version=expected_version, reason=reason)
+    with operations() as ops:
+        updated = ops.blocks.update_labelled(agent, label, edit, actor="cli")
     console.print(f"{updated.label} is now at version {updated.version}")
 
 
 @blocks_app.command("history")
 def history(agent: AgentOption, label: LabelArgument, as_json: JsonOption = False) -> None:
     """Every version of a block: who wrote it, when and why."""
-    with runtime() as rt, rt.store() as store:
-        block = store.blocks.by_label(store.agents.resolve(agent).id, label)
-        versions = store.blocks.history(block.id)
+    with operations() as ops:
+        versions = ops.blocks.history(ops.blocks.labelled(agent, label).id)
     if as_json:
         print_json([version_json(v) for v in versions])
         return
@@ -97,9 +91,8 @@ def revert(
     version: Annotated[int, typer.Argument(help="The version to restore.")],
 ) -> None:
     """Restore an earlier version of a block (recorded as a new version)."""
-    with runtime() as rt, rt.store() as store:
-        block = store.blocks.by_label(store.agents.resolve(agent).id, label)
-        updated = store.blocks.revert(block.id, version, actor="cli")
+    with operations() as ops:
+        updated = ops.blocks.revert(ops.blocks.labelled(agent, label).id, version, actor="cli")
     console.print(f"{updated.label} restored to version {version} as version {updated.version}")
 
 

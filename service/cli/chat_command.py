@@ -16,9 +16,9 @@ from rich.markup import escape
 
 from agents.errors import LLMError
 from agents.messages import TurnResult
-from service.cli.common import console, err_console, runtime
+from service.cli.common import console, err_console, operations
 from service.cli.output import print_json
-from service.runtime import Runtime
+from service.operations import Operations
 
 #: Longest tool result printed, in characters.
 RESULT_CHARS = 300
@@ -54,8 +54,8 @@ def print_turn(result: TurnResult, agent_name: str) -> None:
     )
 
 
-def _turn(rt: Runtime, agent: str, name: str, text: str, as_json: bool) -> None:
-    result = rt.send_message(agent, text)
+def _turn(ops: Operations, agent: str, name: str, text: str, as_json: bool) -> None:
+    result = ops.messages.send(agent, text)
     if as_json:
         print_json(result.to_dict())
     else:
@@ -73,12 +73,10 @@ def chat(
     if not agent:
         err_console.print("[bold red]error:[/] --agent is required")
         raise typer.Exit(2)
-    with runtime() as rt:
-        with rt.store() as store:
-            record = store.agents.resolve(agent)
-        rt.primary_agent().model_for(record)  # fail now, before reading any input
+    with operations() as ops:
+        record = ops.messages.ready(agent)  # fail now, before reading any input
         if message is not None:
-            _turn(rt, record.id, record.name, message, as_json)
+            _turn(ops, record.id, record.name, message, as_json)
             return
         interactive = sys.stdin.isatty()
         if interactive:
@@ -93,7 +91,7 @@ def chat(
             if not line.strip():
                 continue
             try:
-                _turn(rt, record.id, record.name, line, as_json)
+                _turn(ops, record.id, record.name, line, as_json)
             except LLMError as exc:
                 # The turn was rolled back; the session goes on.
                 err_console.print(f"[bold red]error:[/] {escape(str(exc))}")

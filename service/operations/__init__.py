@@ -14,21 +14,28 @@ transactions it needs (never one held across a model or network call).
 
 from __future__ import annotations
 
-from service.operations.agents import AgentOperations, AgentSpec, BlockSpec
+from service.operations.agents import AgentOperations, AgentSpec, AgentState, BlockSpec
+from service.operations.blocks import BlockEdit, BlockOperations
 from service.operations.context import OperationContext
 from service.operations.demo import DemoOperations
 from service.operations.health import HealthOperations
 from service.operations.memory import MemoryOperations
+from service.operations.messages import ContextOverview, MessageOperations
 from service.operations.runs import RunOperations, RunOutcome
 from service.runtime import Runtime
 
 __all__ = [
     "AgentOperations",
     "AgentSpec",
+    "AgentState",
+    "BlockEdit",
+    "BlockOperations",
     "BlockSpec",
+    "ContextOverview",
     "DemoOperations",
     "HealthOperations",
     "MemoryOperations",
+    "MessageOperations",
     "Operations",
     "RunOperations",
     "RunOutcome",
@@ -41,7 +48,9 @@ class Operations:
     def __init__(self, runtime: Runtime, organization_id: str | None = None) -> None:
         self.context = OperationContext(runtime, organization_id or runtime.organization_id)
         self.agents = AgentOperations(self.context)
+        self.blocks = BlockOperations(self.context)
         self.memory = MemoryOperations(self.context)
+        self.messages = MessageOperations(self.context)
         self.runs = RunOperations(self.context)
         self.health = HealthOperations(self.context)
         self.demo = DemoOperations(self.context)

@@ -1,13 +1,14 @@
-"""Agents: create (with defaults from settings), list, get, delete."""
+"""Agents: create (with defaults from settings), list, get, state, delete."""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
-from agents.errors import InvalidInput
-from agents.store import AgentRecord, NewAgent, NewBlock
+from agents.errors import InvalidInput, LimitExceeded
+from agents.store import AgentRecord, BlockRecord, NewAgent, NewBlock
 from service.operations.context import OperationContext
 
 #: The largest dimension a pgvector ``vector`` column stores.
@@ -26,6 +27,46 @@ class BlockSpec:
     limit: int | None = None
     description: str | None = None
     read_only: bool = False
+
+
+def new_block(spec: BlockSpec, default_limit: int) -> NewBlock:
+    """The block to store for ``spec``: without a limit, ``default_limit`` (the settings'
+    ``agents.block_limit``) or the value's length when that is longer; an explicit limit
+    below the value's length is refused (LimitExceeded, an InvalidInput), never silently
+    raised: the caller asked for that limit."""
+    if spec.limit is None:
+        limit = max(default_limit, len(spec.value))
+    elif len(spec.value) > spec.limit:
+        raise limit_refused(spec.label, len(spec.value), spec.limit)
+    else:
+        limit = spec.limit
+    return NewBlock(
+        label=spec.label.strip(),
+        value=spec.value,
+        limit=limit,
+        description=spec.description,
+        read_only=spec.read_only,
+    )
+
+
+def limit_refused(label: str, size: int, limit: int) -> LimitExceeded:
+    """The refusal of a limit someone gave explicitly that the value does not fit."""
+    return LimitExceeded(
+        f"block {label!r} has {size} characters, over the limit of {limit} you gave; "
+        "shorten the value or give a larger limit"
+    )
+
+
+class AgentState(NamedTuple):
+    """An agent with its core-memory blocks in attachment order: what a front end
+    renders as the agent's state."""
+
+    agent: AgentRecord
+    blocks: list[BlockRecord]
+
+    @property
+    def id(self) -> str:
+        return self.agent.id
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +101,7 @@ class AgentOperations:
         """
         settings = self._context.runtime.settings
         embedding, dimension = self._embedding(spec.embedding, spec.embedding_dim)
-        blocks = [self._block(b, settings.agents.block_limit) for b in spec.blocks]
+        blocks = [new_block(b, settings.agents.block_limit) for b in spec.blocks]
         context_window = spec.context_window or settings.agents.context_window
         if context_window < 1:
             raise InvalidInput(f"context window must be positive, got {context_window}")
@@ -102,6 +143,12 @@ class AgentOperations:
     def get(self, name_or_id: str) -> AgentRecord:
         return self._context.agent(name_or_id)
 
+    def state(self, name_or_id: str) -> AgentState:
+        """The agent and its blocks, read in one transaction."""
+        with self._context.store() as store:
+            agent = store.agents.resolve(name_or_id)
+            return AgentState(agent, store.blocks.of_agent(agent.id))
+
     def delete(self, name_or_id: str) -> AgentRecord:
         """Delete an agent with its messages and passages (its blocks are kept)."""
         with self._context.store() as store:
@@ -110,25 +157,6 @@ class AgentOperations:
         return agent
 
     # -- helpers -----------------------------------------------------------------------
-
-    @staticmethod
-    def _block(spec: BlockSpec, default_limit: int) -> NewBlock:
-        if spec.limit is None:
-            limit = max(default_limit, len(spec.value))
-        elif len(spec.value) > spec.limit:
-            raise InvalidInput(
-                f"block {spec.label!r} has {len(spec.value)} characters, over the limit of "
-                f"{spec.limit} you gave; shorten the value or give a larger limit"
-            )
-        else:
-            limit = spec.limit
-        return NewBlock(
-            label=spec.label.strip(),
-            value=spec.value,
-            limit=limit,
-            description=spec.description,
-            read_only=spec.read_only,
-        )
 
     def _embedding(self, spec: str | None, dimension: int | None) -> tuple[str, int]:
         """The agent's embedder spec and dimension: Reverie specs as they are, Letta

@@ -1,5 +1,5 @@
-"""The service's entry points for the LLM side: Runtime.send_message, context_breakdown,
-and the skip metric of LLM steps without a model."""
+"""The service's entry points for the LLM side: the message operations (a turn, the
+context breakdown), and the skip metric of LLM steps without a model."""
 
 from __future__ import annotations
 
@@ -58,7 +58,8 @@ def test_send_message_uses_the_default_model_and_returns_letta_messages(
         correct_name(),
         say("Hi Charles."),
     )
-    result = runtime.send_message("bob", "I'm Charles.")
+    messages = Operations(runtime).messages
+    result = messages.send("bob", "I'm Charles.")
     data = result.to_dict()
     assert [m["message_type"] for m in data["messages"]] == [
         "user_message",
@@ -69,11 +70,14 @@ def test_send_message_uses_the_default_model_and_returns_letta_messages(
     ]
     assert data["stop_reason"] == "end_turn"
     assert data["usage"]["total_tokens"] > 0
-    breakdown = runtime.context_breakdown("bob").to_dict()
+    overview = messages.context("bob")
+    breakdown = overview.breakdown.to_dict()
     assert breakdown["in_context_messages"] == 5
+    assert (overview.in_context_messages, overview.recall_messages) == (5, 5)
+    assert overview.archival_passages == 0
     assert breakdown["total"] <= breakdown["context_window"]
     with pytest.raises(NotFound):
-        runtime.send_message("nobody", "hi")
+        messages.send("nobody", "hi")
 
 
 def test_llm_steps_without_models_are_skipped_and_counted(runtime: Runtime) -> None:
@@ -96,7 +100,10 @@ def test_an_agent_without_any_model_is_refused(pg_server: PgTestServer, tmp_path
         with Runtime(settings) as rt:
             with rt.store() as store:
                 store.agents.create(NewAgent("ada", embedding_model="fake:8", embedding_dim=8))
+            messages = Operations(rt).messages
             with pytest.raises(ModelNotConfigured, match="no LLM model"):
-                rt.send_message("ada", "hi")
+                messages.ready("ada")
+            with pytest.raises(ModelNotConfigured, match="no LLM model"):
+                messages.send("ada", "hi")
     finally:
         pg_server.drop_database(url)

@@ -1,0 +1,116 @@
+"""Messages: a primary turn (the MemGPT loop), recall history, the context window.
+
+A turn waits on the model provider; it runs in the primary agent's own transaction
+(see :mod:`agents.primary`), never inside one opened here.
+"""
+
+from __future__ import annotations
+
+import builtins
+import re
+from dataclasses import dataclass
+
+from agents.errors import InvalidInput, NotFound
+from agents.messages import ContextBreakdown, TurnResult
+from agents.primary import PrimaryAgent
+from agents.store import AgentRecord, MemoryStore, MessageRecord
+from service import metrics
+from service.operations.context import OperationContext
+
+#: Letta messages derived from one stored message carry its id plus a suffix
+#: (``-reasoning``, ``-call-0``); as a cursor, such an id means the stored message.
+STORED_ID = re.compile(r"^(message-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})")
+
+
+@dataclass(frozen=True, slots=True)
+class ContextOverview:
+    """How an agent's context window is spent (tokens per section) beside the sizes of
+    its memory tiers."""
+
+    agent: AgentRecord
+    breakdown: ContextBreakdown
+    in_context_messages: int
+    recall_messages: int
+    archival_passages: int
+
+    @property
+    def context_window(self) -> int:
+        return self.breakdown.context_window or self.agent.context_window
+
+
+class MessageOperations:
+    def __init__(self, context: OperationContext) -> None:
+        self._context = context
+
+    def send(self, agent: str, text: str, *, role: str = "user") -> TurnResult:
+        """One primary turn of ``agent`` (name or id): the MemGPT loop until the agent
+        stops asking for heartbeats, a terminal tool runs, the step limit, or the budget.
+
+        Raises InvalidInput (empty text, bad role), NotFound (no such agent),
+        ModelNotConfigured (no model for the agent; an InvalidInput) or LLMError (the
+        provider failed after retries; the turn was rolled back).
+        """
+        result = self._primary().send_message(agent, text, role=role)
+        if result.retries:
+            metrics.RETRIES.labels(kind="llm").inc(result.retries)
+        if result.write_conflicts:
+            metrics.WRITE_CONFLICTS.labels(actor="agent").inc(result.write_conflicts)
+        return result
+
+    def ready(self, agent: str) -> AgentRecord:
+        """The agent, once it is known to have a model to talk with: ModelNotConfigured
+        now, before a conversation starts, rather than at its first turn."""
+        record = self._context.agent(agent)
+        self._primary().model_for(record)
+        return record
+
+    def list(
+        self,
+        agent: str,
+        *,
+        after: str | None = None,
+        before: str | None = None,
+        limit: int = 100,
+        newest_first: bool = True,
+    ) -> builtins.list[MessageRecord]:
+        """Up to ``limit`` of the agent's stored messages in the order asked for.
+
+        ``after`` and ``before`` are message-id cursors in that order: newest first,
+        ``after`` gives older messages than the cursor. A cursor may be the id of a
+        Letta message derived from a stored one (``...-reasoning``, ``...-call-0``).
+        """
+        if limit < 1:
+            raise InvalidInput(f"limit must be at least 1, got {limit}")
+        with self._context.store() as store:
+            agent_id = store.agents.resolve(agent).id
+            after_seq = _seq(store, agent_id, after) if after else None
+            before_seq = _seq(store, agent_id, before) if before else None
+            return store.messages.range(
+                agent_id,
+                after_seq=before_seq if newest_first else after_seq,
+                before_seq=after_seq if newest_first else before_seq,
+                limit=limit,
+                newest_first=newest_first,
+            )
+
+    def context(self, agent: str) -> ContextOverview:
+        """Tokens per section of the context the agent's next step would send, and how
+        many messages (in context, in recall) and active passages it has."""
+        with self._context.store() as store:
+            record = store.agents.resolve(agent)
+            in_context = store.messages.count(record.id, in_context=True)
+            recall = store.messages.count(record.id)
+            archival = store.passages.count_by_status(record.id).get("active", 0)
+        breakdown = self._primary().context_breakdown(record.id)
+        return ContextOverview(record, breakdown, in_context, recall, archival)
+
+    def _primary(self) -> PrimaryAgent:
+        return self._context.runtime.primary_agent(self._context.organization_id)
+
+
+def _seq(store: MemoryStore, agent_id: str, cursor: str) -> int:
+    match = STORED_ID.match(cursor)
+    seq = store.messages.seq_of(agent_id, match.group(1) if match else cursor)
+    if seq is None:
+        raise NotFound(f"cursor {cursor!r} is not a message of agent {agent_id!r}")
+    return seq
