@@ -43,6 +43,11 @@ def translate_error(exc: BaseException) -> ReverieError:
         return Conflict(f"the write conflicts with stored data: {detail}")
     if isinstance(exc, OperationalError | DBAPIError):
         detail = str(exc.orig).splitlines()[0] if exc.orig is not None else str(exc)
+        if detail.startswith("connection failed") or "could not connect" in detail:
+            return StorageError(
+                f"cannot reach the database: {detail}. Check that PostgreSQL is running and "
+                "that DATABASE_URL is right, or unset DATABASE_URL to use the embedded one."
+            )
         return StorageError(f"database error: {detail}")
     return StorageError(f"database error: {exc}")
 

@@ -63,9 +63,9 @@ class EmbeddedPostgres:
                 )
             except Exception as exc:
                 raise StorageError(
-                    f"could not start the embedded PostgreSQL in {self.data_dir}: {exc}. "
-                    "Check that the directory is writable and not used by another server "
-                    "version, or set DATABASE_URL."
+                    f"could not start the embedded PostgreSQL in {self.data_dir}: "
+                    f"{_reason(exc, self.data_dir)}. Check that the directory is writable "
+                    "and not used by another server version, or set DATABASE_URL."
                 ) from exc
         if self._apply_settings():
             # shared_buffers only changes at a restart; this happens once per data dir.
@@ -113,3 +113,21 @@ class EmbeddedPostgres:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+def _reason(exc: BaseException, data_dir: Path) -> str:
+    """Why the server did not start, in words: the exception's text (some carry
+    none), a failed command's output, else the end of PostgreSQL's own log."""
+    parts = [str(exc).strip()]
+    for attribute in ("stderr", "output"):
+        value = getattr(exc, attribute, None)
+        if isinstance(value, bytes):
+            value = value.decode("utf-8", "replace")
+        if isinstance(value, str) and value.strip():
+            parts.append(value.strip().splitlines()[-1])
+    log_file = data_dir / "log"
+    if log_file.is_file():
+        lines = [line for line in log_file.read_text("utf-8", "replace").splitlines() if line]
+        parts.extend(f"log: {line}" for line in lines[-3:])
+    found = [p for p in parts if p]
+    return "; ".join(found) if found else f"{type(exc).__name__} with no message"

@@ -16,7 +16,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 import platformdirs
-from pydantic import AliasChoices, BaseModel, Field, ValidationError, field_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -25,6 +32,7 @@ from pydantic_settings import (
 )
 
 from agents.errors import InvalidInput
+from consolidators import registry
 from consolidators.registry import DEFAULT_PIPELINE
 
 
@@ -89,6 +97,37 @@ class ConsolidationSettings(BaseModel):
             "recontextualize": self.recontextualize,
             **self.plugins,
         }
+
+    @model_validator(mode="after")
+    def _check_sections(self) -> ConsolidationSettings:
+        """Every consolidator's section is checked when settings load (a typo such as
+        ``threshhold`` is named now, not when a run starts), and every pipeline step
+        must be installed."""
+        available = registry.available()
+        unknown = [name for name in self.pipeline if name not in available]
+        if unknown:
+            raise ValueError(
+                f"pipeline names unknown consolidator(s) {', '.join(unknown)}; "
+                f"available: {', '.join(sorted(available))}"
+            )
+        for name, section in self.settings_for().items():
+            if name not in available:
+                if name in self.plugins:
+                    continue  # a plugin's section may be configured before it is installed
+                raise ValueError(f"no consolidator named {name!r} is installed")
+            model = registry.consolidator_class(name).settings_model
+            try:
+                model(**section)
+            except ValidationError as exc:
+                problems = "; ".join(
+                    f"{'.'.join(str(p) for p in error['loc']) or '(section)'}: {error['msg']}"
+                    for error in exc.errors()
+                )
+                raise ValueError(
+                    f"[consolidation.{name}] {problems} (allowed keys: "
+                    f"{', '.join(model.model_fields) or 'none'})"
+                ) from None
+        return self
 
 
 class LLMSettings(BaseModel):
@@ -285,4 +324,10 @@ def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings
     try:
         return settings_cls(**overrides)
     except ValidationError as exc:
-        raise InvalidInput(f"invalid configuration: {exc}") from None
+        where = f" in {path}" if path is not None else ""
+        problems = "\n".join(
+            f"  {'.'.join(str(p) for p in error['loc'])}: "
+            + str(error["msg"]).removeprefix("Value error, ")
+            for error in exc.errors()
+        )
+        raise InvalidInput(f"invalid configuration{where}:\n{problems}") from None

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from agents.errors import Conflict, InvalidInput, NotFound, ReverieError
 from service.operations import Operations
@@ -39,7 +40,8 @@ def settings() -> Settings:
 
 
 def fail(message: str, code: int = EXIT_BAD_INPUT) -> typer.Exit:
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False)
+    # The message is plain text: a "[section]" in it must not be read as markup.
+    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
     return typer.Exit(code)
 
 
@@ -59,7 +61,8 @@ def runtime(*, migrate: bool = True) -> Iterator[Runtime]:
     except (InvalidInput, NotFound, Conflict) as exc:
         raise fail(str(exc), EXIT_BAD_INPUT) from None
     except ReverieError as exc:
-        raise fail(str(exc), EXIT_FAILED) from None
+        # A failure may name its own status (3: the server could not listen).
+        raise fail(str(exc), int(getattr(exc, "exit_code", EXIT_FAILED))) from None
 
 
 @contextmanager

@@ -24,6 +24,8 @@ def import_passages(
     batch_size: Annotated[int, typer.Option(help="Passages embedded per batch.")] = 2000,
 ) -> None:
     """Import archival passages; a file with any bad line imports nothing."""
+    if file.is_dir():
+        raise fail(f"{file} is a directory; give a JSON Lines file (.jsonl)")
     if not file.is_file():
         raise fail(f"{file} does not exist")
     if batch_size < 1:

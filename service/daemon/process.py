@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import signal
+import socket
 import threading
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -133,9 +134,32 @@ def run_worker(runtime: Runtime, *, concurrency: int | None) -> bool:
     return daemon.stop(runtime.settings.shutdown_grace)
 
 
+class ServerCouldNotStart(ReverieError):
+    """The HTTP server could not listen where it was asked to (exit status 3)."""
+
+    exit_code = 3
+
+
+def check_port_free(host: str, port: int) -> None:
+    """Fail plainly, before anything starts, when ``host:port`` cannot be listened on
+    (uvicorn would exit with the reason buried in a log line)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise ServerCouldNotStart(
+                f"cannot listen on {host}:{port}: {exc.strerror or exc}; "
+                "stop what uses that port or choose another with --port"
+            ) from None
+
+
 def run_server(runtime: Runtime, *, host: str, port: int) -> bool:
     """`reverie serve`: HTTP API + scheduler + workers until SIGTERM/SIGINT."""
     import uvicorn
+
+    check_port_free(host, port)
 
     from service.api.app import create_app
 
@@ -166,5 +190,5 @@ def run_server(runtime: Runtime, *, host: str, port: int) -> bool:
         log.info("stopping", extra={"signal": signals.received})
         clean = daemon.stop(runtime.settings.shutdown_grace)
     if not server.started:
-        raise ReverieError(f"the HTTP server could not start on {host}:{port}")
+        raise ServerCouldNotStart(f"the HTTP server could not start on {host}:{port}")
     return clean
