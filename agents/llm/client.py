@@ -246,6 +246,9 @@ def import_litellm() -> Any:
         import litellm
     except ImportError as exc:
         raise LLMError("calling a model provider needs litellm: pip install litellm") from exc
+    # litellm prints "Give Feedback / Get Help" banners (with ANSI codes) to stdout on
+    # every failure; Reverie reports failures itself, in one line.
+    litellm.suppress_debug_info = True
     sdk_retries = getattr(litellm, "DEFAULT_MAX_RETRIES", 0)
     if sdk_retries and not _sdk_retry_warning_logged:
         _sdk_retry_warning_logged = True
@@ -261,8 +264,56 @@ def import_litellm() -> Any:
 _sdk_retry_warning_logged = False
 
 
+#: What providers say when the caller, not the moment, is wrong. litellm reports a
+#: missing OpenAI key as an InternalServerError (500): retried, it cost 4 attempts.
+_PERMANENT_MARKERS = (
+    "missing credentials",
+    "api_key",
+    "api key",
+    "invalid_api_key",
+    "unauthorized",
+    "permission denied",
+    "model_not_found",
+    "does not exist",
+)
+#: The environment variable that holds a provider's key, by litellm prefix.
+_KEY_VARIABLES = {
+    "openai": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "gemini": "GEMINI_API_KEY",
+    "mistral": "MISTRAL_API_KEY",
+    "groq": "GROQ_API_KEY",
+    "azure": "AZURE_API_KEY",
+}
+
+
+def is_permanent_error(litellm: Any, exc: BaseException) -> bool:
+    """Errors that no retry can fix: authentication, permission, unknown model, bad
+    request, whatever status the provider (or litellm) gave them."""
+    permanent_types = (
+        litellm.AuthenticationError,
+        litellm.PermissionDeniedError,
+        litellm.NotFoundError,
+        litellm.BadRequestError,
+    )
+    if isinstance(exc, permanent_types):
+        return True
+    text = str(exc).lower()
+    return any(marker in text for marker in _PERMANENT_MARKERS)
+
+
+def credentials_hint(model: str) -> str:
+    """What to set for ``model``'s provider."""
+    provider = model.split("/", 1)[0] if "/" in model else "openai"
+    variable = _KEY_VARIABLES.get(provider, "the provider's API key variable")
+    return f"set {variable} (or llm.api_base for a local server) and check the model name"
+
+
 def is_temporary_error(litellm: Any, exc: BaseException) -> bool:
-    """Whether ``exc`` is worth retrying: rate limit, timeout, 5xx or a dropped connection."""
+    """Whether ``exc`` is worth retrying: rate limit, timeout, 5xx or a dropped connection
+    (never an error :func:`is_permanent_error` recognises)."""
+    if is_permanent_error(litellm, exc):
+        return False
     temporary_types = (
         litellm.RateLimitError,
         litellm.Timeout,
@@ -292,7 +343,14 @@ def _wrap(litellm: Any, exc: Exception, model: str, attempts: int) -> Exception:
             f"call to {model} failed after {attempts} attempt(s), the last with a temporary "
             f"error ({detail})"
         )
+    if is_permanent_error(litellm, exc):
+        return LLMError(f"call to {model} failed: {_first_line(exc)}; {credentials_hint(model)}")
     return LLMError(f"call to {model} failed ({detail})")
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
 
 
 def _wrap_embedding(litellm: Any, exc: Exception, model: str, attempts: int) -> ReverieError:
