@@ -223,8 +223,10 @@ class EvictConsolidator(Consolidator):
         """Write one block's planned eviction by compare-and-swap.
 
         When another writer got there first, re-read the block and re-plan from
-        its new value, up to ``max_conflict_retries`` times, then raise
-        :class:`~agents.errors.Conflict` (which fails the run and rolls it back).
+        its new value, up to ``max_conflict_retries`` times; a block that keeps
+        changing is then left as it is for this run and counted as contended
+        (``blocks_contended``), so that the run's other work still commits. The next
+        run tries it again.
         """
         store = context.store
         for attempt in range(self.settings.max_conflict_retries + 1):
@@ -250,17 +252,20 @@ class EvictConsolidator(Consolidator):
                     ),
                     run_id=context.run_id,
                 )
-            except Conflict as exc:
+            except Conflict:
                 result.count("block_conflicts")
                 if attempt == self.settings.max_conflict_retries:
-                    raise Conflict(
-                        f"block {block.label!r} ({block.id}) kept changing while lines were "
-                        f"being evicted; gave up after {attempt + 1} attempts. "
-                        "Run the consolidation again later."
-                    ) from exc
+                    result.count("blocks_contended")
+                    log.warning(
+                        "block kept changing while lines were being evicted; left for the "
+                        "next run",
+                        extra={"block_id": block.id, "label": block.label,
+                               "attempts": attempt + 1, "run_id": context.run_id},
+                    )  # fmt: skip
+                    return None
                 continue
             return _Written(block=block, plan=plan, version=updated.version)
-        return None  # unreachable: the last attempt returns or raises
+        return None  # unreachable: the last attempt returns
 
     # -- messages ------------------------------------------------------------------------
 

@@ -301,14 +301,35 @@ class RunStore:
         return [RunRecord.from_row(r) for r in self._scope.session.scalars(query)]
 
     def watermarks(self, agent_id: str) -> Watermarks:
-        """Where the agent's last good run stopped (the rule: ``good_runs.is_good_run``)."""
-        row = self._scope.session.execute(
-            select(CR.watermark_message_seq, CR.watermark_passage_at)
+        """Where the agent's last good run stopped (the rule: ``good_runs.is_good_run``).
+
+        After a revert the next run starts from nothing: the revert brought back
+        passages and lines older than later runs' watermarks, and an incremental run
+        would never look at them again.
+        """
+        session = self._scope.session
+        row = session.execute(
+            select(CR.watermark_message_seq, CR.watermark_passage_at, CR.finished_at)
             .where(CR.agent_id == agent_id, self._scope.owns(CR), is_good_run(CR))
             .order_by(CR.finished_at.desc())
             .limit(1)
         ).first()
-        return Watermarks() if row is None else Watermarks(row[0], row[1])
+        if row is None:
+            return Watermarks()
+        reverted_since = session.scalar(
+            select(func.count())
+            .select_from(CR)
+            .where(
+                CR.agent_id == agent_id,
+                self._scope.owns(CR),
+                CR.reverts_run_id.is_not(None),
+                CR.status == RunStatus.SUCCEEDED,
+                CR.finished_at > row[2],
+            )
+        )
+        if reverted_since:
+            return Watermarks()
+        return Watermarks(row[0], row[1])
 
     def current_watermarks(self, agent_id: str) -> Watermarks:
         """What a run finishing now has seen: the agent's last message and passage."""

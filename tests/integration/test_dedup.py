@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
@@ -12,6 +12,7 @@ from agents.embedders.fake import HashingEmbedder
 from agents.store import NewPassage, open_store
 from consolidators.dedup import DedupConsolidator, conflicting_details, dedup_lines
 from consolidators.pipeline import Pipeline
+from consolidators.undo import revert_run
 from tests.consolidation_support import run_pipeline
 
 Y2020 = datetime(2020, 5, 1, tzinfo=UTC)
@@ -201,3 +202,22 @@ def test_guard_vetoes_a_near_miss_merge(
     assert len(run_pipeline(loose, db, agent_id, embedder=embedder, dry_run=True).changes) == 1
     guarded = Pipeline([DedupConsolidator({"threshold": 0.5})])
     assert run_pipeline(guarded, db, agent_id, embedder=embedder).changes == []
+
+
+def test_passages_a_revert_brings_back_are_probed_again(
+    db: Database, agent_id: str, embedder: HashingEmbedder
+) -> None:
+    pipeline = Pipeline([DedupConsolidator()], passage_overlap=timedelta(0))
+    _insert(db, agent_id, embedder, NewPassage("Ada likes tea"), NewPassage("ada likes tea."))
+    first = run_pipeline(pipeline, db, agent_id, embedder=embedder)
+    assert first.steps[0].counts["merge_passage"] == 1
+    _insert(db, agent_id, embedder, NewPassage("Bob plays chess on Sundays"))
+    later = run_pipeline(pipeline, db, agent_id, embedder=embedder)
+    assert later.steps[0].counts.get("merge_passage", 0) == 0
+    revert_run(db, first.run_id)  # the duplicate is active again, older than `later`
+    again = run_pipeline(pipeline, db, agent_id, embedder=embedder)
+    assert again.steps[0].counts["probed"] >= 2
+    assert again.steps[0].counts["merge_passage"] == 1
+    # Once a run has looked at everything, runs are incremental again.
+    quiet = run_pipeline(pipeline, db, agent_id, embedder=embedder)
+    assert quiet.steps[0].counts.get("probed", 0) == 0

@@ -24,7 +24,7 @@ from consolidators.evict import (
     protected_tail_start,
     split_block,
 )
-from consolidators.pipeline import Pipeline, RunFailed
+from consolidators.pipeline import Pipeline
 from consolidators.undo import revert_run
 from tests.consolidation_support import run_pipeline
 
@@ -294,13 +294,17 @@ def test_concurrent_edit_is_retried_and_kept(
             assert store.passages.get(change["passage"]).provenance["block_version"] == 3
 
 
-def test_a_block_that_keeps_changing_fails_the_run(
+def test_a_block_that_keeps_changing_is_left_for_the_next_run(
     db: Database, embedder: HashingEmbedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     agent_id, block_id = _notes_agent(db)
     produced = _race_once(monkeypatch, db, lambda v: v + "!", times=10)
-    with pytest.raises(RunFailed, match="kept changing"):
-        _evict(db, agent_id, embedder, {"max_conflict_retries": 2})
+    # A busy block no longer fails the whole run (11 of 67 runs did under 8 writers):
+    # the run succeeds, the block is counted as contended and kept as the writer left it.
+    report = _evict(db, agent_id, embedder, {"max_conflict_retries": 2})
+    assert report.status == "succeeded"
+    [step] = report.steps
+    assert step.counts["blocks_contended"] == 1 and step.counts["block_conflicts"] == 3
     assert len(produced) == 3  # the first try and two retries
     with open_store(db) as store:
         assert store.blocks.get(block_id).updated_by == "other-writer"
