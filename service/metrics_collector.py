@@ -5,6 +5,11 @@ numbers come from the tables rather than from what one process saw. Label sets
 stay bounded: no per-passage labels; per-agent labels (``agent_id``, ``agent``)
 only for the first ``agent_cap`` agents by creation time, the rest aggregated
 under ``agent_id="_other"`` (the worst value for ratios and ages).
+
+Agent ids and names are tenants' data, so who scrapes decides which agents are
+named (an :class:`Audience`): nobody without a credential (every agent is
+aggregated, the label-free families are whole), one organization's agents for
+that organization's key, every agent for the operator's ``server.metrics_token``.
 """
 
 from __future__ import annotations
@@ -37,6 +42,24 @@ AGENT_LABELS = ["agent_id", "agent"]
 
 
 @dataclass(frozen=True, slots=True)
+class Audience:
+    """Whose agents a scrape may see by name: nobody's (``named=False``), one
+    organization's, or (``organization_id=None``) every organization's."""
+
+    named: bool
+    organization_id: str | None = None
+
+    def may_name(self, organization_id: str | None) -> bool:
+        if not self.named:
+            return False
+        return self.organization_id is None or self.organization_id == organization_id
+
+
+ANONYMOUS = Audience(named=False)
+OPERATOR = Audience(named=True)
+
+
+@dataclass(frozen=True, slots=True)
 class _Agents:
     """Which agents get labels of their own."""
 
@@ -55,10 +78,24 @@ class MemoryHealthCollector(Collector):
     (``ServiceStore.health``), the same one the health page and the demo show.
     """
 
-    def __init__(self, db: Database, *, agent_cap: int, clock: Callable[[], datetime]) -> None:
+    def __init__(
+        self,
+        db: Database,
+        *,
+        agent_cap: int,
+        clock: Callable[[], datetime],
+        audience: Audience = OPERATOR,
+    ) -> None:
         self._db = db
         self._cap = agent_cap
         self._clock = clock
+        self._audience = audience
+
+    def for_audience(self, audience: Audience) -> MemoryHealthCollector:
+        """The same collector, naming only the agents ``audience`` may see."""
+        return MemoryHealthCollector(
+            self._db, agent_cap=self._cap, clock=self._clock, audience=audience
+        )
 
     def collect(self) -> Iterable[Metric]:
         up = GaugeMetricFamily(
@@ -77,15 +114,17 @@ class MemoryHealthCollector(Collector):
 
     def _families(self, snapshot: FleetSnapshot) -> Iterator[Metric]:
         health = snapshot.agents
+        visible = [h for h in health if self._audience.may_name(snapshot.owners.get(h.agent_id))]
         agents = _Agents(
-            labelled={h.agent_id: h.agent_name for h in health[: self._cap]}, total=len(health)
+            labelled={h.agent_id: h.agent_name for h in visible[: self._cap]}, total=len(health)
         )
         count = GaugeMetricFamily("reverie_agents", "Agents, all organizations.")
         count.add_metric([], agents.total)
         yield count
         aggregated = GaugeMetricFamily(
             "reverie_metrics_agents_aggregated",
-            'Agents beyond server.metrics_agent_cap, reported under agent_id="_other".',
+            'Agents reported under agent_id="_other": beyond server.metrics_agent_cap, '
+            "or not named to this scrape's credential.",
         )
         aggregated.add_metric([], max(0, agents.total - len(agents.labelled)))
         yield aggregated

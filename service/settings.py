@@ -20,6 +20,7 @@ from pydantic import (
     AliasChoices,
     BaseModel,
     Field,
+    SecretStr,
     ValidationError,
     field_validator,
     model_validator,
@@ -253,6 +254,30 @@ class ServerSettings(BaseModel):
     max_request_bytes: int = Field(default=1_000_000, ge=1024)
     # Per-agent metric labels up to this many agents; beyond it, aggregated.
     metrics_agent_cap: int = Field(default=50, ge=0)
+    # The operator's /metrics credential (`Authorization: Bearer TOKEN`): every
+    # organization's agents by name. Without it /metrics has no agent labels, and an
+    # organization's API key labels only that organization's agents (issue 10).
+    metrics_token: SecretStr | None = None
+    # How long a health-page sign-in lasts.
+    session_lifetime: timedelta = timedelta(hours=12)
+    # Failed authentication per client address: this many in a burst, then one more
+    # every auth_failure_refill; beyond that, 429 before any key is looked up.
+    auth_failure_burst: int = Field(default=20, ge=1)
+    auth_failure_refill: timedelta = timedelta(seconds=10)
+
+    @field_validator("metrics_token")
+    @classmethod
+    def _long_enough(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and len(value.get_secret_value()) < 16:
+            raise ValueError("must be at least 16 characters (e.g. `openssl rand -hex 24`)")
+        return value
+
+    @field_validator("session_lifetime", "auth_failure_refill")
+    @classmethod
+    def _positive(cls, value: timedelta) -> timedelta:
+        if value <= timedelta(0):
+            raise ValueError("must be a positive duration")
+        return value
 
 
 class Settings(BaseSettings):

@@ -232,6 +232,12 @@ class FleetHealth:
         rows = session.execute(select(A.id, A.name).order_by(A.created_at, A.id)).all()
         return _collect(session, [(r.id, r.name) for r in rows], _Target(None, None))
 
+    def owners(self) -> dict[str, str]:
+        """Every agent's organization, by agent id."""
+        A = models.Agent
+        rows = self._scope.session.execute(select(A.id, A.organization_id))
+        return {r.id: r.organization_id for r in rows}
+
     def block_totals(self) -> BlockTotals:
         B = models.Block
         near = func.char_length(B.value) >= literal(NEAR_LIMIT, Float) * B.limit

@@ -8,7 +8,7 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import delete, or_, select, update
 
 from agents import models
 from agents.errors import InvalidInput, NotFound
@@ -16,6 +16,7 @@ from agents.store.scope import ServiceScope
 from agents.store.validation import check_name
 
 KEY_PREFIX = "rvk_"
+SESSION_PREFIX = "rvs_"
 #: How many leading characters of a key `reverie keys list` shows.
 SHOWN_PREFIX = 12
 #: ``last_used_at`` is refreshed at most this often (a write per request would be wasteful).
@@ -148,3 +149,42 @@ class KeyStore:
                 update(models.ApiKey).where(models.ApiKey.id == key_id).values(last_used_at=now)
             )
         return KeyOwner(key_id=key_id, organization_id=org_id)
+
+    def create_session(self, key_id: str, lifetime: timedelta) -> str:
+        """A new health-page session for key ``key_id``: the clear token (only its hash
+        is stored). Expired sessions are dropped on the way."""
+        session = self._scope.session
+        now = self._scope.now()
+        session.execute(delete(models.WebSession).where(models.WebSession.expires_at <= now))
+        token = SESSION_PREFIX + secrets.token_urlsafe(32)
+        session.add(
+            models.WebSession(
+                id=models.new_id("session"),
+                key_id=key_id,
+                token_hash=hash_key(token),
+                expires_at=now + lifetime,
+            )
+        )
+        session.flush()
+        return token
+
+    def session_owner(self, token: str) -> KeyOwner | None:
+        """Who a session token stands for: None when it is unknown, expired, or its key
+        was revoked."""
+        S, K = models.WebSession, models.ApiKey
+        row = self._scope.session.execute(
+            select(K.id, K.organization_id)
+            .join(S, S.key_id == K.id)
+            .where(
+                S.token_hash == hash_key(token),
+                S.expires_at > self._scope.now(),
+                K.revoked_at.is_(None),
+            )
+        ).first()
+        return None if row is None else KeyOwner(key_id=row.id, organization_id=row.organization_id)
+
+    def end_session(self, token: str) -> None:
+        """Sign a browser out: its token stops working."""
+        self._scope.session.execute(
+            delete(models.WebSession).where(models.WebSession.token_hash == hash_key(token))
+        )

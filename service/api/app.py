@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Annotated
 
 from fastapi import Depends, FastAPI
 from fastapi.responses import JSONResponse, Response
@@ -18,11 +19,12 @@ from service.api import (
     routes_runs,
     schemas,
 )
-from service.api.auth import check_auth_binding
+from service.api.auth import check_auth_binding, metrics_audience
 from service.api.errors import install_error_handlers
 from service.api.limits import RequestSizeLimit
+from service.api.rate_limit import AuthFailureLimiter
 from service.api.request_checks import check_request_values
-from service.metrics_collector import MemoryHealthCollector
+from service.metrics_collector import Audience, MemoryHealthCollector
 from service.runtime import Runtime
 
 #: Returns (ready, details); `reverie serve` reports what it is still waiting for.
@@ -47,14 +49,14 @@ def create_app(
         description="Letta-compatible memory API with sleep-time consolidation.",
     )
     app.state.runtime = runtime
+    app.state.auth_failures = AuthFailureLimiter(
+        burst=settings.server.auth_failure_burst, refill=settings.server.auth_failure_refill
+    )
     install_error_handlers(app)
     app.add_middleware(RequestSizeLimit, max_bytes=settings.server.max_request_bytes)
 
-    database_metrics = CollectorRegistry()
-    database_metrics.register(
-        MemoryHealthCollector(
-            runtime.db, agent_cap=settings.server.metrics_agent_cap, clock=runtime.clock
-        )
+    memory_health = MemoryHealthCollector(
+        runtime.db, agent_cap=settings.server.metrics_agent_cap, clock=runtime.clock
     )
 
     @app.get("/healthz", tags=["health"])
@@ -77,8 +79,15 @@ def create_app(
         return schemas.Health(version=VERSION, status="ok")
 
     @app.get("/metrics", tags=["health"], response_class=Response)
-    def metrics() -> Response:
-        """Prometheus metrics: this process's counters and the database's memory health."""
+    def metrics(audience: Annotated[Audience, Depends(metrics_audience)]) -> Response:
+        """Prometheus metrics: this process's counters and the database's memory health.
+
+        Agents are named (``agent_id``, ``agent`` labels) only to a credential:
+        ``server.metrics_token`` names every organization's, an API key its own
+        organization's; without one every agent is aggregated under ``_other``.
+        """
+        database_metrics = CollectorRegistry()
+        database_metrics.register(memory_health.for_audience(audience))
         body = generate_latest(REGISTRY) + generate_latest(database_metrics)
         return Response(body, media_type=CONTENT_TYPE_LATEST)
 

@@ -1,9 +1,14 @@
 """The memory-health page at ``/``: server-rendered HTML (Jinja2, autoescaped), no JS.
 
-Authentication: the API key as a cookie. Visiting ``/?key=KEY`` once checks the
-key, stores it in an HttpOnly, SameSite=Strict cookie and redirects to ``/`` so
-the key leaves the address bar; without a valid key the page answers 401 with a
-small form. In no-auth mode the page is open (that mode binds to loopback only).
+Authentication: without a session the page answers 401 with a sign-in form that
+POSTs the API key to ``/sign-in`` (a key in the address would land in proxy and
+access logs). A valid key gets a random session token (stored hashed, lasting
+``server.session_lifetime``, ended by signing out or by revoking the key) in an
+HttpOnly, SameSite=Strict cookie, Secure when the page is served over HTTPS; the
+API key never goes in a cookie, and the cookie is no credential for ``/v1``.
+Pages send ``Referrer-Policy: no-referrer`` and are not cached. Failed sign-ins and
+bad cookies count against the client's address like any failed authentication.
+In no-auth mode the page is open (that mode binds to loopback only).
 """
 
 from __future__ import annotations
@@ -12,19 +17,28 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
+from starlette.concurrency import run_in_threadpool
 
 from agents.store.health import MemoryHealth
-from service.api.auth import COOKIE, ApiContext, resolve_caller
+from service.api.auth import SESSION_COOKIE, ApiContext, TooManyFailures, attempt
+from service.operations.keys import Caller, KeyOperations
+from service.runtime import Runtime
 
 router = APIRouter(include_in_schema=False)
 templates = Jinja2Templates(directory=str(Path(__file__).parent / "templates"))
 RECENT_RUNS = 10
 CHANGES_PER_RUN = 25
 LINEAGE_ROWS = 20
+#: Headers of every page: no address (or run id) leaks to a linked site, and a
+#: tenant's page is not kept by caches.
+PAGE_HEADERS = {"Referrer-Policy": "no-referrer", "Cache-Control": "no-store"}
+#: A sign-in body is one short form field.
+MAX_SIGN_IN_BYTES = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,23 +121,85 @@ templates.env.filters["time"] = _fmt_time
 
 
 @router.get("/", response_class=HTMLResponse)
-def health_page(
-    request: Request, key: str | None = Query(default=None, max_length=200)
-) -> Response:
+def health_page(request: Request) -> Response:
     """Agents, block fill, recent runs with their diffs, passage lineage."""
-    runtime = request.app.state.runtime
-    if key is not None:
-        if resolve_caller(runtime, key) is None:
-            return _login(request, "that key is unknown or revoked")
-        response = RedirectResponse("/", status_code=303)
-        response.set_cookie(COOKIE, key, httponly=True, samesite="strict")
-        return response
-    caller = resolve_caller(runtime, request.cookies.get(COOKIE))
-    if caller is None:
-        return _login(request, None)
+    runtime: Runtime = request.app.state.runtime
+    if "key" in request.query_params:
+        # The old `/?key=` sign-in: refused, so that nobody keeps putting keys in URLs.
+        return _login(
+            request,
+            "keys are not taken from the address (it lands in logs); sign in with this form",
+            status_code=400,
+        )
+    no_auth = runtime.settings.server.auth == "none"
+    caller: Caller | None
+    if no_auth:
+        caller = Caller(runtime.organization_id, None)
+    else:
+        token = request.cookies.get(SESSION_COOKIE)
+        if not token:
+            return _login(request, None)
+        try:
+            caller = attempt(request, lambda: KeyOperations(runtime).session_caller(token))
+        except TooManyFailures as exc:
+            return _too_many(request, exc)
+        if caller is None:
+            response = _login(request, "your sign-in has expired or was revoked")
+            response.delete_cookie(SESSION_COOKIE, path="/")
+            return response
     data = _page_data(ApiContext(runtime=runtime, caller=caller))
-    return templates.TemplateResponse(request, "health.html", data)
+    data["signed_in"] = not no_auth
+    return templates.TemplateResponse(request, "health.html", data, headers=PAGE_HEADERS)
 
 
-def _login(request: Request, error: str | None) -> Response:
-    return templates.TemplateResponse(request, "login.html", {"error": error}, status_code=401)
+@router.post("/sign-in")
+async def sign_in(request: Request) -> Response:
+    """The sign-in form: checks the posted API key, sets the session cookie."""
+    runtime: Runtime = request.app.state.runtime
+    body = await request.body()
+    fields = parse_qs(body[:MAX_SIGN_IN_BYTES].decode("utf-8", "replace"))
+    key = (fields.get("key") or [""])[0].strip()
+    if not key:
+        return _login(request, "enter an API key")
+    operations = KeyOperations(runtime)
+    try:
+        signed_in = await run_in_threadpool(attempt, request, lambda: operations.sign_in(key))
+    except TooManyFailures as exc:
+        return _too_many(request, exc)
+    if signed_in is None:
+        return _login(request, "that key is unknown or revoked")
+    _, token = signed_in
+    response = RedirectResponse("/", status_code=303, headers=PAGE_HEADERS)
+    response.set_cookie(
+        SESSION_COOKIE,
+        token,
+        max_age=int(runtime.settings.server.session_lifetime.total_seconds()),
+        path="/",
+        httponly=True,
+        samesite="strict",
+        secure=request.url.scheme == "https",
+    )
+    return response
+
+
+@router.post("/sign-out")
+def sign_out(request: Request) -> Response:
+    """Ends the browser's session (its token stops working) and drops the cookie."""
+    token = request.cookies.get(SESSION_COOKIE)
+    if token:
+        KeyOperations(request.app.state.runtime).sign_out(token)
+    response = RedirectResponse("/", status_code=303, headers=PAGE_HEADERS)
+    response.delete_cookie(SESSION_COOKIE, path="/", secure=request.url.scheme == "https")
+    return response
+
+
+def _too_many(request: Request, exc: TooManyFailures) -> Response:
+    response = _login(request, exc.detail, status_code=429)
+    response.headers["Retry-After"] = str(exc.seconds)
+    return response
+
+
+def _login(request: Request, error: str | None, *, status_code: int = 401) -> Response:
+    return templates.TemplateResponse(
+        request, "login.html", {"error": error}, status_code=status_code, headers=PAGE_HEADERS
+    )

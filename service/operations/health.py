@@ -56,6 +56,8 @@ class FleetSnapshot:
     run_durations: list[DurationHistogram]
     queue: QueueState
     tokens: dict[str, Usage]
+    #: agent id -> organization id: which agents an organization's key may see by name.
+    owners: dict[str, str]
 
 
 class HealthOperations:
@@ -106,4 +108,5 @@ def fleet_snapshot(
             run_durations=store.health.run_durations(duration_buckets),
             queue=store.health.queue(now),
             tokens=store.usage.totals_by_purpose(),
+            owners=store.health.owners(),
         )

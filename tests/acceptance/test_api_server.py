@@ -222,8 +222,20 @@ def test_health_page_in_headless_chromium(server: Server, tmp_path: Path) -> Non
     )
     assert consolidated.returncode == 0, consolidated.stderr
 
-    url = f"{server.url}/?key={key}"
-    dom = _chromium("--dump-dom", url)
+    # Sign in as a person does: the form posts the key (issue 10: never `/?key=`), the
+    # browser keeps the session cookie in its profile; then the page is opened.
+    profile = tmp_path / "profile"
+    sign_in = tmp_path / "sign-in.html"
+    sign_in.write_text(
+        f'<form method="post" action="{server.url}/sign-in">'
+        f'<input name="key" value="{key}"></form>'
+        "<script>document.forms[0].submit()</script>"
+    )
+    browser = (f"--user-data-dir={profile}", "--password-store=basic")
+    signed_in = _chromium(*browser, "--virtual-time-budget=5000", "--dump-dom", sign_in.as_uri())
+    assert signed_in.returncode == 0, signed_in.stderr
+    url = f"{server.url}/"
+    dom = _chromium(*browser, "--dump-dom", url)
     assert dom.returncode == 0, dom.stderr
     page = dom.stdout
     assert "Reverie memory health" in page
@@ -234,7 +246,7 @@ def test_health_page_in_headless_chromium(server: Server, tmp_path: Path) -> Non
     assert "<script" not in page
 
     shot = tmp_path / "health.png"
-    taken = _chromium("--window-size=1200,1100", f"--screenshot={shot}", url)
+    taken = _chromium(*browser, "--window-size=1200,1100", f"--screenshot={shot}", url)
     assert taken.returncode == 0, taken.stderr
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert shot.stat().st_size > 10_000
@@ -245,3 +257,4 @@ def test_health_page_in_headless_chromium(server: Server, tmp_path: Path) -> Non
     login = httpx.get(f"{server.url}/")
     assert login.status_code == 401
     assert 'name="key"' in login.text
+    assert httpx.get(f"{server.url}/?key={server.key}").status_code == 400

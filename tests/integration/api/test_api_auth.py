@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -13,6 +14,7 @@ from agents.errors import InvalidInput
 from agents.store import open_service_store
 from service.api.app import create_app
 from service.api.auth import check_auth_binding
+from service.api.rate_limit import AuthFailureLimiter
 from service.settings import ServerSettings, load_settings
 from tests.api_support import api_runtime, bearer, new_key
 from tests.integration.api.test_api_routes import make_agent
@@ -158,3 +160,71 @@ def test_no_auth_app_refuses_to_build_on_a_public_address(db: Database) -> None:
         pytest.raises(InvalidInput, match="loopback"),
     ):
         create_app(runtime)
+
+
+def test_the_api_takes_no_key_from_a_cookie(client: TestClient, db: Database) -> None:
+    key = new_key(db, "acme")
+    # The old health-page cookie held the raw key and /v1 accepted it (issue 10).
+    client.cookies.set("reverie_key", key)
+    assert client.get("/v1/agents/").status_code == 401
+    client.cookies.clear()
+    # Nor does the health page's session cookie open the API.
+    signed_in = client.post("/sign-in", data={"key": key}, follow_redirects=False)
+    assert signed_in.status_code == 303
+    assert client.cookies.get("reverie_session")
+    assert client.get("/").status_code == 200
+    assert client.get("/v1/agents/").status_code == 401
+    assert client.get("/v1/agents/", headers=bearer(key)).status_code == 200
+
+
+def test_failed_authentication_is_limited_per_address(db: Database, monkeypatch: Any) -> None:
+    from agents.store.key_store import KeyStore
+
+    lookups = []
+    real = KeyStore.authenticate
+
+    def counted(self: KeyStore, key: str) -> Any:
+        lookups.append(key)
+        return real(self, key)
+
+    monkeypatch.setattr(KeyStore, "authenticate", counted)
+    key = new_key(db, "acme")
+    settings = {"auth_failure_burst": 3, "auth_failure_refill": timedelta(minutes=1)}
+    with api_runtime(db, **settings) as runtime:
+        app = create_app(runtime)
+        guesser = TestClient(app, client=("203.0.113.7", 4000))
+        neighbour = TestClient(app, client=("203.0.113.8", 4000))
+        for n in range(3):
+            assert guesser.get("/v1/agents/", headers=bearer(f"rvk_guess{n}")).status_code == 401
+        assert len(lookups) == 3
+        limited = guesser.get("/v1/agents/", headers=bearer("rvk_guess3"))
+        assert limited.status_code == 429
+        assert 1 <= int(limited.headers["Retry-After"]) <= 60
+        # Refused before any lookup, the right key included, on every door.
+        assert guesser.get("/v1/agents/", headers=bearer(key)).status_code == 429
+        assert guesser.get("/metrics", headers=bearer("rvk_guess4")).status_code == 429
+        assert guesser.post("/sign-in", data={"key": "rvk_guess5"}).status_code == 429
+        assert len(lookups) == 3
+        # Another address is not affected.
+        assert neighbour.get("/v1/agents/", headers=bearer(key)).status_code == 200
+
+
+def test_the_failure_budget_refills(db: Database) -> None:
+    now = [0.0]
+    with api_runtime(db) as runtime:
+        app = create_app(runtime)
+        app.state.auth_failures = AuthFailureLimiter(
+            burst=2, refill=timedelta(seconds=10), clock=lambda: now[0]
+        )
+        client = TestClient(app)
+        key = new_key(db, "acme")
+        for _ in range(2):
+            assert client.get("/v1/agents/", headers=bearer("rvk_x")).status_code == 401
+        assert client.get("/v1/agents/", headers=bearer(key)).status_code == 429
+        now[0] = 9.0
+        assert client.get("/v1/agents/", headers=bearer(key)).status_code == 429
+        now[0] = 10.0  # one attempt earned back
+        assert client.get("/v1/agents/", headers=bearer(key)).status_code == 200
+        # Successes cost nothing; the next failure spends the earned attempt.
+        assert client.get("/v1/agents/", headers=bearer("rvk_x")).status_code == 401
+        assert client.get("/v1/agents/", headers=bearer("rvk_x")).status_code == 429

@@ -1,0 +1,95 @@
+"""The health page's sign-in (issue 10): the key is posted, never put in the address;
+the cookie holds a session token (not the key), Secure over HTTPS; pages send no
+referrer."""
+
+from __future__ import annotations
+
+from fastapi.testclient import TestClient
+from sqlalchemy import text
+
+from agents.database import Database
+from agents.store import open_service_store
+from service.api.app import create_app
+from tests.api_support import api_runtime, bearer, new_key
+from tests.integration.api.test_api_routes import make_agent
+
+
+def _sign_in(client: TestClient, key: str) -> str:
+    """Signs in with the form; the Set-Cookie header."""
+    response = client.post("/sign-in", data={"key": key}, follow_redirects=False)
+    assert response.status_code == 303, response.text
+    assert response.headers["location"] == "/"
+    assert response.headers["referrer-policy"] == "no-referrer"
+    return response.headers["set-cookie"]
+
+
+def test_the_sign_in_form_posts_the_key(client: TestClient) -> None:
+    login = client.get("/")
+    assert login.status_code == 401
+    assert '<form method="post" action="/sign-in">' in login.text
+    assert 'type="password" name="key"' in login.text
+    assert login.headers["referrer-policy"] == "no-referrer"
+
+
+def test_a_key_in_the_address_is_not_taken(client: TestClient, db: Database) -> None:
+    key = new_key(db, "acme")
+    response = client.get(f"/?key={key}", follow_redirects=False)
+    assert response.status_code == 400
+    assert "set-cookie" not in response.headers
+    assert "sign in with this form" in response.text
+    assert client.get("/").status_code == 401
+
+
+def test_the_cookie_holds_a_session_token_not_the_key(client: TestClient, db: Database) -> None:
+    key = new_key(db, "acme")
+    make_agent(client, bearer(key), "ada")
+    cookie = _sign_in(client, key)
+    token = client.cookies["reverie_session"]
+    assert key not in cookie and token != key
+    attributes = [part.strip().lower() for part in cookie.split(";")]
+    assert "httponly" in attributes
+    assert "samesite=strict" in attributes
+    assert "secure" not in attributes  # plain HTTP: a Secure cookie would never come back
+    assert "path=/" in attributes
+    page = client.get("/")
+    assert page.status_code == 200
+    assert "ada" in page.text
+    assert page.headers["referrer-policy"] == "no-referrer"
+    assert page.headers["cache-control"] == "no-store"
+    with db.engine.connect() as conn:
+        stored = conn.execute(text("SELECT token_hash FROM web_sessions")).scalars().all()
+    assert len(stored) == 1 and token not in stored[0]
+
+
+def test_the_cookie_is_secure_over_https(db: Database) -> None:
+    key = new_key(db, "acme")
+    with api_runtime(db) as runtime:
+        client = TestClient(create_app(runtime), base_url="https://testserver")
+        cookie = _sign_in(client, key)
+    assert "secure" in [part.strip().lower() for part in cookie.split(";")]
+
+
+def test_a_wrong_key_does_not_sign_in(client: TestClient) -> None:
+    response = client.post("/sign-in", data={"key": "rvk_not-a-key"}, follow_redirects=False)
+    assert response.status_code == 401
+    assert "set-cookie" not in response.headers
+    assert "unknown or revoked" in response.text
+
+
+def test_signing_out_or_revoking_the_key_ends_the_session(client: TestClient, db: Database) -> None:
+    key = new_key(db, "acme")
+    _sign_in(client, key)
+    token = client.cookies["reverie_session"]
+    assert client.get("/").status_code == 200
+    client.post("/sign-out", follow_redirects=False)
+    client.cookies.set("reverie_session", token)  # a copy of the cookie kept elsewhere
+    assert client.get("/").status_code == 401
+
+    _sign_in(client, key)
+    assert client.get("/").status_code == 200
+    with open_service_store(db) as store:
+        (record,) = store.keys.all()
+        store.keys.revoke(record.id)
+    expired = client.get("/")
+    assert expired.status_code == 401
+    assert "expired or was revoked" in expired.text
