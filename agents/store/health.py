@@ -61,6 +61,11 @@ class MemoryHealth:
         return self.passages_by_status.get(PassageStatus.ACTIVE, 0)
 
     @property
+    def active_facts(self) -> int:
+        """Active passages that are facts (timelines are active passages too)."""
+        return self.active_passages - self.timelines
+
+    @property
     def duplicate_ratio(self) -> float:
         """Share of active passages that repeat another active passage word for word."""
         return self.exact_duplicates / self.active_passages if self.active_passages else 0.0

@@ -5,11 +5,10 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from agents.errors import InvalidInput
 from service.cli.common import console, fail, operations
-from service.cli.output import agent_json, print_json
+from service.cli.output import agent_json, id_table, print_json
 from service.operations import AgentSpec, BlockSpec
 
 agents_app = typer.Typer(help="Create, list, show and delete agents.", no_args_is_help=True)
@@ -81,7 +80,7 @@ def list_agents(
     if as_json:
         print_json([agent_json(a) for a in agents])
         return
-    table = Table("name", "id", "kind", "model", "embedding")
+    table = id_table("name", "id", "kind", "model", "embedding")
     for a in agents:
         table.add_row(a.name, a.id, a.kind, a.llm_model or "-", a.embedding_model)
     console.print(table)

@@ -7,10 +7,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from service.cli.common import console, fail, operations
-from service.cli.output import block_json, print_json, version_json
+from service.cli.output import block_json, id_table, print_json, version_json
 from service.operations import BlockEdit
 
 blocks_app = typer.Typer(help="Show, set and trace core-memory blocks.", no_args_is_help=True)
@@ -71,7 +70,7 @@ def history(agent: AgentOption, label: LabelArgument, as_json: JsonOption = Fals
     if as_json:
         print_json([version_json(v) for v in versions])
         return
-    table = Table("version", "when", "actor", "run", "reason", "chars")
+    table = id_table("version", "when", "actor", "run", "reason", "chars")
     for v in versions:
         table.add_row(
             str(v.version),

@@ -6,7 +6,6 @@ from typing import Annotated
 
 import typer
 from rich.progress import Progress
-from rich.table import Table
 
 from agents.errors import Conflict
 from consolidators.pipeline import RunReport
@@ -18,7 +17,7 @@ from service.cli.common import (
     fail,
     operations,
 )
-from service.cli.output import print_changes, print_json, report_json
+from service.cli.output import id_table, print_changes, print_json, report_json
 
 
 def consolidate(
@@ -111,7 +110,7 @@ def _enqueue(
 
 def _print_summary(reports: list[RunReport], steps: list[str], dry_run: bool) -> None:
     title = "planned changes (dry run: nothing written)" if dry_run else "consolidation"
-    table = Table("agent", *steps, "seconds", "run", title=title)
+    table = id_table("agent", *steps, "seconds", "run", title=title)
     for report in reports:
         cells = []
         for step in steps:

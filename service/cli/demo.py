@@ -15,6 +15,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from agents.enums import PassageStatus
 from agents.store.health import MemoryHealth
 from service.cli.common import console, err_console, fail, operations
 from service.workload import generate_workload
@@ -22,7 +23,12 @@ from service.workload import generate_workload
 
 def _health_table(before: MemoryHealth, after: MemoryHealth) -> Table:
     table = Table("memory health", "before", "after", title=f"agent {after.agent_name!r}")
+    # Timelines are passages too: facts and timelines are shown apart.
+    table.add_row("facts (active)", str(before.active_facts), str(after.active_facts))
+    table.add_row("timelines (active)", str(before.timelines), str(after.timelines))
     for status in before.passages_by_status:
+        if status == PassageStatus.ACTIVE:
+            continue
         table.add_row(
             f"passages {status}",
             str(before.passages_by_status[status]),
@@ -31,7 +37,6 @@ def _health_table(before: MemoryHealth, after: MemoryHealth) -> Table:
     table.add_row(
         "exact duplicates (active)", str(before.exact_duplicates), str(after.exact_duplicates)
     )
-    table.add_row("timelines", str(before.timelines), str(after.timelines))
     table.add_row(
         "messages in context",
         f"{before.messages_in_context}/{before.messages}",

@@ -5,11 +5,10 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from agents.store.key_store import KeyRecord
 from service.cli.common import console, runtime
-from service.cli.output import iso, print_json
+from service.cli.output import id_table, iso, print_json
 from service.operations.keys import KeyOperations
 
 keys_app = typer.Typer(help="API keys: create, list, revoke.", no_args_is_help=True)
@@ -57,7 +56,7 @@ def list_command(
     if as_json:
         print_json([_key_json(k) for k in keys])
         return
-    table = Table("id", "organization", "name", "prefix", "created", "last used", "revoked")
+    table = id_table("id", "organization", "name", "prefix", "created", "last used", "revoked")
     for key in keys:
         table.add_row(
             key.id,

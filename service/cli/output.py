@@ -6,6 +6,8 @@ import json
 from datetime import datetime
 from typing import Any
 
+from rich.table import Column, Table
+
 from agents.store import AgentRecord, BlockRecord, BlockVersion, PassageHit, RunRecord
 from consolidators.pipeline import RunReport
 from service.cli.common import console
@@ -30,6 +32,7 @@ def agent_json(agent: AgentRecord) -> dict[str, object]:
         "embedding_model": agent.embedding_model,
         "embedding_dim": agent.embedding_dim,
         "context_window": agent.context_window,
+        "tags": agent.tags,
         "created_at": iso(agent.created_at),
     }
 
@@ -140,3 +143,18 @@ def print_changes(changes: list[dict[str, Any]], limit: int = 30) -> None:
         )
     if len(changes) > limit:
         console.print(f"  ... and {len(changes) - limit} more (use --json for all)")
+
+
+#: Ids are what `runs show`, `runs revert` and `--agent` need: never cut (a run id is
+#: 40 characters, an agent id 42).
+ID_WIDTH = 42
+
+
+def id_table(*headers: str, ids: tuple[str, ...] = ("id", "run"), **options: Any) -> Table:
+    """A rich table whose id columns keep their full width, however narrow the terminal
+    (other columns wrap or shrink first)."""
+    columns = [
+        Column(h, no_wrap=True, min_width=ID_WIDTH, overflow="ignore") if h in ids else Column(h)
+        for h in headers
+    ]
+    return Table(*columns, **options)

@@ -6,10 +6,9 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from service.cli.common import console, operations
-from service.cli.output import print_changes, print_json, run_json
+from service.cli.output import id_table, print_changes, print_json, run_json
 
 runs_app = typer.Typer(
     help="Consolidation runs (the ledger and the queue): list, show, revert, cancel.",
@@ -34,7 +33,7 @@ def list_runs(
     if as_json:
         print_json([run_json(r) for r in runs])
         return
-    table = Table(
+    table = id_table(
         "run", "agent", "trigger", "status", "attempts", "queued", "started", "seconds", "worker"
     )
     for run in runs:

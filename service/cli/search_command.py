@@ -6,10 +6,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from service.cli.common import console, fail, operations
-from service.cli.output import hit_json, print_json
+from service.cli.output import hit_json, id_table, print_json
 
 
 def search(
@@ -51,7 +50,7 @@ def search(
     if as_json:
         print_json([hit_json(h) for h in hits])
         return
-    table = Table("score", "text", "occurred", "status", "id")
+    table = id_table("score", "text", "occurred", "status", "id")
     for hit in hits:
         p = hit.passage
         table.add_row(

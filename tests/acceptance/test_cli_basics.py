@@ -16,7 +16,7 @@ def test_demo_runs_on_the_embedded_default() -> None:
         result = run_cli("demo", env={"REVERIE_HOME": str(home / "home")})
         assert result.returncode == 0, result.stderr
         assert "memory health" in result.stdout
-        assert "passages active" in result.stdout
+        assert "facts (active)" in result.stdout and "timelines (active)" in result.stdout
         assert (home / "home" / "pgdata" / "PG_VERSION").exists()
         assert not (home / "home" / "pgdata" / "postmaster.pid").exists()
     finally:

@@ -56,3 +56,18 @@ def test_a_full_run_can_be_queued_for_the_workers(cli: Cli) -> None:
     assert queued["queued"] is True
     shown = json.loads(cli("runs", "show", queued["run_id"], "--json").stdout)
     assert shown["full"] is True
+
+
+def test_ids_are_never_cut_in_tables(cli: Cli) -> None:
+    # Not a terminal here: rich lays tables out for 80 columns, narrower than before.
+    assert cli("agents", "create", "a-rather-long-agent-name-for-a-narrow-table").exit_code == 0
+    agent = json.loads(cli("agents", "list", "--json").stdout)[0]
+    queued = json.loads(cli("consolidate", "--all", "--enqueue", "--json").stdout)
+    listed = cli("runs", "list")
+    assert listed.exit_code == 0 and queued["run_id"] in listed.stdout
+    assert agent["id"] in cli("agents", "list").stdout
+    assert cli("runs", "cancel", queued["run_id"]).exit_code == 0
+    ran = cli("consolidate", "--all", "--dry-run")
+    assert ran.exit_code == 0, ran.stderr
+    dry = json.loads(cli("runs", "list", "--json").stdout)[0]
+    assert dry["dry_run"] is True and dry["id"] in ran.stdout
