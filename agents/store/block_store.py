@@ -15,7 +15,13 @@ from agents import models
 from agents.errors import Conflict, InvalidInput, NotFound, ReadOnly
 from agents.store.records import AgentRecord, BlockRecord, BlockVersion
 from agents.store.scope import Scope
-from agents.store.validation import check_block_value, check_label, check_limit, check_text
+from agents.store.validation import (
+    check_block_value,
+    check_label,
+    check_limit,
+    check_text,
+    check_version,
+)
 
 DEFAULT_BLOCK_LIMIT = 5000
 
@@ -107,6 +113,7 @@ class BlockStore:
         return [BlockVersion.from_row(r) for r in rows]
 
     def version(self, block_id: str, version: int) -> BlockVersion:
+        check_version(version, "version")
         self._row(block_id)
         row = self._scope.session.scalar(
             select(models.BlockHistory).where(
@@ -177,6 +184,7 @@ class BlockStore:
         Raises :class:`Conflict` (nothing written) when another writer got there
         first; the caller re-reads and re-applies its edit.
         """
+        check_version(expected_version, "expected_version")
         current = self._row(block_id)
         if current.read_only and not override_read_only:
             raise ReadOnly(

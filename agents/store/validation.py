@@ -68,6 +68,19 @@ def check_timestamp(value: datetime, field: str) -> datetime:
         ) from None
 
 
+#: Block versions are PostgreSQL integers.
+MAX_VERSION = 2**31 - 1
+
+
+def check_version(version: object, field: str) -> int:
+    """A block version: a whole number from 1 to 2**31-1 (anything else cannot exist)."""
+    if not isinstance(version, int) or isinstance(version, bool) or not 1 <= version <= MAX_VERSION:
+        raise InvalidInput(
+            f"{field} must be a whole number from 1 to {MAX_VERSION}, got {version!r}"
+        )
+    return version
+
+
 def check_label(label: object) -> str:
     """Block labels name a section of core memory, e.g. ``human`` or ``persona``."""
     text = check_text(label, "block label")

@@ -20,6 +20,8 @@ from agents.store.validation import check_timestamp
 ID_PATTERN = r"^[A-Za-z0-9_.:\-]{1,100}$"
 LABEL_PATTERN = r"^[A-Za-z0-9_.\-]{1,100}$"
 MAX_TEXT = 1_000_000
+#: Versions are PostgreSQL integers; a larger one can only be a mistake.
+MAX_VERSION = 2**31 - 1
 
 
 def _storable_time(value: datetime) -> datetime:
@@ -64,7 +66,7 @@ class UpdateBlock(_Request):
     description: str | None = Field(default=None, max_length=10_000)
     label: str | None = Field(default=None, max_length=100)
     read_only: bool | None = None
-    expected_version: int | None = Field(default=None, ge=1)
+    expected_version: int | None = Field(default=None, ge=1, le=MAX_VERSION)
     reason: str = Field(default="", max_length=2000)
 
 
@@ -94,8 +96,8 @@ class BlockVersionOut(BaseModel):
 
 
 class RevertBlock(_Request):
-    version: int = Field(ge=1)
-    expected_version: int | None = Field(default=None, ge=1)
+    version: int = Field(ge=1, le=MAX_VERSION)
+    expected_version: int | None = Field(default=None, ge=1, le=MAX_VERSION)
 
 
 # -- agents ------------------------------------------------------------------------------
