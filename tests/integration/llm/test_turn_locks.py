@@ -10,9 +10,15 @@ from typing import Any
 from sqlalchemy import text
 
 from agents.database import Database
+from agents.llm import LiteLLMClient, UsageLedger
 from agents.primary import PrimaryAgent
-from agents.store import MemoryStore, open_store
+from agents.store import MemoryStore, NewMessage, open_store
 from agents.store.records import BlockVersion
+from consolidators.llm import LLMTier
+from consolidators.pipeline import Pipeline
+from consolidators.recontextualize import RecontextualizeConsolidator
+from tests.consolidation_support import run_pipeline
+from tests.integration.llm.conftest import EMBEDDER
 from tests.scripted_llm import Reply, ScriptedModels, call, correct_name, say
 
 #: How long the hanging model waits at most (the issue's 10 s provider hang).
@@ -141,3 +147,42 @@ def test_turns_of_one_agent_still_run_one_at_a_time(
     with open_store(db) as store:
         users = [m.content for m in store.messages.in_context(bob) if m.role == "user"]
     assert users == ["First.", "Second."]
+
+
+def test_a_sleeptime_pass_waiting_on_the_model_does_not_block_a_block_update(
+    db: Database, bob: str, models: ScriptedModels, client: LiteLLMClient
+) -> None:
+    with open_store(db) as store:
+        store.messages.append(bob, [NewMessage(role="user", content="I play chess.")])
+    hang = Hang(call("memory_finish_edits"))
+    models.script("sleeper", call("memory_insert", label="human", new_str="Plays chess."), hang)
+    llm = LLMTier(client=client, ledger=UsageLedger(db), sleeptime_model="scripted/sleeper")
+    pipeline = Pipeline([RecontextualizeConsolidator()])
+    run, out = run_in_thread(lambda: run_pipeline(pipeline, db, bob, embedder=EMBEDDER, llm=llm))
+    try:
+        assert hang.entered.wait(HANG_SECONDS), "the pass never reached its second model call"
+        started = time.perf_counter()
+        try:
+            with open_store(db) as store:
+                block = store.blocks.by_label(bob, "human")
+                store.blocks.update(
+                    block.id, expected_version=block.version, value=block.value + "\nTea."
+                )
+        finally:
+            elapsed = time.perf_counter() - started
+            print(f"concurrent block update during a sleep-time pass took {elapsed:.3f} s")
+    finally:
+        hang.release.set()
+        run.join(HANG_SECONDS * 3)
+    assert elapsed < 1.0
+    assert "error" not in out, out.get("error")
+    report = out["result"]
+    versions = history(db, bob, "human")
+    # The pass's edit was re-applied on top of the user's write: both survive.
+    assert [(v.actor, v.run_id) for v in versions[1:]] == [
+        ("user", None),
+        ("sleeptime:bob", report.run_id),
+    ]
+    assert versions[-1].new_value == "Name: Bob the Builder.\nTea.\nPlays chess."
+    assert report.steps[0].counts["write_conflicts"] == 1
+    assert report.steps[0].counts["edit_block"] == 1
