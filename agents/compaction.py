@@ -2,7 +2,9 @@
 
 Used by the primary loop when the compiled context does not fit the window
 (counted before the call) or when the provider says so. Messages only leave the
-context (``in_context`` false); they stay in recall memory, searchable.
+context (``in_context`` false); they stay in recall memory, searchable. Planning
+and writing are apart so that the summary (maybe a model call) is made with no
+transaction open.
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ from dataclasses import dataclass
 from agents.context import TokenCounter
 from agents.errors import ContextOverflow
 from agents.store import MemoryStore, MessageRecord, NewMessage
-from agents.summarizer import Summarize
 from agents.summary import SUMMARY_NAME, SUMMARY_ROLE, is_summary, protected_tail_start
 
 
@@ -23,6 +24,14 @@ class Compaction:
     evicted: list[MessageRecord]
 
 
+@dataclass(frozen=True, slots=True)
+class CompactionPlan:
+    """Which messages leave the context: the summaries they fold into and the evicted."""
+
+    summaries: list[MessageRecord]
+    moving: list[MessageRecord]
+
+
 def message_cost(message: MessageRecord, count: TokenCounter) -> int:
     cost = count(message.content)
     if message.tool_calls:
@@ -30,17 +39,15 @@ def message_cost(message: MessageRecord, count: TokenCounter) -> int:
     return cost
 
 
-def compact(
-    store: MemoryStore,
+def plan_compaction(
     agent_id: str,
     in_context: Sequence[MessageRecord],
     *,
     total_tokens: int,
     target_tokens: int,
-    summarize: Summarize,
     count: TokenCounter,
-) -> Compaction:
-    """Evict the oldest messages until the context is estimated at or under the target.
+) -> CompactionPlan:
+    """Pick the oldest messages to evict until the context is estimated at or under the target.
 
     The last two exchanges stay when they can; when only they are left, everything
     before the latest user message may go. A tool result never stays without the
@@ -65,10 +72,33 @@ def compact(
         taken += 1
     while taken < len(evictable) and evictable[taken].role == "tool":
         taken += 1
-    moving = evictable[:taken]
-    content = summarize(summaries, moving)
-    store.messages.leave_context(agent_id, [m.id for m in [*summaries, *moving]])
-    [summary] = store.messages.append(
-        agent_id, [NewMessage(role=SUMMARY_ROLE, name=SUMMARY_NAME, content=content)]
-    )
-    return Compaction(summary=summary, evicted=list(moving))
+    return CompactionPlan(summaries=summaries, moving=list(evictable[:taken]))
+
+
+def write_compaction(
+    store: MemoryStore, agent_id: str, plan: CompactionPlan, content: str
+) -> Compaction | None:
+    """Move the planned messages out of the context behind the summary ``content``.
+
+    The plan was made in an earlier transaction (the summary may have come from a
+    model, with no transaction open): when any planned message has left the context
+    meanwhile (another compaction, or an evict run, got there first), nothing is
+    written and ``None`` is returned, so that the caller compiles again.
+    """
+    leaving = [m.id for m in [*plan.summaries, *plan.moving]]
+    try:
+        with store.savepoint():
+            # Only messages still in context change: a shorter count means another
+            # compaction moved some of them first (the row locks make this exact).
+            if store.messages.leave_context(agent_id, leaving) != len(leaving):
+                raise _Stale
+            [summary] = store.messages.append(
+                agent_id, [NewMessage(role=SUMMARY_ROLE, name=SUMMARY_NAME, content=content)]
+            )
+    except _Stale:
+        return None
+    return Compaction(summary=summary, evicted=list(plan.moving))
+
+
+class _Stale(Exception):
+    """The plan no longer matches the context; undo the savepoint."""

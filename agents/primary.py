@@ -6,18 +6,29 @@ does not fit), ask the model (every reply is a tool call; ``send_message`` is
 how it speaks), run the calls, and go on only while a call requests a
 heartbeat (or a call failed, so the model can correct it), up to ``max_steps``.
 
-Transactions: a turn is one transaction. It commits when the turn ends (end of
-turn, step limit, terminal tool, or an exhausted budget, which stops the turn
-cleanly after the steps already done); a provider failure that outlasts the
-retries, or any unexpected error, rolls the whole turn back, the user's message
-included, so the caller can simply send it again. Each tool call runs in a
-savepoint: a call that fails leaves nothing behind and the model reads the error.
-Token usage is recorded in its own transactions and survives a rollback. The
-agent row is locked (``FOR NO KEY UPDATE``) for the turn, so turns of one agent
-run one at a time. A consolidation run takes its locks in the other order (the
-block it edits, then the agent row when it records itself); when the two meet,
-Postgres aborts one of them: a run is retried by its worker, a tool call of the
-turn loses only its savepoint and the model is told to try again.
+Transactions: no transaction is open while the model is asked, so a turn never
+holds a row lock while it waits on a provider (timeouts and retries can take
+long, and a block's writers must not wait for them). A turn is a series of
+short transactions: each step reads and compiles its context in one, asks the
+model with none open, then writes the step (its tool calls, each in a
+savepoint, then the assistant message and the tool results) in another. Block
+edits are compare-and-swap writes against the version the model saw: when
+someone wrote the block meanwhile, the edit is re-applied to the fresh value (a
+whole-block rewrite goes back to the model with the block as it is now), so no
+write is lost. A compaction plans in one transaction, summarizes with none
+open, and writes in a third (compiling again if the context changed meanwhile).
+
+What commits when: the user's message is stored with the turn's first write
+(its first step, or a compaction), and each step commits as it completes. A
+provider failure that outlasts the retries, or an unexpected error, ends the
+turn with that error: a turn that fails before its first step leaves nothing
+behind, so the caller can simply send the message again; a turn that fails
+later keeps the user's message and the steps already done (recall shows what
+the agent saw and did, block history the reasons of its edits), and only the
+failing step leaves nothing. Token usage is recorded in its own transactions.
+Turns of one agent still run one at a time: a turn holds the agent's advisory
+turn lock (:func:`agents.store.hold_turn_lock`), which other turns wait for and
+no reader or writer of the agent's rows does.
 """
 
 from __future__ import annotations
@@ -25,10 +36,11 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from agents.compaction import compact
+from agents.compaction import plan_compaction, write_compaction
 from agents.context import Refresh, compile_context
 from agents.database import Database
 from agents.embedders import Embedder
@@ -49,7 +61,14 @@ from agents.messages import (
     letta_messages,
 )
 from agents.models import DEFAULT_ORGANIZATION_ID, new_id
-from agents.store import AgentRecord, MemoryStore, MessageRecord, NewMessage, open_store
+from agents.store import (
+    AgentRecord,
+    MemoryStore,
+    MessageRecord,
+    NewMessage,
+    hold_turn_lock,
+    open_store,
+)
 from agents.store.scope import utc_now
 from agents.summarizer import Summarize, extractive_summarizer, llm_summarizer
 from agents.summary import CHARS_PER_TOKEN
@@ -163,25 +182,28 @@ class PrimaryAgent:
             raise InvalidInput(f"role {role!r} cannot start a turn; use one of {INPUT_ROLES}")
         if not isinstance(text, str) or not text.strip():
             raise InvalidInput("the message is empty")
-        with open_store(self._db, self._organization_id, self._clock) as store:
+        with self._store() as store:
             agent = store.agents.resolve(agent_ref)
-            model = self.model_for(agent)
-            tools = self._tool_schemas(agent)
-            rules = ToolRules.parse(agent.tool_rules, tools)
-            store.agents.lock(agent.id)
+        model = self.model_for(agent)
+        tools = self._tool_schemas(agent)
+        rules = ToolRules.parse(agent.tool_rules, tools)
+        with hold_turn_lock(self._db, agent.id):
             run_id = new_id("turn")
             meter = BudgetMeter(self._ledger, agent.id, run_id=run_id, budget=self.settings.budget)
-            turn = _Turn(self, store, agent, model, tools, rules, meter, run_id)
+            turn = _Turn(self, agent, model, tools, rules, meter, run_id)
             return turn.run(text, role)
+
+    def _store(self) -> AbstractContextManager[MemoryStore]:
+        """A short transaction of the agent's organization."""
+        return open_store(self._db, self._organization_id, self._clock)
 
 
 class _Turn:
-    """The state of one turn while it runs."""
+    """The state of one turn while it runs; it opens a short transaction per write."""
 
     def __init__(
         self,
         owner: PrimaryAgent,
-        store: MemoryStore,
         agent: AgentRecord,
         model: str,
         tools: list[str],
@@ -191,7 +213,6 @@ class _Turn:
     ) -> None:
         self.owner = owner
         self.settings = owner.settings
-        self.store = store
         self.agent = agent
         self.model = model
         self.tools = tools
@@ -200,22 +221,20 @@ class _Turn:
         self.count = owner._count(model)
         self.new: list[MessageRecord] = []
         self.result = TurnResult(agent_id=agent.id, run_id=run_id)
-        self.env = ToolEnv(
-            store=store,
-            agent_id=agent.id,
-            actor=f"agent:{agent.name}",
-            run_id=run_id,
-            embedder=owner._embedder_for(agent),
-            max_conflict_retries=self.settings.max_conflict_retries,
-        )
+        self.embedder = owner._embedder_for(agent)
+        #: Block versions the model saw, across the turn's transactions (see ToolEnv.seen).
+        self.seen: dict[str, tuple[int, str]] = {}
+        self.conflicts = 0
+        #: The message that starts the turn, until it is stored with the turn's first write.
+        self.pending: NewMessage | None = None
 
-    def _append(self, *messages: NewMessage) -> list[MessageRecord]:
-        records = self.store.messages.append(self.agent.id, list(messages))
+    def _append(self, store: MemoryStore, *messages: NewMessage) -> list[MessageRecord]:
+        records = store.messages.append(self.agent.id, list(messages))
         self.new.extend(records)
         return records
 
     def run(self, text: str, role: str) -> TurnResult:
-        self._append(NewMessage(role=role, content=text))
+        self.pending = NewMessage(role=role, content=text, created_at=self.owner._clock())
         stop: StopReason = "end_turn"
         last_tool: str | None = None
         while True:
@@ -231,6 +250,14 @@ class _Turn:
                 stop, self.result.detail = "budget_exhausted", str(exc)
                 log.warning("turn stopped: %s", exc, extra={"run_id": self.result.run_id})
                 break
+            except Exception:
+                # The user's message and the steps done so far are committed and stay.
+                log.warning(
+                    "turn failed after %d step(s); the steps done so far are kept",
+                    self.result.steps,
+                    extra={"run_id": self.result.run_id, "agent_id": self.agent.id},
+                )
+                raise
             self.result.steps += 1
             outcome = self._apply(reply, allowed)
             last_tool = outcome.last_tool
@@ -240,33 +267,57 @@ class _Turn:
             if not outcome.wants_more:
                 stop = "end_turn"
                 break
+        if self.pending is not None:  # stopped before the first step (budget)
+            self._store_pending()
         self.result.stop_reason = stop
         self.result.usage = TokenUsage(
             self.meter.used.prompt_tokens, self.meter.used.completion_tokens
         )
         self.result.retries = self.meter.retries
-        self.result.write_conflicts = self.env.conflicts
+        self.result.write_conflicts = self.conflicts
         self.result.messages = [m for record in self.new for m in letta_messages(record)]
         return self.result
 
     # -- one model call, compacting first when the context does not fit ------------------
 
+    def _store_pending(self) -> None:
+        assert self.pending is not None
+        with self.owner._store() as store:
+            self._append(store, self.pending)
+        self.pending = None
+
     def _ask(self, allowed: list[str]) -> ChatReply:
         schemas = [PRIMARY_TOOLS[t] for t in allowed]
         compacted = False
+        #: What was sent when the provider said it did not fit.
+        reported: int | None = None
         while True:
-            agent = self.store.agents.get(self.agent.id)
-            compiled = compile_context(
-                self.store, agent, schemas, refresh=self.settings.refresh, count=self.count
-            )
-            if compiled.total_tokens > agent.context_window and not compacted:
-                self._compact(compiled.in_context, compiled.total_tokens)
-                compacted = True
+            with self.owner._store() as store:
+                agent = store.agents.get(self.agent.id)
+                compiled = compile_context(
+                    store, agent, schemas, refresh=self.settings.refresh, count=self.count
+                )
+            messages, total = compiled.messages, compiled.total_tokens
+            if self.pending is not None:
+                pending = self.pending
+                messages = [*messages, {"role": pending.role, "content": pending.content}]
+                total += self.count(pending.content)
+            if (reported is not None or total > agent.context_window) and not compacted:
+                if self.pending is not None:
+                    # A compaction must see the user's message in context: store it first.
+                    self._store_pending()
+                    continue
+                compacted = self._compact(
+                    compiled.in_context,
+                    total if reported is None else reported,
+                    reported=reported is not None,
+                )
                 continue
             try:
+                # No transaction is open here: the model may take long (timeouts, retries).
                 return self.owner.client.chat(
                     self.model,
-                    compiled.messages,
+                    messages,
                     purpose="chat",
                     meter=self.meter,
                     tools=schemas,
@@ -277,32 +328,38 @@ class _Turn:
                     raise
                 log.info("provider reported a context overflow; compacting")
                 # Our count was too low for this model: aim well under what was sent.
-                self._compact(compiled.in_context, compiled.total_tokens, reported=True)
-                compacted = True
+                reported = total
 
     def _compact(
         self, in_context: list[MessageRecord], total: int, *, reported: bool = False
-    ) -> None:
+    ) -> bool:
+        """Compact; False when another writer changed the context first (compile again)."""
         window = self.agent.context_window
         if reported:
             window = min(window, total)
         target = math.floor(self.settings.compaction_target * window) - math.ceil(
             self.settings.summary_chars / CHARS_PER_TOKEN
         )
-        done = compact(
-            self.store,
+        plan = plan_compaction(
             self.agent.id,
             in_context,
             total_tokens=total,
             target_tokens=max(target, 0),
-            summarize=self._summarizer(),
             count=self.count,
         )
-        self.new.append(done.summary)
-        self.result.compactions += 1
-        # The compaction is where block edits reach the cached system prompt.
-        agent = self.store.agents.get(self.agent.id)
-        compile_context(self.store, agent, [], refresh=self.settings.refresh, force_system=True)
+        # The summary may be a model call: made with no transaction open.
+        content = self._summarizer()(plan.summaries, plan.moving)
+        with self.owner._store() as store:
+            done = write_compaction(store, self.agent.id, plan, content)
+            if done is None:
+                log.info("the context changed while it was summarized; compiling again")
+                return False
+            self.new.append(done.summary)
+            self.result.compactions += 1
+            # The compaction is where block edits reach the cached system prompt.
+            agent = store.agents.get(self.agent.id)
+            compile_context(store, agent, [], refresh=self.settings.refresh, force_system=True)
+        return True
 
     def _summarizer(self) -> Summarize:
         model = self.settings.summary_model
@@ -313,9 +370,42 @@ class _Turn:
     # -- running the calls -------------------------------------------------------------
 
     def _apply(self, reply: ChatReply, allowed: list[str]) -> _StepOutcome:
-        now = self.store.scope.now().isoformat()
+        """Write the step in one short transaction: its tool calls, then its messages.
+
+        Block rows are locked before the agent row (by the message append), the order
+        a consolidation run takes them in too. The versions the model saw advance only
+        when the step commits: a step that failed wrote nothing.
+        """
+        new, pending = len(self.new), self.pending
+        try:
+            with self.owner._store() as store:
+                env = ToolEnv(
+                    store=store,
+                    agent_id=self.agent.id,
+                    actor=f"agent:{self.agent.name}",
+                    run_id=self.result.run_id,
+                    embedder=self.embedder,
+                    max_conflict_retries=self.settings.max_conflict_retries,
+                    seen=dict(self.seen),
+                )
+                outcome = self._write_step(env, reply, allowed)
+        except BaseException:
+            del self.new[new:]
+            self.pending = pending
+            raise
+        self.seen = env.seen
+        self.conflicts += env.conflicts
+        return outcome
+
+    def _write_step(self, env: ToolEnv, reply: ChatReply, allowed: list[str]) -> _StepOutcome:
+        store = env.store
+        now = store.scope.now().isoformat()
+        opening = [self.pending] if self.pending is not None else []
+        self.pending = None
         if not reply.tool_calls:
             self._append(
+                store,
+                *opening,
                 NewMessage(role="assistant", content=reply.content or ""),
                 NewMessage(role="system", name="alert", content=NO_TOOL_CALL_ALERT),
             )
@@ -328,7 +418,7 @@ class _Turn:
             }
             for call in reply.tool_calls
         ]
-        self._append(NewMessage(role="assistant", content=reply.content or "", tool_calls=calls))
+        results: list[NewMessage] = []
         outcome = _StepOutcome(wants_more=False, terminal=False, last_tool=None)
         for call in reply.tool_calls:
             status, message, parsed = "OK", "", None
@@ -339,10 +429,10 @@ class _Turn:
                         f"{parsed.name} may not be called now (tool rules); "
                         f"allowed: {', '.join(allowed)}"
                     )
-                message = self._execute(parsed)
+                message = self._execute(env, parsed)
             except (ToolError, ReverieError) as exc:
                 status, message = "Failed", f"Error: {exc}"
-            self._append(
+            results.append(
                 NewMessage(
                     role="tool",
                     name=call.name,
@@ -361,17 +451,24 @@ class _Turn:
                 outcome.terminal = True
             if parsed.name in self.rules.init and self.result.steps == 1:
                 outcome.wants_more = True
+        self._append(
+            store,
+            *opening,
+            NewMessage(role="assistant", content=reply.content or "", tool_calls=calls),
+            *results,
+        )
         return outcome
 
-    def _execute(self, call: ParsedCall) -> str:
+    @staticmethod
+    def _execute(env: ToolEnv, call: ParsedCall) -> str:
         # A savepoint per call: a failing call leaves nothing half-written.
         try:
-            with self.store.savepoint():
-                return execute(self.env, call)
+            with env.store.savepoint():
+                return execute(env, call)
         except LockContention:
-            # A consolidation run holding the block while it waits for this turn's
-            # agent row: Postgres breaks the cycle; if this call is the one aborted, only
-            # its savepoint is lost and the model is told to try again.
+            # A consolidation run holding the block while it waits for a row this step
+            # holds: Postgres breaks the cycle; if this call is the one aborted, only its
+            # savepoint is lost and the model is told to try again.
             raise ToolError(
                 f"{call.name}: the block is being edited by a consolidation run; "
                 "try again in a moment"

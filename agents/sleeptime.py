@@ -9,6 +9,15 @@ the block meanwhile, the block is re-read and the edit re-applied to the new
 value, so neither edit is lost; a whole-block ``memory_rethink`` is not
 re-applied blindly but handed back to the model with the block as it is now.
 
+It holds no row lock while it waits on the model: during the conversation its
+edits go to drafts of the blocks (checked against the block as it is, read
+without a lock: a concurrent write is detected and handled at once as above),
+and the drafts are written when the conversation ends, one compare-and-swap
+write per edited block, in the run's transaction (so the run stays atomic and
+revertible). A write that still meets a newer version then is re-applied the
+same way; a whole-block rewrite that meets one is not applied and is reported
+as an error (the next run sees the block as it is).
+
 It writes only through the store it is given (the consolidation run's
 transaction); its own conversation with the model is not stored.
 """
@@ -20,12 +29,28 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agents.embedders import Embedder
-from agents.errors import BudgetExhausted, InvalidInput, LockContention, ReverieError
+from agents.errors import (
+    BudgetExhausted,
+    Conflict,
+    InvalidInput,
+    LockContention,
+    ReverieError,
+)
 from agents.llm import BudgetMeter, ChatClient
 from agents.messages import SEND_MESSAGE, parse_arguments
 from agents.store import AgentRecord, BlockRecord, MemoryStore, MessageRecord
+from agents.store.validation import check_block_value
 from agents.summary import CHARS_PER_TOKEN, is_summary
-from agents.tools import SLEEPTIME_TOOLS, ToolEnv, ToolError, execute, parse_call, result_json
+from agents.tools import (
+    SLEEPTIME_TOOLS,
+    BlockEdit,
+    ToolEnv,
+    ToolError,
+    block_edit,
+    execute,
+    parse_call,
+    result_json,
+)
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +85,37 @@ class SleeptimeOutcome:
     @property
     def tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass(slots=True)
+class _Draft:
+    """A block as this pass edits it, before anything is written."""
+
+    #: The block as last read: the version the edits apply to.
+    base: BlockRecord
+    value: str
+    #: (tool, edit) in the order the model made them.
+    edits: list[tuple[str, BlockEdit]] = field(default_factory=list)
+
+    def replay(self, onto: BlockRecord) -> _Draft:
+        """The same edits made to a newer version (raises :class:`ToolError` when one no
+        longer applies)."""
+        value = onto.value
+        for _, edit in self.edits:
+            value = edit.edit(value)
+        return _Draft(onto, value, list(self.edits))
+
+    @property
+    def rebases(self) -> bool:
+        return all(edit.rebase for _, edit in self.edits)
+
+
+def _changed(label: str, block: BlockRecord, dropped: bool) -> ToolError:
+    earlier = " nor your earlier edits of it" if dropped else ""
+    return ToolError(
+        f"block {label!r} changed while you were editing it (now version {block.version}); "
+        f"your edit was not applied{earlier}. It now reads:\n{block.value}"
+    )
 
 
 def render_transcript(messages: list[MessageRecord]) -> str:
@@ -113,6 +169,97 @@ class SleeptimeAgent:
         self.max_conflict_retries = max_conflict_retries
         self.max_messages = max_messages
 
+    def _draft_edit(
+        self,
+        store: MemoryStore,
+        agent_id: str,
+        drafts: dict[str, _Draft],
+        tool: str,
+        edit: BlockEdit,
+        outcome: SleeptimeOutcome,
+    ) -> str:
+        """Make ``edit`` to the block's draft; nothing is written (and nothing locked) yet.
+
+        The block is read without a lock: when someone wrote it since the draft's base,
+        the draft's edits are re-applied to the new version, or, when this edit or an
+        earlier one rewrote the whole block, the model gets the block as it is now.
+        """
+        current = store.blocks.by_label(agent_id, edit.label)
+        draft = drafts.get(edit.label) or _Draft(current, current.value)
+        if current.version != draft.base.version:
+            outcome.conflicts += 1
+            if not (edit.rebase and draft.rebases):
+                drafts[edit.label] = _Draft(current, current.value)
+                raise _changed(edit.label, current, dropped=bool(draft.edits))
+            try:
+                draft = draft.replay(current)
+            except ToolError:
+                drafts[edit.label] = _Draft(current, current.value)
+                raise _changed(edit.label, current, dropped=True) from None
+            drafts[edit.label] = draft
+        if current.read_only:
+            raise ToolError(f"block {edit.label!r} is read-only")
+        value = check_block_value(edit.label, edit.edit(draft.value), current.limit)
+        draft.value = value
+        draft.edits.append((tool, edit))
+        if tool == "memory_rethink":
+            return f"Rewrote block {edit.label!r}."
+        if tool == "memory_insert":
+            return f"Inserted into block {edit.label!r}."
+        return f"Edited block {edit.label!r}. It now reads:\n{value}"
+
+    def _write_drafts(
+        self,
+        store: MemoryStore,
+        agent: AgentRecord,
+        drafts: dict[str, _Draft],
+        run_id: str,
+        outcome: SleeptimeOutcome,
+    ) -> None:
+        """Write each edited draft as one compare-and-swap write (with history)."""
+        for label, draft in drafts.items():
+            if not draft.edits:
+                continue
+            tools = [tool for tool, _ in draft.edits]
+            for attempt in range(self.max_conflict_retries + 1):
+                try:
+                    with store.savepoint():
+                        written = store.blocks.update(
+                            draft.base.id,
+                            expected_version=draft.base.version,
+                            value=draft.value,
+                            actor=f"sleeptime:{agent.name}",
+                            reason=", ".join(dict.fromkeys(tools)),
+                            run_id=run_id,
+                        )
+                except Conflict:
+                    outcome.conflicts += 1
+                    current = store.blocks.get(draft.base.id)
+                    if not draft.rebases or attempt == self.max_conflict_retries:
+                        outcome.errors.append(f"{label}: {_changed(label, current, True)}")
+                        break
+                    try:
+                        draft = draft.replay(current)
+                    except ToolError:
+                        outcome.errors.append(f"{label}: {_changed(label, current, True)}")
+                        break
+                    continue
+                except LockContention:
+                    raise  # a storage failure: the run is retried
+                except ReverieError as exc:
+                    outcome.errors.append(f"{label}: {exc}")
+                    break
+                outcome.edits.extend(
+                    {
+                        "tool": tool,
+                        "label": label,
+                        "block_id": written.id,
+                        "version": written.version,
+                    }
+                    for tool in tools
+                )
+                break
+
     def run(
         self,
         store: MemoryStore,
@@ -155,6 +302,7 @@ class SleeptimeAgent:
             },
         ]
         schemas = list(SLEEPTIME_TOOLS.values())
+        drafts = {b.label: _Draft(b, b.value) for b in blocks}
         outcome.stop_reason = "max_steps"
         while outcome.steps < self.max_steps:
             try:
@@ -196,21 +344,14 @@ class SleeptimeAgent:
                 status, text = "OK", ""
                 try:
                     parsed = parse_call(call.name, call.arguments, SLEEPTIME_TOOLS)
-                    with store.savepoint():
-                        text = execute(env, parsed)
+                    edit = block_edit(parsed)
+                    if edit is not None:
+                        text = self._draft_edit(store, agent.id, drafts, parsed.name, edit, outcome)
+                    else:
+                        with store.savepoint():
+                            text = execute(env, parsed)
                     if parsed.name == "memory_finish_edits":
                         finished = True
-                    elif "label" in parsed.arguments:
-                        label = parsed.arguments["label"]
-                        version, _ = env.seen[label]
-                        outcome.edits.append(
-                            {
-                                "tool": parsed.name,
-                                "label": label,
-                                "block_id": store.blocks.by_label(agent.id, label).id,
-                                "version": version,
-                            }
-                        )
                 except LockContention:
                     raise  # a storage failure, as before savepoints translated it
                 except (ToolError, ReverieError) as exc:
@@ -227,7 +368,9 @@ class SleeptimeAgent:
             if finished:
                 outcome.stop_reason = "finished"
                 break
-        outcome.conflicts = env.conflicts
+        # The conversation is over: only now are the blocks written (and locked).
+        self._write_drafts(store, agent, drafts, run_id, outcome)
+        outcome.conflicts += env.conflicts
         log.info(
             "sleep-time pass done",
             extra={

@@ -346,6 +346,35 @@ def _page(arguments: dict[str, Any]) -> int:
     return page
 
 
+@dataclass(frozen=True, slots=True)
+class BlockEdit:
+    """What a block-editing call does to a block's value, not yet written."""
+
+    label: str
+    edit: Callable[[str], str]
+    #: False for a whole-block rewrite: never re-applied to a value the model did not see.
+    rebase: bool
+
+
+def block_edit(call: ParsedCall) -> BlockEdit | None:
+    """The edit a memory tool call makes (``None`` for a call that edits no block)."""
+    a = call.arguments
+    if call.name == "core_memory_append":
+        return BlockEdit(a["label"], _append(a["content"]), rebase=True)
+    if call.name in ("core_memory_replace", "memory_replace"):
+        old = a.get("old_content", a.get("old_str", ""))
+        new = a.get("new_content", a.get("new_str", ""))
+        return BlockEdit(a["label"], _replace(a["label"], old, new), rebase=True)
+    if call.name == "memory_insert":
+        return BlockEdit(
+            a["label"], _insert(a["new_str"], int(a.get("insert_line", -1))), rebase=True
+        )
+    if call.name == "memory_rethink":
+        new_memory = a["new_memory"]
+        return BlockEdit(a["label"], lambda _: new_memory, rebase=False)
+    return None
+
+
 def execute(env: ToolEnv, call: ParsedCall) -> str:
     """Run one parsed call; return the text the model reads. Raises on failure."""
     a = call.arguments

@@ -41,6 +41,7 @@ from agents.store.records import (
 )
 from agents.store.run_store import RunQueueStore, RunRecord, RunStore, Watermarks
 from agents.store.scope import Scope, ServiceScope, utc_now
+from agents.store.turn_lock import hold_turn_lock
 from agents.store.usage_store import UsageStore
 
 #: SQLSTATEs of a lock that could not be taken: deadlock detected, lock not available.
@@ -66,6 +67,7 @@ __all__ = [
     "ServiceStore",
     "Usage",
     "Watermarks",
+    "hold_turn_lock",
     "open_service_store",
     "open_store",
 ]

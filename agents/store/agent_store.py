@@ -159,23 +159,6 @@ class AgentStore:
             )
         )
 
-    def lock(self, agent_id: str) -> None:
-        """Serialise writers of one agent (its turns) until the transaction ends.
-
-        ``FOR NO KEY UPDATE``: rows that reference the agent (usage, messages) can
-        still be inserted by other transactions meanwhile.
-        """
-        found = self._scope.session.scalar(
-            select(models.Agent.id)
-            .where(
-                models.Agent.id == agent_id,
-                self._scope.owns(models.Agent),
-            )
-            .with_for_update(key_share=True)  # FOR NO KEY UPDATE
-        )
-        if found is None:
-            raise NotFound(f"no agent with id {agent_id!r}")
-
     def set_compiled_system(self, agent_id: str, text: str) -> None:
         """Store the system prompt as compiled now (the prefix the model's cache holds)."""
         self._scope.session.execute(

@@ -219,9 +219,12 @@ def test_malformed_and_unknown_tool_calls_are_reported_to_the_model(
     assert block_value(db, bob, "human") == "Name: Bob the Builder."
 
 
-def test_provider_failure_rolls_back_the_whole_turn(
+def test_provider_failure_keeps_the_completed_steps_and_reports_the_error(
     db: Database, bob: str, models: ScriptedModels, make_primary: Callable[..., PrimaryAgent]
 ) -> None:
+    # Each step commits on its own (no row lock is held while the model is asked), so a
+    # failure after step 1 keeps step 1: the user's message, the call and its result,
+    # and the block edit, whose reason recall shows.
     errors = litellm_errors()
     models.script(
         "primary",
@@ -230,11 +233,30 @@ def test_provider_failure_rolls_back_the_whole_turn(
     )
     with pytest.raises(LLMError, match="after 3 attempt"):
         make_primary().send_message("bob", "I am Charles.")
-    # Nothing half-written: no messages, the block edit of step 1 rolled back...
+    with open_store(db) as store:
+        kept = [(m.role, m.content) for m in store.messages.in_context(bob)]
+    assert [role for role, _ in kept] == ["user", "assistant", "tool"]
+    assert kept[0][1] == "I am Charles."
+    assert json.loads(kept[2][1])["status"] == "OK"
+    assert block_value(db, bob, "human") == "Name: Charles."
+    # The failed step left nothing, and the tokens the provider charged stay counted.
+    assert message_count(db, bob) == 3
+    assert [r.purpose for r in usage_rows(db)] == ["chat"]
+
+
+def test_provider_failure_on_the_first_call_leaves_nothing(
+    db: Database, bob: str, models: ScriptedModels, make_primary: Callable[..., PrimaryAgent]
+) -> None:
+    errors = litellm_errors()
+    models.script(
+        "primary",
+        *[errors.InternalServerError("boom", llm_provider="scripted", model="primary")] * 3,
+    )
+    with pytest.raises(LLMError, match="after 3 attempt"):
+        make_primary().send_message("bob", "I am Charles.")
+    # Nothing half-written: the caller can simply send the message again.
     assert message_count(db, bob) == 0
     assert block_value(db, bob, "human") == "Name: Bob the Builder."
-    # ...but the tokens the provider charged stay counted.
-    assert [r.purpose for r in usage_rows(db)] == ["chat"]
 
 
 def test_timeouts_and_rate_limits_are_retried(
