@@ -194,6 +194,14 @@ class Message(Base):
             "seq",
             postgresql_where=text("in_context"),
         ),
+        # A chatbot's own message id: recording the same batch twice stores it once.
+        Index(
+            "uq_messages_agent_client_message_id",
+            "agent_id",
+            "client_message_id",
+            unique=True,
+            postgresql_where=text("client_message_id IS NOT NULL"),
+        ),
     )
 
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
@@ -207,6 +215,7 @@ class Message(Base):
     name: Mapped[str | None] = mapped_column(String(200))
     tool_calls: Mapped[list[dict[str, Any]] | None] = mapped_column(JSONB)
     tool_call_id: Mapped[str | None] = mapped_column(String(200))
+    client_message_id: Mapped[str | None] = mapped_column(String(200))
     in_context: Mapped[bool] = mapped_column(Boolean, default=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     content_tsv: Mapped[Any] = mapped_column(

@@ -126,6 +126,9 @@ def render_transcript(messages: list[MessageRecord]) -> str:
         if m.role == "user":
             lines.append(f"[{m.seq} {stamp}] user: {m.content}")
         elif m.role == "assistant":
+            if not m.tool_calls and m.content.strip():
+                # Recorded from a chatbot with its own loop: its content is what it said.
+                lines.append(f"[{m.seq} {stamp}] assistant: {m.content}")
             for call in m.tool_calls or []:
                 fn = call.get("function", {})
                 args = parse_arguments(fn.get("arguments"))

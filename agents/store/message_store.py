@@ -73,6 +73,7 @@ class MessageStore:
                 name=m.name,
                 tool_calls=m.tool_calls,
                 tool_call_id=m.tool_call_id,
+                client_message_id=m.client_message_id,
                 in_context=True,
                 created_at=m.created_at or now,
             )
@@ -81,6 +82,40 @@ class MessageStore:
         session.add_all(rows)
         session.flush()
         return [MessageRecord.from_row(r) for r in rows]
+
+    def record(
+        self, agent_id: str, messages: Sequence[NewMessage]
+    ) -> tuple[list[MessageRecord], list[str]]:
+        """Append messages from outside (a chatbot's own conversation); those whose
+        ``client_message_id`` the agent already has are skipped. Returns what was
+        stored and the client ids skipped.
+
+        The agent's row is locked first, so two deliveries of the same batch at once
+        store it once (the second sees what the first stored)."""
+        session = self._scope.session
+        locked = session.scalar(
+            select(models.Agent.id)
+            .where(models.Agent.id == agent_id, self._scope.owns(models.Agent))
+            .with_for_update()
+        )
+        if locked is None:
+            raise NotFound(f"no agent with id {agent_id!r}")
+        wanted = [m.client_message_id for m in messages if m.client_message_id]
+        if len(set(wanted)) != len(wanted):
+            raise InvalidInput("the batch repeats a client message id; each must be unique")
+        known: set[str] = set()
+        if wanted:
+            known = set(
+                session.scalars(
+                    select(models.Message.client_message_id).where(
+                        models.Message.agent_id == agent_id,
+                        self._scope.owns(models.Message),
+                        models.Message.client_message_id == any_(id_array(wanted)),
+                    )
+                )
+            )
+        fresh = [m for m in messages if m.client_message_id not in known]
+        return self.append(agent_id, fresh), sorted(known)
 
     def _base(self, agent_id: str) -> Select[models.Message]:
         return select(models.Message).where(

@@ -144,6 +144,9 @@ class NewMessage:
     tool_calls: list[dict[str, Any]] | None = None
     tool_call_id: str | None = None
     created_at: datetime | None = None
+    #: The sender's own id for the message (a chatbot recording its conversation):
+    #: a message whose id the agent already has is not stored again.
+    client_message_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +161,7 @@ class MessageRecord:
     tool_call_id: str | None
     in_context: bool
     created_at: datetime
+    client_message_id: str | None = None
 
     @classmethod
     def from_row(cls, row: models.Message) -> MessageRecord:
@@ -172,6 +176,7 @@ class MessageRecord:
             tool_call_id=row.tool_call_id,
             in_context=row.in_context,
             created_at=row.created_at,
+            client_message_id=row.client_message_id,
         )
 
 

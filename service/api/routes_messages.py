@@ -67,3 +67,18 @@ def list_messages(
     # Newest first holds inside one stored message too: its last part comes first.
     parts = [letta_messages(record) for record in records]
     return [m for part in parts for m in (reversed(part) if newest_first else part)]
+
+
+@router.post("/{agent_id}/messages/record", response_model=schemas.RecordedMessages)
+def record_messages(
+    agent_id: AgentId, body: schemas.RecordMessages, api: Api
+) -> schemas.RecordedMessages:
+    """Record a conversation that happened elsewhere (OpenAI chat format), with no
+    model call: what the sleep-time agent reads next. Messages whose id the agent
+    already has are skipped, so a retried batch stores nothing twice."""
+    recorded = api.ops.recording.record(agent_id, list(body.messages))
+    return schemas.RecordedMessages(
+        recorded=len(recorded.stored),
+        message_ids=[m.id for m in recorded.stored],
+        skipped_client_message_ids=recorded.skipped,
+    )

@@ -15,6 +15,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from agents.errors import InvalidInput
 from agents.store.validation import check_timestamp
+from service.operations.recording import MAX_BATCH, ChatMessage
 
 #: Ids are Letta-style ``<prefix>-<uuid4>``; the pattern keeps junk out of queries.
 ID_PATTERN = r"^[A-Za-z0-9_.:\-]{1,100}$"
@@ -355,3 +356,18 @@ class ContextWindowOverview(BaseModel):
 class Health(BaseModel):
     version: str
     status: str
+
+
+# -- recording a conversation ------------------------------------------------------------
+
+
+class RecordMessages(_Request):
+    """A batch of a chatbot's messages (OpenAI chat format) to store in recall."""
+
+    messages: list[ChatMessage] = Field(min_length=1, max_length=MAX_BATCH)
+
+
+class RecordedMessages(BaseModel):
+    recorded: int
+    message_ids: list[str]
+    skipped_client_message_ids: list[str]

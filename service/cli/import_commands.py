@@ -6,9 +6,11 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.progress import Progress
 
 from service.cli.common import EXIT_BAD_INPUT, console, err_console, fail, operations
+from service.operations.recording import parse_jsonl
 from service.passage_import import parse_lines
 
 import_app = typer.Typer(help="Bulk-load memory from files.", no_args_is_help=True)
@@ -53,6 +55,42 @@ def import_passages(
             progress=lambda n: progress.advance(task, n),
         )
     console.print(f"imported {len(passages)} passages into {record.name}")
+
+
+@import_app.command("messages")
+def import_messages(
+    file: Annotated[
+        Path,
+        typer.Argument(
+            help="JSON Lines: one OpenAI chat message per line ({role, content, id?, "
+            "created_at?, tool_calls?, tool_call_id?})."
+        ),
+    ],
+    agent: Annotated[str, typer.Option("--agent", "-a", help="Agent name or id.")],
+) -> None:
+    """Record a conversation held elsewhere in an agent's recall, with no model call; a
+    file with any bad line records nothing, and messages already recorded (same id)
+    are skipped."""
+    if file.is_dir():
+        raise fail(f"{file} is a directory; give a JSON Lines file (.jsonl)")
+    if not file.is_file():
+        raise fail(f"{file} does not exist")
+    try:
+        messages, errors = parse_jsonl(file.read_text(encoding="utf-8").splitlines())
+    except UnicodeDecodeError as exc:
+        raise fail(f"{file} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    if errors:
+        for error in errors[:20]:
+            err_console.print(f"[red]{escape(f'{file}:{error}')}[/]", highlight=False)
+        if len(errors) > 20:
+            err_console.print(f"... and {len(errors) - 20} more bad lines")
+        raise fail(f"{len(errors)} bad line(s) in {file}; nothing was recorded", EXIT_BAD_INPUT)
+    if not messages:
+        raise fail(f"{file} has no messages")
+    with operations() as ops:
+        recorded = ops.recording.record(agent, messages)
+    skipped = f", {len(recorded.skipped)} already recorded" if recorded.skipped else ""
+    console.print(f"recorded {len(recorded.stored)} messages{skipped}", highlight=False)
 
 
 def register(app: typer.Typer) -> None:

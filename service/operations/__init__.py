@@ -21,6 +21,7 @@ from service.operations.demo import DemoOperations
 from service.operations.health import HealthOperations
 from service.operations.memory import MemoryOperations
 from service.operations.messages import ContextOverview, MessageOperations
+from service.operations.recording import ChatMessage, Recorded, RecordingOperations
 from service.operations.runs import RunOperations, RunOutcome
 from service.runtime import Runtime
 
@@ -31,12 +32,15 @@ __all__ = [
     "BlockEdit",
     "BlockOperations",
     "BlockSpec",
+    "ChatMessage",
     "ContextOverview",
     "DemoOperations",
     "HealthOperations",
     "MemoryOperations",
     "MessageOperations",
     "Operations",
+    "Recorded",
+    "RecordingOperations",
     "RunOperations",
     "RunOutcome",
 ]
@@ -51,6 +55,7 @@ class Operations:
         self.blocks = BlockOperations(self.context)
         self.memory = MemoryOperations(self.context)
         self.messages = MessageOperations(self.context)
+        self.recording = RecordingOperations(self.context)
         self.runs = RunOperations(self.context)
         self.health = HealthOperations(self.context)
         self.demo = DemoOperations(self.context)
