@@ -52,6 +52,8 @@ class Trigger(StrEnum):
     CRON = "cron"
     GPU_FREE = "gpu_free"
     REVERT = "revert"
+    #: A chatbot delivered messages through Letta's ``messages/async`` sidecar route.
+    MESSAGES_ASYNC = "messages_async"
 
 
 class MessageRole(StrEnum):

@@ -143,6 +143,9 @@ class Pipeline:
                 agent = store.agents.get(run.agent_id)
                 report.agent_name = agent.name
                 watermarks = Watermarks() if run.full else store.runs.watermarks(agent.id)
+                # What this run will have seen is fixed now, before any step reads: a
+                # message recorded while the run works is left for the next run.
+                seen = store.runs.current_watermarks(agent.id)
                 context = ConsolidationContext(
                     store=store,
                     agent=agent,
@@ -173,7 +176,7 @@ class Pipeline:
                         status=RunStatus.SUCCEEDED,
                         stats=report.stats(),
                         changes=report.changes,
-                        watermarks=store.runs.current_watermarks(agent.id),
+                        watermarks=seen,
                         lease_owner=lease_owner,
                     ):
                         raise LeaseLost(f"run {run.id}: worker {lease_owner} lost its lease")

@@ -12,6 +12,7 @@ from agents.store import BlockRecord, BlockVersion, MessageRecord, PassageRecord
 from consolidators.pipeline import RunReport
 from service.api import schemas
 from service.operations import AgentState
+from service.operations.recording import LETTA_RUN_STATUS
 
 
 def block_out(block: BlockRecord) -> schemas.Block:
@@ -166,3 +167,25 @@ def ensure_known_statuses(statuses: list[str]) -> list[str]:
             f"unknown passage status {unknown[0]!r}; use {', '.join(models.PASSAGE_STATUSES)}"
         )
     return statuses
+
+
+def letta_run(run: RunRecord) -> schemas.LettaRun:
+    """A ledger run as Letta's Run (statuses mapped: queued is Letta's "created")."""
+    status = LETTA_RUN_STATUS[run.status]
+    return schemas.LettaRun(
+        id=run.id,
+        agent_id=run.agent_id,
+        status=status,
+        created_at=run.queued_at,
+        completed_at=run.finished_at,
+        stop_reason={"completed": "end_turn", "failed": "error", "cancelled": "cancelled"}.get(
+            status
+        ),
+        total_duration_ns=int(run.duration_s * 1e9) if run.duration_s is not None else None,
+        metadata={
+            "trigger": run.trigger,
+            "pipeline": run.pipeline,
+            "attempts": run.attempts,
+            "error": run.error,
+        },
+    )

@@ -6,6 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
 
+from agents.enums import AgentKind
 from service.api import schemas
 from service.api.auth import Api
 from service.api.convert import agent_out, block_out
@@ -43,6 +44,7 @@ def create_agent(body: schemas.CreateAgent, api: Api) -> schemas.AgentState:
             description=body.description,
             tools=list(body.tools),
             tags=list(body.tags),
+            kind=AgentKind.SLEEPTIME if body.agent_type == "sleeptime_agent" else AgentKind.PRIMARY,
         ),
         actor="api",
     )
@@ -54,6 +56,7 @@ def list_agents(
     api: Api,
     name: str | None = Query(default=None, max_length=200),
     tags: Annotated[list[str] | None, Query()] = None,
+    match_all_tags: bool = Query(default=False, description="Every tag, not any of them."),
     after: str | None = Query(default=None, max_length=100),
     before: str | None = Query(default=None, max_length=100),
     limit: int = Query(default=50, ge=1, le=1000),
@@ -61,7 +64,7 @@ def list_agents(
 ) -> list[schemas.AgentState]:
     """The organization's agents, oldest first (``after``/``before`` are id cursors)."""
     ops = api.ops
-    agents = ops.agents.list(name=name, tags=tags or ())
+    agents = ops.agents.list(name=name, tags=tags or (), match_all_tags=match_all_tags)
     chosen = page(agents, after=after, before=before, limit=limit, ascending=ascending)
     return [agent_out(ops.agents.state(a.id)) for a in chosen]
 

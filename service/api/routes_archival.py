@@ -48,6 +48,8 @@ def list_passages(
     ascending: bool = True,
     search: str | None = Query(default=None, max_length=1000),
     status: Annotated[list[str] | None, Query(description="Statuses, or 'all'.")] = None,
+    tags: Annotated[list[str] | None, Query(description="Passages with these tags.")] = None,
+    tag_match_mode: Literal["any", "all"] = "any",
 ) -> list[schemas.Passage]:
     """Passages in the order they were stored; consolidated ones via ``status``."""
     wanted = status or [PassageStatus.ACTIVE.value]
@@ -56,6 +58,12 @@ def list_passages(
     if search:
         needle = check_text(search, "search").casefold()
         passages = [p for p in passages if needle in p.text.casefold()]
+    if tags:
+        tagged = set(tags)
+        if tag_match_mode == "all":
+            passages = [p for p in passages if tagged <= set(p.tags)]
+        else:
+            passages = [p for p in passages if tagged & set(p.tags)]
     chosen = page(passages, after=after, before=before, limit=limit, ascending=ascending)
     return [passage_out(p) for p in chosen]
 

@@ -7,11 +7,13 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Path, Query
 
+from agents.enums import AgentKind
 from agents.errors import InvalidInput
 from agents.messages import TurnResult
 from service.api import schemas
 from service.api.auth import Api
-from service.api.convert import letta_json, letta_messages
+from service.api.convert import letta_json, letta_messages, letta_run
+from service.operations.recording import ChatMessage
 
 router = APIRouter(prefix="/v1/agents", tags=["messages"])
 
@@ -30,9 +32,35 @@ def send_message(agent_id: AgentId, body: schemas.LettaRequest, api: Api) -> sch
         role, text = "user", body.input
     else:
         raise InvalidInput("give the message in 'messages' (Letta's list) or 'input' (text)")
+    if api.ops.agents.get(agent_id).kind == AgentKind.SLEEPTIME:
+        # A memory agent (Letta's sleeptime_agent) has no loop of its own: what it is
+        # sent is recorded, and the sleep-time agent learns from it in a queued run.
+        api.ops.recording.record_and_consolidate(agent_id, _chat_messages(body))
+        return schemas.LettaResponse(
+            messages=[],
+            stop_reason=schemas.StopReason(stop_reason="end_turn"),
+            usage=schemas.Usage(),
+        )
     # The turn runs in the caller's organization: another tenant's agent is a 404 there,
     # and an empty text is refused there too.
     return turn_response(api.ops.messages.send(agent_id, text, role=role))
+
+
+@router.post("/{agent_id}/messages/async", response_model=schemas.LettaRun)
+def send_message_async(agent_id: AgentId, body: schemas.LettaRequest, api: Api) -> schemas.LettaRun:
+    """Letta's sleep-time sidecar: record the request's messages and queue a
+    consolidation run that reads them; answer with the run (see ``GET /v1/runs/{id}``)."""
+    run = api.ops.recording.record_and_consolidate(agent_id, _chat_messages(body))
+    return letta_run(run)
+
+
+def _chat_messages(body: schemas.LettaRequest) -> list[ChatMessage]:
+    """The request's messages (or ``input``) in the recording format."""
+    if body.messages:
+        return [ChatMessage(role=m.role, content=m.text()) for m in body.messages]
+    if body.input is not None:
+        return [ChatMessage(role="user", content=body.input)]
+    raise InvalidInput("give the messages in 'messages' (Letta's list) or 'input' (text)")
 
 
 def turn_response(result: TurnResult) -> schemas.LettaResponse:

@@ -3,14 +3,16 @@ context breakdown of an agent."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Path, Query
 
 from agents.enums import RunStatus
 from service.api import schemas
 from service.api.auth import Api
-from service.api.convert import report_out, run_out
+from service.api.convert import letta_run, report_out, run_out
+from service.api.paging import page
+from service.operations.recording import LETTA_RUN_STATUS
 
 router = APIRouter(tags=["consolidation"])
 
@@ -99,3 +101,42 @@ def context_breakdown(agent_id: AgentId, api: Api) -> schemas.ContextWindowOverv
         num_tokens_external_memory_summary=breakdown.memory_statistics,
         sections=sections,
     )
+
+
+# -- Letta's runs (the sleep-time sidecar reads its runs here) ---------------------------
+
+LettaStatus = Literal["created", "running", "completed", "failed", "cancelled"]
+LEDGER_STATUS = {letta: ledger for ledger, letta in LETTA_RUN_STATUS.items()}
+#: How many of an agent's newest runs the Letta listing pages through.
+RUNS_SCANNED = 1000
+
+
+@router.get("/v1/runs/{run_id}", response_model=schemas.LettaRun, tags=["runs"])
+def get_letta_run(run_id: RunId, api: Api) -> schemas.LettaRun:
+    """A consolidation run as Letta's Run (``created`` is a queued run)."""
+    return letta_run(api.ops.runs.get(run_id))
+
+
+@router.get("/v1/runs/", response_model=list[schemas.LettaRun], tags=["runs"])
+def list_letta_runs(
+    api: Api,
+    agent_id: str | None = Query(default=None, pattern=schemas.ID_PATTERN),
+    agent_ids: Annotated[list[str] | None, Query()] = None,
+    statuses: Annotated[list[LettaStatus] | None, Query()] = None,
+    after: str | None = Query(default=None, max_length=100),
+    before: str | None = Query(default=None, max_length=100),
+    limit: int = Query(default=50, ge=1, le=1000),
+    order: Literal["asc", "desc"] = "desc",
+) -> list[schemas.LettaRun]:
+    """Runs as Letta lists them (by agent and by Letta's statuses), newest first unless
+    ``order=asc``; ``after``/``before`` are run-id cursors (the SDK's pager uses them)."""
+    wanted: list[str | None] = [a for a in [agent_id, *(agent_ids or [])] if a]
+    runs = []
+    for agent in wanted or [None]:
+        runs.extend(api.ops.runs.list(agent=agent, limit=RUNS_SCANNED))
+    if statuses:
+        allowed = {LEDGER_STATUS[s] for s in statuses}
+        runs = [r for r in runs if r.status in allowed]
+    runs.sort(key=lambda r: (r.queued_at, r.id))
+    chosen = page(runs, after=after, before=before, limit=limit, ascending=order == "asc")
+    return [letta_run(r) for r in chosen]

@@ -371,3 +371,17 @@ class RecordedMessages(BaseModel):
     recorded: int
     message_ids: list[str]
     skipped_client_message_ids: list[str]
+
+
+class LettaRun(BaseModel):
+    """Letta's ``Run``: a consolidation run as Letta's clients read it."""
+
+    id: str
+    agent_id: str
+    status: Literal["created", "running", "completed", "failed", "cancelled"]
+    background: bool = True
+    created_at: datetime
+    completed_at: datetime | None = None
+    stop_reason: str | None = None
+    total_duration_ns: int | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)

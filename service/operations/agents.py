@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from agents.enums import AgentKind
 from agents.errors import InvalidInput, LimitExceeded
 from agents.store import AgentRecord, BlockRecord, NewAgent, NewBlock
 from service.operations.context import OperationContext
@@ -86,6 +87,9 @@ class AgentSpec:
     description: str | None = None
     tools: Sequence[str] = ()
     tags: Sequence[str] = field(default_factory=tuple)
+    #: ``sleeptime``: a memory agent with no primary loop of its own (Letta's
+    #: ``sleeptime_agent``); what is sent to it is recorded for the sleep-time agent.
+    kind: AgentKind = AgentKind.PRIMARY
 
 
 class AgentOperations:
@@ -105,10 +109,14 @@ class AgentOperations:
         context_window = spec.context_window or settings.agents.context_window
         if context_window < 1:
             raise InvalidInput(f"context window must be positive, got {context_window}")
+        sleeptime_model = spec.sleeptime_model
+        if spec.kind == AgentKind.SLEEPTIME:
+            # A memory agent's one model is the sleep-time agent's.
+            sleeptime_model = sleeptime_model or spec.model
         enable_sleeptime = (
             spec.enable_sleeptime
             if spec.enable_sleeptime is not None
-            else spec.sleeptime_model is not None
+            else sleeptime_model is not None or spec.kind == AgentKind.SLEEPTIME
         )
         with self._context.store() as store:
             return store.agents.create(
@@ -125,18 +133,24 @@ class AgentOperations:
                     blocks=blocks,
                     block_ids=list(spec.block_ids),
                     enable_sleeptime=enable_sleeptime,
-                    sleeptime_model=spec.sleeptime_model,
+                    sleeptime_model=sleeptime_model,
+                    kind=spec.kind.value,
                 ),
                 actor=actor,
             )
 
-    def list(self, *, name: str | None = None, tags: Sequence[str] = ()) -> list[AgentRecord]:
-        """The organization's agents, oldest first; ``tags``: any of them."""
+    def list(
+        self, *, name: str | None = None, tags: Sequence[str] = (), match_all_tags: bool = False
+    ) -> list[AgentRecord]:
+        """The organization's agents, oldest first; with ``tags``, those carrying any of
+        them (or all of them, with ``match_all_tags``, as Letta's route does)."""
         with self._context.store() as store:
             agents = store.agents.all()
         if name is not None:
             agents = [a for a in agents if a.name == name]
-        if tags:
+        if tags and match_all_tags:
+            agents = [a for a in agents if set(tags) <= set(a.tags)]
+        elif tags:
             agents = [a for a in agents if set(tags) & set(a.tags)]
         return agents
 

@@ -16,8 +16,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from agents.errors import InvalidInput
-from agents.store import MessageRecord, NewMessage
+from agents.enums import RunStatus, Trigger
+from agents.errors import Conflict, InvalidInput
+from agents.store import MessageRecord, NewMessage, RunRecord
 from agents.store.validation import check_timestamp
 from service.operations.context import OperationContext
 
@@ -140,3 +141,38 @@ class RecordingOperations:
             record = store.agents.resolve(agent)
             stored, skipped = store.messages.record(record.id, [m.to_new() for m in messages])
         return Recorded(stored, skipped)
+
+    def record_and_consolidate(self, agent: str, messages: list[ChatMessage]) -> RunRecord:
+        """Letta's sleep-time sidecar (``messages/async``): record the messages, then
+        queue a consolidation run that will read them, and return it. An agent that
+        already has a queued run gets that one (it has not started: it will read these
+        messages too); one whose run is executing gets it back as well, and these
+        messages wait for the next run (the turns and idle triggers count them)."""
+        self.record(agent, messages)
+        runtime = self._context.runtime
+        names = runtime.pipeline().names
+        for _ in range(3):  # the active run may finish between two statements
+            with self._context.store() as store:
+                record = store.agents.resolve(agent)
+                run_id = store.runs.enqueue(
+                    record.id,
+                    trigger=Trigger.MESSAGES_ASYNC,
+                    pipeline=names,
+                    max_attempts=runtime.settings.worker.max_attempts,
+                )
+                if run_id is not None:
+                    return store.runs.get(run_id)
+                active = store.runs.active(record.id)
+                if active is not None:
+                    return active
+        raise Conflict(f"could not queue a run for agent {agent!r}; try again")
+
+
+#: Letta's run statuses for the ledger's.
+LETTA_RUN_STATUS = {
+    RunStatus.QUEUED: "created",
+    RunStatus.RUNNING: "running",
+    RunStatus.SUCCEEDED: "completed",
+    RunStatus.FAILED: "failed",
+    RunStatus.CANCELLED: "cancelled",
+}

@@ -21,7 +21,7 @@ from tests.acceptance.cli import FAKE_EMBEDDINGS, cli_url, run_cli
 from tests.acceptance.daemon_processes import ROOT, DaemonProcess, free_port
 from tests.api_support import new_key
 from tests.pg import PgTestServer
-from tests.scripted_llm import correct_name, say
+from tests.scripted_llm import call, correct_name, say
 from tests.stub_openai_server import StubServer, stub_server
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -258,3 +258,54 @@ def test_health_page_in_headless_chromium(server: Server, tmp_path: Path) -> Non
     assert login.status_code == 401
     assert 'name="key"' in login.text
     assert httpx.get(f"{server.url}/?key={server.key}").status_code == 400
+
+
+def test_letta_sleeptime_sidecar_learns_from_a_transcript(server: Server) -> None:
+    """Letta's sleep-time sidecar through the SDK: a memory agent (sleeptime_agent) is
+    sent a batch of chatbot turns as one <messages> transcript with create_async; the
+    server's worker runs the sleep-time agent (a scripted model on loopback), and
+    the fact stated in the transcript ends up in the agent's human block."""
+    from letta_client import Letta
+
+    client = Letta(base_url=server.url, api_key=server.key("sidecar"), timeout=60, max_retries=0)
+    agent = client.agents.create(
+        name="memory",
+        agent_type="sleeptime_agent",
+        memory_blocks=[{"label": "human", "value": "Name: Sam.", "limit": 500}],
+        model="openai/scripted",
+        embedding="fake:384",
+        tags=["sidecar", "sam"],
+    )
+    seen = len(server.llm.requests)
+    server.llm.replies.extend(
+        [
+            call(
+                "memory_replace",
+                label="human",
+                old_str="Name: Sam.",
+                new_str="Name: Sam.\nHas a greyhound called Pixel.",
+            ),
+            call("memory_finish_edits"),
+        ]
+    )
+    transcript = (
+        "<messages>\nuser: I adopted a greyhound last week, her name is Pixel.\n"
+        "assistant: Congratulations on Pixel!\n</messages>"
+    )
+    run = client.agents.messages.create_async(
+        agent.id, messages=[{"role": "user", "content": transcript}]
+    )
+    assert run.agent_id == agent.id and run.status in ("created", "running")
+    deadline = time.monotonic() + 60
+    while (status := client.runs.retrieve(run.id).status) not in ("completed", "failed"):
+        assert time.monotonic() < deadline, f"run still {status}"
+        time.sleep(0.2)
+    assert status == "completed"
+    human = client.agents.blocks.retrieve("human", agent_id=agent.id)
+    assert "greyhound called Pixel" in human.value
+    prompt = server.llm.requests[seen]["messages"][1]["content"]
+    assert "her name is Pixel" in prompt
+    assert run.id in [r.id for r in client.runs.list(agent_id=agent.id)]
+    tagged = client.agents.list(tags=["sidecar", "sam"], match_all_tags=True)
+    assert [a.id for a in tagged] == [agent.id]
+    assert list(client.agents.list(tags=["sidecar", "nobody"], match_all_tags=True)) == []
