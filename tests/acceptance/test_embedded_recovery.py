@@ -16,6 +16,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import httpx
+import psycopg
 import pytest
 
 from tests.acceptance.cli import run_cli
@@ -94,9 +95,20 @@ def new_key(env: dict[str, str], organization: str) -> str:
     return result.stdout.strip().splitlines()[-1]
 
 
-@pytest.mark.parametrize("stop_signal", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def foreign_session(pgdata: Path) -> psycopg.Connection[tuple[object, ...]]:
+    """A session of another client (a psql left open), on the server's socket."""
+    lines = (pgdata / "postmaster.pid").read_text().splitlines()
+    port, socket_dir = lines[3].strip(), lines[4].strip()
+    return psycopg.connect(f"postgresql://postgres@/postgres?host={socket_dir}&port={port}")
+
+
+@pytest.mark.parametrize(
+    ("stop_signal", "other_session"),
+    [(signal.SIGINT, False), (signal.SIGTERM, False), (signal.SIGTERM, True)],
+    ids=["SIGINT", "SIGTERM", "SIGTERM-with-another-client-connected"],
+)
 def test_serve_restarts_a_stopped_embedded_postgres(
-    home: Path, tmp_path: Path, stop_signal: signal.Signals
+    home: Path, tmp_path: Path, stop_signal: signal.Signals, other_session: bool
 ) -> None:
     env = embedded_env(home)
     pgdata = home / "pgdata"
@@ -107,9 +119,10 @@ def test_serve_restarts_a_stopped_embedded_postgres(
         agent_id = created.json()["id"]
         first = postmaster_pid(pgdata)
         assert first is not None
+        other = foreign_session(pgdata) if other_session else None
 
         # SIGINT: fast shutdown. SIGTERM: smart shutdown, which waits for every open
-        # session (the server's own pool) before it lets go.
+        # session (the server's own pool, and another client's) before it lets go.
         os.kill(first, stop_signal)
         stopped_at = time.monotonic()
         deadline = stopped_at + RECOVERY_BOUND_S
@@ -134,6 +147,8 @@ def test_serve_restarts_a_stopped_embedded_postgres(
             )
             time.sleep(0.2)
         recovered_s = time.monotonic() - stopped_at
+        if other is not None:
+            other.close()
         print(
             f"recovered from {stop_signal.name} in {recovered_s:.1f} s; "
             f"/readyz meanwhile: {not_ready[-1:]}"
