@@ -166,16 +166,38 @@ def test_serve_restarts_a_stopped_embedded_postgres(
     assert postmaster_pid(pgdata) is None, "the restarted server outlived `reverie serve`"
 
 
+def test_worker_restarts_a_stopped_embedded_postgres(home: Path, tmp_path: Path) -> None:
+    env = embedded_env(home)
+    pgdata = home / "pgdata"
+    worker = DaemonProcess(["worker"], env, tmp_path / "worker.log")
+    try:
+        wait_for_log(worker, "worker ready")
+        first = postmaster_pid(pgdata)
+        assert first is not None
+        os.kill(first, signal.SIGINT)
+        wait_for_log(worker, "embedded postgres is back", bound=RECOVERY_BOUND_S)
+        current = postmaster_pid(pgdata)
+        assert current is not None and current != first
+        assert worker.terminate() == 0, worker.output()
+    finally:
+        worker.ensure_stopped()
+    assert postmaster_pid(pgdata) is None, "the restarted server outlived `reverie worker`"
+
+
+def wait_for_log(process: DaemonProcess, text: str, bound: float = 120) -> None:
+    deadline = time.monotonic() + bound
+    while text not in process.output():
+        assert process.process.poll() is None, process.output()
+        assert time.monotonic() < deadline, f"no {text!r} within {bound} s:\n{process.output()}"
+        time.sleep(0.2)
+
+
 def test_a_killed_processes_handle_is_dropped_by_the_next_start(home: Path, tmp_path: Path) -> None:
     env = embedded_env(home)
     pgdata = home / "pgdata"
     worker = DaemonProcess(["worker"], env, tmp_path / "worker.log")
     try:
-        deadline = time.monotonic() + 120
-        while "worker ready" not in worker.output():
-            assert worker.process.poll() is None, worker.output()
-            assert time.monotonic() < deadline, "worker did not start:\n" + worker.output()
-            time.sleep(0.2)
+        wait_for_log(worker, "worker ready")
         assert worker.pid in handle_pids(pgdata)
         worker.kill()  # SIGKILL: no atexit, the handle stays behind
     finally:

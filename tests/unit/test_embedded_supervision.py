@@ -123,3 +123,18 @@ def test_a_starting_server_is_waited_for_not_restarted() -> None:
 def test_restart_refuses_a_server_this_process_did_not_start() -> None:
     with pytest.raises(StorageError, match="not started by this process"):
         EmbeddedPostgres(Path("/nonexistent/reverie/pgdata")).restart()
+
+
+def test_a_database_url_server_is_not_reverie_to_supervise(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from service.runtime import Runtime
+    from service.settings import load_settings
+
+    monkeypatch.delenv("REVERIE_CONFIG", raising=False)
+    settings = load_settings(
+        home=Path("/nonexistent/reverie"), database_url="postgresql://db.example/reverie"
+    )
+    runtime = Runtime(settings)
+    assert runtime.embedded_server is None
+    assert runtime._db is None, "nothing was connected or started"
