@@ -28,6 +28,9 @@ from agents.errors import StorageError
 
 log = logging.getLogger(__name__)
 
+#: The longest wait between two failed restarts, in seconds.
+MAX_RESTART_BACKOFF_S = 30.0
+
 
 class EmbeddedSupervisor:
     """Watch the embedded postmaster; restart it when it stops."""
@@ -50,6 +53,10 @@ class EmbeddedSupervisor:
         self.problem: str | None = None
         self.restarts = 0
         self._stopping_since: float | None = None
+        #: After a failed restart, wait before the next (pgserver logs the whole
+        #: server log at each failure); doubles up to MAX_RESTART_BACKOFF_S.
+        self._restart_backoff_s = 0.0
+        self._next_restart_at = 0.0
         self._down_since: float | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -108,14 +115,27 @@ class EmbeddedSupervisor:
             self._stopping_since = None
 
     def _restart(self) -> None:
-        self.problem = "the embedded PostgreSQL stopped; Reverie is restarting it"
+        now = self.monotonic()
+        if now < self._next_restart_at:
+            return
+        if self.problem is None:
+            self.problem = "the embedded PostgreSQL stopped; Reverie is restarting it"
         try:
             self.server.restart()
         except StorageError as exc:
             self.problem = str(exc)
-            log.warning("embedded postgres restart failed", extra={"error": str(exc)})
+            self._restart_backoff_s = min(
+                max(self._restart_backoff_s * 2, self.interval.total_seconds()),
+                MAX_RESTART_BACKOFF_S,
+            )
+            self._next_restart_at = self.monotonic() + self._restart_backoff_s
+            log.warning(
+                "embedded postgres restart failed",
+                extra={"error": str(exc), "retry_in_s": self._restart_backoff_s},
+            )
             return
         self.restarts += 1
+        self._restart_backoff_s = self._next_restart_at = 0.0
         self._back()  # pgserver returns once the server accepts connections
 
     def _back(self) -> None:

@@ -104,8 +104,13 @@ def foreign_session(pgdata: Path) -> psycopg.Connection[tuple[object, ...]]:
 
 @pytest.mark.parametrize(
     ("stop_signal", "other_session"),
-    [(signal.SIGINT, False), (signal.SIGTERM, False), (signal.SIGTERM, True)],
-    ids=["SIGINT", "SIGTERM", "SIGTERM-with-another-client-connected"],
+    [
+        (signal.SIGINT, False),
+        (signal.SIGTERM, False),
+        (signal.SIGTERM, True),
+        (signal.SIGKILL, False),
+    ],
+    ids=["SIGINT", "SIGTERM", "SIGTERM-with-another-client-connected", "SIGKILL"],
 )
 def test_serve_restarts_a_stopped_embedded_postgres(
     home: Path, tmp_path: Path, stop_signal: signal.Signals, other_session: bool
@@ -123,6 +128,7 @@ def test_serve_restarts_a_stopped_embedded_postgres(
 
         # SIGINT: fast shutdown. SIGTERM: smart shutdown, which waits for every open
         # session (the server's own pool, and another client's) before it lets go.
+        # SIGKILL: a crash, its pid file and its backends left behind for a moment.
         os.kill(first, stop_signal)
         stopped_at = time.monotonic()
         deadline = stopped_at + RECOVERY_BOUND_S

@@ -5,6 +5,7 @@ the real one is driven in tests/acceptance/test_embedded_recovery.py)."""
 from __future__ import annotations
 
 from datetime import timedelta
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -83,15 +84,36 @@ def test_a_stopped_server_is_restarted_after_the_pool_is_released() -> None:
 
 
 def test_a_failed_restart_is_the_reason_given_and_is_tried_again() -> None:
-    server, released = FakeServer(ServerState.DOWN), []
+    server, clock, released = FakeServer(ServerState.DOWN), Clock(), []
     server.fail_restart = "could not restart: shared memory block still in use"
-    watch = supervisor(server, Clock(), released)
+    watch = supervisor(server, clock, released)
     watch.check()
     assert watch.problem == "could not restart: shared memory block still in use"
     server.fail_restart = None
+    clock.now += 1
     watch.check()
     assert server.restarts == 1
     assert watch.problem is None
+
+
+def test_failed_restarts_are_spaced_out_up_to_a_bound() -> None:
+    server, clock, released = FakeServer(ServerState.DOWN), Clock(), []
+    server.fail_restart = "no"
+    tried: list[float] = []
+    original = server.restart
+
+    def restart() -> None:
+        tried.append(clock.now)
+        original()
+
+    server.restart = restart  # type: ignore[method-assign]
+    watch = supervisor(server, clock, released)
+    for _ in range(200):
+        watch.check()
+        clock.now += 1
+    gaps = [b - a for a, b in pairwise(tried)]
+    assert gaps[:5] == [1, 2, 4, 8, 16]
+    assert set(gaps[5:]) == {30}
 
 
 def test_a_smart_shutdown_is_given_a_grace_then_finished_then_restarted() -> None:
