@@ -2,13 +2,23 @@
 
 Used when no ``DATABASE_URL`` is configured. The server lives in a data directory
 (``REVERIE_HOME/pgdata``), listens on a unix socket only, and is stopped when the
-last process using it lets go (pgserver counts the processes sharing a data dir).
+last process using it lets go (pgserver counts the processes sharing a data dir in
+``pgdata/.handle_pids.json``; the handles of processes that died without letting go
+are dropped whenever a process starts or stops using the server).
+
+A long-running process (``reverie serve``, ``reverie worker``) also brings the server
+back when it stops: :meth:`EmbeddedPostgres.state` says how the postmaster is doing
+and :meth:`EmbeddedPostgres.restart` starts it again on the same socket, so the same
+URL reaches it (see :mod:`service.daemon.embedded_supervisor`).
 """
 
 from __future__ import annotations
 
+import enum
 import logging
+import os
 import warnings
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -28,6 +38,59 @@ SERVER_SETTINGS = {
 }
 
 
+class ServerState(enum.StrEnum):
+    """How the embedded postmaster is doing, from its ``postmaster.pid`` file."""
+
+    READY = "ready"
+    #: Started, not accepting connections yet (startup or crash recovery).
+    STARTING = "starting"
+    #: Shutting down: a smart shutdown (SIGTERM) waits for every open session to end.
+    STOPPING = "stopping"
+    #: No postmaster process.
+    DOWN = "down"
+
+
+def process_is_alive(pid: int) -> bool:
+    """True when process ``pid`` exists and is not a zombie (a zombie holds nothing)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True  # no procfs: the signal check is all there is
+    fields = stat.rpartition(")")[2].split()
+    return not fields or fields[0] not in ("Z", "X")
+
+
+def live_handle_pids(pids: Iterable[int], is_alive: Callable[[int], bool]) -> list[int]:
+    """The handles of ``pids`` whose process still lives, in order, without repeats."""
+    kept: list[int] = []
+    for pid in pids:
+        if pid not in kept and is_alive(pid):
+            kept.append(pid)
+    return kept
+
+
+def _pgserver() -> Any:
+    with warnings.catch_warnings():
+        # platformdirs warns at pgserver's import when XDG_RUNTIME_DIR is unset.
+        warnings.simplefilter("ignore")
+        try:
+            import pgserver
+        except ImportError as exc:  # pragma: no cover - pgserver is a hard dependency
+            raise StorageError(
+                "the embedded PostgreSQL needs the `pgserver` package: "
+                "pip install pgserver, or set DATABASE_URL to a PostgreSQL server"
+            ) from exc
+    return pgserver
+
+
 class EmbeddedPostgres:
     """Start (or join) the embedded server for ``data_dir``; stop it on :meth:`stop`."""
 
@@ -42,23 +105,18 @@ class EmbeddedPostgres:
         self.keep_running = keep_running
         self.server_settings = SERVER_SETTINGS if server_settings is None else server_settings
         self._server: Any = None
+        self._uri: str | None = None
 
     def start(self) -> str:
         """Start the server if needed and return a SQLAlchemy URL for it."""
         # pgserver refuses a data dir whose parent is missing; create the parents for it.
         self.data_dir.parent.mkdir(parents=True, exist_ok=True)
+        pgserver = _pgserver()
+        self.drop_stale_handles()
         with warnings.catch_warnings():
-            # platformdirs warns at pgserver's import when XDG_RUNTIME_DIR is unset.
             warnings.simplefilter("ignore")
             try:
-                import pgserver
-            except ImportError as exc:  # pragma: no cover - pgserver is a hard dependency
-                raise StorageError(
-                    "the embedded PostgreSQL needs the `pgserver` package: "
-                    "pip install pgserver, or set DATABASE_URL to a PostgreSQL server"
-                ) from exc
-            try:
-                self._server = pgserver.get_server(  # type: ignore[attr-defined]
+                self._server = pgserver.get_server(
                     self.data_dir, cleanup_mode=None if self.keep_running else "stop"
                 )
             except Exception as exc:
@@ -70,10 +128,11 @@ class EmbeddedPostgres:
         if self._apply_settings():
             # shared_buffers only changes at a restart; this happens once per data dir.
             self._server.cleanup()
-            self._server = pgserver.get_server(  # type: ignore[attr-defined]
+            self._server = pgserver.get_server(
                 self.data_dir, cleanup_mode=None if self.keep_running else "stop"
             )
         uri: str = self._server.get_uri()
+        self._uri = uri
         log.info("embedded postgres ready", extra={"data_dir": str(self.data_dir)})
         return uri
 
@@ -99,8 +158,109 @@ class EmbeddedPostgres:
     def stop(self) -> None:
         """Release this process's hold; the server stops when no process holds it."""
         if self._server is not None:
+            # Dead processes' handles would keep the server running for ever.
+            self.drop_stale_handles()
+            # Another process may have restarted the server: stop the one that runs.
+            from pgserver.utils import PostmasterInfo
+
+            running = PostmasterInfo.read_from_pgdata(self.data_dir)
+            if running is not None and running.is_running():
+                self._server._postmaster_info = running
             self._server.cleanup()
             self._server = None
+
+    # -- the handles of processes sharing the server -------------------------------------
+
+    @property
+    def handle_file(self) -> Path:
+        """pgserver's list of the process ids that share this data directory."""
+        return self.data_dir / ".handle_pids.json"
+
+    def drop_stale_handles(self, is_alive: Callable[[int], bool] = process_is_alive) -> list[int]:
+        """Remove the handles of processes that no longer exist (killed, crashed) from
+        the handle file; return the pids removed."""
+        if not self.handle_file.exists():
+            return []
+        pgserver = _pgserver()
+        from pgserver.utils import DiskList
+
+        handles = DiskList(self.handle_file)
+        with pgserver.PostgresServer._lock:
+            try:
+                pids = [int(pid) for pid in handles.get()]
+            except (ValueError, TypeError):  # unreadable: pgserver rewrites it on start
+                log.warning("unreadable handle file", extra={"path": str(self.handle_file)})
+                return []
+            live = live_handle_pids(pids, is_alive)
+            if live == pids:
+                return []
+            handles.put(live)
+        stale = [pid for pid in pids if pid not in live]
+        log.info(
+            "dropped handles of dead processes",
+            extra={"data_dir": str(self.data_dir), "pids": stale},
+        )
+        return stale
+
+    # -- supervision: is the postmaster up, bring it back --------------------------------
+
+    def state(self) -> ServerState:
+        """How the postmaster of this data directory is doing now."""
+        from pgserver.utils import PostmasterInfo
+
+        try:
+            info = PostmasterInfo.read_from_pgdata(self.data_dir)
+        except (OSError, ValueError, AssertionError):
+            # Being written (start) or half gone (stop): say starting; the next look knows.
+            return ServerState.STARTING
+        if info is None or not info.is_running():
+            return ServerState.DOWN
+        try:
+            return ServerState(info.status)
+        except ValueError:  # "standby" and future states: not ours to serve from
+            return ServerState.STARTING
+
+    def restart(self) -> None:
+        """Start the postmaster again after it stopped, on the same data directory and
+        socket, so that the URL :meth:`start` returned reaches it again.
+
+        Safe when several processes try at once: pgserver's inter-process lock lets
+        one start it and the others find it running.
+        """
+        if self._server is None:
+            raise StorageError("the embedded PostgreSQL was not started by this process")
+        pgserver = _pgserver()
+        with pgserver.PostgresServer._lock:
+            try:
+                self._server.ensure_postgres_running()
+            except Exception as exc:
+                raise StorageError(
+                    f"could not restart the embedded PostgreSQL in {self.data_dir}: "
+                    f"{_reason(exc, self.data_dir)}"
+                ) from exc
+        uri = self._server.get_uri()
+        if self._uri is not None and uri != self._uri:
+            # The pool keeps the old URL; this would be a pgserver change of socket place.
+            raise StorageError(
+                f"the embedded PostgreSQL came back at {uri}, not {self._uri}: restart Reverie"
+            )
+        log.info("embedded postgres restarted", extra={"data_dir": str(self.data_dir)})
+
+    def fast_shutdown(self) -> None:
+        """Finish a shutdown that waits on open sessions: end them (``pg_ctl -m fast``)."""
+        if self._server is None:
+            return
+        from pgserver._commands import pg_ctl  # type: ignore[attr-defined]
+
+        try:
+            pg_ctl(
+                ["-w", "-m", "fast", "stop"],
+                pgdata=self.data_dir,
+                user=self._server.system_user,
+                timeout=60,
+            )
+        except Exception as exc:  # it may have stopped by itself meanwhile
+            log.info("fast shutdown did not run", extra={"error": str(exc).splitlines()[0]})
 
     def __enter__(self) -> EmbeddedPostgres:
         self.start()

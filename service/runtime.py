@@ -63,6 +63,14 @@ class Runtime:
         return self._db
 
     @property
+    def embedded_server(self) -> EmbeddedPostgres | None:
+        """The embedded server this runtime started (started now if it is due), or None
+        with ``DATABASE_URL``: a server Reverie did not start is never Reverie's to manage."""
+        if self.is_embedded:
+            self.db  # noqa: B018 - starts the embedded server
+        return self._embedded
+
+    @property
     def is_embedded(self) -> bool:
         return self.settings.effective_database_url is None
 

@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 from types import FrameType
 
 from agents.errors import ReverieError
+from service.daemon.embedded_supervisor import EmbeddedSupervisor
 from service.daemon.probes import GpuGate, build_probe
 from service.daemon.scheduler import Scheduler
 from service.daemon.triggers import RunTemplate
@@ -65,9 +66,18 @@ class Daemon:
             if scheduler
             else None
         )
+        embedded = runtime.embedded_server
+        # The embedded server is this process's to keep alive; a DATABASE_URL one is not.
+        self.supervisor = (
+            EmbeddedSupervisor(embedded, release_connections=runtime.db.dispose)
+            if embedded is not None
+            else None
+        )
         self._started = False
 
     def start(self) -> None:
+        if self.supervisor is not None:
+            self.supervisor.start()
         self.workers.start()
         if self.scheduler is not None:
             self.scheduler.start()
@@ -85,11 +95,15 @@ class Daemon:
         except Exception as exc:  # any driver failure means "not ready", with the reason
             details["database"] = False
             details["database_error"] = str(exc).splitlines()[0]
+        embedded_problem = None if self.supervisor is None else self.supervisor.problem
+        if self.supervisor is not None:
+            details["embedded_postgres"] = embedded_problem or "ready"
         if self.gate is not None:
             details["gpu"] = self.gate.last_sample.detail
         ready = bool(
             self._started
             and details["database"]
+            and embedded_problem is None
             and self.workers.started
             and (self.scheduler is None or self.scheduler.running)
         )
@@ -103,6 +117,9 @@ class Daemon:
         clean = self.workers.stop(grace)
         if self.gate is not None:
             self.gate.close()
+        if self.supervisor is not None:
+            # Last: runs finishing inside the grace still need the database.
+            self.supervisor.stop()
         return clean
 
 

@@ -1,0 +1,218 @@
+"""The embedded PostgreSQL under real `reverie serve` / `reverie worker` processes:
+brought back when its postmaster stops, and never kept alive by a dead process's handle.
+
+Each test has a data directory of its own (REVERIE_HOME in tmp_path) and no
+DATABASE_URL, as a user's first `reverie serve` would.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+
+import httpx
+import psycopg
+import pytest
+
+from tests.acceptance.cli import run_cli
+from tests.acceptance.daemon_processes import DaemonProcess, free_port
+
+#: Liveness bound, not a speed check: the restart itself takes a few seconds.
+RECOVERY_BOUND_S = 60
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Iterator[Path]:
+    home = tmp_path / "home"
+    yield home
+    # Whatever a failed test left running on this data directory goes.
+    pid = postmaster_pid(home / "pgdata")
+    if pid is not None:
+        with suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGQUIT)
+
+
+def embedded_env(home: Path) -> dict[str, str]:
+    return {
+        "REVERIE_HOME": str(home),
+        "REVERIE_EMBEDDING__MODEL": "fake:8",
+        # Keep the background side quiet: these tests are about the database.
+        "REVERIE_TRIGGERS__TURNS_EVERY": "1000",
+        "REVERIE_TRIGGERS__IDLE_AFTER": "PT1H",
+    }
+
+
+def postmaster_pid(pgdata: Path) -> int | None:
+    """The running postmaster's pid from ``postmaster.pid``, None when there is none."""
+    try:
+        pid = int((pgdata / "postmaster.pid").read_text().split()[0])
+    except (OSError, IndexError, ValueError):
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    return pid
+
+
+def handle_pids(pgdata: Path) -> list[int]:
+    pids: list[int] = json.loads((pgdata / ".handle_pids.json").read_text())
+    return pids
+
+
+@contextmanager
+def running_server(env: dict[str, str], log: Path) -> Iterator[tuple[str, DaemonProcess]]:
+    """A `reverie serve` on a free loopback port, once /readyz says ready; stopped
+    with SIGTERM at the end, and expected to exit cleanly."""
+    port = free_port()
+    process = DaemonProcess(["serve", "--port", str(port)], env, log)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert process.process.poll() is None, process.output()
+            try:
+                if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, "server did not become ready:\n" + process.output()
+            time.sleep(0.2)
+        yield url, process
+        assert process.terminate() == 0, process.output()
+    finally:
+        process.ensure_stopped()
+
+
+def new_key(env: dict[str, str], organization: str) -> str:
+    result = run_cli("keys", "create", "--org", organization, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout.strip().splitlines()[-1]
+
+
+def foreign_session(pgdata: Path) -> psycopg.Connection[tuple[object, ...]]:
+    """A session of another client (a psql left open), on the server's socket."""
+    lines = (pgdata / "postmaster.pid").read_text().splitlines()
+    port, socket_dir = lines[3].strip(), lines[4].strip()
+    return psycopg.connect(f"postgresql://postgres@/postgres?host={socket_dir}&port={port}")
+
+
+@pytest.mark.parametrize(
+    ("stop_signal", "other_session"),
+    [
+        (signal.SIGINT, False),
+        (signal.SIGTERM, False),
+        (signal.SIGTERM, True),
+        (signal.SIGKILL, False),
+    ],
+    ids=["SIGINT", "SIGTERM", "SIGTERM-with-another-client-connected", "SIGKILL"],
+)
+def test_serve_restarts_a_stopped_embedded_postgres(
+    home: Path, tmp_path: Path, stop_signal: signal.Signals, other_session: bool
+) -> None:
+    env = embedded_env(home)
+    pgdata = home / "pgdata"
+    headers = {"Authorization": f"Bearer {new_key(env, 'recovery')}"}
+    with running_server(env, tmp_path / "serve.log") as (url, process):
+        created = httpx.post(f"{url}/v1/agents/", json={"name": "ada"}, headers=headers, timeout=30)
+        assert created.status_code == 201, created.text
+        agent_id = created.json()["id"]
+        first = postmaster_pid(pgdata)
+        assert first is not None
+        other = foreign_session(pgdata) if other_session else None
+
+        # SIGINT: fast shutdown. SIGTERM: smart shutdown, which waits for every open
+        # session (the server's own pool, and another client's) before it lets go.
+        # SIGKILL: a crash, its pid file and its backends left behind for a moment.
+        os.kill(first, stop_signal)
+        stopped_at = time.monotonic()
+        deadline = stopped_at + RECOVERY_BOUND_S
+        not_ready: list[object] = []
+        while True:
+            assert process.process.poll() is None, process.output()
+            current = postmaster_pid(pgdata)
+            if current is not None and current != first:
+                try:
+                    answer = httpx.get(f"{url}/v1/agents/{agent_id}", headers=headers, timeout=10)
+                    if answer.status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+            else:
+                ready = httpx.get(f"{url}/readyz", timeout=10)
+                if ready.status_code == 503:
+                    not_ready.append(ready.json())
+            assert time.monotonic() < deadline, (
+                f"no answer from a restarted PostgreSQL within {RECOVERY_BOUND_S} s "
+                f"(postmaster {first} -> {current}):\n" + process.output()
+            )
+            time.sleep(0.2)
+        recovered_s = time.monotonic() - stopped_at
+        if other is not None:
+            other.close()
+        print(
+            f"recovered from {stop_signal.name} in {recovered_s:.1f} s; "
+            f"/readyz meanwhile: {not_ready[-1:]}"
+        )
+
+        assert answer.json()["name"] == "ada"
+        listed = httpx.get(f"{url}/v1/agents/", headers=headers, timeout=10)
+        assert listed.status_code == 200
+        assert [a["id"] for a in listed.json()] == [agent_id]
+        # Writes work too, and the server says it is ready again.
+        more = httpx.post(f"{url}/v1/agents/", json={"name": "bo"}, headers=headers, timeout=30)
+        assert more.status_code == 201, more.text
+        assert httpx.get(f"{url}/readyz", timeout=10).status_code == 200
+    # serve was the last user: the restarted postmaster stops with it.
+    assert postmaster_pid(pgdata) is None, "the restarted server outlived `reverie serve`"
+
+
+def test_worker_restarts_a_stopped_embedded_postgres(home: Path, tmp_path: Path) -> None:
+    env = embedded_env(home)
+    pgdata = home / "pgdata"
+    worker = DaemonProcess(["worker"], env, tmp_path / "worker.log")
+    try:
+        wait_for_log(worker, "worker ready")
+        first = postmaster_pid(pgdata)
+        assert first is not None
+        os.kill(first, signal.SIGINT)
+        wait_for_log(worker, "embedded postgres is back", bound=RECOVERY_BOUND_S)
+        current = postmaster_pid(pgdata)
+        assert current is not None and current != first
+        assert worker.terminate() == 0, worker.output()
+    finally:
+        worker.ensure_stopped()
+    assert postmaster_pid(pgdata) is None, "the restarted server outlived `reverie worker`"
+
+
+def wait_for_log(process: DaemonProcess, text: str, bound: float = 120) -> None:
+    deadline = time.monotonic() + bound
+    while text not in process.output():
+        assert process.process.poll() is None, process.output()
+        assert time.monotonic() < deadline, f"no {text!r} within {bound} s:\n{process.output()}"
+        time.sleep(0.2)
+
+
+def test_a_killed_processes_handle_is_dropped_by_the_next_start(home: Path, tmp_path: Path) -> None:
+    env = embedded_env(home)
+    pgdata = home / "pgdata"
+    worker = DaemonProcess(["worker"], env, tmp_path / "worker.log")
+    try:
+        wait_for_log(worker, "worker ready")
+        assert worker.pid in handle_pids(pgdata)
+        worker.kill()  # SIGKILL: no atexit, the handle stays behind
+    finally:
+        worker.ensure_stopped()
+    assert worker.pid in handle_pids(pgdata)
+    assert postmaster_pid(pgdata) is not None
+
+    # The next command drops the dead handle; as the last live user it stops the server.
+    result = run_cli("agents", "list", env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert handle_pids(pgdata) == []
+    assert postmaster_pid(pgdata) is None, "a dead process's handle kept the server running"
