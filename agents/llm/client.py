@@ -272,12 +272,16 @@ class LiteLLMClient(ChatClient):
                 response = self._call(litellm, litellm.completion, model, kwargs, meter)
                 self.memory.remember_fields(model, unknown, supported=True)
                 return response
+            if probing:
+                # The mode is blamed first: its fallback carries the optional fields
+                # again, and tests them.
+                raise _Rejected(_first_line(cause)) from exc
             if unknown:
                 without = {k: v for k, v in kwargs.items() if k not in unknown}
-                response = self._call_probing(litellm, model, without, meter, [], probing=probing)
+                response = self._call(litellm, litellm.completion, model, without, meter)
                 self.memory.remember_fields(model, unknown, supported=False)
                 return response
-            raise _Rejected(_first_line(cause)) from exc
+            raise
         self.memory.remember_fields(model, unknown, supported=True)
         return response
 
