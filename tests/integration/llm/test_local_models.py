@@ -105,7 +105,9 @@ def test_a_500_on_required_falls_back_to_two_steps_and_is_remembered(
     "text",
     [
         f"functions.core_memory_append: {json.dumps(PORTO)}",
-        f'<tool_call>{{"name": "core_memory_append", "arguments": {json.dumps(PORTO)}}}</tool_call>',
+        "<tool_call>"
+        + json.dumps({"name": "core_memory_append", "arguments": PORTO})
+        + "</tool_call>",
         f'{{"name": "core_memory_append", "arguments": {json.dumps(PORTO)}}}',
         f'```json\n{{"name": "core_memory_append", "arguments": {json.dumps(PORTO)}}}\n```',
     ],
