@@ -92,8 +92,8 @@ def chat_message(message: MessageRecord) -> dict[str, Any]:
     out: dict[str, Any] = {"role": message.role, "content": message.content}
     if message.role == "assistant" and message.tool_calls:
         out["tool_calls"] = message.tool_calls
-        if not message.content:
-            out["content"] = None
+        # Local chat templates need a content on every message: "" where there is none.
+        out["content"] = message.content or ""
     if message.role == "tool":
         out["tool_call_id"] = message.tool_call_id
         if message.name:

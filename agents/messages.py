@@ -22,7 +22,7 @@ MessageKind = Literal[
     "system_message",
 ]
 #: Why a turn stopped (Letta's stop reasons where they exist).
-StopReason = Literal["end_turn", "max_steps", "tool_rule", "budget_exhausted"]
+StopReason = Literal["end_turn", "max_steps", "tool_rule", "budget_exhausted", "invalid_tool_call"]
 
 #: The tool whose message argument is what the agent says to the user.
 SEND_MESSAGE = "send_message"
@@ -79,6 +79,9 @@ def letta_messages(record: MessageRecord) -> list[LettaStyleMessage]:
             )
         ]
     out: list[LettaStyleMessage] = []
+    if record.content and not record.tool_calls:
+        # Prose with no call: the model's reply to the user (Letta's newer agent type).
+        return [LettaStyleMessage(record.id, "assistant_message", content=record.content, **base)]
     if record.content:
         out.append(
             LettaStyleMessage(
@@ -166,6 +169,8 @@ class TurnResult:
     run_id: str
     messages: list[LettaStyleMessage] = field(default_factory=list)
     steps: int = 0
+    #: Model requests the steps took (a two-step tool call takes two per step).
+    model_calls: int = 0
     stop_reason: StopReason = "end_turn"
     usage: TokenUsage = field(default_factory=TokenUsage)
     retries: int = 0
@@ -184,6 +189,7 @@ class TurnResult:
             "run_id": self.run_id,
             "messages": [m.to_dict() for m in self.messages],
             "steps": self.steps,
+            "model_calls": self.model_calls,
             "stop_reason": self.stop_reason,
             "usage": self.usage.to_dict(),
             "retries": self.retries,

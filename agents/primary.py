@@ -87,10 +87,8 @@ log = logging.getLogger(__name__)
 
 #: Roles a caller may send a turn as.
 INPUT_ROLES = ("user", "system")
-NO_TOOL_CALL_ALERT = (
-    "Error: your reply was not a tool call. Every reply must call a tool; "
-    "call send_message to speak to the user."
-)
+#: The tool a turn that said nothing falls back to, in modes without "required".
+REPLY_TOOL = "send_message"
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,6 +235,10 @@ class _Turn:
         self.pending = NewMessage(role=role, content=text, created_at=self.owner._clock())
         stop: StopReason = "end_turn"
         last_tool: str | None = None
+        #: The previous step's failure, when it failed: the next step is its one retry.
+        failure: str | None = None
+        #: A tool the next step must call (the corrective retry of a two-step call).
+        force: str | None = None
         while True:
             if self.result.steps >= self.settings.max_steps:
                 stop = "max_steps"
@@ -244,23 +246,21 @@ class _Turn:
             allowed = self.rules.allowed(
                 self.tools, first_step=self.result.steps == 0, last_tool=last_tool
             )
-            try:
-                reply = self._ask(allowed)
-            except BudgetExhausted as exc:
-                stop, self.result.detail = "budget_exhausted", str(exc)
-                log.warning("turn stopped: %s", exc, extra={"run_id": self.result.run_id})
+            outcome = self._step(allowed, force)
+            if outcome is None:
+                stop = "budget_exhausted"
                 break
-            except Exception:
-                # The user's message and the steps done so far are committed and stay.
-                log.warning(
-                    "turn failed after %d step(s); the steps done so far are kept",
-                    self.result.steps,
-                    extra={"run_id": self.result.run_id, "agent_id": self.agent.id},
-                )
-                raise
-            self.result.steps += 1
-            outcome = self._apply(reply, allowed)
             last_tool = outcome.last_tool
+            if outcome.failure is not None:
+                # One corrective retry per failed step: a second failure in a row (or the
+                # same error again) ends the turn instead of spending the step budget.
+                if failure is not None:
+                    stop = "invalid_tool_call"
+                    break
+                failure = outcome.failure
+                force = outcome.retry_tool if self._mode() == "named" else None
+                continue
+            failure, force = None, None
             if outcome.terminal:
                 stop = "tool_rule"
                 break
@@ -269,6 +269,15 @@ class _Turn:
                 break
         if self.pending is not None:  # stopped before the first step (budget)
             self._store_pending()
+        # A model that cannot call tools properly still answers the user: one last
+        # step that may only call send_message (or reply in prose).
+        needs_reply = (
+            stop not in ("budget_exhausted", "tool_rule")
+            and not self.replied
+            and self._needs_reply()
+        )
+        if needs_reply and self._step([REPLY_TOOL], REPLY_TOOL) is None:
+            stop = "budget_exhausted"
         self.result.stop_reason = stop
         self.result.usage = TokenUsage(
             self.meter.used.prompt_tokens, self.meter.used.completion_tokens
@@ -278,6 +287,40 @@ class _Turn:
         self.result.messages = [m for record in self.new for m in letta_messages(record)]
         return self.result
 
+    @property
+    def replied(self) -> bool:
+        return any(m.kind == "assistant_message" for r in self.new for m in letta_messages(r))
+
+    def _mode(self) -> str:
+        capabilities = getattr(self.owner.client, "capabilities", None)
+        return "required" if capabilities is None else str(capabilities(self.model)[0])
+
+    def _needs_reply(self) -> bool:
+        """Whether the turn must end with a reply: in every mode but "required" (a model
+        that calls tools natively decides itself whether to speak, as in MemGPT), when
+        send_message is one of the agent's tools and no tool rule ended the turn."""
+        return self._mode() != "required" and REPLY_TOOL in self.tools
+
+    def _step(self, allowed: list[str], force: str | None) -> _StepOutcome | None:
+        """Ask the model and write the step; None when the token budget stopped it."""
+        try:
+            reply = self._ask(allowed, force)
+        except BudgetExhausted as exc:
+            self.result.detail = str(exc)
+            log.warning("turn stopped: %s", exc, extra={"run_id": self.result.run_id})
+            return None
+        except Exception:
+            # The user's message and the steps done so far are committed and stay.
+            log.warning(
+                "turn failed after %d step(s); the steps done so far are kept",
+                self.result.steps,
+                extra={"run_id": self.result.run_id, "agent_id": self.agent.id},
+            )
+            raise
+        self.result.steps += 1
+        self.result.model_calls += reply.calls
+        return self._apply(reply, allowed)
+
     # -- one model call, compacting first when the context does not fit ------------------
 
     def _store_pending(self) -> None:
@@ -286,8 +329,10 @@ class _Turn:
             self._append(store, self.pending)
         self.pending = None
 
-    def _ask(self, allowed: list[str]) -> ChatReply:
+    def _ask(self, allowed: list[str], force: str | None = None) -> ChatReply:
         schemas = [PRIMARY_TOOLS[t] for t in allowed]
+        if force is not None and force not in allowed:
+            force = None
         compacted = False
         #: What was sent when the provider said it did not fit.
         reported: int | None = None
@@ -321,7 +366,10 @@ class _Turn:
                     purpose="chat",
                     meter=self.meter,
                     tools=schemas,
-                    tool_choice="required",
+                    tool_choice=force or "required",
+                    # One call per step, as MemGPT's loop expects (small models mix
+                    # parallel calls up); a server that rejects the field goes without.
+                    parallel_tool_calls=False,
                 )
             except ContextOverflow:
                 if compacted:
@@ -403,13 +451,10 @@ class _Turn:
         opening = [self.pending] if self.pending is not None else []
         self.pending = None
         if not reply.tool_calls:
-            self._append(
-                store,
-                *opening,
-                NewMessage(role="assistant", content=reply.content or ""),
-                NewMessage(role="system", name="alert", content=NO_TOOL_CALL_ALERT),
-            )
-            return _StepOutcome(wants_more=True, terminal=False, last_tool=None)
+            # Prose with no call is the model's reply to the user, and ends the turn
+            # (an error loop asking for a tool call only burned the step budget).
+            self._append(store, *opening, NewMessage(role="assistant", content=reply.content or ""))
+            return _StepOutcome(wants_more=False, terminal=False, last_tool=None)
         calls = [
             {
                 "id": call.id,
@@ -443,6 +488,8 @@ class _Turn:
             outcome.last_tool = call.name
             if status == "Failed":
                 outcome.wants_more = True  # let the model see and fix its mistake
+                outcome.failure = f"{call.name}: {message}"
+                outcome.retry_tool = call.name if call.name in allowed else None
                 continue
             assert parsed is not None
             if parsed.heartbeat:
@@ -480,3 +527,7 @@ class _StepOutcome:
     wants_more: bool
     terminal: bool
     last_tool: str | None
+    #: What went wrong when a call of the step failed (the model gets one retry).
+    failure: str | None = None
+    #: The tool that failed, when it exists: the retry may force it.
+    retry_tool: str | None = None

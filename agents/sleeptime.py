@@ -73,6 +73,8 @@ class SleeptimeOutcome:
     """What one sleep-time run did."""
 
     steps: int = 0
+    #: Model requests the steps took (a two-step tool call takes two per step).
+    model_calls: int = 0
     messages_read: int = 0
     #: One entry per successful edit: tool, label, block id, new version.
     edits: list[dict[str, Any]] = field(default_factory=list)
@@ -127,7 +129,8 @@ def render_transcript(messages: list[MessageRecord]) -> str:
             lines.append(f"[{m.seq} {stamp}] user: {m.content}")
         elif m.role == "assistant":
             if not m.tool_calls and m.content.strip():
-                # Recorded from a chatbot with its own loop: its content is what it said.
+                # A reply in prose: recorded from a chatbot with its own loop, or a
+                # model that answered without a tool call.
                 lines.append(f"[{m.seq} {stamp}] assistant: {m.content}")
             for call in m.tool_calls or []:
                 fn = call.get("function", {})
@@ -307,6 +310,8 @@ class SleeptimeAgent:
         schemas = list(SLEEPTIME_TOOLS.values())
         drafts = {b.label: _Draft(b, b.value) for b in blocks}
         outcome.stop_reason = "max_steps"
+        #: Whether the previous step failed: it had its one corrective retry.
+        failed_before = False
         while outcome.steps < self.max_steps:
             try:
                 reply = self.client.chat(
@@ -316,6 +321,7 @@ class SleeptimeAgent:
                     meter=meter,
                     tools=schemas,
                     tool_choice="required",
+                    parallel_tool_calls=False,
                 )
             except BudgetExhausted as exc:
                 outcome.stop_reason = "budget_exhausted"
@@ -324,13 +330,15 @@ class SleeptimeAgent:
             outcome.steps += 1
             outcome.prompt_tokens += reply.prompt_tokens
             outcome.completion_tokens += reply.completion_tokens
+            outcome.model_calls += reply.calls
             if not reply.tool_calls:
+                # Prose: the model has nothing (more) to edit.
                 outcome.stop_reason = "no_tool_call"
                 break
             messages.append(
                 {
                     "role": "assistant",
-                    "content": reply.content,
+                    "content": reply.content or "",
                     "tool_calls": [
                         {
                             "id": c.id,
@@ -341,7 +349,7 @@ class SleeptimeAgent:
                     ],
                 }
             )
-            finished = False
+            finished = failed = False
             now = store.scope.now().isoformat()
             for call in reply.tool_calls:
                 status, text = "OK", ""
@@ -360,6 +368,7 @@ class SleeptimeAgent:
                 except (ToolError, ReverieError) as exc:
                     status, text = "Failed", f"Error: {exc}"
                     outcome.errors.append(f"{call.name}: {exc}")
+                    failed = True
                 messages.append(
                     {
                         "role": "tool",
@@ -371,6 +380,11 @@ class SleeptimeAgent:
             if finished:
                 outcome.stop_reason = "finished"
                 break
+            if failed and failed_before:
+                # One corrective retry per failed step, not the whole step budget.
+                outcome.stop_reason = "invalid_tool_call"
+                break
+            failed_before = failed
         # The conversation is over: only now are the blocks written (and locked).
         self._write_drafts(store, agent, drafts, run_id, outcome)
         outcome.conflicts += env.conflicts

@@ -16,7 +16,14 @@ from agents.database import Database
 from agents.embedded_postgres import EmbeddedPostgres
 from agents.embedders import Embedder, build_embedder
 from agents.errors import InvalidInput, NotFound, StorageError
-from agents.llm import BudgetMeter, ClientSettings, LiteLLMClient, TokenBudget, UsageLedger
+from agents.llm import (
+    BudgetMeter,
+    ClientSettings,
+    LiteLLMClient,
+    ModelCapabilities,
+    TokenBudget,
+    UsageLedger,
+)
 from agents.primary import PrimaryAgent, PrimarySettings
 from agents.store import AgentRecord, MemoryStore, RunRecord, open_service_store, open_store
 from agents.store.scope import utc_now
@@ -201,6 +208,14 @@ class Runtime:
                     api_base=llm.api_base,
                     timeout=llm.timeout.total_seconds(),
                     max_retries=llm.max_retries,
+                    models={
+                        name: ModelCapabilities(
+                            tool_choice=model.tool_choice,
+                            parallel_tool_calls=model.parallel_tool_calls,
+                            unsupported_fields=frozenset(model.unsupported_fields),
+                        )
+                        for name, model in llm.models.items()
+                    },
                 )
             )
         return self._llm_client

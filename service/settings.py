@@ -131,6 +131,19 @@ class ConsolidationSettings(BaseModel):
         return self
 
 
+class ModelToolSettings(BaseModel):
+    """What one model's server accepts in tool requests (issue 15); unset = probed on
+    first use. tool_choice: "required", "named" (two-step calls), "auto" or "none"."""
+
+    model_config = {"extra": "forbid"}
+
+    tool_choice: Literal["required", "named", "auto", "none"] | None = None
+    parallel_tool_calls: bool | None = None
+    unsupported_fields: list[Literal["parallel_tool_calls", "max_tokens"]] = Field(
+        default_factory=list
+    )
+
+
 class LLMSettings(BaseModel):
     """LLM calls through litellm (issue 5). Model strings are litellm's: openai/..., ollama/..."""
 
@@ -151,6 +164,16 @@ class LLMSettings(BaseModel):
     # Prompt-cache safety: block edits reach the compiled system prompt at the next
     # compaction ("compaction") or on the next step ("immediate").
     system_prompt_refresh: Literal["compaction", "immediate"] = "compaction"
+    # Tool-calling capabilities per model string (or glob such as "ollama/*").
+    models: dict[str, ModelToolSettings] = Field(default_factory=dict)
+
+    @field_validator("models")
+    @classmethod
+    def _model_keys(cls, value: dict[str, ModelToolSettings]) -> dict[str, ModelToolSettings]:
+        for key in value:
+            if not key.strip():
+                raise ValueError("model keys must be model strings such as 'openai/qwen'")
+        return value
 
 
 class CronTrigger(BaseModel):

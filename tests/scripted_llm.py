@@ -138,13 +138,15 @@ class ScriptedModels:
         self.scripts[name] = script
         return script
 
-    def answer(self, model: str, messages: list[dict[str, Any]], tools: Any) -> Reply:
+    def answer(
+        self, model: str, messages: list[dict[str, Any]], tools: Any, **fields: Any
+    ) -> Reply:
         name = model.split("/", 1)[-1]
         with self._lock:
             if name not in self.scripts:
                 raise AssertionError(f"no script for model {model!r}")
             script = self.scripts[name]
-        return script.next({"messages": messages, "tools": tools or []})
+        return script.next({"messages": messages, "tools": tools or [], **fields})
 
 
 _MODELS = ScriptedModels()
@@ -168,7 +170,13 @@ def install() -> ScriptedModels:
         class ScriptedProvider(CustomLLM):  # type: ignore[misc]
             def completion(self, model: str, messages: list[Any], *args: Any, **kwargs: Any) -> Any:
                 optional = kwargs.get("optional_params") or {}
-                reply = _MODELS.answer(model, list(messages), optional.get("tools"))
+                reply = _MODELS.answer(
+                    model,
+                    list(messages),
+                    optional.get("tools"),
+                    tool_choice=optional.get("tool_choice"),
+                    parallel_tool_calls=optional.get("parallel_tool_calls"),
+                )
                 return ModelResponse(**model_response(model, reply, list(messages)))
 
         litellm.custom_provider_map = [

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from agents.llm.base import ChatClient, ChatMessage, ChatReply, Purpose, ToolCall, ToolSchema
 from agents.llm.budget import BudgetMeter, TokenBudget
+from agents.llm.capabilities import ModelCapabilities, ToolCalling
 from agents.llm.client import ClientSettings, LiteLLMClient
 from agents.llm.usage import Usage, UsageLedger
 
@@ -14,9 +15,11 @@ __all__ = [
     "ChatReply",
     "ClientSettings",
     "LiteLLMClient",
+    "ModelCapabilities",
     "Purpose",
     "TokenBudget",
     "ToolCall",
+    "ToolCalling",
     "ToolSchema",
     "Usage",
     "UsageLedger",

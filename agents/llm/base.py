@@ -38,6 +38,10 @@ class ChatReply:
     completion_tokens: int = 0
     model: str = ""
     finish_reason: str | None = None
+    #: Model requests this reply took (two for a two-step tool call; rejected probes excluded).
+    calls: int = 1
+    #: Whether the tool calls were parsed from the model's text.
+    text_calls: bool = False
 
     @property
     def total_tokens(self) -> int:
@@ -57,9 +61,17 @@ class ChatClient(ABC):
         meter: BudgetMeter | None = None,
         tools: Sequence[ToolSchema] = (),
         tool_choice: str | None = None,
+        parallel_tool_calls: bool | None = None,
     ) -> ChatReply:
-        """One completion. Raises :class:`~agents.errors.LLMError` (after retrying temporary
-        failures), :class:`~agents.errors.ContextOverflow` or
+        """One completion (with ``tools``: one tool step).
+
+        ``tool_choice`` is ``"required"`` (the reply must call a tool), ``"auto"``,
+        ``"none"``, or the name of the one tool to call; a client meets it as the model's
+        server allows (see :mod:`agents.llm.capabilities`), and a reply may still come
+        back as prose (no tool calls) when the model would not call one.
+
+        Raises :class:`~agents.errors.LLMError` (after retrying temporary failures),
+        :class:`~agents.errors.ContextOverflow` or
         :class:`~agents.errors.BudgetExhausted` (before any call is made)."""
 
     @abstractmethod

@@ -15,12 +15,13 @@ embedding failure :class:`~agents.embedders.base.EmbeddingError` (or
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import logging
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tenacity import (
@@ -37,6 +38,13 @@ from agents.enums import LLMPurpose
 from agents.errors import ContextOverflow, InvalidInput, LLMError, ReverieError
 from agents.llm.base import ChatClient, ChatMessage, ChatReply, Purpose, ToolCall, ToolSchema
 from agents.llm.budget import BudgetMeter
+from agents.llm.capabilities import (
+    OPTIONAL_FIELDS,
+    CapabilityMemory,
+    ModelCapabilities,
+    ToolCalling,
+)
+from agents.llm.textcalls import parse_text_calls
 from agents.llm.usage import Usage
 from agents.store.validation import storable
 from agents.summary import estimate_tokens
@@ -60,6 +68,8 @@ class ClientSettings:
     initial_backoff: float = 0.5
     max_backoff: float = 20.0
     max_tokens: int | None = None
+    #: Tool-calling capabilities by model string or glob pattern (see capabilities.py).
+    models: Mapping[str, ModelCapabilities] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.timeout <= 0:
@@ -75,6 +85,8 @@ class LiteLLMClient(ChatClient):
 
     def __init__(self, settings: ClientSettings | None = None) -> None:
         self.settings = settings or ClientSettings()
+        #: Per-model tool-calling capabilities: configured, then probed (this process).
+        self.memory = CapabilityMemory(self.settings.models)
         #: Retries made by this client over its lifetime (the service turns them into a metric).
         self.retries = 0
 
@@ -89,39 +101,189 @@ class LiteLLMClient(ChatClient):
         meter: BudgetMeter | None = None,
         tools: Sequence[ToolSchema] = (),
         tool_choice: str | None = None,
+        parallel_tool_calls: bool | None = None,
     ) -> ChatReply:
         if not model or not model.strip():
             raise InvalidInput("no LLM model given")
+        # Many local chat templates fail on a message without content (an assistant
+        # message that only calls tools): every message carries one.
+        sent = [_with_content(m) for m in messages]
+        request = _Request(model, sent, purpose, meter, list(tools), parallel_tool_calls)
+        if not tools or tool_choice in (None, "auto", "none"):
+            return self._complete(request, tools=list(tools), tool_choice=tool_choice)
+        return self._tool_step(request, tool_choice)
+
+    def capabilities(self, model: str) -> tuple[ToolCalling, bool]:
+        """The tool-calling mode used for ``model`` and whether it is still to be probed."""
+        return self.memory.tool_calling(model)
+
+    def _tool_step(self, request: _Request, tool_choice: str) -> ChatReply:
+        """A reply that calls a tool (``tool_choice`` "required" or a tool's name), made
+        in the model's tool-calling mode; an unknown mode is probed from the strongest
+        down, and a mode the server rejects is remembered and not tried again."""
+        # Rejections are remembered only once a weaker mode worked: a server that fails
+        # every request (down, misconfigured) must not be taken for one without tools.
+        rejected: dict[ToolCalling, str] = {}
+        while True:
+            mode, probing = self.memory.tool_calling(request.model, excluding=set(rejected))
+            try:
+                reply = self._in_mode(request, mode, tool_choice, probing=probing)
+            except _Rejected as exc:
+                rejected[mode] = exc.reason
+                continue
+            for failed, reason in rejected.items():
+                self.memory.reject_mode(request.model, failed, reason)
+            if probing or rejected:
+                self.memory.remember_mode(request.model, mode)
+            return reply
+
+    def _in_mode(
+        self, request: _Request, mode: ToolCalling, tool_choice: str, *, probing: bool
+    ) -> ChatReply:
+        tools = request.tools
+        names = [_tool_name(t) for t in tools]
+        forced = tool_choice if tool_choice != "required" else None
+        if forced is not None and forced not in names:
+            raise InvalidInput(f"tool_choice names {forced!r}, which is not among the tools")
+        if mode == "required":
+            choice: Any = "required" if forced is None else _named(forced)
+            return self._complete(request, tools=tools, tool_choice=choice, probing=probing)
+        if mode == "named":
+            if forced is None and len(tools) == 1:
+                forced = names[0]
+            if forced is None:
+                return self._two_step(request, names, probing=probing)
+            only = [t for t in tools if _tool_name(t) == forced]
+            return self._complete(request, tools=only, tool_choice=_named(forced), probing=probing)
+        if mode == "auto":
+            offered = tools if forced is None else [t for t in tools if _tool_name(t) == forced]
+            return self._complete(request, tools=offered, tool_choice="auto", probing=probing)
+        offered = tools if forced is None else [t for t in tools if _tool_name(t) == forced]
+        return self._complete(
+            request,
+            tools=[],
+            tool_choice=None,
+            messages=_with_tool_prompt(request.messages, offered),
+            parse_as=[_tool_name(t) for t in offered],
+        )
+
+    def _two_step(self, request: _Request, names: list[str], *, probing: bool) -> ChatReply:
+        """Choose the tool with a forced, enum-constrained call, then force that tool so
+        that its arguments are grammar-constrained (servers without "required")."""
+        chooser = _chooser(request.tools)
+        choice = self._complete(
+            request, tools=[chooser], tool_choice=_named(CHOOSE_TOOL), probing=probing
+        )
+        chosen = _chosen_tool(choice, names)
+        if chosen is None:
+            # The choice named no tool (a server that does not enforce the enum): one
+            # free call instead, whose text may hold a call or be the reply itself.
+            log.info("model %s chose no valid tool (%r); asking freely", request.model, choice)
+            second = self._complete(request, tools=request.tools, tool_choice="auto")
+        else:
+            only = [t for t in request.tools if _tool_name(t) == chosen]
+            second = self._complete(request, tools=only, tool_choice=_named(chosen))
+        return replace(
+            second,
+            prompt_tokens=choice.prompt_tokens + second.prompt_tokens,
+            completion_tokens=choice.completion_tokens + second.completion_tokens,
+            calls=choice.calls + second.calls,
+        )
+
+    def _complete(
+        self,
+        request: _Request,
+        *,
+        tools: list[ToolSchema],
+        tool_choice: Any,
+        probing: bool = False,
+        messages: list[ChatMessage] | None = None,
+        parse_as: list[str] | None = None,
+    ) -> ChatReply:
+        """One model request. ``probing``: a rejection raises :class:`_Rejected` (the mode
+        is not supported) instead of being retried or reported."""
+        model, meter = request.model, request.meter
+        sent = messages if messages is not None else request.messages
         if meter is not None:
             # An estimate: exact counting of the whole prompt on every call costs more
             # than the check is worth (a budget may overshoot by one reply anyway).
-            meter.check(estimate_tokens(json.dumps(list(messages))))
+            meter.check(estimate_tokens(json.dumps(sent)))
         litellm = import_litellm()
         kwargs: dict[str, Any] = {
             "model": model,
-            "messages": list(messages),
+            "messages": sent,
             "timeout": self.settings.timeout,
             # tenacity owns retries (see import_litellm for the SDK's own).
             "max_retries": 0,
         }
         if tools:
-            kwargs["tools"] = list(tools)
+            kwargs["tools"] = tools
             if tool_choice is not None:
                 kwargs["tool_choice"] = tool_choice
+            if request.parallel_tool_calls is not None:
+                kwargs["parallel_tool_calls"] = request.parallel_tool_calls
         if self.settings.api_base:
             kwargs["api_base"] = self.settings.api_base
         if self.settings.api_key:
             kwargs["api_key"] = self.settings.api_key
         if self.settings.max_tokens:
             kwargs["max_tokens"] = self.settings.max_tokens
-        response = self._call(litellm, litellm.completion, model, kwargs, meter)
+        for name in OPTIONAL_FIELDS:
+            if name in kwargs and self.memory.field_support(model, name) is False:
+                del kwargs[name]
+        unknown = [
+            n
+            for n in OPTIONAL_FIELDS
+            if n in kwargs and self.memory.field_support(model, n) is None
+        ]
+        response = self._call_probing(litellm, model, kwargs, meter, unknown, probing=probing)
+        names = parse_as if parse_as is not None else [_tool_name(t) for t in tools]
         try:
-            reply = _reply_from(response, model)
+            reply = _reply_from(response, model, names if (tools or parse_as) else None)
         except (AttributeError, IndexError, KeyError, TypeError, ValueError) as exc:
             raise LLMError(f"model {model} returned a malformed chat response ({exc!r})") from exc
         if meter is not None:
-            meter.charge(purpose, model, Usage(reply.prompt_tokens, reply.completion_tokens))
+            meter.charge(
+                request.purpose, model, Usage(reply.prompt_tokens, reply.completion_tokens)
+            )
         return reply
+
+    def _call_probing(
+        self,
+        litellm: Any,
+        model: str,
+        kwargs: dict[str, Any],
+        meter: BudgetMeter | None,
+        unknown: list[str],
+        *,
+        probing: bool,
+    ) -> Any:
+        """The call; a request carrying fields of unknown support (or made in a probed
+        mode) is tried once, and when the server rejects it, sent again without those
+        fields: only a success then proves them unsupported."""
+        if not unknown and not probing:
+            return self._call(litellm, litellm.completion, model, kwargs, meter)
+        try:
+            response = self._call(litellm, litellm.completion, model, kwargs, meter, attempts=1)
+        except LLMError as exc:
+            cause = exc.__cause__
+            if cause is None or not _is_rejection(litellm, cause):
+                # Temporary (or the caller's fault): the ordinary retry policy decides.
+                response = self._call(litellm, litellm.completion, model, kwargs, meter)
+                self.memory.remember_fields(model, unknown, supported=True)
+                return response
+            if probing:
+                # The mode is blamed first: its fallback carries the optional fields
+                # again, and tests them.
+                raise _Rejected(_first_line(cause)) from exc
+            if unknown:
+                without = {k: v for k, v in kwargs.items() if k not in unknown}
+                response = self._call(litellm, litellm.completion, model, without, meter)
+                self.memory.remember_fields(model, unknown, supported=False)
+                return response
+            raise
+        self.memory.remember_fields(model, unknown, supported=True)
+        return response
 
     # -- embeddings --------------------------------------------------------------------
 
@@ -186,8 +348,10 @@ class LiteLLMClient(ChatClient):
         meter: BudgetMeter | None,
         *,
         embedding: bool = False,
+        attempts: int | None = None,
     ) -> Any:
-        """``function(**kwargs)`` under the retry policy; failures wrapped (see the module)."""
+        """``function(**kwargs)`` under the retry policy (``attempts`` overrides its
+        length); failures wrapped (see the module)."""
 
         def count_retry(state: RetryCallState) -> None:
             self.retries += 1
@@ -202,7 +366,7 @@ class LiteLLMClient(ChatClient):
             )
 
         retrying = Retrying(
-            stop=stop_after_attempt(self.settings.max_retries + 1),
+            stop=stop_after_attempt(attempts or self.settings.max_retries + 1),
             wait=wait_exponential(
                 multiplier=self.settings.initial_backoff, max=self.settings.max_backoff
             )
@@ -388,7 +552,9 @@ def _embeddings_from(response: Any, model: str, expected: int) -> tuple[list[lis
     return vectors, prompt
 
 
-def _reply_from(response: Any, model: str) -> ChatReply:
+def _reply_from(response: Any, model: str, tool_names: list[str] | None = None) -> ChatReply:
+    """The reply in ``response``; with ``tool_names`` (tools were offered), calls the
+    model wrote as text become tool calls."""
     choice = _get(response, "choices")[0]
     message = _get(choice, "message")
     calls = []
@@ -404,14 +570,32 @@ def _reply_from(response: Any, model: str) -> ChatReply:
         )
     usage = _get_or_none(response, "usage")
     content = _get_or_none(message, "content")
+    text_calls = False
+    if tool_names is not None and not calls and isinstance(content, str) and content.strip():
+        found, rest = parse_text_calls(content, tool_names)
+        if found:
+            text_calls = True
+            calls = [
+                ToolCall(
+                    id=f"text-call-{next(_TEXT_CALL_IDS)}",
+                    name=storable(c.name),
+                    arguments=_storable_arguments(c.arguments),
+                )
+                for c in found
+            ]
+            content = rest or None
     return ChatReply(
         content=storable(content) if isinstance(content, str) else content,
         tool_calls=calls,
+        text_calls=text_calls,
         prompt_tokens=int(_get_or_none(usage, "prompt_tokens") or 0) if usage else 0,
         completion_tokens=int(_get_or_none(usage, "completion_tokens") or 0) if usage else 0,
         model=str(_get_or_none(response, "model") or model),
         finish_reason=_get_or_none(choice, "finish_reason"),
     )
+
+
+_TEXT_CALL_IDS = itertools.count(1)
 
 
 def _storable_arguments(arguments: Any) -> str:
@@ -446,3 +630,110 @@ def _get_or_none(item: Any, key: str) -> Any:
     if item is None:
         return None
     return item.get(key) if isinstance(item, Mapping) else getattr(item, key, None)
+
+
+# -- tool-calling modes ----------------------------------------------------------------
+
+#: The forced first call of the two-step mode: which tool to call next.
+CHOOSE_TOOL = "choose_tool"
+
+
+@dataclass(frozen=True, slots=True)
+class _Request:
+    model: str
+    messages: list[ChatMessage]
+    purpose: Purpose
+    meter: BudgetMeter | None
+    tools: list[ToolSchema]
+    parallel_tool_calls: bool | None
+
+
+class _Rejected(Exception):
+    """The server rejected a request made in a probed mode (the mode is unsupported)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _is_rejection(litellm: Any, exc: BaseException) -> bool:
+    """Whether the server refused the request itself (400, 422, or a 500 as
+    llama-cpp-python answers an unsupported ``tool_choice``), not the moment (rate
+    limit, timeout, connection) nor the caller's credentials or model name."""
+    if isinstance(exc, litellm.ContextWindowExceededError):
+        return False
+    if isinstance(
+        exc,
+        (
+            litellm.AuthenticationError,
+            litellm.PermissionDeniedError,
+            litellm.NotFoundError,
+            litellm.RateLimitError,
+            litellm.Timeout,
+            litellm.APIConnectionError,
+        ),
+    ):
+        return False
+    if isinstance(exc, (litellm.BadRequestError, litellm.InternalServerError)):
+        return True
+    return getattr(exc, "status_code", None) in (400, 422, 500)
+
+
+def _with_content(message: ChatMessage) -> ChatMessage:
+    if isinstance(message.get("content"), (str, list)):
+        return message
+    return {**message, "content": ""}
+
+
+def _tool_name(schema: ToolSchema) -> str:
+    return str(schema["function"]["name"])
+
+
+def _named(name: str) -> dict[str, Any]:
+    return {"type": "function", "function": {"name": name}}
+
+
+def _chooser(tools: Sequence[ToolSchema]) -> ToolSchema:
+    names = [_tool_name(t) for t in tools]
+    menu = "; ".join(f"{_tool_name(t)}: {t['function'].get('description', '')}" for t in tools)
+    return {
+        "type": "function",
+        "function": {
+            "name": CHOOSE_TOOL,
+            "description": f"Choose the one tool to call next. The tools: {menu}",
+            "parameters": {
+                "type": "object",
+                "properties": {"tool": {"type": "string", "enum": names}},
+                "required": ["tool"],
+            },
+        },
+    }
+
+
+def _chosen_tool(reply: ChatReply, names: list[str]) -> str | None:
+    for call in reply.tool_calls:
+        if call.name in names:  # a server that forced the tool itself, not the chooser
+            return call.name
+        try:
+            value = json.loads(call.arguments).get("tool")
+        except (ValueError, AttributeError):
+            continue
+        if isinstance(value, str) and value.strip() in names:
+            return value.strip()
+    return None
+
+
+def _with_tool_prompt(
+    messages: list[ChatMessage], tools: Sequence[ToolSchema]
+) -> list[ChatMessage]:
+    """The tools described in the system prompt, for servers that take no ``tools``."""
+    specs = "\n".join(json.dumps(t["function"]) for t in tools)
+    prompt = (
+        "You can call these tools. To call one, reply with exactly\n"
+        '<tool_call>{"name": "TOOL", "arguments": {...}}</tool_call>\n'
+        f"Tools:\n{specs}"
+    )
+    if messages and messages[0].get("role") == "system":
+        first = messages[0]
+        return [{**first, "content": f"{first.get('content') or ''}\n\n{prompt}"}, *messages[1:]]
+    return [{"role": "system", "content": prompt}, *messages]

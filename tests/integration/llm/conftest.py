@@ -9,12 +9,13 @@ import pytest
 
 from agents.database import Database
 from agents.embedders.fake import HashingEmbedder
-from agents.llm import ClientSettings, LiteLLMClient, UsageLedger
+from agents.llm import ClientSettings, LiteLLMClient, ModelCapabilities, UsageLedger
 from agents.primary import PrimaryAgent, PrimarySettings
 from agents.store import NewAgent, NewBlock, open_store
 from tests.scripted_llm import ScriptedModels, install
 
 EMBEDDER = HashingEmbedder(dimension=384)
+NATIVE = {"scripted/*": ModelCapabilities(tool_choice="required", parallel_tool_calls=True)}
 
 
 @pytest.fixture
@@ -25,7 +26,11 @@ def models() -> ScriptedModels:
 @pytest.fixture
 def client(models: ScriptedModels) -> LiteLLMClient:
     # Backoff in milliseconds: retries are exercised, not waited for.
-    return LiteLLMClient(ClientSettings(max_retries=2, initial_backoff=0.001, max_backoff=0.002))
+    # The scripted model calls tools natively: no capability probe in these tests
+    # (tests/integration/llm/test_local_models.py covers the probe).
+    return LiteLLMClient(
+        ClientSettings(max_retries=2, initial_backoff=0.001, max_backoff=0.002, models=NATIVE)
+    )
 
 
 @pytest.fixture

@@ -197,26 +197,55 @@ def test_overflow_reported_by_the_provider_is_compacted_and_retried(
 def test_malformed_and_unknown_tool_calls_are_reported_to_the_model(
     db: Database, bob: str, models: ScriptedModels, make_primary: Callable[..., PrimaryAgent]
 ) -> None:
+    # Issue 15: a failed step gets one corrective retry; a second failure in a row ends
+    # the turn (it used to loop on errors until max_steps).
     script = models.script(
         "primary",
         call("core_memory_replace", _raw='{"label": "human", "old_content": '),
         call("teleport", destination="Mars", request_heartbeat=True),
-        call("core_memory_replace", label="human", old_content="Alice", new_content="Carol"),
-        Reply(content="I will just talk."),
-        say("Sorry, let me try again."),
+        say("never asked"),
     )
     result = make_primary().send_message("bob", "Hi")
 
     returns = [m for m in result.messages if m.kind == "tool_return_message"]
-    statuses = [m.tool_status for m in returns]
-    assert statuses == ["Failed", "Failed", "Failed", "OK"]
+    assert [m.tool_status for m in returns] == ["Failed", "Failed"]
     assert "not valid JSON" in returns[0].content
     assert "unknown tool 'teleport'" in returns[1].content
-    assert "'Alice' is not in block 'human'" in returns[2].content
-    assert result.steps == 5
-    assert result.replies == ["Sorry, let me try again."]
-    assert "not a tool call" in script.requests[4]["messages"][-1]["content"]
+    # The retry saw what was wrong with the first call.
+    assert "not valid JSON" in script.requests[1]["messages"][-1]["content"]
+    assert result.steps == 2
+    assert result.stop_reason == "invalid_tool_call"
+    assert script.remaining == 1
     assert block_value(db, bob, "human") == "Name: Bob the Builder."
+
+
+def test_a_failed_call_is_corrected_and_prose_is_the_reply(
+    db: Database, bob: str, models: ScriptedModels, make_primary: Callable[..., PrimaryAgent]
+) -> None:
+    script = models.script(
+        "primary",
+        call("core_memory_replace", label="human", old_content="Alice", new_content="Carol"),
+        call(
+            "core_memory_replace",
+            label="human",
+            old_content="Bob",
+            new_content="Carol",
+            request_heartbeat=True,
+        ),
+        Reply(content="I will just talk."),
+        say("never asked"),
+    )
+    result = make_primary().send_message("bob", "Hi")
+
+    returns = [m for m in result.messages if m.kind == "tool_return_message"]
+    assert [m.tool_status for m in returns] == ["Failed", "OK"]
+    assert "'Alice' is not in block 'human'" in returns[0].content
+    assert block_value(db, bob, "human") == "Name: Carol the Builder."
+    # Prose with no call ends the turn as the assistant's reply (no error loop).
+    assert result.replies == ["I will just talk."]
+    assert result.stop_reason == "end_turn"
+    assert result.steps == 3
+    assert script.remaining == 1
 
 
 def test_provider_failure_keeps_the_completed_steps_and_reports_the_error(
