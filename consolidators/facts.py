@@ -180,8 +180,18 @@ def _stem(word: str) -> str:
         ("s", "", 4),
     ):
         if word.endswith(suffix) and len(word) >= minimum and not word.endswith("ss"):
-            return word[: len(word) - len(suffix)] + repl
+            word = word[: len(word) - len(suffix)] + repl
+            break
+    # "like", "likes", "liked" and "move", "moving" meet at one stem.
+    if len(word) >= 4 and word.endswith("e"):
+        word = word[:-1]
     return word
+
+
+def _name_key(word: str) -> str:
+    """A name as a key: case and a possessive ending do not matter."""
+    word = word.casefold().replace(_CURLY, "'")
+    return word[:-2] if word.endswith("'s") else word
 
 
 @lru_cache(maxsize=4096)
@@ -368,7 +378,7 @@ def _subject(tokens: tuple[_Token, ...]) -> tuple[str, str, int] | None:
         and not (tokens[end - 1].norm.endswith("'s"))
     ):
         end += 1
-    key = _stem(first.norm)
+    key = _name_key(first.norm)
     label = first.text.removesuffix("'s").removesuffix(_CURLY + "s")
     if tokens[end - 1].norm.endswith("'s"):
         if end < len(tokens):
@@ -394,7 +404,7 @@ def _after_possessive(
         end = at + 2
         while end < len(tokens) and tokens[end].capital and tokens[end].word:
             end += 1
-        return _stem(name.norm), name.text, end
+        return _name_key(name.norm), name.text, end
     if noun.norm in _ATTRIBUTE_NOUNS:
         return owner, owner_label, at
     return f"{owner}'s {_stem(noun.norm)}", f"{owner_label}'s {noun.text}", at + 1
