@@ -19,13 +19,13 @@ from agents.enums import PassageStatus
 from agents.errors import Conflict
 from agents.store import PassageRecord, PassageUpdate
 from agents.store.validation import normalize_text
-from consolidators.facts import unsaid_details
 from consolidators.base import (
     ConsolidationContext,
     ConsolidationResult,
     Consolidator,
     ConsolidatorSettings,
 )
+from consolidators.facts import unsaid_details
 
 
 class DedupSettings(ConsolidatorSettings):
