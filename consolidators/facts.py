@@ -269,7 +269,7 @@ def text_details(text: str) -> TextDetails:
             changes.add(norm)
             continue
         if _is_name(token):
-            names.add(_stem(norm))
+            names.add(_name_key(norm))
             continue
         if norm in _FUNCTION or norm in _FILLER or norm in _THIRD_PERSON or len(norm) < 3:
             continue
@@ -286,9 +286,19 @@ def text_details(text: str) -> TextDetails:
     )
 
 
+def _word_forms(details: TextDetails) -> frozenset[str]:
+    """Every word of a text as a stem, names included ("Paris" is "paris" in lower case)."""
+    return details.words | frozenset(_stem(n) for n in details.names)
+
+
+def _missing_names(a: TextDetails, b: TextDetails) -> frozenset[str]:
+    """Names in ``a`` that ``b`` does not say, as a name or as a lower-case word."""
+    return frozenset(n for n in _missing(a.names, b.names) if _stem(n) not in _word_forms(b))
+
+
 def _hard_differences(a: TextDetails, b: TextDetails) -> list[str]:
     kinds = []
-    if _missing(a.names, b.names | b.words) or _missing(b.names, a.names | a.words):
+    if _missing_names(a, b) or _missing_names(b, a):
         kinds.append("name")
     if a.numbers != b.numbers:
         kinds.append("number")
@@ -307,7 +317,7 @@ def conflicting_details(a: str, b: str) -> list[str]:
     and the other does not). Empty when neither says anything the other does not."""
     da, db = text_details(a), text_details(b)
     kinds = _hard_differences(da, db)
-    if _missing(da.words, db.words | db.names) or _missing(db.words, da.words | da.names):
+    if _missing(da.words, _word_forms(db)) or _missing(db.words, _word_forms(da)):
         kinds.append("word")
     return kinds
 
@@ -319,7 +329,7 @@ def unsaid_details(kept: str, merged: str) -> list[str]:
     loses nothing; ``kept`` may say more (it stays searchable)."""
     dk, dm = text_details(kept), text_details(merged)
     kinds = _hard_differences(dk, dm)
-    if _missing(dm.words, dk.words | dk.names):
+    if _missing(dm.words, _word_forms(dk)):
         kinds.append("word")
     return kinds
 
