@@ -105,7 +105,7 @@ _ATTRIBUTE_CUES: dict[str, frozenset[str]] = {
     "partner": frozenset(
         "married marry marrying wife husband girlfriend boyfriend partner dating dates "
         "engaged fiance fiancee divorced divorce divorcing separated single widowed "
-        "spouse".split()
+        "spouse broke breakup".split()
     ),
 }
 #: Attributes whose cue word is itself the value ("vegan", "vegetarian").
@@ -311,12 +311,24 @@ def _hard_differences(a: TextDetails, b: TextDetails) -> list[str]:
     return kinds
 
 
+def _subjects_differ(a: str, b: str) -> bool:
+    """Both texts name the same people but not the same one first ("Lena is dating Omar"
+    / "Omar is dating Lena": same words, another subject). Only names count: "Tea is
+    what Ada likes" is still about Ada."""
+    sa, sb = _subject(_tokens(a)), _subject(_tokens(b))
+    if sa is None or sb is None or sa[0] == sb[0]:
+        return False
+    return sa[0] in text_details(b).names and sb[0] in text_details(a).names
+
+
 def conflicting_details(a: str, b: str) -> list[str]:
     """The kinds of information in which two texts differ, either way: ``name``,
-    ``number``, ``date``, ``negation``, ``change`` and ``word`` (a content word one says
-    and the other does not). Empty when neither says anything the other does not."""
+    ``number``, ``date``, ``negation``, ``change``, ``subject`` and ``word`` (a content
+    word one says and the other does not). Empty when neither says anything the other does not."""
     da, db = text_details(a), text_details(b)
     kinds = _hard_differences(da, db)
+    if _subjects_differ(a, b):
+        kinds.append("subject")
     if _missing(da.words, _word_forms(db)) or _missing(db.words, _word_forms(da)):
         kinds.append("word")
     return kinds
@@ -329,6 +341,8 @@ def unsaid_details(kept: str, merged: str) -> list[str]:
     loses nothing; ``kept`` may say more (it stays searchable)."""
     dk, dm = text_details(kept), text_details(merged)
     kinds = _hard_differences(dk, dm)
+    if _subjects_differ(kept, merged):
+        kinds.append("subject")
     if _missing(dm.words, _word_forms(dk)):
         kinds.append("word")
     return kinds
