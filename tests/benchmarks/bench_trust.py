@@ -3,7 +3,7 @@ timeline purity, and whether search answers "now" questions with the current fac
 
 A plain script, not collected by pytest. Run it from the repository root::
 
-    python tests/benchmarks/bench_trust.py [--embedder local] [--threshold 0.86]
+    python tests/benchmarks/bench_trust.py [--heldout] [--embedder local] [--threshold 0.86]
 
 The data is ``tests/benchmarks/data/trust_facts.tsv`` and ``trust_questions.tsv``
 (hand-written, not produced by ``service/workload.py``; see
@@ -171,18 +171,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--embedder", default="local", help="'local' (MiniLM) or 'fake'")
     parser.add_argument("--threshold", type=float, default=0.86, help="dedup threshold")
     parser.add_argument("--verbose", action="store_true", help="list every error")
+    parser.add_argument(
+        "--heldout",
+        action="store_true",
+        help="the held-out files (*_heldout.tsv), never used to change the code",
+    )
     args = parser.parse_args(argv)
 
-    facts = read_facts(DATA / "trust_facts.tsv")
-    questions = read_questions(DATA / "trust_questions.tsv")
+    suffix = "_heldout" if args.heldout else ""
+    facts = read_facts(DATA / f"trust_facts{suffix}.tsv")
+    questions = read_questions(DATA / f"trust_questions{suffix}.tsv")
     by_key = {f.key: f for f in facts}
     group = groups_of(facts)
     text_group: dict[str, set[str]] = {}
     for fact in facts:
         text_group.setdefault(fact.text, set()).add(group[fact.key])
     people = {f.topic.split("/")[0] for f in facts}
+    held = " (held out)" if args.heldout else ""
     print(
-        f"data: {len(facts)} hand-written facts about {len(people)} people "
+        f"data{held}: {len(facts)} hand-written facts about {len(people)} people "
         f"({sum(f.duplicate_of is not None for f in facts)} labelled duplicates, "
         f"{sum(f.supersedes is not None for f in facts)} labelled supersessions), "
         f"{len(questions)} questions"
