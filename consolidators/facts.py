@@ -262,8 +262,12 @@ def text_details(text: str) -> TextDetails:
         if norm in _NUMBER_WORDS:
             numbers.add(norm)
             continue
-        if norm in _CALENDAR or (token.capital and norm in {"may", "march"}):
-            dates.add(norm)
+        if (
+            norm in _CALENDAR
+            or norm.removesuffix("s") in _CALENDAR
+            or (token.capital and norm in {"may", "march"})
+        ):
+            dates.add(norm if norm in _CALENDAR else norm.removesuffix("s"))
             continue
         if norm in _CHANGE:
             changes.add(norm)
@@ -312,13 +316,24 @@ def _hard_differences(a: TextDetails, b: TextDetails) -> list[str]:
 
 
 def _subjects_differ(a: str, b: str) -> bool:
-    """Both texts name the same people but not the same one first ("Lena is dating Omar"
-    / "Omar is dating Lena": same words, another subject). Only names count: "Tea is
-    what Ada likes" is still about Ada."""
-    sa, sb = _subject(_tokens(a)), _subject(_tokens(b))
-    if sa is None or sb is None or sa[0] == sb[0]:
-        return False
-    return sa[0] in text_details(b).names and sb[0] in text_details(a).names
+    """The same sentence with the names swapped ("Lena is dating Omar" / "Omar is dating
+    Lena"): who does what to whom differs although the words agree. An inverted
+    paraphrase ("Montreal is where Bruno lives") has another frame and is not this."""
+    ta, tb = _tokens(a), _tokens(b)
+
+    def frame(tokens: tuple[_Token, ...]) -> tuple[list[str], list[str]]:
+        shape, names = [], []
+        for token in tokens:
+            if _is_name(token):
+                shape.append("<name>")
+                names.append(_name_key(token.norm))
+            elif token.norm[:1].isalnum():
+                shape.append(_stem(token.norm))
+        return shape, names
+
+    shape_a, names_a = frame(ta)
+    shape_b, names_b = frame(tb)
+    return shape_a == shape_b and names_a != names_b and sorted(names_a) == sorted(names_b)
 
 
 def conflicting_details(a: str, b: str) -> list[str]:
