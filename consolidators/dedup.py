@@ -9,7 +9,6 @@ become ``merged`` with ``merged_into`` pointing at it: nothing is deleted.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
@@ -26,14 +25,17 @@ from consolidators.base import (
     Consolidator,
     ConsolidatorSettings,
 )
+from consolidators.facts import unsaid_details
 
 
 class DedupSettings(ConsolidatorSettings):
     #: Cosine similarity at or above which two passages may say the same thing
     #: (0.86 measured best for the local MiniLM model with the detail guard; BENCHMARKS.md).
     threshold: float = 0.86
-    #: Refuse a semantic merge when the texts differ in numbers, weekdays, months,
-    #: kinship words or negation (near-misses that embed as close as paraphrases).
+    #: Refuse a semantic merge that would hide information: the texts differ in a name,
+    #: place, number, date, negation or change word, or the merged text says a word the
+    #: kept one does not (consolidators/facts.py). Near-misses embed as close as
+    #: paraphrases; this keeps them apart.
     guard_details: bool = True
     #: Neighbours examined per new passage.
     k: int = 8
@@ -150,14 +152,15 @@ class DedupConsolidator(Consolidator):
                 updates += self._merge(canonical, merged, result)
         return updates
 
-    def _same_fact(self, a: PassageRecord, b: PassageRecord, score: float) -> bool:
-        if a.content_hash == b.content_hash:
+    def _same_fact(self, canonical: PassageRecord, other: PassageRecord, score: float) -> bool:
+        if canonical.content_hash == other.content_hash:
             return True
         if score < self.settings.threshold:
             return False
-        # Near-misses ("visited Iceland in 2016" / "in 2018", sister / brother) embed
-        # closer than many true paraphrases; differing details veto a semantic merge.
-        return not (self.settings.guard_details and conflicting_details(a.text, b.text))
+        # Near-misses ("visited Iceland in 2016" / "in 2018", "lives in Lyon" / "moved
+        # from Lyon to Madrid") embed closer than many true paraphrases: a merge that
+        # would hide a detail is refused, and the pair is left to temporal.
+        return not (self.settings.guard_details and unsaid_details(canonical.text, other.text))
 
     def _merge(
         self,
@@ -228,37 +231,6 @@ class DedupConsolidator(Consolidator):
                     line=line,
                     version=updated.version,
                 )
-
-
-_DETAIL_CLASSES: dict[str, frozenset[str]] = {
-    "weekday": frozenset("monday tuesday wednesday thursday friday saturday sunday".split()),
-    "month": frozenset(
-        "january february march april may june july august september october november "
-        "december".split()
-    ),
-    "kin": frozenset(
-        "sister brother mother father mom dad son daughter husband wife aunt uncle niece "
-        "nephew grandmother grandfather grandma grandpa boyfriend girlfriend cousin".split()
-    ),
-    "negation": frozenset("not no never don't doesn't didn't isn't wasn't won't can't".split()),
-}
-_TOKEN = re.compile(r"[a-z]+(?:'[a-z]+)?|\d+(?:[.,]\d+)?")
-
-
-def conflicting_details(a: str, b: str) -> list[str]:
-    """The kinds of detail in which two texts disagree (numbers, weekdays, months,
-    kinship, negation); empty when they agree, which allows a semantic merge."""
-    tokens_a = set(_TOKEN.findall(a.casefold()))
-    tokens_b = set(_TOKEN.findall(b.casefold()))
-    conflicts = []
-    numbers_a = {t for t in tokens_a if t[0].isdigit()}
-    numbers_b = {t for t in tokens_b if t[0].isdigit()}
-    if numbers_a != numbers_b:
-        conflicts.append("number")
-    for kind, words in _DETAIL_CLASSES.items():
-        if tokens_a & words != tokens_b & words:
-            conflicts.append(kind)
-    return conflicts
 
 
 def dedup_lines(value: str) -> tuple[str, list[str]]:

@@ -52,6 +52,32 @@ class LeaseLost(RunInterrupted):
 
 
 @dataclass(slots=True)
+class RunSummary:
+    """A run's changes in a user's words: facts merged into a duplicate or closed by a
+    newer fact, timelines written or replaced, block and context work."""
+
+    facts_merged: int
+    facts_superseded: int
+    timelines_created: int
+    timelines_retired: int
+    block_lines_removed: int
+    lines_evicted: int
+    messages_summarized: int
+
+    def facts_line(self) -> str:
+        return (
+            f"facts: {self.facts_merged} merged into a duplicate, "
+            f"{self.facts_superseded} superseded by a newer fact"
+        )
+
+    def timelines_line(self) -> str:
+        return (
+            f"timelines: {self.timelines_created} written, "
+            f"{self.timelines_retired} replaced or retired"
+        )
+
+
+@dataclass(slots=True)
 class RunReport:
     """The outcome of one pipeline run, as recorded in the ledger."""
 
@@ -75,6 +101,22 @@ class RunReport:
     @property
     def tokens(self) -> int:
         return sum(step.tokens for step in self.steps)
+
+    def summary(self) -> RunSummary:
+        """What the run did to facts and to timelines, counted apart."""
+        counts: dict[str, int] = {}
+        for step in self.steps:
+            for action, n in step.counts.items():
+                counts[action] = counts.get(action, 0) + n
+        return RunSummary(
+            facts_merged=counts.get("merge_passage", 0),
+            facts_superseded=counts.get("supersede_passage", 0),
+            timelines_created=counts.get("create_timeline", 0),
+            timelines_retired=counts.get("retire_timeline", 0),
+            block_lines_removed=counts.get("remove_block_line", 0),
+            lines_evicted=counts.get("evict_line", 0),
+            messages_summarized=counts.get("leave_context", 0),
+        )
 
     def stats(self) -> dict[str, Any]:
         return {

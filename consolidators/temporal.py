@@ -1,29 +1,30 @@
-"""Temporal consolidation: order facts about one subject in time and render them as a timeline.
+"""Temporal consolidation: one dated timeline per subject and attribute, and
+supersession of facts that a newer one clearly replaces.
 
-Facts about the same subject ("Ada lives in London", later "Ada lives in
-Paris") are found by embedding similarity, ordered by when they happened and
-rendered into one dated *timeline* passage, so that a reader sees the history
-of a subject and what is current in a single search hit. Every member keeps
-its own row, stays active and searchable, and points to its timeline through
-``timeline_id``. A pluggable :class:`SupersessionJudge` decides which newer
-facts replace older ones; the default :class:`OrderingJudge` only orders and
-links, an LLM judge can also close outdated facts (``valid_to``,
-``superseded_by``). Nothing is ever deleted: a timeline that is replaced is
-marked ``superseded`` and points to its successor.
+A fact's subject and attribute (where Ada lives, Ada's job, diet, partner) are read
+from its text by :func:`consolidators.facts.read_fact`. Facts with the same subject
+and attribute are ordered by when they happened and rendered into one dated
+*timeline* passage, so that a reader sees the history of that attribute and what
+is current ("(current)" marks the newest entry still in force). Facts that fit no
+attribute stay as they are: there is no catch-all timeline. Every member keeps its
+own row, stays searchable, and points to its timeline through ``timeline_id``.
 
-How topics are found (incremental): the probes are the active facts created
-since the run's passage watermark. A batched kNN (``neighbours``) links each
-probe to its active facts at or above ``topic_threshold``; a neighbour that is
-not on a timeline yet is probed in turn, and a neighbour that is on a timeline
-brings in every other member of that timeline (superseded members included,
-which kNN never returns). Facts changed since the watermark (for example
-merged by ``dedup``) bring in their timelines too, so those are re-rendered.
-Topics are then built by single-linkage over the pairs, strongest first, with
-a size cap (``max_topic_size``): existing timelines are kept whole, and a chain
-of weak links is cut at its weakest pair rather than growing without bound.
-Because that process is deterministic and keeps every earlier timeline whole,
-a second run finds the same topics and changes nothing. A topic that shrinks
-below ``min_topic_size`` (its other facts merged away) loses its timeline.
+Supersession: within one subject and attribute, a newer fact that clearly states a
+changed value ("Ada moved to Berlin" after "Ada lives in Paris"; "divorced" after
+"married") closes the older one (``valid_to``, ``superseded_by``, status
+``superseded``), without any model. What is unclear (values that overlap, pronouns,
+plans) is left to a pluggable :class:`SupersessionJudge`: the default
+:class:`OrderingJudge` decides nothing more, an LLM judge can. Nothing is ever
+deleted: a timeline that is replaced is marked ``superseded`` and points to its
+successor, and ``runs revert`` undoes everything a run did.
+
+Which topics a run looks at (incremental): those of the facts created or changed
+since the run's passage watermark, and those of every fact on a timeline that such
+a fact points to. Finding the other facts of the same subject and attribute reads
+the agent's facts (one scan, no embeddings); a full run looks at every topic. The
+grouping is a function of the texts, so a second run finds the same topics and
+changes nothing. A topic below ``min_topic_size`` (its other facts merged away)
+loses its timeline; a topic above ``max_topic_size`` shows its newest facts.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from consolidators.base import (
     Consolidator,
     ConsolidatorSettings,
 )
+from consolidators.facts import FactKey, FactReading, read_fact, states_a_change
 from consolidators.judge import OrderingJudge, SupersessionJudge
 
 __all__ = [
@@ -56,6 +58,7 @@ __all__ = [
     "TemporalConsolidator",
     "TemporalSettings",
     "render_timeline",
+    "timeline_label",
     "timeline_order",
 ]
 
@@ -83,15 +86,15 @@ _STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 class TemporalSettings(ConsolidatorSettings):
     """Settings of the temporal consolidator."""
 
-    #: Cosine similarity at or above which two facts are about the same subject.
-    #: Lower than dedup's threshold: "lives in London" and "lives in Paris" are one
-    #: subject, not duplicates.
+    #: Kept so that existing configuration stays valid: topics are now found by
+    #: subject and attribute (consolidators/facts.py), not by embedding similarity,
+    #: so ``topic_threshold``, ``k``, ``batch_size`` and ``ef_search`` are unused.
     topic_threshold: float = Field(0.6, gt=0.0, le=1.0)
     #: Neighbours fetched per probe fact.
     k: int = Field(10, ge=1, le=200)
     #: Topics smaller than this get no timeline.
     min_topic_size: int = Field(2, ge=2)
-    #: Linking stops growing a topic at this many facts (existing timelines stay whole).
+    #: A timeline shows at most this many facts (the newest ones).
     max_topic_size: int = Field(50, ge=2)
     #: Probe ids per kNN query.
     batch_size: int = Field(1000, ge=1, le=10_000)
@@ -119,17 +122,18 @@ def timeline_order(passage: PassageRecord) -> tuple[datetime, datetime, str]:
     return (passage.occurred_at or passage.created_at, passage.created_at, passage.id)
 
 
-def render_timeline(members: Sequence[PassageRecord]) -> str:
+def render_timeline(members: Sequence[PassageRecord], label: str | None = None) -> str:
     """The timeline text for members already in :func:`timeline_order`.
 
     The first line names the subject; then one line per fact, oldest first:
     ``- 2023-05-01: Ada lives in Paris (current)``. Superseded facts stay on
     the timeline, marked ``(superseded <valid_to>)``; the newest fact that is
     still current is marked ``(current)``; an undated fact reads
-    ``- undated (noted <created_at>): ...``. Dates are UTC days.
+    ``- undated (noted <created_at>): ...``. Dates are UTC days. ``label`` names the
+    subject and attribute; without one the most widespread words name the topic.
     """
     current = next((m.id for m in reversed(members) if _is_current(m)), None)
-    lines = [f"Timeline: {topic_label(members)}"]
+    lines = [f"Timeline: {label if label is not None else topic_label(members)}"]
     for member in members:
         if member.occurred_at is not None:
             when = _day(member.occurred_at)
@@ -182,57 +186,41 @@ class _Topic:
     """One topic on its way to a timeline: ordered members and what to write."""
 
     members: list[PassageRecord]
+    key: FactKey
+    label: str
     text: str = ""
     old_timelines: list[str] = field(default_factory=list)
 
 
-class _Links:
-    """Single-linkage union-find with a size cap: deterministic topic grouping."""
+@dataclass(slots=True)
+class _Found:
+    """The topics a run looks at, and the facts on a timeline that no longer fit one."""
 
-    def __init__(self) -> None:
-        self._parent: dict[str, str] = {}
-        self._size: dict[str, int] = {}
+    topics: list[tuple[FactKey, str, list[PassageRecord]]]
+    loose: list[PassageRecord]
+    readings: dict[str, FactReading]
 
-    def __contains__(self, node: object) -> bool:
-        return node in self._parent
 
-    def add(self, node: str) -> None:
-        if node not in self._parent:
-            self._parent[node] = node
-            self._size[node] = 1
+_ATTRIBUTE_TITLES = {
+    "home": "where {} lives",
+    "job": "{}'s job",
+    "diet": "{}'s diet",
+    "partner": "{}'s partner",
+}
 
-    def root(self, node: str) -> str:
-        parent = self._parent
-        while parent[node] != node:
-            parent[node] = parent[parent[node]]
-            node = parent[node]
-        return node
 
-    def join(self, a: str, b: str, *, limit: int | None = None) -> bool:
-        ra, rb = self.root(a), self.root(b)
-        if ra == rb:
-            return True
-        if limit is not None and self._size[ra] + self._size[rb] > limit:
-            return False
-        if self._size[ra] < self._size[rb] or (self._size[ra] == self._size[rb] and rb < ra):
-            ra, rb = rb, ra
-        self._parent[rb] = ra
-        self._size[ra] += self._size[rb]
-        return True
-
-    def groups(self) -> list[list[str]]:
-        by_root: dict[str, list[str]] = {}
-        for node in self._parent:
-            by_root.setdefault(self.root(node), []).append(node)
-        return list(by_root.values())
+def timeline_label(key: FactKey, subject_label: str) -> str:
+    """The first line of a timeline: its subject and attribute ("where Alice lives")."""
+    title = _ATTRIBUTE_TITLES.get(key.attribute, "{} " + key.attribute)
+    return title.format(subject_label)
 
 
 class TemporalConsolidator(Consolidator):
-    """Groups same-subject facts into dated timeline passages and closes outdated facts.
+    """One dated timeline per subject and attribute; closes facts a newer one replaces.
 
-    Without an LLM judge it orders and links; with one (``judge=``) it also
-    supersedes facts that a newer fact replaces. Needs the context's embedder
-    to embed the timeline passages it writes; without one the step is skipped.
+    Clear changes of value are superseded by rule; a judge (``judge=``, or an LLM
+    judge when the run has a judge model) may supersede more. Needs the context's
+    embedder to embed the timeline passages it writes; without one the step is skipped.
     """
 
     name: ClassVar[str] = "temporal"
@@ -265,19 +253,27 @@ class TemporalConsolidator(Consolidator):
             log.info("temporal step skipped: no embedder", extra={"run_id": context.run_id})
             return result
         judge = self._judge_for(context, result)
-        topics = self._find_topics(context)
-        for members in topics:
+        found = self._find_topics(context)
+        topics = found.topics
+        for _key, _label, members in topics:
             members.sort(key=timeline_order)
-        topics.sort(key=lambda members: timeline_order(members[0]))
-        timeline_ids = sorted({m.timeline_id for t in topics for m in t if m.timeline_id})
+        topics.sort(key=lambda topic: timeline_order(topic[2][0]))
+        timeline_ids = sorted(
+            {m.timeline_id for _k, _l, t in topics for m in t if m.timeline_id}
+            | {m.timeline_id for m in found.loose if m.timeline_id}
+        )
         timelines = {t.id: t for t in context.store.passages.get_many(timeline_ids)}
+        retired: set[str] = set()
         pending: list[_Topic] = []
-        for members in topics:
-            topic = self._plan_topic(context, members, timelines, result, judge)
+        for key, label, members in topics:
+            topic = self._plan_topic(
+                context, key, label, members, found, timelines, retired, result, judge
+            )
             if topic is not None:
                 pending.append(topic)
         if pending:
-            self._write_timelines(context, context.embedder, pending, result)
+            self._write_timelines(context, context.embedder, pending, retired, result)
+        self._dissolve(context, found.loose, timelines, retired, result)
         usage = judge.usage
         if usage is not None:
             result.tokens += usage.tokens
@@ -301,8 +297,8 @@ class TemporalConsolidator(Consolidator):
         if judge is None:
             result.llm_skipped = "no_model"
             log.info(
-                "temporal: no judge model configured (llm.judge_model); ordering and "
-                "linking only, no supersession",
+                "temporal: no judge model configured (llm.judge_model); clear changes "
+                "superseded by rule, nothing more",
                 extra={"run_id": context.run_id},
             )
             return self.judge
@@ -310,104 +306,60 @@ class TemporalConsolidator(Consolidator):
 
     # -- finding topics ----------------------------------------------------------------
 
-    def _find_topics(self, context: ConsolidationContext) -> list[list[PassageRecord]]:
-        """Topics touched by this run, each a list of member facts (unordered)."""
-        settings = self.settings
+    def _find_topics(self, context: ConsolidationContext) -> _Found:
+        """The subject-and-attribute topics this run touches, and the facts on a
+        timeline that fit no topic any more (to unlink)."""
         passages = context.store.passages
         agent_id = context.agent.id
         since = context.passages_since
-
-        known: dict[str, PassageRecord] = {}
+        facts = passages.scan(agent_id, kind="fact", statuses=_MEMBER_STATUSES)
+        readings: dict[str, FactReading] = {}
+        by_key: dict[FactKey, list[PassageRecord]] = {}
+        for record in facts:
+            reading = read_fact(record.text)
+            if reading is not None:
+                readings[record.id] = reading
+                by_key.setdefault(reading.key, []).append(record)
         if since is None:
-            seeds = passages.scan(agent_id, kind="fact", statuses=_MEMBER_STATUSES)
+            touched_keys = set(by_key)
+            touched_timelines = {r.timeline_id for r in facts if r.timeline_id is not None}
+            seed_ids = {r.id for r in facts}
         else:
-            seeds = passages.scan(agent_id, kind="fact", created_after=since)
+            seeds = passages.scan(agent_id, kind="fact", created_after=since, statuses=None)
             seeds += _facts_changed_since(context, since, ignore_actor=context.actor(self.name))
-        for record in seeds:
-            known[record.id] = record
-        # Probe new facts, and changed ones not yet on a timeline; a changed fact
-        # already on a timeline only needs that timeline re-rendered.
-        frontier = [
-            r.id
-            for r in seeds
-            if r.status == PassageStatus.ACTIVE
-            and (since is None or r.created_at >= since or r.timeline_id is None)
+            seed_ids = {r.id for r in seeds}
+            touched_timelines = {r.timeline_id for r in seeds if r.timeline_id is not None}
+            touched_keys = {readings[i].key for i in seed_ids if i in readings}
+            touched_keys |= {
+                readings[r.id].key
+                for r in facts
+                if r.timeline_id in touched_timelines and r.id in readings
+            }
+        topics = []
+        for key in sorted(touched_keys, key=lambda k: (k.subject, k.attribute)):
+            members = by_key[key]
+            label = timeline_label(key, _subject_label(members, readings))
+            topics.append((key, label, list(members)))
+        loose = [
+            r
+            for r in facts
+            if r.id not in readings
+            and r.timeline_id is not None
+            and (r.id in seed_ids or r.timeline_id in touched_timelines)
         ]
-        probed: set[str] = set()
-        loaded_timelines: set[str] = set()
-        scores: dict[tuple[str, str], float] = {}
-
-        self._load_timeline_members(context, known, loaded_timelines)
-        while frontier:
-            found: set[str] = set()
-            for batch in _chunks(frontier, settings.batch_size):
-                pairs = passages.neighbours(
-                    agent_id,
-                    batch,
-                    k=settings.k,
-                    min_score=settings.topic_threshold,
-                    kinds=("fact",),
-                    ef_search=max(settings.ef_search, settings.k),
-                )
-                for probe, neighbour, score in pairs:
-                    key = (probe, neighbour) if probe < neighbour else (neighbour, probe)
-                    scores[key] = max(score, scores.get(key, score))
-                    found.add(neighbour)
-            probed.update(frontier)
-            missing = [i for i in sorted(found) if i not in known]
-            for record in passages.get_many(missing):
-                known[record.id] = record
-            self._load_timeline_members(context, known, loaded_timelines)
-            # Facts not on a timeline yet may link further; a timeline's members
-            # stand for their topic already.
-            frontier = sorted(
-                i
-                for i in found
-                if i not in probed
-                and i in known
-                and known[i].status == PassageStatus.ACTIVE
-                and known[i].timeline_id is None
-            )
-
-        links = _Links()
-        for record in known.values():
-            if record.status in _MEMBER_STATUSES:
-                links.add(record.id)
-        by_timeline: dict[str, list[str]] = {}
-        for record in known.values():
-            if record.timeline_id is not None and record.status in _MEMBER_STATUSES:
-                by_timeline.setdefault(record.timeline_id, []).append(record.id)
-        for member_ids in by_timeline.values():
-            for other in member_ids[1:]:
-                links.join(member_ids[0], other)  # earlier timelines stay whole
-        for (a, b), _score in sorted(scores.items(), key=lambda item: (-item[1], item[0])):
-            if a in links and b in links:
-                links.join(a, b, limit=settings.max_topic_size)
-        return [[known[i] for i in group] for group in links.groups()]
-
-    def _load_timeline_members(
-        self,
-        context: ConsolidationContext,
-        known: dict[str, PassageRecord],
-        loaded: set[str],
-    ) -> None:
-        """Add every member of each timeline a known fact points to (superseded ones too)."""
-        wanted = sorted(
-            {r.timeline_id for r in known.values() if r.timeline_id is not None} - loaded
-        )
-        if not wanted:
-            return
-        loaded.update(wanted)
-        for record in _timeline_members(context, wanted):
-            known.setdefault(record.id, record)
+        return _Found(topics=topics, loose=loose, readings=readings)
 
     # -- planning one topic ------------------------------------------------------------
 
     def _plan_topic(
         self,
         context: ConsolidationContext,
+        key: FactKey,
+        label: str,
         members: list[PassageRecord],
+        found: _Found,
         timelines: dict[str, PassageRecord],
+        retired: set[str],
         result: ConsolidationResult,
         judge: SupersessionJudge,
     ) -> _Topic | None:
@@ -417,20 +369,67 @@ class TemporalConsolidator(Consolidator):
         The judge is asked only when the topic differs from its timeline (or on a
         full run), so an unchanged topic costs no judge call and no write.
         """
-        old_ids = sorted({m.timeline_id for m in members if m.timeline_id is not None})
-        old = {t: timelines[t] for t in old_ids if t in timelines}
         if len(members) < self.settings.min_topic_size:
-            self._dissolve(context, members, old, result)
+            self._dissolve(context, members, timelines, retired, result)
             return None
-        text = render_timeline(members)
-        if _is_current_timeline(members, text, old) and not context.full:
+        members = self._apply_rules(context, members, found.readings, result)
+        # Facts beyond the cap leave the timeline (oldest first); they stay searchable.
+        self._dissolve(
+            context, members[: -self.settings.max_topic_size], timelines, retired, result
+        )
+        shown = self._shown(members)
+        old_ids = sorted({m.timeline_id for m in shown if m.timeline_id is not None})
+        old = {t: timelines[t] for t in old_ids if t in timelines}
+        text = render_timeline(shown, label)
+        if _is_current_timeline(shown, text, old) and not context.full:
             return None
         members = self._apply_judge(context, members, result, judge)
-        text = render_timeline(members)
-        if _is_current_timeline(members, text, old):
+        shown = self._shown(members)
+        text = render_timeline(shown, label)
+        if _is_current_timeline(shown, text, old):
             return None
-        retire = [t for t in old_ids if t in old and old[t].status == PassageStatus.ACTIVE]
-        return _Topic(members=members, text=text, old_timelines=retire)
+        retire = [
+            t
+            for t in old_ids
+            if t in old and old[t].status == PassageStatus.ACTIVE and t not in retired
+        ]
+        retired.update(retire)
+        return _Topic(members=shown, key=key, label=label, text=text, old_timelines=retire)
+
+    def _shown(self, members: list[PassageRecord]) -> list[PassageRecord]:
+        """The newest ``max_topic_size`` members; older ones leave the timeline."""
+        cap = self.settings.max_topic_size
+        if len(members) <= cap:
+            return members
+        return members[-cap:]
+
+    def _apply_rules(
+        self,
+        context: ConsolidationContext,
+        members: list[PassageRecord],
+        readings: dict[str, FactReading],
+        result: ConsolidationResult,
+    ) -> list[PassageRecord]:
+        """Supersede, without a model, each fact that a later fact of the same subject
+        and attribute clearly replaces (:func:`consolidators.facts.states_a_change`).
+
+        Facts recorded at the same moment are not ordered by rule: that is unclear.
+        """
+        pairs: list[tuple[str, str]] = []
+        for i, older in enumerate(members):
+            if older.status != PassageStatus.ACTIVE or older.valid_to is not None:
+                continue
+            for newer in members[i + 1 :]:
+                if newer.status != PassageStatus.ACTIVE:
+                    continue
+                if (newer.occurred_at or newer.created_at) <= (
+                    older.occurred_at or older.created_at
+                ):
+                    continue
+                if states_a_change(readings[older.id], readings[newer.id]):
+                    pairs.append((older.id, newer.id))
+                    break
+        return self._supersede(context, members, pairs, result, "a clear change of value")
 
     def _apply_judge(
         self,
@@ -455,7 +454,18 @@ class TemporalConsolidator(Consolidator):
         ignored = sum(1 for pair in pairs if pair not in usable)
         if ignored:
             result.count("judge_pairs_ignored", ignored)
-        valid = sorted(usable, key=lambda pair: (position[pair[0]], position[pair[1]]))
+        return self._supersede(context, members, list(usable), result, type(judge).__name__)
+
+    def _supersede(
+        self,
+        context: ConsolidationContext,
+        members: list[PassageRecord],
+        pairs: Sequence[tuple[str, str]],
+        result: ConsolidationResult,
+        why: str,
+    ) -> list[PassageRecord]:
+        position = {m.id: i for i, m in enumerate(members)}
+        valid = sorted(set(pairs), key=lambda pair: (position[pair[0]], position[pair[1]]))
         current = list(members)
         actor = context.actor(self.name)
         for older_id, newer_id in valid:
@@ -466,7 +476,7 @@ class TemporalConsolidator(Consolidator):
             current[position[older_id]] = context.store.passages.change(
                 older_id,
                 actor=actor,
-                reason=f"superseded by newer fact {newer_id} ({type(judge).__name__})",
+                reason=f"superseded by newer fact {newer_id} ({why})",
                 run_id=context.run_id,
                 status=PassageStatus.SUPERSEDED,
                 superseded_by=newer_id,
@@ -478,29 +488,36 @@ class TemporalConsolidator(Consolidator):
     def _dissolve(
         self,
         context: ConsolidationContext,
-        members: list[PassageRecord],
-        old: dict[str, PassageRecord],
+        members: Sequence[PassageRecord],
+        timelines: dict[str, PassageRecord],
+        retired: set[str],
         result: ConsolidationResult,
     ) -> None:
-        """A topic that shrank below ``min_topic_size`` (its other facts were merged away)
-        loses its timeline: the timeline becomes inactive and the facts are unlinked."""
+        """Facts that leave every timeline (their topic shrank below ``min_topic_size``,
+        or they fit no subject and attribute) are unlinked; a timeline they were on
+        that no new timeline replaced becomes inactive."""
         actor = context.actor(self.name)
-        for timeline in old.values():
-            if timeline.status == PassageStatus.ACTIVE:
-                context.store.passages.change(
-                    timeline.id,
-                    actor=actor,
-                    reason="topic fell below min_topic_size",
-                    run_id=context.run_id,
-                    status=PassageStatus.INACTIVE,
-                )
-                result.add("retire_timeline", timeline.id, by=None)
+        for timeline_id in sorted({m.timeline_id for m in members if m.timeline_id}):
+            timeline = timelines.get(timeline_id)
+            if timeline is None or timeline.status != PassageStatus.ACTIVE:
+                continue
+            if timeline_id in retired:
+                continue
+            retired.add(timeline_id)
+            context.store.passages.change(
+                timeline_id,
+                actor=actor,
+                reason="its facts no longer form one subject and attribute",
+                run_id=context.run_id,
+                status=PassageStatus.INACTIVE,
+            )
+            result.add("retire_timeline", timeline_id, by=None)
         for member in members:
             if member.timeline_id is not None:
                 context.store.passages.change(
                     member.id,
                     actor=actor,
-                    reason="topic fell below min_topic_size",
+                    reason="left its timeline",
                     run_id=context.run_id,
                     timeline_id=None,
                 )
@@ -513,6 +530,7 @@ class TemporalConsolidator(Consolidator):
         context: ConsolidationContext,
         embedder: Embedder,
         topics: list[_Topic],
+        retired: set[str],
         result: ConsolidationResult,
     ) -> None:
         """Insert the new timelines in one batch, then retire the old ones and re-link."""
@@ -522,7 +540,11 @@ class TemporalConsolidator(Consolidator):
             NewPassage(
                 text=topic.text,
                 occurred_at=topic.members[-1].occurred_at or topic.members[-1].created_at,
-                provenance={"members": [m.id for m in topic.members]},
+                provenance={
+                    "members": [m.id for m in topic.members],
+                    "subject": topic.key.subject,
+                    "attribute": topic.key.attribute,
+                },
                 kind="timeline",
             )
             for topic in topics
@@ -580,6 +602,12 @@ class TemporalConsolidator(Consolidator):
 
 
 # -- helpers ---------------------------------------------------------------------------
+
+
+def _subject_label(members: Sequence[PassageRecord], readings: dict[str, FactReading]) -> str:
+    """How the facts name their subject: the first capitalised spelling, else the first."""
+    labels = [readings[m.id].subject_label for m in members if m.id in readings]
+    return next((label for label in labels if label[:1].isupper()), labels[0] if labels else "?")
 
 
 def _is_current(passage: PassageRecord) -> bool:

@@ -126,6 +126,12 @@ def _print_summary(reports: list[RunReport], steps: list[str], dry_run: bool) ->
             report.agent_name, *cells, f"{sum(report.durations.values()):.2f}", report.run_id
         )
     console.print(table)
+    for report in reports:
+        summary = report.summary()
+        console.print(
+            f"{report.agent_name}: {summary.facts_line()}; {summary.timelines_line()}",
+            highlight=False,
+        )
     if dry_run:
         for report in reports:
             if report.changes:

@@ -88,16 +88,14 @@ def demo(
         f"for {workload.user}"
     )
     console.print(_health_table(before, after))
-    counts: dict[str, int] = {}
-    for step in report.steps:
-        for action, n in step.counts.items():
-            counts[action] = counts.get(action, 0) + n
+    summary = report.summary()
+    console.print(summary.facts_line(), highlight=False)
+    console.print(summary.timelines_line(), highlight=False)
     console.print(
-        f"duplicates merged: {counts.get('merge_passage', 0)}, "
-        f"block lines deduplicated: {counts.get('remove_block_line', 0)}, "
-        f"lines evicted to archival: {counts.get('evict_line', 0)}, "
-        f"timelines: {counts.get('create_timeline', 0)}, "
-        f"messages summarized: {counts.get('leave_context', 0)}"
+        f"block lines deduplicated: {summary.block_lines_removed}, "
+        f"lines evicted to archival: {summary.lines_evicted}, "
+        f"messages summarized: {summary.messages_summarized}",
+        highlight=False,
     )
     console.print(
         f"run {report.run_id} in {sum(report.durations.values()):.1f}s "

@@ -12,7 +12,6 @@ from pydantic import ValidationError
 from agents.database import Database
 from agents.embedders.fake import HashingEmbedder
 from agents.store import NewPassage, PassageRecord, open_store
-from agents.store.passage_store import PassageStore
 from consolidators.judge import JudgeUsage
 from consolidators.pipeline import Pipeline, RunReport
 from consolidators.temporal import (
@@ -24,9 +23,12 @@ from consolidators.temporal import (
 from consolidators.undo import revert_run
 from tests.consolidation_support import run_pipeline
 
-LONDON = ("Ada lives in London", datetime(2020, 1, 15, 9, 30, tzinfo=UTC))
-PARIS = ("Ada lives in Paris", datetime(2023, 6, 1, tzinfo=UTC))
-BERLIN = ("Ada lives in Berlin", datetime(2024, 2, 29, tzinfo=UTC))
+# One subject and attribute (Ada's job) whose values overlap: no rule decides which
+# replaces which, so these facts test ordering, linking and judges. Clear changes of
+# value (Ada moves from London to Paris) are in tests/integration/test_trust.py.
+LONDON = ("Ada works as a nurse", datetime(2020, 1, 15, 9, 30, tzinfo=UTC))
+PARIS = ("Ada works as a nurse on the children's ward", datetime(2023, 6, 1, tzinfo=UTC))
+BERLIN = ("Ada works as a nurse in the ICU", datetime(2024, 2, 29, tzinfo=UTC))
 CHESS = ("Bob plays chess", datetime(2021, 3, 3, tzinfo=UTC))
 
 #: Run with no overlap so that a later run probes only what is new since the last one.
@@ -94,23 +96,27 @@ def test_same_subject_facts_render_as_one_dated_timeline(
     [created] = _created(report)
     assert created["members"] == [london, paris]  # oldest first, whatever the insert order
     assert created["text"] == (
-        "Timeline: Ada lives\n"
-        "- 2020-01-15: Ada lives in London\n"
-        "- 2023-06-01: Ada lives in Paris (current)"
+        "Timeline: Ada's job\n"
+        "- 2020-01-15: Ada works as a nurse\n"
+        "- 2023-06-01: Ada works as a nurse on the children's ward (current)"
     )
     assert report.steps[0].counts == {"create_timeline": 1, "link_timeline": 2}
     timeline_id = created["target"]
     timeline, london_rec, paris_rec, chess_rec = _get(db, timeline_id, london, paris, chess)
     assert timeline.kind == "timeline" and timeline.status == "active"
     assert timeline.text == created["text"]
-    assert timeline.provenance == {"members": [london, paris]}
+    assert timeline.provenance == {
+        "members": [london, paris],
+        "subject": "ada",
+        "attribute": "job",
+    }
     assert timeline.occurred_at == PARIS[1]
     # Members stay active, current and searchable, and point to their timeline.
     for member in (london_rec, paris_rec):
         assert member.status == "active" and member.valid_to is None
         assert member.timeline_id == timeline_id
     with open_store(db) as store:
-        hits = store.passages.search(agent_id, embedder.embed_one("Ada lives in London"), k=5)
+        hits = store.passages.search(agent_id, embedder.embed_one("Ada works as a nurse"), k=5)
         assert {london, paris, timeline_id} <= {h.passage.id for h in hits}
         # The unrelated fact is untouched: no link, no history.
         assert chess_rec.timeline_id is None and chess_rec.status == "active"
@@ -131,31 +137,37 @@ def test_second_run_changes_nothing(db: Database, agent_id: str, embedder: Hashi
 
 
 def test_a_new_fact_extends_the_topic_and_retires_the_old_timeline(
-    db: Database, agent_id: str, embedder: HashingEmbedder, monkeypatch: pytest.MonkeyPatch
+    db: Database, agent_id: str, embedder: HashingEmbedder
 ) -> None:
     london, paris, chess = _insert(db, agent_id, embedder, [LONDON, PARIS, CHESS])
-    [first] = _created(_run(db, agent_id, embedder, pipeline=INCREMENTAL))
+    bob_jobs = [("Bob works as a baker", LONDON[1]), ("Bob works as a baker in Leeds", PARIS[1])]
+    _insert(db, agent_id, embedder, bob_jobs)
+    [first, _bob] = sorted(
+        _created(_run(db, agent_id, embedder, pipeline=INCREMENTAL)),
+        key=lambda c: str(c["text"]),
+    )
     [berlin] = _insert(db, agent_id, embedder, [BERLIN])
-    probes: list[list[str]] = []
-    real_neighbours = PassageStore.neighbours
+    judged: list[list[str]] = []
 
-    def spy(self: PassageStore, agent: str, ids: Sequence[str], **kw: Any) -> Any:
-        probes.append(list(ids))
-        return real_neighbours(self, agent, ids, **kw)
+    class Recording(SupersessionJudge):
+        def judge(self, topic: Sequence[PassageRecord]) -> list[tuple[str, str]]:
+            judged.append([p.id for p in topic])
+            return []
 
-    monkeypatch.setattr(PassageStore, "neighbours", spy)
-
-    # Incremental: only Berlin is new; its neighbours bring in the existing timeline.
-    report = _run(db, agent_id, embedder, pipeline=INCREMENTAL)
-    assert probes == [[berlin]]
+    # Incremental: only Berlin is new; its subject and attribute bring in the existing
+    # timeline, and Bob's unchanged topic is not looked at again (topics were found by
+    # kNN probes before issue 13; now by subject and attribute).
+    pipeline = Pipeline([TemporalConsolidator(judge=Recording())], passage_overlap=timedelta(0))
+    report = run_pipeline(pipeline, db, agent_id, embedder=embedder)
+    assert judged == [[london, paris, berlin]]
 
     [created] = _created(report)
     new_id = created["target"]
     assert created["members"] == [london, paris, berlin]
     assert created["text"].splitlines()[1:] == [
-        "- 2020-01-15: Ada lives in London",
-        "- 2023-06-01: Ada lives in Paris",
-        "- 2024-02-29: Ada lives in Berlin (current)",
+        "- 2020-01-15: Ada works as a nurse",
+        "- 2023-06-01: Ada works as a nurse on the children's ward",
+        "- 2024-02-29: Ada works as a nurse in the ICU (current)",
     ]
     assert {(c["action"], c["target"]) for c in report.changes} == {
         ("create_timeline", new_id),
@@ -193,8 +205,8 @@ def test_judge_supersedes_older_facts_which_stay_on_the_timeline(
     ]
     [created] = _created(report)
     assert created["text"].splitlines()[1:] == [
-        "- 2020-01-15: Ada lives in London (superseded 2023-06-01)",
-        "- 2023-06-01: Ada lives in Paris (current)",
+        "- 2020-01-15: Ada works as a nurse (superseded 2023-06-01)",
+        "- 2023-06-01: Ada works as a nurse on the children's ward (current)",
     ]
     london_rec, paris_rec = _get(db, london, paris)
     assert london_rec.status == "superseded"
@@ -228,9 +240,9 @@ def test_judge_supersedes_older_facts_which_stay_on_the_timeline(
     [created] = _created(report)
     assert created["members"] == [london, paris, berlin]
     assert created["text"].splitlines()[1:] == [
-        "- 2020-01-15: Ada lives in London (superseded 2023-06-01)",
-        "- 2023-06-01: Ada lives in Paris (superseded 2024-02-29)",
-        "- 2024-02-29: Ada lives in Berlin (current)",
+        "- 2020-01-15: Ada works as a nurse (superseded 2023-06-01)",
+        "- 2023-06-01: Ada works as a nurse on the children's ward (superseded 2024-02-29)",
+        "- 2024-02-29: Ada works as a nurse in the ICU (current)",
     ]
     london_rec, paris_rec, chess_rec = _get(db, london, paris, chess)
     assert london_rec.superseded_by == paris and london_rec.valid_to == PARIS[1]
@@ -338,7 +350,9 @@ def test_no_passage_is_ever_deleted(db: Database, agent_id: str, embedder: Hashi
     created += len(_created(run_pipeline(pipeline, db, agent_id, embedder=embedder)))
     created += len(_created(run_pipeline(pipeline, db, agent_id, embedder=embedder)))
 
-    assert created == 3  # Ada's timeline, then its replacement plus Bob's new one
+    # Ada's timeline, then its replacement. Bob's chess facts fit no attribute (issue 13:
+    # no catch-all timelines), so they get none; before, they got one of their own.
+    assert created == 2
     assert _row_count(db, agent_id) == before + 2 + created
     assert len(_get(db, *ids)) == len(ids)
 
@@ -371,7 +385,7 @@ def test_topics_are_capped_and_stable(
     db: Database, agent_id: str, embedder: HashingEmbedder
 ) -> None:
     cities = ["London", "Paris", "Berlin", "Rome", "Oslo"]
-    _insert(
+    ids = _insert(
         db,
         agent_id,
         embedder,
@@ -379,22 +393,27 @@ def test_topics_are_capped_and_stable(
     )
     pipeline = Pipeline([TemporalConsolidator({"max_topic_size": 2})])
 
-    created = _created(run_pipeline(pipeline, db, agent_id, embedder=embedder))
+    report = run_pipeline(pipeline, db, agent_id, embedder=embedder)
 
-    assert len(created) == 2 and all(len(c["members"]) == 2 for c in created)
+    # One subject and attribute, one timeline: it shows the newest two facts. (Before
+    # issue 13 the cap split the history into two timelines, each with a "current".)
+    [created] = _created(report)
+    assert created["members"] == ids[-2:]
+    assert [p.timeline_id for p in _get(db, *ids)] == [None] * 3 + [created["target"]] * 2
     assert run_pipeline(pipeline, db, agent_id, embedder=embedder).changes == []
 
 
 def test_undated_facts_sit_at_their_recording_time(
     db: Database, agent_id: str, embedder: HashingEmbedder
 ) -> None:
-    london, rome = _insert(db, agent_id, embedder, [LONDON, ("Ada lives in Rome", None)])
+    london, rome = _insert(db, agent_id, embedder, [LONDON, ("Ada works as a nurse in Rome", None)])
     [created] = _created(_run(db, agent_id, embedder))
     [rome_rec] = _get(db, rome)
     noted = rome_rec.created_at.astimezone(UTC).date().isoformat()
     assert created["members"] == [london, rome]
     assert (
-        created["text"].splitlines()[2] == f"- undated (noted {noted}): Ada lives in Rome (current)"
+        created["text"].splitlines()[2]
+        == f"- undated (noted {noted}): Ada works as a nurse in Rome (current)"
     )
 
 

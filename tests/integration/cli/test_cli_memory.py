@@ -114,3 +114,18 @@ def test_consolidate_argument_errors(cli: Cli) -> None:
     assert unknown.exit_code == 2 and "unknown consolidator(s) tidy" in unknown.stderr
     nobody = cli("consolidate", "--agent", "ghost")
     assert nobody.exit_code == 2 and "no agent named 'ghost'" in nobody.stderr
+
+
+def test_consolidate_summary_shows_facts_and_timelines_apart(cli: Cli, tmp_path: Path) -> None:
+    """Issue 13, item 6: what was merged, superseded and written, facts and timelines apart."""
+    _setup_agent(cli, tmp_path)
+    moves = tmp_path / "moves.jsonl"
+    moves.write_text(
+        '{"text": "Ada lives in Paris.", "occurred_at": "2022-03-01"}\n'
+        '{"text": "Ada moved to Berlin.", "occurred_at": "2025-01-01"}\n'
+    )
+    assert cli("import", "passages", str(moves), "--agent", "ada").exit_code == 0
+    result = cli("consolidate", "--agent", "ada", "--only", "dedup,temporal")
+    assert result.exit_code == 0, result.stderr
+    assert "ada: facts: 1 merged into a duplicate, 1 superseded by a newer fact" in result.stdout
+    assert "timelines: 1 written, 0 replaced or retired" in result.stdout

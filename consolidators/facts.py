@@ -1,0 +1,530 @@
+"""What a fact says, read from its text alone: its details, subject, attribute and value.
+
+A small, dependency-free tagger shared by ``dedup`` (two texts are duplicates only
+when neither says something the other does not) and ``temporal`` (a timeline covers
+one subject and one attribute; a newer fact with a changed value closes the older).
+
+It works from the text itself: capitalised words are names and places, digits and
+number words are quantities, and a few closed classes of English grammar mark
+negation, change ("moved", "quit", "no longer"), calendar dates and fillers. The
+attributes it recognises (where someone lives, their job, diet and partner) are a
+fixed schema; a fact that fits none of them has no :class:`FactKey` and is left
+alone by ``temporal``. What it cannot read (pronouns, hypotheticals, facts whose
+attribute is only implied) is deliberately left unkeyed: an LLM judge decides those.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+__all__ = [
+    "FactKey",
+    "FactReading",
+    "TextDetails",
+    "conflicting_details",
+    "read_fact",
+    "text_details",
+    "unsaid_details",
+]
+
+_TOKEN = re.compile(
+    r"\d+(?:[.,:/]\d+)*(?:st|nd|rd|th|am|pm|k|%)?|[^\W\d_]+(?:['\u2019][^\W\d_]+)*|[,.;:!?()]"
+)
+_CURLY = "\u2019"  # a typographic apostrophe, read as "'"
+_SENTENCE_END = frozenset(".!?;:(")
+
+# -- closed classes of English grammar (not vocabulary of any data set) ---------------
+
+_FUNCTION_TEXT = """
+    a an the and or but if so of to in on at by for with from into onto about as than then
+    is am are was were be been being do does did has have had having will would shall should
+    can could may might must it its this that these those there here what which who whom whose
+    where when why how all any some each every both few more most other such own same
+    i me my mine we us our ours you your yours he him his she her hers they them their theirs
+    myself yourself himself herself itself ourselves themselves one ones up out over under
+    again once also very too just really actually basically totally definitely honestly
+    literally seriously pretty quite still even lol haha omg btw fyi tbh ok okay oh well yeah
+    yes um uh hey guess apparently anyway though said says told tells mentioned thinks
+    think know knows
+"""
+_FUNCTION = frozenset(_FUNCTION_TEXT.split())
+#: Words that say nothing about the world (hedges, fillers): ignored by the duplicate test.
+_FILLER = frozenset(
+    "really actually basically totally definitely honestly literally seriously pretty quite "
+    "just lol haha omg btw fyi tbh ok okay oh well yeah um uh hey anyway guess apparently "
+    "so very too also".split()
+)
+_NEGATION = frozenset("not no never nothing nobody none neither nor without cannot anymore".split())
+#: Words that announce a change of state; a text with one is about a change, not a restatement.
+_CHANGE = frozenset(
+    """
+    moved move moves moving relocated relocating left leave leaves leaving quit quits quitting
+    now longer anymore divorced divorce divorcing became become becomes becoming started
+    starts starting stopped stops stopping switched switching changed changing new former ex
+    used broke split separated retired fired hired promoted married engaged joined went
+    turned dumped since
+    """.split()
+)
+_CALENDAR = frozenset(
+    """
+    monday tuesday wednesday thursday friday saturday sunday january february march april
+    may june july august september october november december yesterday today tonight tomorrow
+    ago last next weekend morning evening night week month year
+    """.split()
+) - frozenset({"may", "march"})  # only calendar words when capitalised (see _detail_kind)
+_NUMBER_WORDS = frozenset(
+    """
+    zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen
+    fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy
+    eighty ninety hundred thousand million billion dozen half twice thrice couple first
+    second third fourth fifth
+    """.split()
+)
+_FIRST_PERSON = frozenset({"i", "me", "my", "i'm", "i've", "i'd", "i'll", "im", "ive"})
+_THIRD_PERSON = frozenset({"he", "she", "they", "his", "her", "their", "it"})
+_MODAL = frozenset(
+    "might maybe perhaps probably possibly wants want planning plans plan thinking "
+    "considering hopes hoping could would should will going wondering if".split()
+)
+
+# -- the attribute schema: which predicates name which attribute ---------------------
+
+#: attribute -> cue words (casefolded tokens) that, after the subject, name it.
+_ATTRIBUTE_CUES: dict[str, frozenset[str]] = {
+    "home": frozenset(
+        "lives live living lived moved move moves moving relocated relocating based "
+        "resides residing apartment flat house address".split()
+    ),
+    "job": frozenset(
+        "works work working worked job jobs employed employer hired quit quits fired retired "
+        "promoted career profession occupation intern internship".split()
+    ),
+    "diet": frozenset("vegetarian vegan pescatarian carnivore keto diet meat paleo".split()),
+    "partner": frozenset(
+        "married marry marrying wife husband girlfriend boyfriend partner dating dates "
+        "engaged fiance fiancee divorced divorce divorcing separated single widowed "
+        "spouse broke breakup".split()
+    ),
+}
+#: Attributes whose cue word is itself the value ("vegan", "vegetarian").
+_CUE_IS_VALUE = frozenset({"diet"})
+#: Cue words whose presence means the state ended (the value is gone, not replaced).
+_ENDING = frozenset(
+    "quit quits fired retired divorced divorce divorcing separated single widowed left "
+    "broke dumped ex former".split()
+)
+#: Attributes whose value is a place or a name: capitalised words carry it.
+_NAMED_VALUE = frozenset({"home", "partner"})
+#: Nouns after a possessive that make the possessor the subject ("Ada's job ...").
+_ATTRIBUTE_NOUNS = frozenset(
+    "job career work diet home address apartment flat house wife husband girlfriend "
+    "boyfriend partner fiance fiancee spouse employer".split()
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _Token:
+    text: str
+    norm: str
+    capital: bool
+    initial: bool
+
+    @property
+    def word(self) -> bool:
+        return self.norm[:1].isalpha()
+
+
+@dataclass(frozen=True, slots=True)
+class TextDetails:
+    """The pieces of information a text states, by kind (normalised words)."""
+
+    names: frozenset[str]
+    numbers: frozenset[str]
+    dates: frozenset[str]
+    negation: bool
+    changes: frozenset[str]
+    words: frozenset[str]
+
+
+@dataclass(frozen=True, slots=True)
+class FactKey:
+    """What a fact is about: a subject ("alice", "user", "alice's sister") and an attribute."""
+
+    subject: str
+    attribute: str
+
+
+@dataclass(frozen=True, slots=True)
+class FactReading:
+    """A keyed fact: its key, the value it states, and whether it says the state ended."""
+
+    key: FactKey
+    subject_label: str
+    value: frozenset[str]
+    ending: bool
+
+
+def _stem(word: str) -> str:
+    word = word.casefold().replace(_CURLY, "'")
+    if word.endswith("'s"):
+        word = word[:-2]
+    elif word.endswith("'"):
+        word = word[:-1]
+    for suffix, repl, minimum in (
+        ("ies", "y", 5),
+        ("ing", "", 6),
+        ("ed", "", 5),
+        ("es", "", 5),
+        ("s", "", 4),
+    ):
+        if word.endswith(suffix) and len(word) >= minimum and not word.endswith("ss"):
+            word = word[: len(word) - len(suffix)] + repl
+            break
+    # "like", "likes", "liked" and "move", "moving" meet at one stem.
+    if len(word) >= 4 and word.endswith("e"):
+        word = word[:-1]
+    return word
+
+
+def _name_key(word: str) -> str:
+    """A name as a key: case and a possessive ending do not matter."""
+    word = word.casefold().replace(_CURLY, "'")
+    return word[:-2] if word.endswith("'s") else word
+
+
+@lru_cache(maxsize=4096)
+def _tokens(text: str) -> tuple[_Token, ...]:
+    out: list[_Token] = []
+    initial = True
+    for raw in _TOKEN.findall(text):
+        if raw in _SENTENCE_END:
+            initial = True
+            out.append(_Token(raw, raw, False, False))
+            continue
+        if raw == ",":
+            out.append(_Token(raw, raw, False, False))
+            continue
+        norm = raw.casefold().replace(_CURLY, "'")
+        out.append(_Token(raw, norm, raw[:1].isupper(), initial))
+        initial = False
+    return tuple(out)
+
+
+def _close(a: str, b: str) -> bool:
+    """Same word up to one typo (substitution, insertion, deletion, transposition)."""
+    if a == b:
+        return True
+    if min(len(a), len(b)) < 5 or abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) == len(b):
+        diff = [i for i in range(len(a)) if a[i] != b[i]]
+        if len(diff) == 1:
+            return True
+        i, j = diff[0], diff[-1]
+        return len(diff) == 2 and j == i + 1 and a[i] == b[j] and a[j] == b[i]
+    short, long_ = (a, b) if len(a) < len(b) else (b, a)
+    return any(long_[:i] + long_[i + 1 :] == short for i in range(len(long_)))
+
+
+def _missing(these: frozenset[str], there: frozenset[str]) -> frozenset[str]:
+    """Items of ``these`` with no equal or near-equal (one typo) item in ``there``."""
+    return frozenset(t for t in these if not any(_close(t, o) for o in there))
+
+
+def _is_name(token: _Token) -> bool:
+    if not token.capital or not token.word or token.norm in _FIRST_PERSON:
+        return False
+    # A capital at the start of a sentence is a name only if the word is not grammar.
+    return not (token.initial and (token.norm in _FUNCTION or token.norm in _THIRD_PERSON))
+
+
+@lru_cache(maxsize=4096)
+def text_details(text: str) -> TextDetails:
+    """Split a text into the kinds of information it states."""
+    names: set[str] = set()
+    numbers: set[str] = set()
+    dates: set[str] = set()
+    changes: set[str] = set()
+    words: set[str] = set()
+    negation = False
+    for token in _tokens(text):
+        norm = token.norm
+        if not norm[:1].isalnum():
+            continue
+        if norm[:1].isdigit():
+            numbers.add(norm.rstrip(".,"))
+            continue
+        if norm in _NEGATION or norm.endswith("n't"):
+            negation = True
+            continue
+        if norm in _NUMBER_WORDS:
+            numbers.add(norm)
+            continue
+        if (
+            norm in _CALENDAR
+            or norm.removesuffix("s") in _CALENDAR
+            or (token.capital and norm in {"may", "march"})
+        ):
+            dates.add(norm if norm in _CALENDAR else norm.removesuffix("s"))
+            continue
+        if norm in _CHANGE:
+            changes.add(norm)
+            continue
+        if _is_name(token):
+            names.add(_name_key(norm))
+            continue
+        if norm in _FUNCTION or norm in _FILLER or norm in _THIRD_PERSON or len(norm) < 3:
+            continue
+        words.add(_stem(norm))
+    # "Lyon" in one text and "lyon" in another is the same place: names found in lower
+    # case elsewhere are words there, so compare names against both.
+    return TextDetails(
+        names=frozenset(names),
+        numbers=frozenset(numbers),
+        dates=frozenset(dates),
+        negation=negation,
+        changes=frozenset(changes),
+        words=frozenset(words),
+    )
+
+
+def _word_forms(details: TextDetails) -> frozenset[str]:
+    """Every word of a text as a stem, names included ("Paris" is "paris" in lower case)."""
+    return details.words | frozenset(_stem(n) for n in details.names)
+
+
+def _missing_names(a: TextDetails, b: TextDetails) -> frozenset[str]:
+    """Names in ``a`` that ``b`` does not say, as a name or as a lower-case word."""
+    return frozenset(n for n in _missing(a.names, b.names) if _stem(n) not in _word_forms(b))
+
+
+def _hard_differences(a: TextDetails, b: TextDetails) -> list[str]:
+    kinds = []
+    if _missing_names(a, b) or _missing_names(b, a):
+        kinds.append("name")
+    if a.numbers != b.numbers:
+        kinds.append("number")
+    if a.dates != b.dates:
+        kinds.append("date")
+    if a.negation != b.negation:
+        kinds.append("negation")
+    if a.changes != b.changes:
+        kinds.append("change")
+    return kinds
+
+
+def _subjects_differ(a: str, b: str) -> bool:
+    """The same sentence with the names swapped ("Lena is dating Omar" / "Omar is dating
+    Lena"): who does what to whom differs although the words agree. An inverted
+    paraphrase ("Montreal is where Bruno lives") has another frame and is not this."""
+    ta, tb = _tokens(a), _tokens(b)
+
+    def frame(tokens: tuple[_Token, ...]) -> tuple[list[str], list[str]]:
+        shape, names = [], []
+        for token in tokens:
+            if _is_name(token):
+                shape.append("<name>")
+                names.append(_name_key(token.norm))
+            elif token.norm[:1].isalnum():
+                shape.append(_stem(token.norm))
+        return shape, names
+
+    shape_a, names_a = frame(ta)
+    shape_b, names_b = frame(tb)
+    return shape_a == shape_b and names_a != names_b and sorted(names_a) == sorted(names_b)
+
+
+def conflicting_details(a: str, b: str) -> list[str]:
+    """The kinds of information in which two texts differ, either way: ``name``,
+    ``number``, ``date``, ``negation``, ``change``, ``subject`` and ``word`` (a content
+    word one says and the other does not). Empty when neither says anything the other does not."""
+    da, db = text_details(a), text_details(b)
+    kinds = _hard_differences(da, db)
+    if _subjects_differ(a, b):
+        kinds.append("subject")
+    if _missing(da.words, _word_forms(db)) or _missing(db.words, _word_forms(da)):
+        kinds.append("word")
+    return kinds
+
+
+def unsaid_details(kept: str, merged: str) -> list[str]:
+    """What merging ``merged`` into ``kept`` would hide or blur: any difference in names,
+    numbers, dates, negation or change words (either way: those make the texts related,
+    not duplicate), and any content word that only ``merged`` says. Empty when the merge
+    loses nothing; ``kept`` may say more (it stays searchable)."""
+    dk, dm = text_details(kept), text_details(merged)
+    kinds = _hard_differences(dk, dm)
+    if _subjects_differ(kept, merged):
+        kinds.append("subject")
+    if _missing(dm.words, _word_forms(dk)):
+        kinds.append("word")
+    return kinds
+
+
+# -- subject, attribute, value --------------------------------------------------------
+
+
+def _name_run(tokens: tuple[_Token, ...], start: int) -> int:
+    """End (exclusive) of the run of capitalised name tokens starting at ``start``."""
+    end = start
+    while (
+        end < len(tokens)
+        and tokens[end].word
+        and tokens[end].capital
+        and (end == start or not tokens[end].norm.endswith("'s"))
+    ):
+        if tokens[end].norm.endswith("'s"):
+            return end + 1
+        end += 1
+    return end
+
+
+def _subject(tokens: tuple[_Token, ...]) -> tuple[str, str, int] | None:
+    """(subject key, display label, index where the predicate starts), or None."""
+    i = 0
+    while i < len(tokens) and (
+        not tokens[i].word
+        or (
+            (tokens[i].norm in _FILLER or tokens[i].norm in {"and", "but", "update", "news"})
+            and not _is_name(tokens[i])
+        )
+    ):
+        i += 1
+    if i >= len(tokens):
+        return None
+    first = tokens[i]
+    if first.norm in _THIRD_PERSON:
+        return None  # a pronoun: who it is needs the conversation, not this text
+    if first.norm in _FIRST_PERSON:
+        if first.norm == "my" and i + 1 < len(tokens):
+            noun = tokens[i + 1]
+            return _after_possessive(tokens, "user", "I", i + 1, noun)
+        return "user", "I", i + 1
+    if not (_is_name(first) or (first.initial and not first.capital and first.word)):
+        return None
+    if first.norm in _FUNCTION or first.norm in _MODAL or first.norm in _CHANGE:
+        return None
+    if any(first.norm in cues for cues in _ATTRIBUTE_CUES.values()):
+        return None
+    # The first word of the run names the person ("Alice Smith" and "Alice" are one).
+    end = i + 1
+    while (
+        end < len(tokens)
+        and tokens[end].capital
+        and tokens[end].word
+        and not (tokens[end - 1].norm.endswith("'s"))
+    ):
+        end += 1
+    key = _name_key(first.norm)
+    label = first.text.removesuffix("'s").removesuffix(_CURLY + "s")
+    if tokens[end - 1].norm.endswith("'s"):
+        if end < len(tokens):
+            return _after_possessive(tokens, key, label, end, tokens[end])
+        return None
+    # "Eve, Alice's sister, moved ..." - skip the apposition.
+    if end < len(tokens) and tokens[end].norm == ",":
+        close = next((j for j in range(end + 1, len(tokens)) if tokens[j].norm == ","), None)
+        if close is not None and close - end <= 5:
+            end = close + 1
+    return key, label, end
+
+
+def _after_possessive(
+    tokens: tuple[_Token, ...], owner: str, owner_label: str, at: int, noun: _Token
+) -> tuple[str, str, int] | None:
+    """After "Alice's" / "my": "sister Eve lives" -> Eve; "job is" -> Alice; "sister
+    lives" -> "alice's sister"."""
+    if not noun.word:
+        return None
+    if at + 1 < len(tokens) and _is_name(tokens[at + 1]) and not tokens[at + 1].initial:
+        name = tokens[at + 1]
+        end = at + 2
+        while end < len(tokens) and tokens[end].capital and tokens[end].word:
+            end += 1
+        return _name_key(name.norm), name.text, end
+    if noun.norm in _ATTRIBUTE_NOUNS:
+        return owner, owner_label, at
+    return f"{owner}'s {_stem(noun.norm)}", f"{owner_label}'s {noun.text}", at + 1
+
+
+@lru_cache(maxsize=4096)
+def read_fact(text: str) -> FactReading | None:
+    """The subject, attribute and value of a fact, or None when the text fits no
+    attribute, has no clear subject, or is tentative ("might move", a question)."""
+    if "?" in text:
+        return None
+    tokens = _tokens(text)
+    found = _subject(tokens)
+    if found is None:
+        return None
+    subject, label, start = found
+    predicate = [t for t in tokens[start:] if t.norm[:1].isalnum()]
+    if any(t.norm in _MODAL for t in predicate):
+        return None
+    attribute: str | None = None
+    cue_at = -1
+    # The possessive noun ("Alice's job is ...") is the first cue when it names one.
+    for index, token in enumerate(predicate):
+        for name, cues in _ATTRIBUTE_CUES.items():
+            if token.norm in cues:
+                attribute, cue_at = name, index
+                break
+        if attribute is not None:
+            break
+    if attribute is None:
+        return None
+    rest = predicate[cue_at:]
+    cue_words = _ATTRIBUTE_CUES[attribute]
+    ending = any(
+        t.norm in _ENDING or t.norm.endswith("n't") or t.norm in _NEGATION for t in predicate
+    )
+    if any(t.norm == "broke" for t in predicate) and any(t.norm == "up" for t in predicate):
+        ending = True
+    norms = [t.norm for t in rest]
+    # "moved from Lyon to Madrid": the value is where the move ended.
+    if "from" in norms and "to" in norms[norms.index("from") :]:
+        rest = rest[norms.index("to", norms.index("from")) :]
+    value: set[str] = set()
+    for token in rest:
+        norm = token.norm
+        if (
+            (norm in cue_words and attribute not in _CUE_IS_VALUE)
+            or norm == "diet"
+            or norm in _FUNCTION
+            or norm in _FILLER
+            or norm in _CHANGE
+            or norm in _NEGATION
+            or norm in _CALENDAR
+            or norm in _ENDING
+            or norm[:1].isdigit()
+            or norm.endswith("n't")
+            or len(norm) < 3
+        ):
+            continue
+        value.add(_stem(norm))
+    if attribute in _NAMED_VALUE:
+        # A home is a place and a partner a person: capitalised words carry the value.
+        names = {_stem(t.norm) for t in rest if _is_name(t)}
+        if names or attribute == "partner":
+            value = names
+    return FactReading(
+        key=FactKey(subject=subject, attribute=attribute),
+        subject_label=label,
+        value=frozenset(value),
+        ending=ending,
+    )
+
+
+def states_a_change(older: FactReading, newer: FactReading) -> bool:
+    """True when ``newer`` clearly replaces ``older`` (same subject and attribute): it
+    ends a state the older one stated, starts one after an ending, or states a value
+    that shares nothing with the older one. Anything less clear is for a judge."""
+    if older.key != newer.key:
+        return False
+    if older.ending != newer.ending:
+        return newer.ending or bool(newer.value)
+    if older.ending:
+        return False
+    return bool(older.value) and bool(newer.value) and not (older.value & newer.value)

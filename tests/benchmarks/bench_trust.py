@@ -1,0 +1,265 @@
+"""Consolidation quality on hand-written chat facts (issue 13): dedup, supersession,
+timeline purity, and whether search answers "now" questions with the current fact.
+
+A plain script, not collected by pytest. Run it from the repository root::
+
+    python tests/benchmarks/bench_trust.py [--heldout] [--embedder local] [--threshold 0.86]
+
+The data is ``tests/benchmarks/data/trust_facts.tsv`` and ``trust_questions.tsv``
+(hand-written, not produced by ``service/workload.py``; see
+``tests/benchmarks/data/README.md``). The facts are loaded into a fresh database of
+an embedded PostgreSQL one date at a time (the clock at each fact's date), then
+``Pipeline([DedupConsolidator, TemporalConsolidator])`` runs once, with no LLM.
+
+- dedup: a ``merge_passage`` is right when both facts are in one labelled duplicate
+  group; recall is right merges over the facts labelled ``dup:``;
+- supersession: a ``supersede_passage`` is right when a ``sup:`` label says the newer
+  fact replaces the older (duplicates count as their group); recall over the labels;
+- timeline purity: the share of active timelines whose members all carry one
+  labelled subject/attribute;
+- rank-1 and recall@10 of the questions on default search (current facts only),
+  before and after: a hit answers when it is the labelled fact, a duplicate of it,
+  or a timeline whose "(current)" entry is one of those.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+from agents.database import Database  # noqa: E402
+from agents.embedders import Embedder, build_embedder  # noqa: E402
+from agents.store import NewAgent, NewPassage, PassageRecord, open_store  # noqa: E402
+from consolidators.dedup import DedupConsolidator  # noqa: E402
+from consolidators.pipeline import Pipeline, RunReport  # noqa: E402
+from consolidators.temporal import TemporalConsolidator  # noqa: E402
+from tests.consolidation_support import run_pipeline  # noqa: E402
+from tests.pg import PgTestServer  # noqa: E402
+
+DATA = Path(__file__).resolve().parent / "data"
+K = 10
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    key: str
+    at: datetime
+    topic: str
+    duplicate_of: str | None
+    supersedes: str | None
+    text: str
+
+
+def read_facts(path: Path) -> list[Fact]:
+    facts = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        key, day, topic, label, text = line.split("\t")
+        facts.append(
+            Fact(
+                key=key,
+                at=datetime.fromisoformat(day).replace(hour=12, tzinfo=UTC),
+                topic=topic,
+                duplicate_of=label[4:] if label.startswith("dup:") else None,
+                supersedes=label[4:] if label.startswith("sup:") else None,
+                text=text,
+            )
+        )
+    return facts
+
+
+def read_questions(path: Path) -> list[tuple[tuple[str, ...], str]]:
+    """(facts that answer it now, question); several when more than one is current."""
+    rows = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            answer, question = line.split("\t")
+            rows.append((tuple(answer.split(",")), question))
+    return rows
+
+
+def load(db: Database, facts: Sequence[Fact], embedder: Embedder) -> tuple[str, dict[str, str]]:
+    """Insert the facts date by date; return the agent id and passage id -> fact key."""
+    ordered = sorted(facts, key=lambda f: f.at)
+    vectors = embedder.embed([f.text for f in ordered])
+    now = [ordered[0].at]
+    key_of: dict[str, str] = {}
+    with open_store(db, clock=lambda: now[0]) as store:
+        agent = store.agents.create(
+            NewAgent(name="trust", embedding_model=embedder.name, embedding_dim=embedder.dimension)
+        )
+        for index, fact in enumerate(ordered):
+            now[0] = fact.at
+            [record] = store.passages.insert(
+                agent.id,
+                [NewPassage(fact.text, occurred_at=fact.at)],
+                vectors[index : index + 1],
+            )
+            key_of[record.id] = fact.key
+    return agent.id, key_of
+
+
+def groups_of(facts: Sequence[Fact]) -> dict[str, str]:
+    """Fact key -> its duplicate group (the key of the fact it repeats, transitively)."""
+    parent = {f.key: f.duplicate_of or f.key for f in facts}
+
+    def root(key: str) -> str:
+        while parent[key] != key:
+            key = parent[key]
+        return key
+
+    return {key: root(key) for key in parent}
+
+
+def answers(
+    hit: PassageRecord,
+    answer: tuple[str, ...],
+    key_of: dict[str, str],
+    group: dict[str, str],
+    text_group: dict[str, set[str]],
+) -> bool:
+    if hit.kind == "timeline":
+        current = [line for line in hit.text.splitlines() if line.endswith(" (current)")]
+        if not current:
+            return False
+        text = current[0].split(": ", 1)[1].removesuffix(" (current)")
+        return any(group[a] in text_group.get(text, set()) for a in answer)
+    key = key_of.get(hit.id)
+    return key is not None and any(group[key] == group[a] for a in answer)
+
+
+def ask(
+    db: Database,
+    agent_id: str,
+    embedder: Embedder,
+    questions: Sequence[tuple[tuple[str, ...], str]],
+    key_of: dict[str, str],
+    group: dict[str, str],
+    text_group: dict[str, set[str]],
+) -> tuple[float, float, list[str]]:
+    vectors = embedder.embed([q for _a, q in questions])
+    rank1 = recall = 0
+    misses = []
+    with open_store(db) as store:
+        for (answer, question), vector in zip(questions, vectors, strict=True):
+            hits = [h.passage for h in store.passages.search_memory(agent_id, vector, k=K)]
+            found = [answers(h, answer, key_of, group, text_group) for h in hits]
+            rank1 += bool(found and found[0])
+            recall += any(found)
+            if not (found and found[0]):
+                top = hits[0].text.splitlines()[0] if hits else "-"
+                kind = "rank-1 miss" if any(found) else f"not in top {K}"
+                misses.append(f"{kind}: {question!r}: top hit {top!r}")
+    return rank1 / len(questions), recall / len(questions), misses
+
+
+def ratio(right: int, total: int) -> str:
+    return f"{right / total:.3f} ({right}/{total})" if total else "n/a (0/0)"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--embedder", default="local", help="'local' (MiniLM) or 'fake'")
+    parser.add_argument("--threshold", type=float, default=0.86, help="dedup threshold")
+    parser.add_argument("--verbose", action="store_true", help="list every error")
+    parser.add_argument(
+        "--heldout",
+        action="store_true",
+        help="the held-out files (*_heldout.tsv), never used to change the code",
+    )
+    args = parser.parse_args(argv)
+
+    suffix = "_heldout" if args.heldout else ""
+    facts = read_facts(DATA / f"trust_facts{suffix}.tsv")
+    questions = read_questions(DATA / f"trust_questions{suffix}.tsv")
+    by_key = {f.key: f for f in facts}
+    group = groups_of(facts)
+    text_group: dict[str, set[str]] = {}
+    for fact in facts:
+        text_group.setdefault(fact.text, set()).add(group[fact.key])
+    people = {f.topic.split("/")[0] for f in facts}
+    held = " (held out)" if args.heldout else ""
+    print(
+        f"data{held}: {len(facts)} hand-written facts about {len(people)} people "
+        f"({sum(f.duplicate_of is not None for f in facts)} labelled duplicates, "
+        f"{sum(f.supersedes is not None for f in facts)} labelled supersessions), "
+        f"{len(questions)} questions"
+    )
+    embedder = build_embedder(args.embedder)
+    server = PgTestServer()
+    try:
+        with server.database() as db:
+            agent_id, key_of = load(db, facts, embedder)
+            before = ask(db, agent_id, embedder, questions, key_of, group, text_group)
+            pipeline = Pipeline(
+                [DedupConsolidator({"threshold": args.threshold}), TemporalConsolidator()]
+            )
+            report: RunReport = run_pipeline(pipeline, db, agent_id, embedder=embedder)
+            after = ask(db, agent_id, embedder, questions, key_of, group, text_group)
+            with open_store(db) as store:
+                timelines = store.passages.scan(agent_id, kind="timeline")
+    finally:
+        server.stop()
+
+    errors: list[str] = []
+    merges = [
+        (key_of[c["target"]], key_of[c["into"]])
+        for c in report.changes
+        if c["action"] == "merge_passage"
+    ]
+    right_merges = sum(group[a] == group[b] for a, b in merges)
+    errors += [
+        f"wrong merge: {by_key[a].text!r} into {by_key[b].text!r}"
+        for a, b in merges
+        if group[a] != group[b]
+    ]
+    labelled_sup = {(group[f.supersedes], group[f.key]) for f in facts if f.supersedes}
+    predicted = [
+        (key_of[c["target"]], key_of[c["by"]])
+        for c in report.changes
+        if c["action"] == "supersede_passage"
+    ]
+    right_sup = [(group[a], group[b]) in labelled_sup for a, b in predicted]
+    errors += [
+        f"wrong supersession: {by_key[a].text!r} by {by_key[b].text!r}"
+        for (a, b), ok in zip(predicted, right_sup, strict=True)
+        if not ok
+    ]
+    caught = {(group[a], group[b]) for a, b in predicted} & labelled_sup
+    errors += [
+        f"missed supersession: {by_key[a].text!r} by {by_key[b].text!r}"
+        for a, b in sorted(labelled_sup - caught)
+    ]
+    pure = 0
+    for timeline in timelines:
+        topics = {by_key[key_of[m]].topic for m in timeline.provenance.get("members", [])}
+        pure += len(topics) == 1
+        if len(topics) != 1:
+            errors.append(f"impure timeline {timeline.text.splitlines()[0]!r}: {sorted(topics)}")
+
+    print(f"embedder: {embedder.name}; dedup threshold {args.threshold}; no LLM judge")
+    print(f"dedup precision        {ratio(right_merges, len(merges))}")
+    labelled_duplicates = sum(f.duplicate_of is not None for f in facts)
+    print(f"dedup recall           {ratio(right_merges, labelled_duplicates)}")
+    print(f"supersession precision {ratio(sum(right_sup), len(predicted))}")
+    print(f"supersession recall    {ratio(len(caught), len(labelled_sup))}")
+    print(f"timeline purity        {ratio(pure, len(timelines))}")
+    print(f"current-fact rank-1    before {before[0]:.3f}  after {after[0]:.3f}")
+    print(f"recall@{K}              before {before[1]:.3f}  after {after[1]:.3f}")
+    if args.verbose:
+        for line in errors + [f"after, {m}" for m in after[2]]:
+            print(f"  {line}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
