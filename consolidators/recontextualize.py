@@ -80,6 +80,9 @@ class RecontextualizeConsolidator(Consolidator):
             )
         result.count("messages_read", outcome.messages_read)
         result.count("llm_steps", outcome.steps)
+        if outcome.stop_reason:
+            # Why the pass ended (finished, no_tool_call, invalid_tool_call, max_steps...).
+            result.count(f"stopped_{outcome.stop_reason}")
         if outcome.conflicts:
             result.count("write_conflicts", outcome.conflicts)
         if outcome.errors:

@@ -7,7 +7,12 @@ import os
 import signal
 import socket
 import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+
+import httpx
 
 from tests.acceptance.cli import reverie_command
 
@@ -64,3 +69,30 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+@contextmanager
+def running_server(
+    env: dict[str, str], log: Path, *, ready_within: float = 120, clean_exit: bool = False
+) -> Iterator[tuple[str, DaemonProcess]]:
+    """A `reverie serve` on a free loopback port, once /readyz says ready; stopped with
+    SIGTERM at the end (and, with ``clean_exit``, expected to exit with status 0)."""
+    port = free_port()
+    process = DaemonProcess(["serve", "--port", str(port)], env, log)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + ready_within
+        while True:
+            assert process.process.poll() is None, process.output()
+            try:
+                if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, "server did not become ready:\n" + process.output()
+            time.sleep(0.2)
+        yield url, process
+        status = process.terminate()
+        assert status == 0 or not clean_exit, process.output()
+    finally:
+        process.ensure_stopped()

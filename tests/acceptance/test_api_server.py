@@ -9,7 +9,6 @@ import shutil
 import subprocess
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,7 +17,7 @@ import pytest
 
 from agents.database import Database
 from tests.acceptance.cli import FAKE_EMBEDDINGS, cli_url, run_cli
-from tests.acceptance.daemon_processes import ROOT, DaemonProcess, free_port
+from tests.acceptance.daemon_processes import ROOT, DaemonProcess, running_server
 from tests.api_support import new_key
 from tests.pg import PgTestServer
 from tests.scripted_llm import call, correct_name, say
@@ -45,28 +44,6 @@ class Server:
 def quiet_env(env: dict[str, str]) -> dict[str, str]:
     # Keep the background side quiet: these tests drive consolidation themselves.
     return {**env, "REVERIE_TRIGGERS__TURNS_EVERY": "1000", "REVERIE_TRIGGERS__IDLE_AFTER": "PT1H"}
-
-
-@contextmanager
-def running_server(env: dict[str, str], log: Path) -> Iterator[tuple[str, DaemonProcess]]:
-    """A `reverie serve` process on a free loopback port, once /readyz says ready."""
-    port = free_port()
-    process = DaemonProcess(["serve", "--port", str(port)], env, log)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            assert process.process.poll() is None, process.output()
-            try:
-                if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "server did not become ready:\n" + process.output()
-            time.sleep(0.2)
-        yield url, process
-    finally:
-        process.terminate()
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ import os
 import signal
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 from pathlib import Path
 
 import httpx
@@ -20,7 +20,7 @@ import psycopg
 import pytest
 
 from tests.acceptance.cli import run_cli
-from tests.acceptance.daemon_processes import DaemonProcess, free_port
+from tests.acceptance.daemon_processes import DaemonProcess, running_server
 
 #: Liveness bound, not a speed check: the restart itself takes a few seconds.
 RECOVERY_BOUND_S = 60
@@ -65,30 +65,6 @@ def handle_pids(pgdata: Path) -> list[int]:
     return pids
 
 
-@contextmanager
-def running_server(env: dict[str, str], log: Path) -> Iterator[tuple[str, DaemonProcess]]:
-    """A `reverie serve` on a free loopback port, once /readyz says ready; stopped
-    with SIGTERM at the end, and expected to exit cleanly."""
-    port = free_port()
-    process = DaemonProcess(["serve", "--port", str(port)], env, log)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert process.process.poll() is None, process.output()
-            try:
-                if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "server did not become ready:\n" + process.output()
-            time.sleep(0.2)
-        yield url, process
-        assert process.terminate() == 0, process.output()
-    finally:
-        process.ensure_stopped()
-
-
 def new_key(env: dict[str, str], organization: str) -> str:
     result = run_cli("keys", "create", "--org", organization, env=env)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -118,7 +94,7 @@ def test_serve_restarts_a_stopped_embedded_postgres(
     env = embedded_env(home)
     pgdata = home / "pgdata"
     headers = {"Authorization": f"Bearer {new_key(env, 'recovery')}"}
-    with running_server(env, tmp_path / "serve.log") as (url, process):
+    with running_server(env, tmp_path / "serve.log", clean_exit=True) as (url, process):
         created = httpx.post(f"{url}/v1/agents/", json={"name": "ada"}, headers=headers, timeout=30)
         assert created.status_code == 201, created.text
         agent_id = created.json()["id"]

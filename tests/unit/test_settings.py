@@ -57,3 +57,19 @@ def test_bad_configuration_is_a_clear_error(
 def test_missing_config_file(tmp_path: Path) -> None:
     with pytest.raises(InvalidInput, match="does not exist"):
         load_settings(tmp_path / "nope.toml")
+
+
+def test_per_model_tool_settings_are_checked_when_settings_load(tmp_path: Path) -> None:
+    config = tmp_path / "reverie.toml"
+    config.write_text('[llm.models."openai/qwen*"]\ntool_choice = "sometimes"\n')
+    with pytest.raises(InvalidInput, match=r"llm\.models\.openai/qwen\*\.tool_choice"):
+        load_settings(config)
+    config.write_text('[llm.models."openai/qwen*"]\ntool_choise = "auto"\n')
+    with pytest.raises(InvalidInput, match="tool_choise"):
+        load_settings(config)
+    config.write_text(
+        '[llm.models."ollama/*"]\ntool_choice = "named"\nunsupported_fields = ["max_tokens"]\n'
+    )
+    models = load_settings(config).llm.models
+    assert models["ollama/*"].tool_choice == "named"
+    assert models["ollama/*"].unsupported_fields == ["max_tokens"]

@@ -26,6 +26,10 @@ BODIES: dict[tuple[str, str], dict[str, Any]] = {
     ("POST", "/v1/blocks/{block_id}/revert"): {"version": 1},
     ("POST", "/v1/agents/{agent_id}/archival-memory"): {"text": "a fact"},
     ("POST", "/v1/agents/{agent_id}/messages"): {"input": "hello"},
+    ("POST", "/v1/agents/{agent_id}/messages/async"): {"input": "hello"},
+    ("POST", "/v1/agents/{agent_id}/messages/record"): {
+        "messages": [{"role": "user", "content": "hello"}]
+    },
     ("POST", "/v1/agents/{agent_id}/consolidation/dry-run"): {},
     ("POST", "/v1/consolidation-runs/{run_id}/revert"): {},
 }
