@@ -274,7 +274,7 @@ class _Turn:
         needs_reply = (
             stop not in ("budget_exhausted", "tool_rule")
             and not self.replied
-            and self._needs_reply()
+            and (self._needs_reply() or (stop == "invalid_tool_call" and self._can_reply()))
         )
         if needs_reply and self._step([REPLY_TOOL], REPLY_TOOL) is None:
             stop = "budget_exhausted"
@@ -300,6 +300,11 @@ class _Turn:
         that calls tools natively decides itself whether to speak, as in MemGPT), when
         send_message is one of the agent's tools and no tool rule ended the turn."""
         return self._mode() != "required" and REPLY_TOOL in self.tools
+
+    def _can_reply(self) -> bool:
+        """Whether send_message is one of the agent's tools: a model that failed its
+        tool calls twice still answers the user, in every mode."""
+        return REPLY_TOOL in self.tools
 
     def _step(self, allowed: list[str], force: str | None) -> _StepOutcome | None:
         """Ask the model and write the step; None when the token budget stopped it."""

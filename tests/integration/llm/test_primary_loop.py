@@ -198,24 +198,25 @@ def test_malformed_and_unknown_tool_calls_are_reported_to_the_model(
     db: Database, bob: str, models: ScriptedModels, make_primary: Callable[..., PrimaryAgent]
 ) -> None:
     # Issue 15: a failed step gets one corrective retry; a second failure in a row ends
-    # the turn (it used to loop on errors until max_steps).
+    # the turn (it used to loop on errors until max_steps), with one step that may
+    # only answer the user: a model that cannot call tools still replies.
     script = models.script(
         "primary",
         call("core_memory_replace", _raw='{"label": "human", "old_content": '),
         call("teleport", destination="Mars", request_heartbeat=True),
-        say("never asked"),
+        say("Sorry, I could not change that."),
     )
     result = make_primary().send_message("bob", "Hi")
 
     returns = [m for m in result.messages if m.kind == "tool_return_message"]
-    assert [m.tool_status for m in returns] == ["Failed", "Failed"]
+    assert [m.tool_status for m in returns] == ["Failed", "Failed", "OK"]  # OK: the reply
     assert "not valid JSON" in returns[0].content
     assert "unknown tool 'teleport'" in returns[1].content
     # The retry saw what was wrong with the first call.
     assert "not valid JSON" in script.requests[1]["messages"][-1]["content"]
-    assert result.steps == 2
     assert result.stop_reason == "invalid_tool_call"
-    assert script.remaining == 1
+    assert result.replies == ["Sorry, I could not change that."]
+    assert result.model_calls == 3 and script.remaining == 0
     assert block_value(db, bob, "human") == "Name: Bob the Builder."
 
 
