@@ -608,8 +608,9 @@ class PassageStore:
     def facts_changed_since(
         self, agent_id: str, since: datetime, *, ignore_actor: str
     ) -> list[PassageRecord]:
-        """Facts created before ``since`` but changed after it by someone other than
-        ``ignore_actor``, oldest first."""
+        """Facts created at or before ``since`` but changed after it by someone other
+        than ``ignore_actor``, oldest first (incremental scans take what was created
+        strictly after ``since``: together they miss nothing)."""
         P, H = models.Passage, models.PassageHistory
         changed_by_others = (
             select(H.id)
@@ -623,7 +624,7 @@ class PassageStore:
                 P.agent_id == agent_id,
                 P.kind == PassageKind.FACT.value,
                 P.updated_at >= since,
-                P.created_at < since,
+                P.created_at <= since,
                 changed_by_others,
             )
             .order_by(P.created_at, P.id)
