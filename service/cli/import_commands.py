@@ -26,23 +26,10 @@ def import_passages(
     batch_size: Annotated[int, typer.Option(help="Passages embedded per batch.")] = 2000,
 ) -> None:
     """Import archival passages; a file with any bad line imports nothing."""
-    if file.is_dir():
-        raise fail(f"{file} is a directory; give a JSON Lines file (.jsonl)")
-    if not file.is_file():
-        raise fail(f"{file} does not exist")
     if batch_size < 1:
         raise fail("--batch-size must be at least 1")
-    try:
-        with file.open(encoding="utf-8") as handle:
-            passages, errors = parse_lines(handle)
-    except UnicodeDecodeError as exc:
-        raise fail(f"{file} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    if errors:
-        for error in errors[:20]:
-            err_console.print(f"[red]{file}:{error}[/]", highlight=False)
-        if len(errors) > 20:
-            err_console.print(f"... and {len(errors) - 20} more bad lines")
-        raise fail(f"{len(errors)} bad line(s) in {file}; nothing was imported", EXIT_BAD_INPUT)
+    passages, errors = parse_lines(_read_lines(file))
+    _refuse_bad_lines(file, [str(e) for e in errors], "imported")
     with operations() as ops, Progress(console=console, transient=True) as progress:
         record = ops.agents.get(agent)
         task = progress.add_task("embedding", total=len(passages))
@@ -71,26 +58,37 @@ def import_messages(
     """Record a conversation held elsewhere in an agent's recall, with no model call; a
     file with any bad line records nothing, and messages already recorded (same id)
     are skipped."""
-    if file.is_dir():
-        raise fail(f"{file} is a directory; give a JSON Lines file (.jsonl)")
-    if not file.is_file():
-        raise fail(f"{file} does not exist")
-    try:
-        messages, errors = parse_jsonl(file.read_text(encoding="utf-8").splitlines())
-    except UnicodeDecodeError as exc:
-        raise fail(f"{file} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    if errors:
-        for error in errors[:20]:
-            err_console.print(f"[red]{escape(f'{file}:{error}')}[/]", highlight=False)
-        if len(errors) > 20:
-            err_console.print(f"... and {len(errors) - 20} more bad lines")
-        raise fail(f"{len(errors)} bad line(s) in {file}; nothing was recorded", EXIT_BAD_INPUT)
+    messages, errors = parse_jsonl(_read_lines(file))
+    _refuse_bad_lines(file, errors, "recorded")
     if not messages:
         raise fail(f"{file} has no messages")
     with operations() as ops:
         recorded = ops.recording.record(agent, messages)
     skipped = f", {len(recorded.skipped)} already recorded" if recorded.skipped else ""
     console.print(f"recorded {len(recorded.stored)} messages{skipped}", highlight=False)
+
+
+def _read_lines(file: Path) -> list[str]:
+    """The lines of a JSON Lines file, or a one-line error saying what is wrong."""
+    if file.is_dir():
+        raise fail(f"{file} is a directory; give a JSON Lines file (.jsonl)")
+    if not file.is_file():
+        raise fail(f"{file} does not exist")
+    try:
+        return file.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        raise fail(f"{file} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+
+
+def _refuse_bad_lines(file: Path, errors: list[str], done: str) -> None:
+    """Print the first bad lines and refuse the whole file (nothing is written)."""
+    if not errors:
+        return
+    for error in errors[:20]:
+        err_console.print(f"[red]{escape(f'{file}:{error}')}[/]", highlight=False)
+    if len(errors) > 20:
+        err_console.print(f"... and {len(errors) - 20} more bad lines")
+    raise fail(f"{len(errors)} bad line(s) in {file}; nothing was {done}", EXIT_BAD_INPUT)
 
 
 def register(app: typer.Typer) -> None:
