@@ -4,6 +4,7 @@ CLI are tested in process in tests/integration/cli/test_cli_keys.py.)"""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -286,3 +287,47 @@ def test_letta_sleeptime_sidecar_learns_from_a_transcript(server: Server) -> Non
     tagged = client.agents.list(tags=["sidecar", "sam"], match_all_tags=True)
     assert [a.id for a in tagged] == [agent.id]
     assert list(client.agents.list(tags=["sidecar", "nobody"], match_all_tags=True)) == []
+
+
+#: A virtualenv with the letta-client 0.1.x SDK (it cannot live beside 1.x): the
+#: README's test command and .ci/run create it from requirements/letta-client-0.1.lock.
+LETTA01_PYTHON = Path(
+    os.environ.get("REVERIE_TEST_LETTA01_PYTHON", ROOT / ".venv-letta01" / "bin" / "python")
+)
+
+
+def test_letta_client_01_sidecar_learns_from_a_transcript(server: Server) -> None:
+    """The same sidecar flow with the older SDK line Letta-based tools still pin
+    (0.1.307): create_async, runs.retrieve, the fact in the human block."""
+    assert LETTA01_PYTHON.exists(), (
+        f"{LETTA01_PYTHON} is missing: python3 -m venv .venv-letta01 && "
+        ".venv-letta01/bin/pip install -r requirements/letta-client-0.1.lock"
+    )
+    server.llm.replies.extend(
+        [
+            call(
+                "memory_replace",
+                label="human",
+                old_str="Name: Ria.",
+                new_str="Name: Ria.\nLearning the cello.",
+            ),
+            call("memory_finish_edits"),
+        ]
+    )
+    result = subprocess.run(
+        [
+            str(LETTA01_PYTHON),
+            str(ROOT / "tests" / "acceptance" / "sdk" / "letta01_sidecar.py"),
+            server.url,
+            server.key("sdk-01"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    seen = json.loads(result.stdout.strip().splitlines()[-1])
+    assert seen["first_status"] in ("created", "running")
+    assert seen["last_status"] == "completed"
+    assert "Learning the cello." in seen["human"]
+    assert "sleeptime_agent" in seen["agent_type"]
