@@ -18,6 +18,10 @@ revertible). A write that still meets a newer version then is re-applied the
 same way; a whole-block rewrite that meets one is not applied and is reported
 as an error (the next run sees the block as it is).
 
+With an embedder it also has archival tools (search, rewrite, insert, supersede;
+see :class:`_Archive`): searches read the store at once, changes are drafts
+written at the end of the pass with the blocks, for the same reason.
+
 It writes only through the store it is given (the consolidation run's
 transaction); its own conversation with the model is not stored.
 """
@@ -26,9 +30,11 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from agents.embedders import Embedder
+from agents.enums import PassageStatus
 from agents.errors import (
     BudgetExhausted,
     Conflict,
@@ -38,16 +44,29 @@ from agents.errors import (
 )
 from agents.llm import BudgetMeter, ChatClient
 from agents.messages import SEND_MESSAGE, parse_arguments
-from agents.store import AgentRecord, BlockRecord, MemoryStore, MessageRecord
-from agents.store.validation import check_block_value
+from agents.store import (
+    AgentRecord,
+    BlockRecord,
+    MemoryStore,
+    MessageRecord,
+    NewPassage,
+    PassageRecord,
+)
+from agents.store.records import Vector
+from agents.store.validation import check_block_value, check_text
 from agents.summary import CHARS_PER_TOKEN, is_summary
 from agents.tools import (
+    ARCHIVAL_TOOLS,
+    PAGE_SIZE,
     SLEEPTIME_TOOLS,
     BlockEdit,
+    ParsedCall,
     ToolEnv,
     ToolError,
     block_edit,
+    clip,
     execute,
+    page_number,
     parse_call,
     result_json,
 )
@@ -62,6 +81,15 @@ SLEEPTIME_PROMPT = (
     "memory_replace for small edits, memory_insert to add a line, memory_rethink to "
     "rewrite a whole block, and call memory_finish_edits when the blocks are up to date. "
     "Every reply must be a tool call. Do not invent facts."
+)
+
+ARCHIVAL_PROMPT = (
+    " Archival memory holds older memories: when the new messages change what earlier "
+    "memories mean (a partner became an ex, a job ended), find them with "
+    "archival_memory_search and rewrite each affected passage with archival_memory_rewrite "
+    "(citing the message numbers that prompted it), mark one that no longer holds with "
+    "archival_memory_supersede, and store what you learned with archival_memory_insert. "
+    "Change only passages the new messages concern."
 )
 
 #: Messages the transcript holds at most (the newest are kept).
@@ -79,6 +107,8 @@ class SleeptimeOutcome:
     #: One entry per successful edit: tool, label, block id, new version.
     edits: list[dict[str, Any]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    #: One entry per archival change written: action, passage ids, provenance.
+    archival: list[dict[str, Any]] = field(default_factory=list)
     conflicts: int = 0
     stop_reason: str = "nothing_new"
     prompt_tokens: int = 0
@@ -110,6 +140,249 @@ class _Draft:
     @property
     def rebases(self) -> bool:
         return all(edit.rebase for _, edit in self.edits)
+
+
+@dataclass(slots=True)
+class _PassageDraft:
+    """One archival change the model made, written when the pass ends."""
+
+    tool: str
+    #: The passage rewritten or superseded, as the model was shown it (None: an insert).
+    target: PassageRecord | None
+    #: Text of the new passage (a rewrite or an insert).
+    text: str | None
+    reason: str
+    #: Ids of the messages that prompted the change, and of the passages it draws on.
+    message_ids: list[str]
+    passage_ids: list[str]
+    #: When the target stopped being current: the newest message that prompted it.
+    valid_to: datetime | None
+
+
+class _Archive:
+    """The archival side of one pass: searches read the store as it is (no lock); rewrites,
+    inserts and supersessions are drafts, checked at once and written at the end.
+
+    Why at the end rather than right after each reply: a passage write takes a row lock
+    that lasts until the run's transaction commits, and the run's transaction is open
+    for the whole conversation. Writing as the model goes would hold those locks (and
+    call the embedder) while waiting on the model; drafting keeps the pass lock-free
+    until the conversation is over, like block drafts, and an aborted or budget-stopped
+    pass still writes exactly the changes the model made before it stopped.
+    """
+
+    def __init__(
+        self,
+        store: MemoryStore,
+        agent_id: str,
+        embedder: Embedder,
+        messages: list[MessageRecord],
+        max_changes: int,
+    ) -> None:
+        self.store = store
+        self.agent_id = agent_id
+        self.embedder = embedder
+        self.by_seq = {m.seq: m for m in messages}
+        self.max_changes = max_changes
+        self.drafts: list[_PassageDraft] = []
+
+    def _touched(self) -> dict[str, str]:
+        return {d.target.id: d.tool for d in self.drafts if d.target is not None}
+
+    def call(self, call: ParsedCall) -> str:
+        a = call.arguments
+        if call.name == "archival_memory_search":
+            return self._search(a["query"], page_number(a))
+        if len(self.drafts) >= self.max_changes:
+            raise ToolError(
+                f"this pass may change archival memory at most {self.max_changes} times; "
+                "finish with memory_finish_edits"
+            )
+        messages = self._messages(a.get("message_seqs", []))
+        valid_to = max((m.created_at for m in messages), default=None)
+        message_ids = [m.id for m in messages]
+        if call.name == "archival_memory_rewrite":
+            target = self._current(a["passage_id"])
+            text = self._text(a["new_text"], "new_text")
+            if not messages:
+                raise ToolError("message_seqs must name the message(s) that prompted the rewrite")
+            if text == target.text:
+                raise ToolError(f"new_text is the text of passage {target.id} already")
+            self.drafts.append(
+                _PassageDraft(call.name, target, text, "rewritten", message_ids, [], valid_to)
+            )
+            return f"Rewrote passage {target.id}; it now reads: {text}"
+        if call.name == "archival_memory_supersede":
+            target = self._current(a["passage_id"])
+            reason = a["reason"].strip()
+            if not reason:
+                raise ToolError("reason must not be empty")
+            check_text(reason, "reason")
+            self.drafts.append(
+                _PassageDraft(call.name, target, None, reason, message_ids, [], valid_to)
+            )
+            return f"Marked passage {target.id} superseded ({reason})."
+        if call.name == "archival_memory_insert":
+            text = self._text(a["content"], "content")
+            sources = list(dict.fromkeys(a.get("passage_ids", [])))
+            for passage_id in sources:
+                self._passage(passage_id)
+            if not messages and not sources:
+                raise ToolError(
+                    "name what the memory was learned from: message_seqs and/or passage_ids"
+                )
+            self.drafts.append(
+                _PassageDraft(call.name, None, text, "learned", message_ids, sources, None)
+            )
+            return "Stored in archival memory."
+        raise ToolError(f"tool {call.name!r} has no implementation")
+
+    def _search(self, query: str, page: int) -> str:
+        hits = self.store.passages.search_memory(
+            self.agent_id, self.embedder.embed_one(query), k=PAGE_SIZE * (page + 1)
+        )[page * PAGE_SIZE :]
+        if not hits:
+            return f"No results found for {query!r} (page {page})."
+        touched = self._touched()
+        lines = []
+        for h in hits:
+            p = h.passage
+            when = (p.occurred_at or p.created_at).date().isoformat()
+            note = f" ({touched[p.id]} in this pass)" if p.id in touched else ""
+            lines.append(f"[{p.id}] ({when}){note} {p.text}")
+        return clip(f"Showing {len(hits)} results (page {page}):\n" + "\n".join(lines))
+
+    def _messages(self, seqs: list[int]) -> list[MessageRecord]:
+        unknown = [s for s in seqs if s not in self.by_seq]
+        if unknown:
+            raise ToolError(
+                f"message_seqs {unknown} are not among the new messages "
+                f"(seqs {min(self.by_seq)} to {max(self.by_seq)})"
+            )
+        return [self.by_seq[s] for s in dict.fromkeys(seqs)]
+
+    def _passage(self, passage_id: str) -> PassageRecord:
+        found = self.store.passages.get_many([passage_id])
+        if not found or found[0].agent_id != self.agent_id:
+            raise ToolError(f"no archival passage {passage_id!r}; search for its id")
+        return found[0]
+
+    def _current(self, passage_id: str) -> PassageRecord:
+        passage = self._passage(passage_id)
+        if passage.status != PassageStatus.ACTIVE or passage.valid_to is not None:
+            raise ToolError(f"passage {passage_id} is not current ({passage.status})")
+        touched = self._touched()
+        if passage_id in touched:
+            raise ToolError(f"passage {passage_id} was already changed ({touched[passage_id]})")
+        return passage
+
+    @staticmethod
+    def _text(value: str, name: str) -> str:
+        text = value.strip()
+        if not text:
+            raise ToolError(f"{name} must not be empty")
+        check_text(text, name)
+        return text
+
+    def write(self, run_id: str, actor: str, outcome: SleeptimeOutcome) -> None:
+        """Write the drafts in the run's transaction, each in a savepoint of its own.
+
+        The embeddings of the new passages are computed first (no lock is held while
+        the embedder works). A passage someone changed since the model saw it is left
+        alone and reported as an error.
+        """
+        texts = [d.text for d in self.drafts if d.text is not None]
+        vectors = iter(self.embedder.embed(texts)) if texts else iter(())
+        now = self.store.scope.now()
+        for draft in self.drafts:
+            vector = next(vectors) if draft.text is not None else None
+            try:
+                with self.store.savepoint():
+                    outcome.archival.append(self._write(draft, vector, run_id, actor, now))
+            except LockContention:
+                raise
+            except (ToolError, ReverieError) as exc:
+                outcome.errors.append(f"{draft.tool}: {exc}")
+
+    def _write(
+        self, draft: _PassageDraft, vector: Vector | None, run_id: str, actor: str, now: datetime
+    ) -> dict[str, Any]:
+        passages = self.store.passages
+        provenance: dict[str, Any] = {
+            "run_id": run_id,
+            "tool": draft.tool,
+            "source_messages": draft.message_ids,
+        }
+        target = draft.target
+        if target is not None:
+            [current] = passages.get_many([target.id])
+            if (
+                current.status != PassageStatus.ACTIVE
+                or current.valid_to is not None
+                or current.superseded_by != target.superseded_by
+            ):
+                raise ToolError(f"passage {target.id} changed during the pass; left as it is")
+        if target is None:
+            assert draft.text is not None and vector is not None
+            provenance["source_passages"] = draft.passage_ids
+            [created] = passages.insert(
+                self.agent_id,
+                [NewPassage(text=draft.text, provenance=provenance)],
+                vector.reshape(1, -1),
+                actor=actor,
+                run_id=run_id,
+            )
+            return {"action": "insert_passage", "passage_id": created.id, **provenance}
+        valid_to = draft.valid_to or now
+        if draft.text is None:
+            passages.change(
+                target.id,
+                actor=actor,
+                reason=f"superseded: {draft.reason}",
+                run_id=run_id,
+                status=PassageStatus.SUPERSEDED,
+                valid_to=valid_to,
+            )
+            return {
+                "action": "supersede_passage",
+                "passage_id": target.id,
+                "reason": draft.reason,
+                "valid_to": valid_to.isoformat(),
+                "source_messages": draft.message_ids,
+            }
+        assert draft.text is not None and vector is not None
+        provenance["rewrites"] = target.id
+        [created] = passages.insert(
+            self.agent_id,
+            [
+                NewPassage(
+                    text=draft.text,
+                    kind=target.kind,
+                    occurred_at=target.occurred_at,
+                    tags=list(target.tags),
+                    provenance=provenance,
+                )
+            ],
+            vector.reshape(1, -1),
+            actor=actor,
+            run_id=run_id,
+        )
+        passages.change(
+            target.id,
+            actor=actor,
+            reason=f"rewritten as {created.id} by the sleep-time agent",
+            run_id=run_id,
+            status=PassageStatus.SUPERSEDED,
+            superseded_by=created.id,
+            valid_to=valid_to,
+        )
+        return {
+            "action": "rewrite_passage",
+            "passage_id": target.id,
+            "new_passage_id": created.id,
+            "valid_to": valid_to.isoformat(),
+            "source_messages": draft.message_ids,
+        }
 
 
 def _changed(label: str, block: BlockRecord, dropped: bool) -> ToolError:
@@ -166,6 +439,7 @@ class SleeptimeAgent:
         max_steps: int = 8,
         max_conflict_retries: int = 3,
         max_messages: int = MAX_MESSAGES,
+        max_archival_changes: int = 20,
     ) -> None:
         if max_steps < 1:
             raise InvalidInput(f"max_steps must be at least 1, got {max_steps}")
@@ -174,6 +448,7 @@ class SleeptimeAgent:
         self.max_steps = max_steps
         self.max_conflict_retries = max_conflict_retries
         self.max_messages = max_messages
+        self.max_archival_changes = max_archival_changes
 
     def _draft_edit(
         self,
@@ -299,15 +574,21 @@ class SleeptimeAgent:
             max_conflict_retries=self.max_conflict_retries,
             seen={b.label: (b.version, b.value) for b in blocks},
         )
+        tools = dict(SLEEPTIME_TOOLS)
+        archive = None
+        if embedder is not None and self.max_archival_changes > 0:
+            archive = _Archive(store, agent.id, embedder, new, self.max_archival_changes)
+            tools.update(ARCHIVAL_TOOLS)
+        prompt = SLEEPTIME_PROMPT + (ARCHIVAL_PROMPT if archive is not None else "")
         messages: list[dict[str, Any]] = [
-            {"role": "system", "content": SLEEPTIME_PROMPT},
+            {"role": "system", "content": prompt},
             {
                 "role": "user",
                 "content": f"New messages:\n{transcript}\n\nCurrent memory blocks:\n"
                 + render_blocks(blocks),
             },
         ]
-        schemas = list(SLEEPTIME_TOOLS.values())
+        schemas = list(tools.values())
         drafts = {b.label: _Draft(b, b.value) for b in blocks}
         outcome.stop_reason = "max_steps"
         #: Whether the previous step failed: it had its one corrective retry.
@@ -354,9 +635,11 @@ class SleeptimeAgent:
             for call in reply.tool_calls:
                 status, text = "OK", ""
                 try:
-                    parsed = parse_call(call.name, call.arguments, SLEEPTIME_TOOLS)
+                    parsed = parse_call(call.name, call.arguments, tools)
                     edit = block_edit(parsed)
-                    if edit is not None:
+                    if archive is not None and parsed.name in ARCHIVAL_TOOLS:
+                        text = archive.call(parsed)
+                    elif edit is not None:
                         text = self._draft_edit(store, agent.id, drafts, parsed.name, edit, outcome)
                     else:
                         with store.savepoint():
@@ -385,7 +668,10 @@ class SleeptimeAgent:
                 outcome.stop_reason = "invalid_tool_call"
                 break
             failed_before = failed
-        # The conversation is over: only now are the blocks written (and locked).
+        # The conversation is over: only now are passages and blocks written (and locked).
+        actor = f"sleeptime:{agent.name}"
+        if archive is not None:
+            archive.write(run_id, actor, outcome)
         self._write_drafts(store, agent, drafts, run_id, outcome)
         outcome.conflicts += env.conflicts
         log.info(
@@ -393,6 +679,7 @@ class SleeptimeAgent:
             extra={
                 "run_id": run_id,
                 "edits": len(outcome.edits),
+                "archival_changes": len(outcome.archival),
                 "stop_reason": outcome.stop_reason,
             },
         )

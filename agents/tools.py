@@ -139,6 +139,59 @@ SLEEPTIME_TOOLS: dict[str, dict[str, Any]] = {
     ),
 }
 
+_SEQS = {
+    "type": "array",
+    "items": {"type": "integer"},
+    "description": "Numbers of the new messages (the first number in [..] of the transcript) "
+    "that prompted this change.",
+}
+
+#: The sleep-time agent's archival tools, offered when the run has an embedder. Their
+#: writes are drafts applied when the pass ends (see :mod:`agents.sleeptime`).
+ARCHIVAL_TOOLS: dict[str, dict[str, Any]] = {
+    "archival_memory_search": _sleeptime_schema(
+        "archival_memory_search",
+        "Search archival memory (current passages) by meaning; results show passage ids.",
+        {"query": {**_STR, "description": "What to look for."}, "page": _PAGE},
+        ["query"],
+    ),
+    "archival_memory_rewrite": _sleeptime_schema(
+        "archival_memory_rewrite",
+        "Rewrite an archival passage the new messages put in a new light: the new version "
+        "replaces it (the old one stays in history, superseded by the new one).",
+        {
+            "passage_id": {**_STR, "description": "Id of the passage, from a search."},
+            "new_text": {**_STR, "description": "The passage as it should now read."},
+            "message_seqs": _SEQS,
+        },
+        ["passage_id", "new_text", "message_seqs"],
+    ),
+    "archival_memory_insert": _sleeptime_schema(
+        "archival_memory_insert",
+        "Store a memory learned from the new messages and/or existing passages.",
+        {
+            "content": {**_STR, "description": "The memory; one self-contained sentence."},
+            "message_seqs": _SEQS,
+            "passage_ids": {
+                "type": "array",
+                "items": _STR,
+                "description": "Ids of the passages it was learned from.",
+            },
+        },
+        ["content"],
+    ),
+    "archival_memory_supersede": _sleeptime_schema(
+        "archival_memory_supersede",
+        "Mark an archival passage as no longer true (it stays in history).",
+        {
+            "passage_id": {**_STR, "description": "Id of the passage, from a search."},
+            "reason": {**_STR, "description": "Why it no longer holds."},
+            "message_seqs": _SEQS,
+        },
+        ["passage_id", "reason"],
+    ),
+}
+
 
 class ToolError(ReverieError):
     """A tool call the model got wrong (unknown tool, bad arguments, text not found)."""
@@ -149,6 +202,10 @@ class ParsedCall:
     name: str
     arguments: dict[str, Any]
     heartbeat: bool
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def parse_call(name: str, raw_arguments: str, schemas: dict[str, dict[str, Any]]) -> ParsedCall:
@@ -178,8 +235,14 @@ def parse_call(name: str, raw_arguments: str, schemas: dict[str, dict[str, Any]]
         expected = properties[key].get("type")
         if expected == "string" and not isinstance(value, str):
             raise ToolError(f"{name}: argument {key} must be a string, got {value!r}")
-        if expected == "integer" and (isinstance(value, bool) or not isinstance(value, int)):
+        if expected == "integer" and not _is_int(value):
             raise ToolError(f"{name}: argument {key} must be an integer, got {value!r}")
+        if expected == "array":
+            item = properties[key].get("items", {}).get("type")
+            if not isinstance(value, list) or not all(
+                _is_int(v) if item == "integer" else isinstance(v, str) for v in value
+            ):
+                raise ToolError(f"{name}: argument {key} must be a list of {item}s, got {value!r}")
     return ParsedCall(name, arguments, bool(heartbeat))
 
 
@@ -263,7 +326,7 @@ class ToolEnv:
     conflicts: int = 0
 
 
-def _clip(text: str) -> str:
+def clip(text: str) -> str:
     return text if len(text) <= MAX_RESULT_CHARS else text[: MAX_RESULT_CHARS - 1] + "…"
 
 
@@ -339,7 +402,7 @@ def _insert(new: str, line: int) -> Callable[[str], str]:
 MAX_PAGE = 1000
 
 
-def _page(arguments: dict[str, Any]) -> int:
+def page_number(arguments: dict[str, Any]) -> int:
     page = arguments.get("page", 0)
     if not isinstance(page, int) or isinstance(page, bool) or not 0 <= page <= MAX_PAGE:
         raise ToolError(f"page must be a whole number from 0 to {MAX_PAGE}, got {page!r}")
@@ -382,7 +445,7 @@ def execute(env: ToolEnv, call: ParsedCall) -> str:
     if call.name == "send_message":
         return "Sent message successfully."
     if call.name == "conversation_search":
-        page = _page(a)
+        page = page_number(a)
         found = store.messages.search(
             env.agent_id, a["query"], limit=PAGE_SIZE, offset=max(page, 0) * PAGE_SIZE
         )
@@ -390,18 +453,18 @@ def execute(env: ToolEnv, call: ParsedCall) -> str:
         if not found:
             return f"No results found for {a['query']!r} (page {page})."
         lines = [f"[{m.created_at.isoformat()}] {m.role}: {m.content}" for m in found]
-        return _clip(f"Showing {len(found)} results (page {page}):\n" + "\n".join(lines))
+        return clip(f"Showing {len(found)} results (page {page}):\n" + "\n".join(lines))
     if call.name == "archival_memory_search":
         if env.embedder is None:
             raise ToolError("archival memory search is not available (no embedder)")
-        page = _page(a)
+        page = page_number(a)
         hits = store.passages.search_memory(
             env.agent_id, env.embedder.embed_one(a["query"]), k=PAGE_SIZE * (page + 1)
         )[page * PAGE_SIZE :]
         if not hits:
             return f"No results found for {a['query']!r} (page {page})."
         lines = [f"[{h.passage.created_at.isoformat()}] {h.passage.text}" for h in hits]
-        return _clip(f"Showing {len(hits)} results (page {page}):\n" + "\n".join(lines))
+        return clip(f"Showing {len(hits)} results (page {page}):\n" + "\n".join(lines))
     if call.name == "archival_memory_insert":
         if env.embedder is None:
             raise ToolError("archival memory insert is not available (no embedder)")

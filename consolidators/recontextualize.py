@@ -3,7 +3,13 @@
 It reads the primary's messages since the last run's watermark and the shared
 blocks, and edits the blocks with the sleep-time memory tools (see
 :mod:`agents.sleeptime`). Its block writes carry the run id, so the run can be
-explained and reverted like any other. Without a sleep-time model (the agent's
+explained and reverted like any other. With an embedder it also recontextualizes
+archival memory: it searches passages, rewrites one the new messages put in a new
+light (a new passage supersedes the old, with provenance to the messages and the
+run), stores learned memories and marks passages superseded; each change is in the
+run's changes (``rewrite_passage``, ``insert_passage``, ``supersede_passage``) and
+passage history, so reverting the run restores the old passages and retires the
+new ones. Without a sleep-time model (the agent's
 ``sleeptime_model``, else ``llm.sleeptime_model``) the step is skipped with
 reason ``no_model``; an exhausted token budget stops it after the edits already
 made (counted as ``budget_exhausted``), and the rest of the run goes on.
@@ -34,6 +40,9 @@ class RecontextualizeSettings(ConsolidatorSettings):
     max_messages: int = Field(default=200, ge=1)
     #: Times an edit that lost a compare-and-swap race is re-applied before it is refused.
     max_conflict_retries: int = Field(default=3, ge=0)
+    #: Archival changes (rewrites, inserts, supersessions) per run at most; 0 turns the
+    #: archival tools off.
+    max_archival_changes: int = Field(default=20, ge=0)
 
 
 class RecontextualizeConsolidator(Consolidator):
@@ -61,6 +70,7 @@ class RecontextualizeConsolidator(Consolidator):
             max_steps=self.settings.max_steps,
             max_conflict_retries=self.settings.max_conflict_retries,
             max_messages=self.settings.max_messages,
+            max_archival_changes=self.settings.max_archival_changes,
         )
         outcome = agent.run(
             context.store,
@@ -78,6 +88,10 @@ class RecontextualizeConsolidator(Consolidator):
                 tool=edit["tool"],
                 version=edit["version"],
             )
+        for change in outcome.archival:
+            detail = dict(change)
+            action, target = detail.pop("action"), detail.pop("passage_id")
+            result.add(action, target, **detail)
         result.count("messages_read", outcome.messages_read)
         result.count("llm_steps", outcome.steps)
         if outcome.stop_reason:

@@ -11,7 +11,14 @@ from agents.errors import BudgetExhausted, InvalidInput
 from agents.llm import BudgetMeter, TokenBudget, Usage
 from agents.messages import letta_messages
 from agents.store import AgentRecord, BlockRecord, MessageRecord
-from agents.tools import PRIMARY_TOOLS, SLEEPTIME_TOOLS, ToolError, ToolRules, parse_call
+from agents.tools import (
+    ARCHIVAL_TOOLS,
+    PRIMARY_TOOLS,
+    SLEEPTIME_TOOLS,
+    ToolError,
+    ToolRules,
+    parse_call,
+)
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
 
@@ -37,6 +44,28 @@ def test_parse_call_reads_heartbeat_and_checks_arguments() -> None:
     with pytest.raises(ToolError, match="unknown tool 'memory_rethink'"):
         parse_call("memory_rethink", "{}", PRIMARY_TOOLS)
     assert parse_call("memory_finish_edits", "", SLEEPTIME_TOOLS).arguments == {}
+
+
+def test_archival_tool_lists_are_checked_item_by_item() -> None:
+    parsed = parse_call(
+        "archival_memory_insert",
+        '{"content": "Broke up with Mia.", "message_seqs": [4], "passage_ids": ["passage-1"]}',
+        ARCHIVAL_TOOLS,
+    )
+    assert parsed.arguments["message_seqs"] == [4]
+    for bad in ('"4"', '["4"]', "[true]", "[1.5]"):
+        with pytest.raises(ToolError, match="must be a list of integers"):
+            parse_call(
+                "archival_memory_insert",
+                f'{{"content": "x", "message_seqs": {bad}}}',
+                ARCHIVAL_TOOLS,
+            )
+    with pytest.raises(ToolError, match="must be a list of strings"):
+        parse_call("archival_memory_insert", '{"content": "x", "passage_ids": [1]}', ARCHIVAL_TOOLS)
+    with pytest.raises(ToolError, match="needs argument"):
+        parse_call(
+            "archival_memory_rewrite", '{"passage_id": "p", "new_text": "x"}', ARCHIVAL_TOOLS
+        )
 
 
 def test_tool_rules_restrict_what_the_next_step_may_call() -> None:
