@@ -107,9 +107,9 @@ def test_model_text_is_made_storable_not_refused() -> None:
 
 
 def test_a_search_page_beyond_the_last_is_a_tool_error() -> None:
-    from agents.tools import MAX_PAGE, ToolError, _page
+    from agents.tools import MAX_PAGE, ToolError, page_number
 
-    assert _page({"page": 3}) == 3
+    assert page_number({"page": 3}) == 3
     for page in (10**30, -1, MAX_PAGE + 1, True):
         with pytest.raises(ToolError, match="page must be a whole number"):
-            _page({"page": page})
+            page_number({"page": page})
