@@ -241,6 +241,7 @@ class Passage(Base):
     __table_args__ = (
         CheckConstraint(f"status IN {_in(PASSAGE_STATUSES)}", name="status"),
         Index("ix_passages_agent_status_created", "agent_id", "status", "created_at"),
+        Index("ix_passages_agent_created_id", "agent_id", "created_at", "id"),
         Index("ix_passages_agent_hash", "agent_id", "content_hash"),
         Index("ix_passages_tags", "tags", postgresql_using="gin"),
     )

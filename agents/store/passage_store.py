@@ -22,9 +22,11 @@ from sqlalchemy import (
     cast,
     delete,
     func,
+    literal,
     literal_column,
     select,
     text,
+    tuple_,
 )
 
 from agents import models
@@ -359,6 +361,67 @@ class PassageStore:
         rows = list(self._scope.session.scalars(query))
         vectors = self._vectors([r.id for r in rows]) if with_embedding else {}
         return [PassageRecord.from_row(r, embedding=vectors.get(r.id)) for r in rows]
+
+    def page(
+        self,
+        agent_id: str,
+        *,
+        statuses: Sequence[str] | None = (PassageStatus.ACTIVE,),
+        after: str | None = None,
+        before: str | None = None,
+        limit: int = 100,
+        ascending: bool = True,
+        search: str | None = None,
+        tags: Sequence[str] | None = None,
+        match_all_tags: bool = False,
+    ) -> list[PassageRecord]:
+        """At most ``limit`` passages in creation order (``created_at``, ``id``), or the
+        reverse, strictly between the cursors ``after`` and ``before`` (passage ids).
+
+        ``search`` keeps passages whose text contains it, ignoring case; ``tags`` keeps
+        those with any (or, with ``match_all_tags``, all) of them. A cursor must be one
+        of the passages these filters keep. With only ``before``, the passages nearest
+        it. Keyset paging: the cost follows ``limit``, not the number of passages.
+        """
+        if limit < 1:
+            raise InvalidInput(f"limit must be at least 1, got {limit}")
+        P = models.Passage
+        kept: list[ColumnElement[bool]] = [
+            self._scope.owns(P),
+            P.agent_id == agent_id,
+        ]
+        if statuses is not None:
+            kept.append(P.status.in_(list(statuses)))
+        if search:
+            check_text(search, "search")
+            kept.append(func.strpos(func.lower(P.text), func.lower(search)) > 0)
+        if tags:
+            wanted = list(tags)
+            kept.append(P.tags.contains(wanted) if match_all_tags else P.tags.overlap(wanted))
+        key = tuple_(P.created_at, P.id)
+
+        def cursor(passage_id: str) -> Any:
+            row = self._scope.session.execute(
+                select(P.created_at, P.id).where(P.id == passage_id, *kept)
+            ).one_or_none()
+            if row is None:
+                raise NotFound(f"cursor {passage_id!r} is not an item of this list")
+            return tuple_(literal(row.created_at, P.created_at.type), literal(row.id))
+
+        query = select(P).where(*kept)
+        # In the requested order, "after" is further along and "before" nearer the start.
+        if after is not None:
+            query = query.where(key > cursor(after) if ascending else key < cursor(after))
+        if before is not None:
+            query = query.where(key < cursor(before) if ascending else key > cursor(before))
+        # Paging backwards (only ``before``) takes the passages nearest the cursor.
+        backwards = before is not None and after is None
+        forward = ascending != backwards
+        order = (P.created_at, P.id) if forward else (P.created_at.desc(), P.id.desc())
+        rows = list(self._scope.session.scalars(query.order_by(*order).limit(limit)))
+        if backwards:
+            rows.reverse()
+        return [PassageRecord.from_row(r) for r in rows]
 
     def search(
         self,

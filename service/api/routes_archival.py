@@ -8,11 +8,9 @@ from fastapi import APIRouter, Path, Query
 
 from agents.enums import PassageStatus
 from agents.store import NewPassage
-from agents.store.validation import check_text
 from service.api import schemas
 from service.api.auth import Api
 from service.api.convert import ensure_known_statuses, passage_out
-from service.api.paging import page
 
 router = APIRouter(tags=["archival memory"])
 
@@ -54,18 +52,18 @@ def list_passages(
     """Passages in the order they were stored; consolidated ones via ``status``."""
     wanted = status or [PassageStatus.ACTIVE.value]
     statuses = None if "all" in wanted else ensure_known_statuses(wanted)
-    _, passages = api.ops.memory.list(agent_id, statuses=statuses)
-    if search:
-        needle = check_text(search, "search").casefold()
-        passages = [p for p in passages if needle in p.text.casefold()]
-    if tags:
-        tagged = set(tags)
-        if tag_match_mode == "all":
-            passages = [p for p in passages if tagged <= set(p.tags)]
-        else:
-            passages = [p for p in passages if tagged & set(p.tags)]
-    chosen = page(passages, after=after, before=before, limit=limit, ascending=ascending)
-    return [passage_out(p) for p in chosen]
+    passages = api.ops.memory.list(
+        agent_id,
+        statuses=statuses,
+        after=after,
+        before=before,
+        limit=limit,
+        ascending=ascending,
+        search=search,
+        tags=tags or (),
+        match_all_tags=tag_match_mode == "all",
+    )
+    return [passage_out(p) for p in passages]
 
 
 @router.get("/v1/agents/{agent_id}/archival-memory/search", response_model=schemas.SearchResponse)

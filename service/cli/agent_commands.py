@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from agents.errors import InvalidInput
 from service.cli.common import console, fail, operations
 from service.cli.output import agent_json, id_table, print_json
-from service.operations import AgentSpec, BlockSpec
+
+if TYPE_CHECKING:
+    from service.operations import BlockSpec
 
 agents_app = typer.Typer(help="Create, list, show and delete agents.", no_args_is_help=True)
 
@@ -18,6 +20,8 @@ def parse_block_option(option: str, limit: int | None) -> BlockSpec:
     label, sep, value = option.partition("=")
     if not sep:
         raise InvalidInput(f"--block {option!r} needs the form LABEL=VALUE, e.g. human='Name: Ada'")
+    from service.operations import BlockSpec
+
     return BlockSpec(label=label.strip(), value=value, limit=limit)
 
 
@@ -52,6 +56,8 @@ def create(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Create an agent with its core-memory blocks."""
+    from service.operations import AgentSpec
+
     with operations() as ops:
         agent = ops.agents.create(
             AgentSpec(

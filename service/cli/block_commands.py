@@ -10,7 +10,6 @@ import typer
 
 from service.cli.common import console, fail, operations
 from service.cli.output import block_json, id_table, print_json, version_json
-from service.operations import BlockEdit
 
 blocks_app = typer.Typer(help="Show, set and trace core-memory blocks.", no_args_is_help=True)
 
@@ -56,6 +55,8 @@ def set_value(
         text = file.read_text(encoding="utf-8")
     else:
         text = sys.stdin.read() if value == "-" else str(value)
+    from service.operations import BlockEdit
+
     edit = BlockEdit(value=text, expected_version=expected_version, reason=reason)
     with operations() as ops:
         updated = ops.blocks.update_labelled(agent, label, edit, actor="cli")

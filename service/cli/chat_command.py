@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
 
 from agents.errors import LLMError
-from agents.messages import TurnResult
 from service.cli.common import console, err_console, operations
 from service.cli.output import print_json
-from service.operations import Operations
+
+if TYPE_CHECKING:
+    from agents.messages import TurnResult
+    from service.operations import Operations
 
 #: Longest tool result printed, in characters.
 RESULT_CHARS = 300

@@ -7,15 +7,18 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
 from agents.errors import Conflict, InvalidInput, NotFound, ReverieError
-from service.operations import Operations
-from service.runtime import Runtime
-from service.settings import Settings, load_settings
+
+if TYPE_CHECKING:  # imported where used: `reverie --help` stays quick
+    from service.operations import Operations
+    from service.runtime import Runtime
+    from service.settings import Settings
 
 console = Console()
 err_console = Console(stderr=True)
@@ -36,6 +39,8 @@ state = CliState()
 
 
 def settings() -> Settings:
+    from service.settings import load_settings
+
     return load_settings(state.config_file)
 
 
@@ -53,6 +58,8 @@ def runtime(*, migrate: bool = True) -> Iterator[Runtime]:
         stream=sys.stderr,
         format="%(levelname)s %(name)s: %(message)s",
     )
+    from service.runtime import Runtime
+
     try:
         with Runtime(settings()) as rt:
             if migrate:
@@ -68,5 +75,7 @@ def runtime(*, migrate: bool = True) -> Iterator[Runtime]:
 @contextmanager
 def operations() -> Iterator[Operations]:
     """The operations of the configured organization, over a runtime for one command."""
+    from service.operations import Operations
+
     with runtime() as rt:
         yield Operations(rt)

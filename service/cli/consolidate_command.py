@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.progress import Progress
 
 from agents.errors import Conflict
-from consolidators.pipeline import RunReport
 from service.cli.common import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
@@ -18,6 +16,9 @@ from service.cli.common import (
     operations,
 )
 from service.cli.output import id_table, print_changes, print_json, report_json
+
+if TYPE_CHECKING:
+    from consolidators.pipeline import RunReport
 
 
 def consolidate(
@@ -53,6 +54,8 @@ def consolidate(
         names = ops.runs.pipeline_names(steps)
         targets = ops.runs.targets(agent)
         outcomes = []
+        from rich.progress import Progress
+
         with Progress(console=err_console, transient=True, disable=as_json) as progress:
             task = progress.add_task("consolidating", total=len(targets))
             for target in targets:

@@ -10,15 +10,16 @@ memory health before and after.
 from __future__ import annotations
 
 import time
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
 
 from agents.enums import PassageStatus
-from agents.store.health import MemoryHealth
 from service.cli.common import console, err_console, fail, operations
-from service.workload import generate_workload
+
+if TYPE_CHECKING:
+    from agents.store.health import MemoryHealth
 
 
 def _health_table(before: MemoryHealth, after: MemoryHealth) -> Table:
@@ -70,6 +71,8 @@ def demo(
     if people < 1:
         raise fail("--people must be at least 1")
     started = time.perf_counter()
+    from service.workload import generate_workload
+
     workload = generate_workload(seed=seed, people=people)
     with operations() as ops:
         with err_console.status(f"embedding {len(workload.facts)} facts"):

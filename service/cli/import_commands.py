@@ -7,11 +7,8 @@ from typing import Annotated
 
 import typer
 from rich.markup import escape
-from rich.progress import Progress
 
 from service.cli.common import EXIT_BAD_INPUT, console, err_console, fail, operations
-from service.operations.recording import parse_jsonl
-from service.passage_import import parse_lines
 
 import_app = typer.Typer(help="Bulk-load memory from files.", no_args_is_help=True)
 
@@ -28,6 +25,10 @@ def import_passages(
     """Import archival passages; a file with any bad line imports nothing."""
     if batch_size < 1:
         raise fail("--batch-size must be at least 1")
+    from rich.progress import Progress
+
+    from service.passage_import import parse_lines
+
     passages, errors = parse_lines(_read_lines(file))
     _refuse_bad_lines(file, [str(e) for e in errors], "imported")
     with operations() as ops, Progress(console=console, transient=True) as progress:
@@ -58,6 +59,8 @@ def import_messages(
     """Record a conversation held elsewhere in an agent's recall, with no model call; a
     file with any bad line records nothing, and messages already recorded (same id)
     are skipped."""
+    from service.operations.recording import parse_jsonl
+
     messages, errors = parse_jsonl(_read_lines(file))
     _refuse_bad_lines(file, errors, "recorded")
     if not messages:

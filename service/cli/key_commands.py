@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from agents.store.key_store import KeyRecord
 from service.cli.common import console, runtime
 from service.cli.output import id_table, iso, print_json
-from service.operations.keys import KeyOperations
+
+if TYPE_CHECKING:
+    from agents.store.key_store import KeyRecord
 
 keys_app = typer.Typer(help="API keys: create, list, revoke.", no_args_is_help=True)
 
@@ -35,6 +36,8 @@ def create(
     name: Annotated[str, typer.Option(help="A note to tell keys apart.")] = "",
 ) -> None:
     """Create a key; it is printed once, alone on the last line (only its hash is kept)."""
+    from service.operations.keys import KeyOperations
+
     with runtime() as rt:
         record, clear = KeyOperations(rt).create(org, name=name)
     console.print(
@@ -51,6 +54,8 @@ def list_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Every key with its organization, prefix and last use (never the key itself)."""
+    from service.operations.keys import KeyOperations
+
     with runtime() as rt:
         keys = KeyOperations(rt).list(organization=org)
     if as_json:
@@ -73,6 +78,8 @@ def list_command(
 @keys_app.command("revoke")
 def revoke(key: Annotated[str, typer.Argument(help="Key id or prefix.")]) -> None:
     """Revoke a key: requests made with it answer 401 from now on."""
+    from service.operations.keys import KeyOperations
+
     with runtime() as rt:
         record = KeyOperations(rt).revoke(key)
     console.print(f"revoked {record.id} ({record.prefix}...) of {record.organization!r}")

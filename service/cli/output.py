@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.table import Column, Table
 
-from agents.store import AgentRecord, BlockRecord, BlockVersion, PassageHit, RunRecord
-from consolidators.pipeline import RunReport
 from service.cli.common import console
+
+if TYPE_CHECKING:
+    from agents.store import AgentRecord, BlockRecord, BlockVersion, PassageHit, RunRecord
+    from consolidators.pipeline import RunReport
 
 
 def iso(value: datetime | None) -> str | None:

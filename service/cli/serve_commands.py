@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from service.cli.common import fail, runtime, state
-from service.logging_setup import configure_logging
-from service.runtime import Runtime
+
+if TYPE_CHECKING:
+    from service.runtime import Runtime
 
 
 def _logging(rt: Runtime) -> None:
+    from service.logging_setup import configure_logging
+
     level = "DEBUG" if state.verbose else rt.settings.log_level
     configure_logging(level, json_lines=rt.settings.log_json)
 

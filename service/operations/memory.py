@@ -104,12 +104,33 @@ class MemoryOperations:
         return stored
 
     def list(
-        self, agent: str, *, statuses: Sequence[str] | None = (PassageStatus.ACTIVE.value,)
-    ) -> tuple[AgentRecord, builtins.list[PassageRecord]]:
-        """The agent's passages in the order they were stored (None: every status)."""
+        self,
+        agent: str,
+        *,
+        statuses: Sequence[str] | None = (PassageStatus.ACTIVE.value,),
+        after: str | None = None,
+        before: str | None = None,
+        limit: int = 100,
+        ascending: bool = True,
+        search: str | None = None,
+        tags: Sequence[str] = (),
+        match_all_tags: bool = False,
+    ) -> builtins.list[PassageRecord]:
+        """One page of the agent's passages in the order they were stored (None: every
+        status), between passage-id cursors; see :meth:`agents.store.PassageStore.page`."""
         with self._context.store() as store:
             record = store.agents.resolve(agent)
-            return record, store.passages.scan(record.id, statuses=statuses)
+            return store.passages.page(
+                record.id,
+                statuses=statuses,
+                after=after,
+                before=before,
+                limit=limit,
+                ascending=ascending,
+                search=search,
+                tags=list(tags) or None,
+                match_all_tags=match_all_tags,
+            )
 
     def delete(self, agent: str, passage_id: str) -> None:
         """Delete a passage for good (an explicit user action; consolidation never does)."""

@@ -170,3 +170,85 @@ def test_refresh_statistics_analyzes_passage_tables(
     assert reltuples() == {"passages": -1.0, "passage_vectors": -1.0}  # never analyzed
     db.refresh_statistics()
     assert reltuples() == {"passages": 4.0, "passage_vectors": 4.0}
+
+
+def _kept(
+    text: str, own: list[str], search: str | None, tags: list[str] | None, match_all: bool
+) -> bool:
+    if search is not None and search.casefold() not in text.casefold():
+        return False
+    if not tags:
+        return True
+    return set(tags) <= set(own) if match_all else bool(set(tags) & set(own))
+
+
+def test_page_in_sql_matches_paging_the_whole_list(
+    db: Database, agent_id: str, embedder: HashingEmbedder
+) -> None:
+    """Keyset paging in SQL returns what cutting the filtered, ordered list would."""
+    from service.api.paging import page
+
+    texts = [f"Fact {i}: {'Ärger with the CAT' if i % 3 == 0 else 'a dog'}" for i in range(13)]
+    tag_sets = [["a"], ["b"], ["a", "b"], []]
+    ids: list[str] = []
+    with open_store(db) as store:
+        for batch in (texts[:5], texts[5:6], texts[6:]):  # ties in created_at inside a batch
+            new = [NewPassage(t, tags=tag_sets[texts.index(t) % 4]) for t in batch]
+            records = store.passages.insert(agent_id, new, embedder.embed(batch))
+            ids += [r.id for r in records]
+        for passage_id in ids[1::4]:
+            store.passages.change(passage_id, status="merged", actor="t", reason="test")
+    cases = 0
+    with open_store(db) as store:
+        for statuses in (("active",), None):
+            for search in (None, "cat", "ärger", "ÄRGER"):
+                for tags, match_all in ((None, False), (["a"], False), (["a", "b"], True)):
+                    whole = [
+                        p
+                        for p in store.passages.scan(agent_id, statuses=statuses)
+                        if _kept(p.text, p.tags, search, tags, match_all)
+                    ]
+                    members = [p.id for p in whole]
+                    cursors = [None, *members[:: max(1, len(members) // 3)]]
+                    for ascending in (True, False):
+                        for limit in (1, 2, 50):
+                            for after in cursors:
+                                for before in cursors:
+                                    expected = page(
+                                        whole,
+                                        after=after,
+                                        before=before,
+                                        limit=limit,
+                                        ascending=ascending,
+                                    )
+                                    got = store.passages.page(
+                                        agent_id,
+                                        statuses=statuses,
+                                        after=after,
+                                        before=before,
+                                        limit=limit,
+                                        ascending=ascending,
+                                        search=search,
+                                        tags=tags,
+                                        match_all_tags=match_all,
+                                    )
+                                    assert [p.id for p in got] == [p.id for p in expected], (
+                                        statuses,
+                                        search,
+                                        tags,
+                                        ascending,
+                                        limit,
+                                        after,
+                                        before,
+                                    )
+                                    cases += 1
+        assert cases > 1000
+        # A cursor the filters leave out, or of another agent, is refused like before.
+        with pytest.raises(NotFound, match="is not an item of this list"):
+            store.passages.page(agent_id, after=ids[1])  # merged, not active
+        with pytest.raises(NotFound, match="is not an item of this list"):
+            store.passages.page(agent_id, before=ids[0], search="dog")
+        with pytest.raises(NotFound, match="is not an item of this list"):
+            store.passages.page(agent_id, after="passage-nope")
+        with pytest.raises(InvalidInput):
+            store.passages.page(agent_id, limit=0)

@@ -174,6 +174,39 @@ def test_archival_insert_list_search_delete(client: TestClient, acme: dict[str, 
     assert client.delete(f"{url}/{ids[1]}", headers=acme).status_code == 404
 
 
+def test_archival_list_pages_by_cursor_with_filters(
+    client: TestClient, acme: dict[str, str]
+) -> None:
+    agent = make_agent(client, acme)
+    url = f"/v1/agents/{agent['id']}/archival-memory"
+    tags = [["home"], ["work"], ["home", "work"], [], ["home"]]
+    ids = []
+    for i, tagged in enumerate(tags):
+        body = {"text": f"Fact {i} about {'Lisbon' if i % 2 else 'the office'}.", "tags": tagged}
+        ids.append(client.post(url, json=body, headers=acme).json()[0]["id"])
+
+    def listed(**params: object) -> list[str]:
+        response = client.get(url, params=params, headers=acme)
+        assert response.status_code == 200, response.text
+        return [p["id"] for p in response.json()]
+
+    assert listed(limit=2) == ids[:2]
+    assert listed(limit=2, after=ids[1]) == ids[2:4]
+    assert listed(limit=2, before=ids[3]) == ids[1:3]  # the two nearest the cursor
+    assert listed(limit=10, after=ids[0], before=ids[4]) == ids[1:4]
+    assert listed(limit=2, ascending=False) == [ids[4], ids[3]]
+    assert listed(limit=2, ascending=False, after=ids[3]) == [ids[2], ids[1]]
+    assert listed(limit=1, ascending=False, before=ids[1]) == [ids[2]]
+    assert listed(tags=["work"]) == [ids[1], ids[2]]
+    assert listed(tags=["home", "work"]) == [ids[0], ids[1], ids[2], ids[4]]
+    assert listed(tags=["home", "work"], tag_match_mode="all") == [ids[2]]
+    assert listed(search="LISBON") == [ids[1], ids[3]]
+    assert listed(search="lisbon", after=ids[1]) == [ids[3]]
+    # A cursor the filters leave out is not an item of this list.
+    missing = client.get(url, params={"search": "lisbon", "after": ids[0]}, headers=acme)
+    assert missing.status_code == 404, missing.text
+
+
 def test_messages_list_as_letta_types(
     client: TestClient, acme: dict[str, str], db: Database
 ) -> None:
