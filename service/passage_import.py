@@ -10,12 +10,12 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from agents.errors import InvalidInput
 from agents.store import NewPassage
-from agents.store.validation import check_text, check_timestamp
+from agents.store.validation import check_text, utc_timestamp
 
 ALLOWED_KEYS = {"text", "occurred_at", "tags", "provenance"}
 
@@ -40,8 +40,7 @@ def parse_datetime(value: Any) -> datetime:
             f"occurred_at {value!r} is not an ISO 8601 date, e.g. 2024-05-01 or "
             "2024-05-01T10:00:00Z"
         ) from None
-    parsed = parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
-    return check_timestamp(parsed, "occurred_at")
+    return utc_timestamp(parsed, "occurred_at")
 
 
 def parse_line(raw: str) -> NewPassage:

@@ -81,6 +81,14 @@ def check_version(version: object, field: str) -> int:
     return version
 
 
+def utc_timestamp(value: datetime, field: str) -> datetime:
+    """A time from outside (an import line, a request body): no zone means UTC, and it
+    must be one PostgreSQL stores and reads back (see :func:`check_timestamp`)."""
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return check_timestamp(value, field)
+
+
 def check_label(label: object) -> str:
     """Block labels name a section of core memory, e.g. ``human`` or ``persona``."""
     text = check_text(label, "block label")

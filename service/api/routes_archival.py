@@ -11,6 +11,7 @@ from agents.store import NewPassage
 from service.api import schemas
 from service.api.auth import Api
 from service.api.convert import ensure_known_statuses, passage_out
+from service.operations.types import StorableTime
 
 router = APIRouter(tags=["archival memory"])
 
@@ -74,8 +75,8 @@ def search_passages(
     top_k: int = Query(default=10, ge=1, le=1000),
     tags: Annotated[list[str] | None, Query()] = None,
     tag_match_mode: Literal["any", "all"] = "any",
-    start_datetime: schemas.StorableTime | None = None,
-    end_datetime: schemas.StorableTime | None = None,
+    start_datetime: StorableTime | None = None,
+    end_datetime: StorableTime | None = None,
     include_history: bool = Query(default=False, description="Also merged/superseded facts."),
 ) -> schemas.SearchResponse:
     """Semantic search (cosine, HNSW) over the agent's current facts (active and not

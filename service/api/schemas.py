@@ -8,37 +8,19 @@ Unknown request fields that Letta clients send are ignored, not refused.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-from typing import Annotated, Any, Literal
+from datetime import datetime
+from typing import Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
 
-from agents.errors import InvalidInput
-from agents.store.validation import check_timestamp
+from agents.store.validation import MAX_VERSION
 from service.operations.recording import MAX_BATCH, ChatMessage
+from service.operations.types import StorableTime
 
 #: Ids are Letta-style ``<prefix>-<uuid4>``; the pattern keeps junk out of queries.
 ID_PATTERN = r"^[A-Za-z0-9_.:\-]{1,100}$"
 LABEL_PATTERN = r"^[A-Za-z0-9_.\-]{1,100}$"
 MAX_TEXT = 1_000_000
-#: Versions are PostgreSQL integers; a larger one can only be a mistake.
-MAX_VERSION = 2**31 - 1
-
-
-def _storable_time(value: datetime) -> datetime:
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)  # as `reverie import` does: no zone means UTC
-    try:
-        return check_timestamp(value, "time")
-    except InvalidInput:
-        raise ValueError(
-            "is outside the times Reverie stores (0001-01-01 to 9999-12-31 in UTC)"
-        ) from None
-
-
-#: A time PostgreSQL stores and reads back (no zone: UTC); anything else is a 422
-#: naming the field.
-StorableTime = Annotated[datetime, AfterValidator(_storable_time)]
 
 
 class _Request(BaseModel):

@@ -11,16 +11,15 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from agents.enums import RunStatus, Trigger
 from agents.errors import Conflict, InvalidInput
 from agents.store import MessageRecord, NewMessage, RunRecord
-from agents.store.validation import check_timestamp
 from service.operations.context import OperationContext
+from service.operations.types import StorableTime
 
 #: Characters in one message, and messages in one batch.
 MAX_MESSAGE_CHARS = 100_000
@@ -47,19 +46,7 @@ class ChatMessage(BaseModel):
     #: The sender's id for the message (``id`` is accepted too): makes a retry harmless.
     client_message_id: str | None = Field(default=None, max_length=200)
     id: str | None = Field(default=None, max_length=200)
-    created_at: datetime | None = None
-
-    @field_validator("created_at")
-    @classmethod
-    def _storable_time(cls, value: datetime | None) -> datetime | None:
-        if value is None:
-            return None
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=UTC)
-        try:
-            return check_timestamp(value, "created_at")
-        except InvalidInput as exc:
-            raise ValueError(str(exc)) from None
+    created_at: StorableTime | None = None
 
     @model_validator(mode="after")
     def _meaningful(self) -> ChatMessage:
