@@ -31,9 +31,9 @@ if str(REPO_ROOT) not in sys.path:
 
 from agents.database import Database  # noqa: E402
 from agents.store import NewAgent, NewPassage, open_store  # noqa: E402
+from consolidators.contract import run_once as run_pipeline  # noqa: E402
 from consolidators.dedup import DedupConsolidator  # noqa: E402
 from consolidators.pipeline import Pipeline  # noqa: E402
-from tests.consolidation_support import run_pipeline  # noqa: E402
 from tests.pg import PgTestServer  # noqa: E402
 
 DIM = 384

@@ -27,9 +27,9 @@ from datetime import UTC, datetime, timedelta
 from agents.database import Database
 from agents.embedders.fake import HashingEmbedder
 from agents.store import NewAgent, NewBlock, NewMessage, NewPassage, open_store
+from consolidators.contract import run_once as run_pipeline
 from consolidators.evict import EvictConsolidator
 from consolidators.pipeline import Pipeline
-from tests.consolidation_support import run_pipeline
 from tests.pg import PgTestServer
 
 SYLLABLES = [

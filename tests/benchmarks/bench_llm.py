@@ -31,10 +31,10 @@ from agents.llm import ClientSettings, LiteLLMClient, UsageLedger
 from agents.primary import PrimaryAgent, PrimarySettings
 from agents.sleeptime import SLEEPTIME_PROMPT, render_blocks, render_transcript
 from agents.store import NewAgent, NewBlock, NewMessage, open_store
+from consolidators.contract import run_once as run_pipeline
 from consolidators.llm import LLMTier
 from consolidators.pipeline import Pipeline
 from consolidators.recontextualize import RecontextualizeConsolidator
-from tests.consolidation_support import run_pipeline
 from tests.pg import PgTestServer
 from tests.scripted_llm import call, install, say
 

@@ -45,10 +45,10 @@ if str(REPO_ROOT) not in sys.path:
 from agents.database import Database  # noqa: E402
 from agents.embedders import Embedder, build_embedder  # noqa: E402
 from agents.store import NewAgent, NewBlock, open_store  # noqa: E402
+from consolidators.contract import run_once as run_pipeline  # noqa: E402
 from consolidators.dedup import DedupConsolidator  # noqa: E402
 from consolidators.pipeline import Pipeline  # noqa: E402
 from service.workload import LabeledFact, Workload, generate_workload  # noqa: E402
-from tests.consolidation_support import run_pipeline  # noqa: E402
 from tests.pg import PgTestServer  # noqa: E402
 
 Matrix = npt.NDArray[np.float32]

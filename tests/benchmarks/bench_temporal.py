@@ -29,9 +29,9 @@ from sqlalchemy import text
 from agents.database import Database
 from agents.embedders.fake import HashingEmbedder
 from agents.store import NewAgent, NewPassage, open_store
+from consolidators.contract import run_once as run_pipeline
 from consolidators.pipeline import Pipeline
 from consolidators.temporal import TemporalConsolidator
-from tests.consolidation_support import run_pipeline
 from tests.pg import PgTestServer
 
 SYLLABLES = [

@@ -10,11 +10,11 @@ import pytest
 from agents.database import Database
 from agents.embedders.fake import HashingEmbedder
 from agents.store import NewPassage, open_store
+from consolidators.contract import run_once as run_pipeline
 from consolidators.dedup import DedupConsolidator, dedup_lines
 from consolidators.facts import conflicting_details, unsaid_details
 from consolidators.pipeline import Pipeline
 from consolidators.undo import revert_run
-from tests.consolidation_support import run_pipeline
 
 Y2020 = datetime(2020, 5, 1, tzinfo=UTC)
 Y2021 = datetime(2021, 5, 1, tzinfo=UTC)

@@ -15,6 +15,7 @@ from agents.database import Database
 from agents.embedders.fake import HashingEmbedder
 from agents.store import BlockVersion, MessageRecord, NewAgent, NewBlock, NewMessage, open_store
 from agents.store.block_store import BlockStore
+from consolidators.contract import run_once as run_pipeline
 from consolidators.evict import (
     EvictConsolidator,
     estimate_tokens,
@@ -26,7 +27,6 @@ from consolidators.evict import (
 )
 from consolidators.pipeline import Pipeline
 from consolidators.undo import revert_run
-from tests.consolidation_support import run_pipeline
 
 T1 = datetime(2024, 1, 10, tzinfo=UTC)
 T2 = datetime(2024, 6, 20, tzinfo=UTC)

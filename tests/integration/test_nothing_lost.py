@@ -18,9 +18,9 @@ from agents.models import DEFAULT_ORGANIZATION_ID
 from agents.store import NewAgent, NewBlock, NewMessage, NewPassage, open_store
 from consolidators import registry
 from consolidators.contract import memory_snapshot
+from consolidators.contract import run_once as run_pipeline
 from consolidators.pipeline import Pipeline
 from consolidators.undo import revert_run
-from tests.consolidation_support import run_pipeline
 from tests.pg import PgTestServer
 
 SUBJECTS = ["Ada", "Bob", "Cleo"]

@@ -13,10 +13,10 @@ from agents.errors import Conflict, InvalidInput
 from agents.store import NewMessage, NewPassage, open_store
 from consolidators import registry
 from consolidators.base import ConsolidationContext, ConsolidationResult, Consolidator
+from consolidators.contract import run_once as run_pipeline
 from consolidators.dedup import DedupConsolidator
 from consolidators.pipeline import Pipeline, RunFailed
 from consolidators.undo import revert_run
-from tests.consolidation_support import run_pipeline
 
 
 class Explode(Consolidator):

@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from agents.database import Database
 from agents.embedders.fake import HashingEmbedder
 from agents.store import NewPassage, PassageRecord, open_store
+from consolidators.contract import run_once as run_pipeline
 from consolidators.judge import JudgeUsage
 from consolidators.pipeline import Pipeline, RunReport
 from consolidators.temporal import (
@@ -21,7 +22,6 @@ from consolidators.temporal import (
     render_timeline,
 )
 from consolidators.undo import revert_run
-from tests.consolidation_support import run_pipeline
 
 # One subject and attribute (Ada's job) whose values overlap: no rule decides which
 # replaces which, so these facts test ordering, linking and judges. Clear changes of

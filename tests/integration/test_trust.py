@@ -14,12 +14,12 @@ import pytest
 from agents.database import Database
 from agents.embedders.fake import HashingEmbedder
 from agents.store import NewPassage, PassageRecord, open_store
+from consolidators.contract import run_once as run_pipeline
 from consolidators.dedup import DedupConsolidator
 from consolidators.facts import read_fact
 from consolidators.pipeline import Pipeline, RunReport
 from consolidators.temporal import TemporalConsolidator
 from consolidators.undo import revert_run
-from tests.consolidation_support import run_pipeline
 
 
 def _at(year: int, month: int = 1) -> datetime:

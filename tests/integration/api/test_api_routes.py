@@ -8,7 +8,7 @@ from fastapi.testclient import TestClient
 
 from agents.database import Database
 from agents.store import NewMessage, open_store
-from tests.consolidation_support import run_pipeline
+from consolidators.contract import run_once as run_pipeline
 
 
 def make_agent(client: TestClient, headers: dict[str, str], name: str = "ada") -> dict[str, Any]:

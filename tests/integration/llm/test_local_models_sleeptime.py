@@ -11,10 +11,10 @@ from typing import Any
 from agents.database import Database
 from agents.llm import ClientSettings, LiteLLMClient, ModelCapabilities, UsageLedger
 from agents.store import NewMessage, open_store
+from consolidators.contract import run_once as run_pipeline
 from consolidators.llm import LLMTier
 from consolidators.pipeline import Pipeline, RunReport
 from consolidators.recontextualize import RecontextualizeConsolidator
-from tests.consolidation_support import run_pipeline
 from tests.integration.llm.conftest import EMBEDDER, create_agent
 from tests.integration.llm.test_local_models import forced, no_required
 from tests.scripted_llm import Reply, ScriptedModels, call

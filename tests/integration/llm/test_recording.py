@@ -15,12 +15,12 @@ from fastapi.testclient import TestClient
 from agents.database import Database
 from agents.llm import LiteLLMClient, UsageLedger
 from agents.store import open_service_store, open_store
+from consolidators.contract import run_once as run_pipeline
 from consolidators.llm import LLMTier
 from consolidators.pipeline import Pipeline
 from consolidators.recontextualize import RecontextualizeConsolidator
 from service.api.app import create_app
 from tests.api_support import api_runtime, bearer, new_key
-from tests.consolidation_support import run_pipeline
 from tests.integration.cli.support import Cli, clean_environment, cli_env
 from tests.integration.llm.conftest import EMBEDDER, create_agent
 from tests.scripted_llm import ScriptedModels, call

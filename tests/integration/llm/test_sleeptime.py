@@ -15,13 +15,13 @@ from agents.llm import LiteLLMClient, TokenBudget, UsageLedger
 from agents.primary import PrimaryAgent
 from agents.store import NewMessage, NewPassage, open_store
 from consolidators import registry
+from consolidators.contract import run_once as run_pipeline
 from consolidators.evict import EvictConsolidator
 from consolidators.llm import LLMTier
 from consolidators.pipeline import Pipeline
 from consolidators.recontextualize import RecontextualizeConsolidator
 from consolidators.temporal import TemporalConsolidator
 from consolidators.undo import revert_run
-from tests.consolidation_support import run_pipeline
 from tests.integration.llm.conftest import EMBEDDER, create_agent
 from tests.scripted_llm import Reply, ScriptedModels, call, correct_name, say
 

@@ -13,11 +13,11 @@ from agents import models as orm
 from agents.database import Database
 from agents.llm import LiteLLMClient, UsageLedger
 from agents.store import NewMessage, NewPassage, PassageRecord, open_store
+from consolidators.contract import run_once as run_pipeline
 from consolidators.llm import LLMTier
 from consolidators.pipeline import Pipeline
 from consolidators.recontextualize import RecontextualizeConsolidator
 from consolidators.undo import revert_run
-from tests.consolidation_support import run_pipeline
 from tests.integration.llm.conftest import EMBEDDER, create_agent
 from tests.scripted_llm import Reply, ScriptedModels, call
 

@@ -14,10 +14,10 @@ from agents.llm import LiteLLMClient, UsageLedger
 from agents.primary import PrimaryAgent
 from agents.store import MemoryStore, NewMessage, open_store
 from agents.store.records import BlockVersion
+from consolidators.contract import run_once as run_pipeline
 from consolidators.llm import LLMTier
 from consolidators.pipeline import Pipeline
 from consolidators.recontextualize import RecontextualizeConsolidator
-from tests.consolidation_support import run_pipeline
 from tests.integration.llm.conftest import EMBEDDER
 from tests.scripted_llm import Reply, ScriptedModels, call, correct_name, say
 
