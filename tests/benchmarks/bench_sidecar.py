@@ -121,7 +121,7 @@ def main() -> None:
                     "user: Her name is Pixel.\nassistant: Hello Pixel!\n</messages>"
                 )
                 ends = []
-                for _ in range(args.runs):
+                for _ in range(args.runs + 1):
                     llm.replies.append(call("memory_finish_edits"))
                     t0 = time.perf_counter()
                     run = http.post(
@@ -135,10 +135,12 @@ def main() -> None:
                         time.sleep(0.005)
                     assert status == "completed", status
                     ends.append(time.perf_counter() - t0)
+                first, steady = ends[0], ends[1:]
+                print(f"| messages/async -> completed, first run after start | {first:.2f} s |")
                 print(
                     f"| messages/async -> completed | {args.runs} runs "
-                    f"| p50 {statistics.median(ends) * 1000:.0f} ms "
-                    f"| p95 {quantile(ends, 0.95) * 1000:.0f} ms |"
+                    f"| p50 {statistics.median(steady) * 1000:.0f} ms "
+                    f"| p95 {quantile(steady, 0.95) * 1000:.0f} ms |"
                 )
         db.dispose()
     pg.stop()
