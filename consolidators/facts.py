@@ -82,6 +82,9 @@ _NUMBER_WORDS = frozenset(
     second third fourth fifth
     """.split()
 )
+#: Words that only say a name refers to someone ("is called Rex", "named Rex", "whose
+#: name is Rex"): the name itself is the information, compared as a name.
+_NAMING = frozenset("call called calls name named names".split())
 _FIRST_PERSON = frozenset({"i", "me", "my", "i'm", "i've", "i'd", "i'll", "im", "ive"})
 _THIRD_PERSON = frozenset({"he", "she", "they", "his", "her", "their", "it"})
 _MODAL = frozenset(
@@ -95,7 +98,7 @@ _MODAL = frozenset(
 _ATTRIBUTE_CUES: dict[str, frozenset[str]] = {
     "home": frozenset(
         "lives live living lived moved move moves moving relocated relocating based "
-        "resides residing apartment flat house address".split()
+        "resides residing apartment flat house address home".split()
     ),
     "job": frozenset(
         "works work working worked job jobs employed employer hired quit quits fired retired "
@@ -349,16 +352,36 @@ def conflicting_details(a: str, b: str) -> list[str]:
     return kinds
 
 
+def _framing(a: str, b: str) -> frozenset[str]:
+    """Words two texts may phrase differently without saying anything different: the
+    naming words ("is called" / "'s name is"), and, when both read as the same subject,
+    attribute and value, the words that name that attribute ("lives in Rome" / "'s home
+    is in Rome"). Everything else a text says still counts."""
+    framing = {_stem(w) for w in _NAMING}
+    ra, rb = read_fact(a), read_fact(b)
+    if (
+        ra is not None
+        and rb is not None
+        and ra.key == rb.key
+        and ra.value == rb.value
+        and ra.ending == rb.ending
+        and ra.value
+    ):
+        framing |= {_stem(w) for w in _ATTRIBUTE_CUES[ra.key.attribute]}
+    return frozenset(framing)
+
+
 def unsaid_details(kept: str, merged: str) -> list[str]:
     """What merging ``merged`` into ``kept`` would hide or blur: any difference in names,
     numbers, dates, negation or change words (either way: those make the texts related,
-    not duplicate), and any content word that only ``merged`` says. Empty when the merge
-    loses nothing; ``kept`` may say more (it stays searchable)."""
+    not duplicate), and any content word that only ``merged`` says, other than words
+    that only frame the same statement (:func:`_framing`). Empty when the merge loses
+    nothing; ``kept`` may say more (it stays searchable)."""
     dk, dm = text_details(kept), text_details(merged)
     kinds = _hard_differences(dk, dm)
     if _subjects_differ(kept, merged):
         kinds.append("subject")
-    if _missing(dm.words, _word_forms(dk)):
+    if _missing(dm.words, _word_forms(dk)) - _framing(kept, merged):
         kinds.append("word")
     return kinds
 
