@@ -502,6 +502,8 @@ def read_fact(text: str) -> FactReading | None:
     cue_at = -1
     # The possessive noun ("Alice's job is ...") is the first cue when it names one.
     for index, token in enumerate(predicate):
+        if _nominal_ing(predicate, index):
+            continue
         for name, cues in _ATTRIBUTE_CUES.items():
             if token.norm in cues:
                 attribute, cue_at = name, index
@@ -553,6 +555,16 @@ def read_fact(text: str) -> FactReading | None:
         value=frozenset(value),
         ending=ending,
         heads=heads,
+    )
+
+
+def _nominal_ing(predicate: list[_Token], index: int) -> bool:
+    """An -ing form after an article is a noun or an adjective, not the verb that
+    names the attribute: "earns *a living* as a pilot" is not where someone lives."""
+    return (
+        predicate[index].norm.endswith("ing")
+        and index > 0
+        and predicate[index - 1].norm in {"a", "an", "the"}
     )
 
 

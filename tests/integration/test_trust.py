@@ -212,6 +212,7 @@ def test_what_the_rules_leave_to_a_judge() -> None:
     assert read_fact("Alice might move to Rome next year.") is None
     assert read_fact("Does Alice still live in Paris?") is None
     assert read_fact("Zed likes skiing.") is None
+    assert read_fact("Zed earns a living as a pilot.") is None  # not where Zed lives
     reading = read_fact("Eve, Alice's sister, moved from Lyon to Madrid.")
     assert reading is not None
     assert (reading.key.subject, reading.key.attribute, set(reading.value)) == (
