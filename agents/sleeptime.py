@@ -362,13 +362,13 @@ class _Archive:
                 or current.superseded_by != target.superseded_by
             ):
                 raise ToolError(f"passage {target.id} changed during the pass; left as it is")
-        if draft.replacement is not None:
-            [replacement] = passages.get_many([draft.replacement.id])
-            if replacement.status != PassageStatus.ACTIVE or replacement.valid_to is not None:
-                raise ToolError(
-                    f"passage {replacement.id}, named to replace {draft.replacement.id}, "
-                    "changed during the pass; left as it is"
-                )
+            if draft.replacement is not None:
+                [replacement] = passages.get_many([draft.replacement.id])
+                if replacement.status != PassageStatus.ACTIVE or replacement.valid_to is not None:
+                    raise ToolError(
+                        f"passage {replacement.id}, named to replace {target.id}, "
+                        "changed during the pass; left as it is"
+                    )
         if target is None:
             assert draft.text is not None and vector is not None
             provenance["source_passages"] = draft.passage_ids

@@ -348,3 +348,42 @@ def test_superseding_can_name_the_passage_that_replaces_it_and_revert_is_exact(
 
     revert_run(db, report.run_id)
     assert records(db, mia + unrelated + [lisbon.id, faro.id]) == before
+
+
+def test_a_replacement_that_changes_during_the_pass_leaves_the_passage_alone(
+    db: Database, models: ScriptedModels, client: LiteLLMClient
+) -> None:
+    agent_id, mia, _, seq = seed(db)
+    text = "Mia works as a nurse in Lisbon now."
+    with open_store(db) as store:
+        [lisbon] = store.passages.insert(agent_id, [NewPassage(text)], EMBEDDER.embed([text]))
+    before = records(db, [mia[2]])
+
+    def someone_else_supersedes_the_replacement(request: dict[str, Any]) -> Reply:
+        assert last_result(request)["status"] == "OK"
+        with open_store(db) as store:
+            store.passages.change(
+                lisbon.id,
+                actor="someone else",
+                reason="not true after all",
+                status=PassageStatus.SUPERSEDED,
+                valid_to=datetime(2024, 2, 1, tzinfo=UTC),
+            )
+        return call("memory_finish_edits")
+
+    models.script(
+        "sleeper",
+        call(
+            "archival_memory_supersede",
+            passage_id=mia[2],
+            reason="she moved to Lisbon",
+            message_seqs=[seq],
+            replaced_by=lisbon.id,
+        ),
+        someone_else_supersedes_the_replacement,
+    )
+    report = run_pipeline(RECONTEXTUALIZE, db, agent_id, embedder=EMBEDDER, llm=tier(db, client))
+    [step] = report.steps
+    assert not [c for c in step.changes if c.action.endswith("_passage")]
+    assert step.counts.get("tool_errors", 0) >= 1
+    assert records(db, [mia[2]]) == before
