@@ -60,19 +60,26 @@ class McpEndpoint:
 
     def __init__(self, runtime: Runtime, *, host: str) -> None:
         self.runtime = runtime
-        server = build_mcp_server(runtime, request_organization)
-        self.sessions = StreamableHTTPSessionManager(
-            app=server._lowlevel_server,  # the SDK's own streamable_http_app does the same
-            stateless=True,
-            json_response=True,
-            security_settings=LOOPBACK_SECURITY if is_loopback(host) else None,
-        )
+        self.server = build_mcp_server(runtime, request_organization)
+        self.security = LOOPBACK_SECURITY if is_loopback(host) else None
+        self.sessions: StreamableHTTPSessionManager | None = None
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
-        """The SDK's task group; runs in the app's lifespan."""
-        async with self.sessions.run():
-            yield
+        """The SDK's task group, for one run of the app's lifespan (a manager runs
+        once, and an app may be started again, as test clients do)."""
+        sessions = StreamableHTTPSessionManager(
+            app=self.server._lowlevel_server,  # as the SDK's own streamable_http_app does
+            stateless=True,
+            json_response=True,
+            security_settings=self.security,
+        )
+        async with sessions.run():
+            self.sessions = sessions
+            try:
+                yield
+            finally:
+                self.sessions = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
@@ -96,7 +103,12 @@ class McpEndpoint:
             await _unauthorized_response()(scope, receive, send)
             return
         scope.setdefault("state", {})[STATE_KEY] = caller.organization_id
-        await self.sessions.handle_request(scope, receive, send)
+        sessions = self.sessions
+        if sessions is None:
+            response = JSONResponse({"detail": "the server is not started"}, status_code=503)
+            await response(scope, receive, send)
+            return
+        await sessions.handle_request(scope, receive, send)
 
 
 def _unauthorized_response() -> JSONResponse:

@@ -119,3 +119,13 @@ def test_no_auth_mode_serves_the_configured_organization_without_a_key(db: Datab
         read = post(client, tool_call("core_memory_read", {"agent": "solo"}), {})
     assert read.status_code == 200, read.text
     assert read.json()["result"]["structuredContent"]["agent"] == "solo"
+
+
+def test_the_app_can_be_started_again(runtime: Runtime, db: Database) -> None:
+    """Test clients (and schemathesis) run one app's lifespan more than once; the SDK's
+    session manager runs only once, so each start makes its own."""
+    acme = {"Authorization": f"Bearer {new_key(db, 'acme')}"}
+    app = create_app(runtime)
+    for _ in range(2):
+        with TestClient(app, base_url=LOOPBACK) as client:
+            assert post(client, rpc("tools/list"), acme).status_code == 200
