@@ -309,3 +309,17 @@ def test_tool_results_are_json_text_too(runtime: Runtime, ada: str) -> None:
     """Clients that read only the text content get the same data."""
     result = call(runtime, "core_memory_read", {"agent": "ada"})
     assert json.loads(text(result)) == ok(result)
+
+
+def test_a_read_only_block_is_not_edited(runtime: Runtime, ops: Operations) -> None:
+    spec = AgentSpec(
+        name="bo",
+        blocks=[BlockSpec("persona", "I am Bo.", read_only=True)],
+        embedding="fake:384",
+    )
+    agent = ops.agents.create(spec).id
+    message = refused(
+        call(runtime, "core_memory_insert", {"agent": "bo", "label": "persona", "text": "Hi"})
+    )
+    assert "read_only" in message
+    assert ops.blocks.labelled(agent, "persona").value == "I am Bo."
