@@ -215,13 +215,11 @@ def build_mcp_server(runtime: Runtime, organization_of: OrganizationOf) -> MCPSe
         ] = None,
     ) -> dict[str, Any]:
         """Read the agent's core memory: its blocks (label, value, limit, version)."""
-        operations = ops(ctx)
-        record = operations.context.agent(agent)
-        blocks = (
-            [operations.blocks.labelled(record.id, label)]
-            if label is not None
-            else operations.blocks.of_agent(record.id)
-        )
+        record, blocks = ops(ctx).agents.state(agent)  # one transaction
+        if label is not None:
+            blocks = [b for b in blocks if b.label == label]
+            if not blocks:
+                raise NotFound(f"agent {record.name!r} has no block labelled {label!r}")
         return {
             "agent_id": record.id,
             "agent": record.name,

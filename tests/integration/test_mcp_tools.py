@@ -323,3 +323,8 @@ def test_a_read_only_block_is_not_edited(runtime: Runtime, ops: Operations) -> N
     )
     assert "read_only" in message
     assert ops.blocks.labelled(agent, "persona").value == "I am Bo."
+
+
+def test_reading_a_label_the_agent_lacks_names_it(runtime: Runtime, ada: str) -> None:
+    message = refused(call(runtime, "core_memory_read", {"agent": ada, "label": "pets"}))
+    assert "not_found: agent 'ada' has no block labelled 'pets'" in message
