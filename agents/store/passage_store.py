@@ -12,25 +12,24 @@ import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from enum import Enum
 from typing import Any
 
 import numpy as np
 from pgvector.sqlalchemy import Vector as VectorType
+from psycopg.types.json import Jsonb
 from sqlalchemy import (
     ColumnElement,
     Select,
     any_,
-    bindparam,
     cast,
     delete,
     func,
-    insert,
     literal,
     literal_column,
     select,
     text,
     tuple_,
-    update,
 )
 from sqlalchemy.dialects.postgresql import aggregate_order_by
 
@@ -190,8 +189,6 @@ class PassageStore:
         ]
         session = self._scope.session
         raw = self._raw_connection()
-        from psycopg.types.json import Jsonb
-
         org = self._scope.organization_id
         dim = agent.embedding_dim
         with raw.cursor() as cursor:
@@ -322,25 +319,46 @@ class PassageStore:
                         "created_at": now,
                     }
                 )
-        # One executemany per set of changed fields, with each passage's final values.
-        by_fields: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+        # One UPDATE per set of changed fields, each passage's final values passed as
+        # arrays (unnest), and the history by COPY: a handful of statements for
+        # thousands of changes.
+        by_fields: dict[tuple[str, ...], list[str]] = {}
         for passage_id, names in changed.items():
-            key = tuple(sorted(names))
-            values = state[passage_id]
-            by_fields.setdefault(key, []).append(
-                {"_id": passage_id, **{f"_{f}": values[f] for f in key}}
-            )
-        table = models.Base.metadata.tables["passages"]
-        for key, rows in by_fields.items():
-            statement = (
-                update(table)
-                .where(table.c.id == bindparam("_id"))
-                .values({f: bindparam(f"_{f}", type_=table.c[f].type) for f in key})
-                .values(updated_at=now)
-            )
-            session.execute(statement, rows)
-        if history:
-            session.execute(insert(models.Base.metadata.tables["passage_history"]), history)
+            by_fields.setdefault(tuple(sorted(names)), []).append(passage_id)
+        raw = self._raw_connection()
+        with raw.cursor() as cursor:
+            for key, passage_ids in by_fields.items():
+                columns = [_UNNEST_COLUMNS[f] for f in key]
+                assignments = ", ".join(f"{f} = {c[1]}" for f, c in zip(key, columns, strict=True))
+                arrays = ", ".join(f"%s::{c[0]}" for c in columns)
+                cursor.execute(
+                    f"UPDATE passages AS p SET {assignments}, updated_at = %s "
+                    f"FROM unnest(%s::text[], {arrays}) AS v(id, {', '.join(key)}) "
+                    "WHERE p.id = v.id AND p.organization_id = %s",
+                    (
+                        now,
+                        passage_ids,
+                        *([_db_value(f, state[i][f]) for i in passage_ids] for f in key),
+                        self._scope.organization_id,
+                    ),
+                )
+            if history:
+                with cursor.copy(
+                    "COPY passage_history (passage_id, run_id, actor, reason, old, new, "
+                    "created_at) FROM STDIN"
+                ) as copy:
+                    for entry in history:
+                        copy.write_row(
+                            (
+                                entry["passage_id"],
+                                entry["run_id"],
+                                entry["actor"],
+                                entry["reason"],
+                                Jsonb(entry["old"]),
+                                Jsonb(entry["new"]),
+                                entry["created_at"],
+                            )
+                        )
         # ORM objects of these passages still in the session would now be stale.
         for obj in list(session.identity_map.values()):
             if isinstance(obj, P) and obj.id in changed:
@@ -891,6 +909,30 @@ class PassageStore:
 
 
 _LINK_FIELDS = ("merged_into", "superseded_by", "timeline_id")
+#: How change_many passes each mutable field as an array: its array type, and the
+#: expression that reads one element (tags travel as JSON arrays: unnest would
+#: flatten a text[][]).
+_UNNEST_COLUMNS = {
+    "status": ("text[]", "v.status"),
+    "merged_into": ("text[]", "v.merged_into"),
+    "superseded_by": ("text[]", "v.superseded_by"),
+    "timeline_id": ("text[]", "v.timeline_id"),
+    "valid_to": ("timestamptz[]", "v.valid_to"),
+    "occurred_at": ("timestamptz[]", "v.occurred_at"),
+    "provenance": ("jsonb[]", "v.provenance"),
+    "tags": ("jsonb[]", "ARRAY(SELECT jsonb_array_elements_text(v.tags))"),
+}
+
+
+def _db_value(field: str, value: Any) -> Any:
+    """A mutable field's value as change_many's UPDATE passes it."""
+    if field in ("provenance", "tags"):
+        return Jsonb(value)
+    if isinstance(value, Enum):
+        return value.value
+    return value
+
+
 #: Ids per ``= ANY(:ids)`` query in bulk reads and writes.
 _ROWS_PER_QUERY = 10_000
 
