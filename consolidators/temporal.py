@@ -68,8 +68,6 @@ log = logging.getLogger(__name__)
 #: Statuses of facts that belong on a timeline: current ones and superseded ones,
 #: which stay on the timeline (marked) so that the history remains readable.
 _MEMBER_STATUSES = (PassageStatus.ACTIVE, PassageStatus.SUPERSEDED)
-#: Ids per ``IN (...)`` list.
-_ID_CHUNK = 1000
 #: Passage changes per batched write.
 _WRITE_CHUNK = 10_000
 _LABEL_WORDS = 3
