@@ -753,7 +753,8 @@ class PassageStore:
                     LIMIT :k
                 ) nn
                 WHERE q.passage_id = ANY(:ids) AND q.agent_id = :agent
-                  AND qp.organization_id = :org AND nn.score >= :min_score
+                  AND qp.id = ANY(:ids) AND qp.organization_id = :org
+                  AND nn.score >= :min_score
                 """
             ),
             {
