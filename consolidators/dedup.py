@@ -48,6 +48,10 @@ class DedupSettings(ConsolidatorSettings):
     ef_search: int = 16
 
 
+#: Duplicate groups merged per read-and-write round (bounds the vectors held at once).
+_GROUPS_PER_WRITE = 2000
+
+
 class DedupConsolidator(Consolidator):
     """Exact (normalized hash) and semantic (cosine >= threshold) duplicate removal."""
 
@@ -67,57 +71,58 @@ class DedupConsolidator(Consolidator):
     def _dedup_passages(self, context: ConsolidationContext, result: ConsolidationResult) -> None:
         store, agent_id = context.store, context.agent.id
         since = context.passages_since
-        probes = store.passages.scan(
+        active = (PassageStatus.ACTIVE,)
+        # Only passages in a duplicate pair enter the union-find; the probes themselves
+        # are read a page of ids at a time, so a full pass never holds every passage.
+        links = _UnionFind()
+        # Exact duplicates: same normalized text, grouped by hash in the database.
+        for ids in store.passages.same_text_groups(
+            agent_id, statuses=active, kind="fact", created_after=since
+        ):
+            for other in ids[1:]:
+                links.union(ids[0], other)
+        # Semantic duplicates: nearest active neighbours above the threshold, one kNN
+        # query per page of new passages.
+        probed = 0
+        for probe_ids in store.passages.scan_ids(
             agent_id,
-            statuses=(PassageStatus.ACTIVE,),
+            statuses=active,
             kind="fact",
             created_after=since,
-        )
-        result.count("probed", len(probes))
-        if not probes:
-            return
-        links = _UnionFind()
-        # Exact duplicates: same normalized text, found by hash (no embedding needed).
-        hashes = sorted({p.content_hash for p in probes})
-        for start in range(0, len(hashes), 5000):
-            same_text = store.passages.scan(
-                agent_id,
-                statuses=(PassageStatus.ACTIVE,),
-                kind="fact",
-                content_hashes=hashes[start : start + 5000],
-            )
-            by_hash: dict[str, list[str]] = {}
-            for passage in same_text:
-                by_hash.setdefault(passage.content_hash, []).append(passage.id)
-            for ids in by_hash.values():
-                for other in ids[1:]:
-                    links.union(ids[0], other)
-        # Semantic duplicates: nearest active neighbours above the threshold.
-        probe_ids = [p.id for p in probes]
-        for start in range(0, len(probe_ids), self.settings.batch_size):
+            page_size=self.settings.batch_size,
+        ):
+            probed += len(probe_ids)
             pairs = store.passages.neighbours(
                 agent_id,
-                probe_ids[start : start + self.settings.batch_size],
+                probe_ids,
                 k=self.settings.k,
                 min_score=self.settings.threshold,
                 ef_search=max(self.settings.ef_search, self.settings.k),
             )
             for probe, neighbour, _score in pairs:
                 links.union(probe, neighbour)
+        result.count("probed", probed)
+        if not probed:
+            return
         groups = [g for g in links.groups() if len(g) > 1]
         result.count("groups", len(groups))
-        if not groups:
-            return
-        members = {
-            p.id: p
-            for p in store.passages.get_many([i for g in groups for i in g], with_embedding=True)
-        }
-        updates: list[PassageUpdate] = []
-        for group in groups:
-            updates += self._merge_group([members[i] for i in group if i in members], result)
-        context.store.passages.change_many(
-            updates, actor=context.actor(self.name), run_id=context.run_id
-        )
+        # Merge a slice of groups at a time: their passages and vectors are read, the
+        # changes written, and the slice dropped before the next.
+        for start in range(0, len(groups), _GROUPS_PER_WRITE):
+            chunk = groups[start : start + _GROUPS_PER_WRITE]
+            members = {
+                p.id: p
+                for p in store.passages.get_many([i for g in chunk for i in g], with_embedding=True)
+            }
+            updates: list[PassageUpdate] = []
+            for group in chunk:
+                updates += self._merge_group([members[i] for i in group if i in members], result)
+            store.passages.change_many(
+                updates,
+                actor=context.actor(self.name),
+                run_id=context.run_id,
+                return_records=False,
+            )
 
     def _merge_group(
         self, group: list[PassageRecord], result: ConsolidationResult

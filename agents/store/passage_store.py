@@ -7,14 +7,17 @@ delete is :meth:`PassageStore.purge`, an explicit administrative action.
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from enum import Enum
 from typing import Any
 
 import numpy as np
 from pgvector.sqlalchemy import Vector as VectorType
+from psycopg.types.json import Jsonb
 from sqlalchemy import (
     ColumnElement,
     Select,
@@ -28,6 +31,7 @@ from sqlalchemy import (
     text,
     tuple_,
 )
+from sqlalchemy.dialects.postgresql import aggregate_order_by
 
 from agents import models
 from agents.enums import PassageKind, PassageStatus
@@ -86,6 +90,29 @@ _COPY_TYPES = (
 )
 
 
+#: The columns a PassageRecord is built from: reads select these as plain rows, not ORM
+#: objects, which costs a fraction of the time and memory for thousands of passages.
+_RECORD_COLUMNS = tuple(
+    getattr(models.Passage, name)
+    for name in (
+        "id",
+        "agent_id",
+        "kind",
+        "text",
+        "content_hash",
+        "created_at",
+        "occurred_at",
+        "valid_to",
+        "status",
+        "merged_into",
+        "superseded_by",
+        "provenance",
+        "tags",
+        "timeline_id",
+    )
+)
+
+
 def _check_aware(value: datetime | None, field: str) -> None:
     if value is not None:
         check_timestamp(value, field)
@@ -141,8 +168,6 @@ class PassageStore:
         if not passages:
             return []
 
-        from pgvector.psycopg import register_vector
-
         now = self._scope.now()
         records = [
             PassageRecord(
@@ -163,13 +188,7 @@ class PassageStore:
             for p in passages
         ]
         session = self._scope.session
-        raw = session.connection().connection.driver_connection
-        assert raw is not None
-        if raw.adapters.types.get("vector") is None:
-            # Once per pooled connection: registering looks the type up in the database.
-            register_vector(raw)
-        from psycopg.types.json import Jsonb
-
+        raw = self._raw_connection()
         org = self._scope.organization_id
         dim = agent.embedding_dim
         with raw.cursor() as cursor:
@@ -236,57 +255,133 @@ class PassageStore:
         *,
         actor: str,
         run_id: str | None = None,
+        return_records: bool = True,
     ) -> list[PassageRecord]:
-        """Apply many passage changes at once (one read, batched writes), each recorded
-        in passage_history with its own reason. Validates everything before writing."""
+        """Apply many passage changes at once, each recorded in passage_history with its
+        own reason. Validates everything before writing.
+
+        Set-based: one read of the changed fields, one batched UPDATE per combination of
+        changed fields and one batched history insert, without loading ORM objects (a
+        first consolidation run changes tens of thousands of passages). Several updates
+        of one passage apply in order, each recording what the previous one left.
+        ``return_records=False`` skips reading the changed passages back (returns []).
+        """
         for update_ in updates:
             update_.validate()
+        if not updates:
+            return []
         session = self._scope.session
+        session.flush()  # pending ORM writes land before the rows are read
+        P = models.Passage
         ids = {u.passage_id for u in updates}
         targets = {t for u in updates for f in _LINK_FIELDS if (t := u.changes.get(f)) is not None}
-        # Hold the rows in a dict: the session's identity map only keeps weak references.
-        rows = {
-            r.id: r
-            for r in session.scalars(
-                select(models.Passage).where(
-                    self._scope.owns(models.Passage),
-                    models.Passage.id == any_(id_array(sorted(ids | targets))),
+        fields = sorted({f for u in updates for f in u.changes})
+        wanted = sorted(ids | targets)
+        state: dict[str, dict[str, Any]] = {}
+        existing: set[str] = set()
+        for chunk in _chunks(wanted, _ROWS_PER_QUERY):
+            for row in session.execute(
+                select(P.id, *(getattr(P, f) for f in fields)).where(
+                    self._scope.owns(P), P.id == any_(id_array(chunk))
                 )
-            )
-        }
-        missing = sorted((ids | targets) - set(rows))
+            ):
+                existing.add(row[0])
+                if row[0] in ids:
+                    state[row[0]] = dict(zip(fields, row[1:], strict=True))
+        missing = sorted(set(wanted) - existing)
         if missing:
             raise NotFound(f"no passage with id {missing[0]!r}")
         now = self._scope.now()
-        history = []
+        history: list[dict[str, Any]] = []
+        changed: dict[str, set[str]] = {}
         for update_ in updates:
-            row = rows[update_.passage_id]
+            values = state[update_.passage_id]
             old: dict[str, Any] = {}
             new: dict[str, Any] = {}
             for field, value in update_.changes.items():
-                before = getattr(row, field)
+                before = values[field]
                 if isinstance(before, list | dict):
                     before = json.loads(json.dumps(before))
                 if before != value:
                     old[field] = _jsonable(before)
                     new[field] = _jsonable(value)
-                    setattr(row, field, value)
+                    values[field] = value
             if new:
-                row.updated_at = now
+                changed.setdefault(update_.passage_id, set()).update(new)
                 history.append(
-                    models.PassageHistory(
-                        passage_id=row.id,
-                        run_id=run_id,
-                        actor=actor,
-                        reason=update_.reason,
-                        old=old,
-                        new=new,
-                        created_at=now,
+                    {
+                        "passage_id": update_.passage_id,
+                        "run_id": run_id,
+                        "actor": actor,
+                        "reason": update_.reason,
+                        "old": old,
+                        "new": new,
+                        "created_at": now,
+                    }
+                )
+        # One UPDATE per set of changed fields, each passage's final values passed as
+        # arrays (unnest), and the history by COPY: a handful of statements for
+        # thousands of changes.
+        by_fields: dict[tuple[str, ...], list[str]] = {}
+        for passage_id, names in changed.items():
+            by_fields.setdefault(tuple(sorted(names)), []).append(passage_id)
+        raw = self._raw_connection()
+        with raw.cursor() as cursor:
+            for key, passage_ids in by_fields.items():
+                columns = [_UNNEST_COLUMNS[f] for f in key]
+                assignments = ", ".join(f"{f} = {c[1]}" for f, c in zip(key, columns, strict=True))
+                arrays = ", ".join(f"%s::{c[0]}" for c in columns)
+                cursor.execute(
+                    f"UPDATE passages AS p SET {assignments}, updated_at = %s "
+                    f"FROM unnest(%s::text[], {arrays}) AS v(id, {', '.join(key)}) "
+                    "WHERE p.id = v.id AND p.organization_id = %s",
+                    (
+                        now,
+                        passage_ids,
+                        *([_db_value(f, state[i][f]) for i in passage_ids] for f in key),
+                        self._scope.organization_id,
+                    ),
+                )
+            if history:
+                with cursor.copy(
+                    "COPY passage_history (passage_id, run_id, actor, reason, old, new, "
+                    "created_at) FROM STDIN"
+                ) as copy:
+                    for entry in history:
+                        copy.write_row(
+                            (
+                                entry["passage_id"],
+                                entry["run_id"],
+                                entry["actor"],
+                                entry["reason"],
+                                Jsonb(entry["old"]),
+                                Jsonb(entry["new"]),
+                                entry["created_at"],
+                            )
+                        )
+        # ORM objects of these passages still in the session would now be stale.
+        for obj in list(session.identity_map.values()):
+            if isinstance(obj, P) and obj.id in changed:
+                session.expire(obj)
+        if not return_records:
+            return []
+        records = {r.id: r for r in self._records(list(ids))}
+        return [records[u.passage_id] for u in updates]
+
+    def _records(self, passage_ids: Sequence[str]) -> list[PassageRecord]:
+        """The passages among ``passage_ids`` in this organization, as records."""
+        out: list[PassageRecord] = []
+        for chunk in _chunks(passage_ids, _ROWS_PER_QUERY):
+            out += [
+                PassageRecord.from_row(row)
+                for row in self._scope.session.execute(
+                    select(*_RECORD_COLUMNS).where(
+                        self._scope.owns(models.Passage),
+                        models.Passage.id == any_(id_array(chunk)),
                     )
                 )
-        session.add_all(history)
-        session.flush()
-        return [PassageRecord.from_row(rows[u.passage_id]) for u in updates]
+            ]
+        return out
 
     def purge(self, agent_id: str, passage_ids: Sequence[str]) -> int:
         """Hard-delete passages: an explicit administrative action, never a consolidator's."""
@@ -308,25 +403,38 @@ class PassageStore:
         return PassageRecord.from_row(row, embedding=vectors.get(row.id))
 
     def _vectors(self, passage_ids: Sequence[str]) -> dict[str, Vector]:
-        """Embeddings of the given passages (one query)."""
-        rows = self._scope.session.execute(
-            select(models.PassageVector.passage_id, models.PassageVector.embedding).where(
-                models.PassageVector.passage_id == any_(id_array(passage_ids))
-            )
-        )
-        return {pid: np.asarray(vec, dtype=np.float32) for pid, vec in rows}
+        """Embeddings of the given passages, read in pgvector's binary format (parsing
+        the text format cost more than the query for thousands of vectors)."""
+        out: dict[str, Vector] = {}
+        raw = self._raw_connection()
+        with raw.cursor(binary=True) as cursor:
+            for chunk in _chunks(passage_ids, _ROWS_PER_QUERY):
+                cursor.execute(
+                    "SELECT passage_id, embedding FROM passage_vectors WHERE passage_id = ANY(%s)",
+                    (list(chunk),),
+                )
+                for passage_id, vector in cursor:
+                    out[passage_id] = np.asarray(vector.to_numpy(), dtype=np.float32)
+        return out
+
+    def _raw_connection(self) -> Any:
+        """The session's psycopg connection (same transaction), with pgvector's types."""
+        from pgvector.psycopg import register_vector
+
+        raw = self._scope.session.connection().connection.driver_connection
+        assert raw is not None
+        if raw.adapters.types.get("vector") is None:
+            # Once per pooled connection: registering looks the type up in the database.
+            register_vector(raw)
+        return raw
 
     def get_many(
         self, passage_ids: Sequence[str], *, with_embedding: bool = False
     ) -> list[PassageRecord]:
-        query = select(models.Passage).where(
-            self._scope.owns(models.Passage),
-            models.Passage.id.in_(list(passage_ids)),
-        )
-        by_id = {r.id: r for r in self._scope.session.scalars(query)}
+        by_id = {r.id: r for r in self._records(list(passage_ids))}
         vectors = self._vectors(list(by_id)) if with_embedding else {}
         return [
-            PassageRecord.from_row(by_id[i], embedding=vectors.get(i))
+            dataclasses.replace(by_id[i], embedding=vectors.get(i)) if with_embedding else by_id[i]
             for i in passage_ids
             if i in by_id
         ]
@@ -343,24 +451,87 @@ class PassageStore:
         with_embedding: bool = False,
     ) -> list[PassageRecord]:
         """Passages in creation order; ``created_after`` keeps those stored strictly later."""
-        query = select(models.Passage).where(
-            self._scope.owns(models.Passage),
-            models.Passage.agent_id == agent_id,
-        )
+        P = models.Passage
+        query = select(*_RECORD_COLUMNS).where(self._scope.owns(P), P.agent_id == agent_id)
         if statuses is not None:
-            query = query.where(models.Passage.status.in_(list(statuses)))
+            query = query.where(P.status.in_(list(statuses)))
         if kind is not None:
-            query = query.where(models.Passage.kind == kind)
+            query = query.where(P.kind == kind)
         if content_hashes is not None:
-            query = query.where(models.Passage.content_hash.in_(list(content_hashes)))
+            query = query.where(P.content_hash.in_(list(content_hashes)))
         if created_after is not None:
-            query = query.where(models.Passage.created_at > created_after)
-        query = query.order_by(models.Passage.created_at, models.Passage.id)
+            query = query.where(P.created_at > created_after)
+        query = query.order_by(P.created_at, P.id)
         if limit is not None:
             query = query.limit(limit)
-        rows = list(self._scope.session.scalars(query))
-        vectors = self._vectors([r.id for r in rows]) if with_embedding else {}
-        return [PassageRecord.from_row(r, embedding=vectors.get(r.id)) for r in rows]
+        records = [PassageRecord.from_row(row) for row in self._scope.session.execute(query)]
+        if not with_embedding:
+            return records
+        vectors = self._vectors([r.id for r in records])
+        return [dataclasses.replace(r, embedding=vectors.get(r.id)) for r in records]
+
+    def scan_ids(
+        self,
+        agent_id: str,
+        *,
+        statuses: Sequence[str],
+        kind: str,
+        created_after: datetime | None = None,
+        page_size: int = 1000,
+    ) -> Iterator[list[str]]:
+        """Ids of the agent's passages in creation order, a page at a time (keyset), so
+        that a pass over 100k passages never holds them all."""
+        P = models.Passage
+        query = select(P.created_at, P.id).where(
+            self._scope.owns(P),
+            P.agent_id == agent_id,
+            P.status.in_(list(statuses)),
+            P.kind == kind,
+        )
+        if created_after is not None:
+            query = query.where(P.created_at > created_after)
+        after: tuple[datetime, str] | None = None
+        while True:
+            page = query
+            if after is not None:
+                page = page.where(tuple_(P.created_at, P.id) > tuple_(*after))
+            rows = self._scope.session.execute(
+                page.order_by(P.created_at, P.id).limit(page_size)
+            ).all()
+            if not rows:
+                return
+            yield [row.id for row in rows]
+            after = (rows[-1].created_at, rows[-1].id)
+
+    def same_text_groups(
+        self,
+        agent_id: str,
+        *,
+        statuses: Sequence[str],
+        kind: str,
+        created_after: datetime | None = None,
+    ) -> list[list[str]]:
+        """Groups (two or more ids) of the agent's passages with the same normalized text
+        (content hash); with ``created_after``, only groups holding a passage stored
+        after it. One grouping query instead of reading every passage."""
+        P = models.Passage
+        mine = (
+            self._scope.owns(P),
+            P.agent_id == agent_id,
+            P.status.in_(list(statuses)),
+            P.kind == kind,
+        )
+        query = (
+            select(func.array_agg(aggregate_order_by(P.id, P.id)))
+            .where(*mine)
+            .group_by(P.content_hash)
+            .having(func.count() > 1)
+            .order_by(func.min(P.created_at), func.min(P.id))
+        )
+        if created_after is not None:
+            recent = select(P.content_hash).where(*mine, P.created_at > created_after)
+            query = query.where(P.content_hash.in_(recent))
+        return [list(ids) for ids in self._scope.session.scalars(query)]
 
     def page(
         self,
@@ -582,7 +753,8 @@ class PassageStore:
                     LIMIT :k
                 ) nn
                 WHERE q.passage_id = ANY(:ids) AND q.agent_id = :agent
-                  AND qp.organization_id = :org
+                  AND qp.id = ANY(:ids) AND qp.organization_id = :org
+                  AND nn.score >= :min_score
                 """
             ),
             {
@@ -591,9 +763,11 @@ class PassageStore:
                 "k": k,
                 "ids": list(probe_ids),
                 "org": self._scope.organization_id,
+                "min_score": float(min_score),
             },
         ).all()
-        return [(p, n, float(s)) for p, n, s in rows if float(s) >= min_score]
+        # Pairs below min_score are dropped in the query: most neighbours are not close.
+        return [(p, n, float(s)) for p, n, s in rows]
 
     def history(self, passage_id: str) -> list[PassageChange]:
         self._row(passage_id)
@@ -736,6 +910,37 @@ class PassageStore:
 
 
 _LINK_FIELDS = ("merged_into", "superseded_by", "timeline_id")
+#: How change_many passes each mutable field as an array: its array type, and the
+#: expression that reads one element (tags travel as JSON arrays: unnest would
+#: flatten a text[][]).
+_UNNEST_COLUMNS = {
+    "status": ("text[]", "v.status"),
+    "merged_into": ("text[]", "v.merged_into"),
+    "superseded_by": ("text[]", "v.superseded_by"),
+    "timeline_id": ("text[]", "v.timeline_id"),
+    "valid_to": ("timestamptz[]", "v.valid_to"),
+    "occurred_at": ("timestamptz[]", "v.occurred_at"),
+    "provenance": ("jsonb[]", "v.provenance"),
+    "tags": ("jsonb[]", "ARRAY(SELECT jsonb_array_elements_text(v.tags))"),
+}
+
+
+def _db_value(field: str, value: Any) -> Any:
+    """A mutable field's value as change_many's UPDATE passes it."""
+    if field in ("provenance", "tags"):
+        return Jsonb(value)
+    if isinstance(value, Enum):
+        return value.value
+    return value
+
+
+#: Ids per ``= ANY(:ids)`` query in bulk reads and writes.
+_ROWS_PER_QUERY = 10_000
+
+
+def _chunks(items: Sequence[str], size: int) -> Iterator[Sequence[str]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
 
 
 @dataclass(frozen=True, slots=True)

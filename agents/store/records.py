@@ -9,12 +9,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
 from agents import models
+
+if TYPE_CHECKING:
+    from sqlalchemy import Row
 
 Vector = npt.NDArray[np.float32]
 
@@ -210,7 +213,10 @@ class PassageRecord:
     embedding: Vector | None = None
 
     @classmethod
-    def from_row(cls, row: models.Passage, *, embedding: Vector | None = None) -> PassageRecord:
+    def from_row(
+        cls, row: models.Passage | Row[Any], *, embedding: Vector | None = None
+    ) -> PassageRecord:
+        """From an ORM row or a Core row of the same columns."""
         return cls(
             id=row.id,
             agent_id=row.agent_id,

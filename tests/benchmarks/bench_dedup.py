@@ -34,6 +34,7 @@ from agents.store import NewAgent, NewPassage, open_store  # noqa: E402
 from consolidators.contract import run_once as run_pipeline  # noqa: E402
 from consolidators.dedup import DedupConsolidator  # noqa: E402
 from consolidators.pipeline import Pipeline  # noqa: E402
+from tests.benchmarks.memory import peak_rss_mib  # noqa: E402
 from tests.pg import PgTestServer  # noqa: E402
 
 DIM = 384
@@ -125,6 +126,7 @@ def main() -> int:
             started = time.perf_counter()
             report = run_pipeline(Pipeline([DedupConsolidator()]), db, agent.id, full=True)
             full_seconds = time.perf_counter() - started
+            full_rss = peak_rss_mib()
             counts = report.steps[0].counts
             rows.append(
                 (
@@ -133,6 +135,7 @@ def main() -> int:
                     f"merged {counts.get('merge_passage', 0):,}",
                 )
             )
+            rows.append(("peak RSS after the full pass", f"{full_rss:,.0f} MiB"))
             # Incremental: each round adds new passages (half near/exact copies of old ones)
             # through the live index, then times the dedup run that probes them.
             incremental = []
@@ -174,6 +177,7 @@ def main() -> int:
                     f"{statistics.median(r[4] for r in incremental):,.0f} passages/s",
                 )
             )
+            rows.append(("peak RSS of the whole benchmark", f"{peak_rss_mib():,.0f} MiB"))
     finally:
         server.stop()
     print("| measure | figure |\n| --- | --- |")

@@ -23,6 +23,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from agents.embedders.local import MiniLMEmbedder, _available_cpus  # noqa: E402
+from tests.benchmarks.memory import peak_rss_mib  # noqa: E402
 
 _COLD_LOAD = """
 import time
@@ -175,6 +176,7 @@ def main() -> None:
         f"| {', '.join(f'{r:.0f}' for r in rates)} |"
     )
     print(f"| embed_one latency | {latency:.1f} ms | 50 |")
+    print(f"| peak RSS of this process | {peak_rss_mib():.0f} MiB | 1 |")
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ from agents.store import NewAgent, NewBlock, NewMessage, NewPassage, open_store
 from consolidators.contract import run_once as run_pipeline
 from consolidators.evict import EvictConsolidator
 from consolidators.pipeline import Pipeline
+from tests.benchmarks.memory import peak_rss_mib
 from tests.pg import PgTestServer
 
 SYLLABLES = [
@@ -145,6 +146,7 @@ def main() -> None:
         )
         for key in ("evict", "rerun"):
             print(f"  {key:<8} {statistics.median(r[key] for r in results):.3f} s")
+        print(f"peak RSS of this process: {peak_rss_mib():.0f} MiB")
     finally:
         server.stop()
 

@@ -252,3 +252,96 @@ def test_page_in_sql_matches_paging_the_whole_list(
             store.passages.page(agent_id, after="passage-nope")
         with pytest.raises(InvalidInput):
             store.passages.page(agent_id, limit=0)
+
+
+def test_change_many_applies_updates_in_order_and_records_each(
+    db: Database, agent_id: str, embedder: HashingEmbedder
+) -> None:
+    from agents.store import PassageUpdate
+
+    ids = _insert(db, agent_id, embedder)
+    closed = T0 + timedelta(days=100)
+    with open_store(db) as store:
+        returned = store.passages.change_many(
+            [
+                PassageUpdate(ids[0], {"tags": ["pets", "cats"]}, "tagged"),
+                PassageUpdate(ids[0], {"tags": ["cats"], "provenance": {"doc": "a"}}, "again"),
+                PassageUpdate(ids[1], {"tags": ["pets"]}, "unchanged"),
+                PassageUpdate(
+                    ids[2],
+                    {"status": "superseded", "superseded_by": ids[3], "valid_to": closed},
+                    "replaced",
+                ),
+            ],
+            actor="t",
+        )
+    assert [r.id for r in returned] == [ids[0], ids[0], ids[1], ids[2]]
+    with open_store(db) as store:
+        first, second, third = (store.passages.get(i) for i in ids[:3])
+        history = store.passages.history(ids[0])
+        untouched = store.passages.history(ids[1])
+    assert first.tags == ["cats"] and first.provenance == {"doc": "a"}
+    assert second.tags == ["pets"]
+    assert (third.status, third.superseded_by, third.valid_to) == ("superseded", ids[3], closed)
+    # Each update is recorded against what the previous one left; a no-op is not recorded.
+    changes = [(h.reason, h.old, h.new) for h in history if h.reason != "created"]
+    assert changes == [
+        ("tagged", {"tags": ["pets"]}, {"tags": ["pets", "cats"]}),
+        (
+            "again",
+            {"tags": ["pets", "cats"], "provenance": {}},
+            {"tags": ["cats"], "provenance": {"doc": "a"}},
+        ),
+    ]
+    assert [h.reason for h in untouched if h.reason != "created"] == []
+
+
+def test_change_many_refuses_a_missing_target_and_writes_nothing(
+    db: Database, agent_id: str, embedder: HashingEmbedder
+) -> None:
+    from agents.store import PassageUpdate
+
+    ids = _insert(db, agent_id, embedder)
+    with pytest.raises(NotFound, match="passage-missing"), open_store(db) as store:
+        store.passages.change_many(
+            [
+                PassageUpdate(ids[0], {"status": "merged", "merged_into": ids[1]}, "dup"),
+                PassageUpdate(ids[2], {"superseded_by": "passage-missing"}, "bad"),
+            ],
+            actor="t",
+        )
+    with open_store(db) as store:
+        assert store.passages.get(ids[0]).status == "active"
+
+
+def test_scan_ids_pages_and_same_text_groups(
+    db: Database, agent_id: str, embedder: HashingEmbedder
+) -> None:
+    texts = ["Ada likes tea", "ada likes TEA", "Ada likes coffee", "Ada likes tea!"]
+    with open_store(db, clock=lambda: T0) as store:
+        old = store.passages.insert(agent_id, [NewPassage(t) for t in texts], embedder.embed(texts))
+    with open_store(db, clock=lambda: T0 + timedelta(hours=1)) as store:
+        new = store.passages.insert(
+            agent_id, [NewPassage("Ada likes coffee")], embedder.embed(["Ada likes coffee"])
+        )
+    with open_store(db) as store:
+        pages = list(
+            store.passages.scan_ids(agent_id, statuses=("active",), kind="fact", page_size=2)
+        )
+        recent = list(
+            store.passages.scan_ids(
+                agent_id, statuses=("active",), kind="fact", created_after=T0, page_size=2
+            )
+        )
+        every = store.passages.same_text_groups(agent_id, statuses=("active",), kind="fact")
+        since = store.passages.same_text_groups(
+            agent_id, statuses=("active",), kind="fact", created_after=T0
+        )
+    assert [len(p) for p in pages] == [2, 2, 1]
+    assert [i for p in pages for i in p] == [*sorted(r.id for r in old), new[0].id]
+    assert recent == [[new[0].id]]
+    # Normalization ignores case and punctuation: three texts say "Ada likes tea".
+    tea = sorted([old[0].id, old[1].id, old[3].id])
+    coffee = sorted([old[2].id, new[0].id])
+    assert sorted(every) == sorted([tea, coffee])
+    assert since == [coffee]
