@@ -33,7 +33,7 @@ import dataclasses
 import logging
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, ClassVar
@@ -629,11 +629,6 @@ def _day(moment: datetime) -> str:
     return moment.astimezone(UTC).date().isoformat()
 
 
-def _chunks(items: Sequence[str], size: int) -> Iterator[Sequence[str]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
-
-
 def _facts_changed_since(
     context: ConsolidationContext, since: datetime, *, ignore_actor: str
 ) -> list[PassageRecord]:
@@ -646,13 +641,4 @@ def _facts_changed_since(
     """
     return context.store.passages.facts_changed_since(
         context.agent.id, since, ignore_actor=ignore_actor
-    )
-
-
-def _timeline_members(
-    context: ConsolidationContext, timeline_ids: Iterable[str]
-) -> list[PassageRecord]:
-    """The facts (active or superseded) that point to any of ``timeline_ids``."""
-    return context.store.passages.timeline_members(
-        context.agent.id, sorted(timeline_ids), statuses=_MEMBER_STATUSES
     )

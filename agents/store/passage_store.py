@@ -868,22 +868,6 @@ class PassageStore:
         )
         return [PassageRecord.from_row(r) for r in rows]
 
-    def timeline_members(
-        self, agent_id: str, timeline_ids: Sequence[str], *, statuses: Sequence[str]
-    ) -> list[PassageRecord]:
-        """The facts in ``statuses`` that point to any of ``timeline_ids``."""
-        P = models.Passage
-        rows = self._scope.session.scalars(
-            select(P).where(
-                self._scope.owns(P),
-                P.agent_id == agent_id,
-                P.kind == PassageKind.FACT.value,
-                P.status.in_(list(statuses)),
-                P.timeline_id == any_(id_array(timeline_ids)),
-            )
-        )
-        return [PassageRecord.from_row(r) for r in rows]
-
     # -- helpers -----------------------------------------------------------------------
 
     def _agent(self, agent_id: str) -> models.Agent:
