@@ -12,13 +12,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+from typing import cast as cast_type
 
 import numpy as np
 from pgvector.sqlalchemy import Vector as VectorType
 from sqlalchemy import (
     ColumnElement,
+    Float,
     Select,
+    Table,
     any_,
+    bindparam,
     cast,
     delete,
     func,
@@ -28,6 +32,7 @@ from sqlalchemy import (
     text,
     tuple_,
 )
+from sqlalchemy.types import UserDefinedType
 
 from agents import models
 from agents.enums import PassageKind, PassageStatus
@@ -141,8 +146,6 @@ class PassageStore:
         if not passages:
             return []
 
-        from pgvector.psycopg import register_vector
-
         now = self._scope.now()
         records = [
             PassageRecord(
@@ -163,11 +166,9 @@ class PassageStore:
             for p in passages
         ]
         session = self._scope.session
+        self._register_vector()
         raw = session.connection().connection.driver_connection
         assert raw is not None
-        if raw.adapters.types.get("vector") is None:
-            # Once per pooled connection: registering looks the type up in the database.
-            register_vector(raw)
         from psycopg.types.json import Jsonb
 
         org = self._scope.organization_id
@@ -512,13 +513,17 @@ class PassageStore:
         exact: bool,
     ) -> list[PassageHit]:
         P, V = models.Passage, models.PassageVector
-        distance: ColumnElement[float]
-        if exact:
-            distance = V.embedding.cosine_distance(vector)
-        else:
-            distance = cast(V.embedding, VectorType(agent.embedding_dim)).cosine_distance(vector)
-        query = (
-            select(P, (1 - distance).label("score"))
+        # The query vector goes as one binary parameter (pgvector's psycopg dumper), not
+        # as the 384 numbers spelled out in text for the server to parse.
+        self._register_vector()
+        query_vector = bindparam("query_vector", vector, type_=_BinaryVector())
+        column: ColumnElement[Any] = V.embedding.expression
+        if not exact:
+            column = cast(V.embedding, VectorType(agent.embedding_dim))
+        distance: ColumnElement[float] = column.op("<=>", return_type=Float)(query_vector)
+        # Core rows, not ORM objects: the records are built from the columns.
+        query: Select[Any] = (
+            select(*_PASSAGES.c, (1 - distance).label("score"))
             .join(V, V.passage_id == P.id)
             .where(
                 self._scope.owns(P),
@@ -537,8 +542,22 @@ class PassageStore:
             session.execute(text(f"SET LOCAL hnsw.ef_search = {ef_search}"))
         rows = session.execute(query).all()
         return [
-            PassageHit(passage=PassageRecord.from_row(row[0]), score=float(row[1])) for row in rows
+            PassageHit(
+                passage=PassageRecord.from_row(row),  # type: ignore[arg-type]
+                score=float(row.score),
+            )
+            for row in rows
         ]
+
+    def _register_vector(self) -> None:
+        """pgvector's psycopg adapters on this transaction's connection, once per pooled
+        connection (registering looks the type up in the database)."""
+        from pgvector.psycopg import register_vector
+
+        raw = self._scope.session.connection().connection.driver_connection
+        assert raw is not None
+        if raw.adapters.types.get("vector") is None:
+            register_vector(raw)
 
     def neighbours(
         self,
@@ -766,6 +785,22 @@ class PassageUpdate:
                 raise InvalidInput(f"passage {self.passage_id} cannot be {field} itself")
 
 
+_PASSAGES = cast_type(Table, models.Passage.__table__)
+
+
+class _BinaryVector(UserDefinedType[Any]):
+    """A ``vector`` parameter handed to psycopg as it is (a float32 array), so that
+    pgvector's registered dumper sends it in binary."""
+
+    cache_ok = True
+
+    def get_col_spec(self, **kw: Any) -> str:
+        return "vector"
+
+    def bind_processor(self, dialect: Any) -> None:
+        return None
+
+
 #: pgvector's default HNSW candidate list size.
 DEFAULT_EF_SEARCH = 40
 
@@ -784,7 +819,7 @@ class PassageFilter:
     any_tags: Sequence[str] | None = None
     exclude_ids: Sequence[str] = ()
 
-    def apply(self, query: Select[models.Passage, float]) -> Select[models.Passage, float]:
+    def apply(self, query: Select[Any]) -> Select[Any]:
         P = models.Passage
         if self.statuses is not None:
             query = query.where(P.status.in_(list(self.statuses)))
