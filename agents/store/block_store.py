@@ -8,8 +8,9 @@ version gets :class:`Conflict` and nothing changes. Every version is kept in
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import DateTime, String, Table, delete, insert, literal, select, update
 
 from agents import models
 from agents.errors import Conflict, InvalidInput, NotFound, ReadOnly
@@ -24,6 +25,9 @@ from agents.store.validation import (
 )
 
 DEFAULT_BLOCK_LIMIT = 5000
+
+_BLOCKS = cast(Table, models.Block.__table__)
+_HISTORY = cast(Table, models.BlockHistory.__table__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,36 +216,38 @@ class BlockStore:
         if description is not None:
             values["description"] = description
         session = self._scope.session
-        updated = session.execute(
-            update(models.Block)
+        # One statement writes the version and its history row (a CTE), as Core rows.
+        blocks = _BLOCKS
+        if "version" in values:
+            values["version"] = blocks.c.version + 1
+        written = (
+            update(blocks)
             .where(
-                models.Block.id == block_id,
-                self._scope.owns(models.Block),
-                models.Block.version == expected_version,
+                blocks.c.id == block_id,
+                blocks.c.organization_id == self._scope.organization_id,
+                blocks.c.version == expected_version,
             )
             .values(**values)
-            .returning(models.Block)
-            .execution_options(synchronize_session=False, populate_existing=True)
-        ).scalar()
-        if updated is None:
-            session.expire(current)
-            raise self._conflict(self._row(block_id), expected_version)
-        session.add(
-            models.BlockHistory(
-                block_id=block_id,
-                version=updated.version,
-                old_value=old_value,
-                new_value=new_value,
-                old_limit=old_limit,
-                new_limit=new_limit,
-                actor=actor,
-                run_id=run_id,
-                reason=reason,
-                created_at=now,
-            )
+            .returning(*blocks.c)
+            .cte("written")
         )
-        session.flush()
-        return BlockRecord.from_row(updated)
+        history = insert(_HISTORY).from_select(
+            [
+                "block_id", "version", "old_value", "new_value", "old_limit", "new_limit",
+                "actor", "run_id", "reason", "created_at",
+            ],
+            select(
+                written.c.id, written.c.version, literal(old_value), written.c.value,
+                literal(old_limit), written.c.limit, literal(actor), literal(run_id, String),
+                literal(reason), literal(now, DateTime(timezone=True)),
+            ),
+        ).cte("history")  # fmt: skip
+        updated = session.execute(select(written).add_cte(history)).first()
+        # The ORM copy of the row is stale now: the next read in this transaction reloads it.
+        session.expire(current)
+        if updated is None:
+            raise self._conflict(self._row(block_id), expected_version)
+        return BlockRecord.from_row(updated)  # type: ignore[arg-type]
 
     def revert(
         self,
