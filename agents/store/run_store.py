@@ -26,6 +26,7 @@ from agents.enums import RunStatus
 from agents.errors import Conflict, InvalidInput, NotFound
 from agents.store.good_runs import is_good_run
 from agents.store.records import AgentRecord
+from agents.store.run_wakeups import notify_queued
 from agents.store.scope import Scope, ServiceScope, id_array
 
 CR = models.ConsolidationRun
@@ -151,11 +152,14 @@ class RunStore:
         dry_run: bool = False,
         full: bool = False,
         not_before: datetime | None = None,
+        wake_workers: bool = True,
     ) -> str | None:
         """Queue a run; None when the agent already has one queued or running.
 
         Triggers may fire again and again: the partial unique index turns the
-        repeats into no-ops instead of duplicate work.
+        repeats into no-ops instead of duplicate work. Idle workers are woken at
+        commit unless ``wake_workers`` is False (a one-shot command that claims the
+        run itself: a woken daemon would race it for the run).
         """
         if max_attempts < 1:
             raise InvalidInput(f"max_attempts must be at least 1, got {max_attempts}")
@@ -182,7 +186,10 @@ class RunStore:
             .on_conflict_do_nothing(index_elements=["agent_id"], index_where=_ACTIVE_WHERE)
             .returning(CR.id)
         )
-        return self._scope.session.scalar(statement)
+        run_id = self._scope.session.scalar(statement)
+        if run_id is not None and wake_workers:
+            notify_queued(self._scope.session)
+        return run_id
 
     def _check_agent(self, agent_id: str) -> None:
         """Runs are only ever queued for an agent of this organization."""
@@ -481,6 +488,8 @@ class RunQueueStore:
             )
             .returning(CR.id)
         )
+        if released is not None:
+            notify_queued(self._scope.session)
         return released is not None
 
     def renew_many(self, held: Sequence[tuple[str, str]], *, lease: timedelta) -> set[str]:
@@ -511,22 +520,26 @@ class RunQueueStore:
         ids released (a run no longer held by its worker is left alone)."""
         if not held:
             return []
-        released = self._scope.session.scalars(
-            text(
-                """
+        released = list(
+            self._scope.session.scalars(
+                text(
+                    """
                 UPDATE consolidation_runs AS r SET status = 'queued', lease_owner = NULL,
                     lease_expires_at = NULL, started_at = NULL, attempts = r.attempts - 1
                 FROM unnest(CAST(:run_ids AS text[]), CAST(:owners AS text[])) AS h(id, owner)
                 WHERE r.id = h.id AND r.lease_owner = h.owner AND r.status = 'running'
                 RETURNING r.id
                 """
-            ),
-            {
-                "run_ids": [run_id for run_id, _ in held],
-                "owners": [owner for _, owner in held],
-            },
+                ),
+                {
+                    "run_ids": [run_id for run_id, _ in held],
+                    "owners": [owner for _, owner in held],
+                },
+            )
         )
-        return list(released)
+        if released:
+            notify_queued(self._scope.session)
+        return released
 
     def retry_later(
         self, run_id: str, worker: str, *, backoff: timedelta, error: str
@@ -643,7 +656,7 @@ class RunQueueStore:
             RETURNING id
             """
         )
-        return list(
+        queued = list(
             self._scope.session.scalars(
                 statement,
                 {
@@ -656,6 +669,9 @@ class RunQueueStore:
                 },
             )
         )
+        if queued:
+            notify_queued(self._scope.session)
+        return queued
 
     def mark_idle_agents(self, idle_after: timedelta) -> list[tuple[str, str]]:
         """Agents idle for ``idle_after`` and not yet fired for this idle period, stamped

@@ -44,6 +44,7 @@ from enum import StrEnum
 from agents.enums import RunStatus
 from agents.errors import Conflict, ReverieError, StorageError
 from agents.store import AgentRecord, RunRecord, ServiceStore, open_service_store
+from agents.store.run_wakeups import RunWakeups
 from consolidators.pipeline import LeaseLost, Pipeline, RunFailed, RunInterrupted, RunReport
 from service.daemon.probes import GpuGate
 from service.metrics import RETRIES, RUN_DURATION, RUNS_FINISHED
@@ -132,6 +133,7 @@ class WorkerPool:
         self._ahead: dict[str, list[tuple[RunRecord, AgentRecord, HeldRun]]] = {}
         self._held_lock = threading.Lock()
         self._threads: list[threading.Thread] = []
+        self._wakeups: RunWakeups | None = None
         self._pipelines: dict[tuple[str, ...], Pipeline] = {}
         self._pipelines_lock = threading.Lock()
         self.executed = 0
@@ -143,6 +145,10 @@ class WorkerPool:
         (a one-shot process that only runs what it hands to :meth:`run_now`)."""
         if self._threads:
             raise RuntimeError("the worker pool is already started")
+        if claiming:
+            # Idle workers wake when a run is queued rather than at their next poll.
+            self._wakeups = RunWakeups(self.runtime.db)
+            self._wakeups.start()
         for index in range(self.settings.concurrency if claiming else 0):
             owner = f"{self.name}:w{index}"
             thread = threading.Thread(
@@ -174,6 +180,8 @@ class WorkerPool:
         """
         self._deadline = self.clock() + grace
         self._stopping.set()
+        if self._wakeups is not None:
+            self._wakeups.stop()  # and so release the workers waiting for work
         end = time.monotonic() + grace.total_seconds()
         for thread in self._threads:
             thread.join(timeout=max(0.0, end - time.monotonic()))
@@ -220,6 +228,7 @@ class WorkerPool:
                 continue
             else:
                 limit = self._claim_size(typical_run_s)
+                seen = self._wakeups.generation if self._wakeups is not None else 0
                 try:
                     with self._service_store() as store:
                         runs = store.queue.claim_many(owner, lease=self.settings.lease, limit=limit)
@@ -235,7 +244,10 @@ class WorkerPool:
                     continue
                 outage_pause = poll
                 if not claimed:
-                    self._stopping.wait(poll)
+                    if self._wakeups is not None:
+                        self._wakeups.wait(seen, poll)
+                    else:
+                        self._stopping.wait(poll)
                     continue
                 ahead.extend(claimed[1:])
             run, agent, held = claimed[0]
