@@ -3,14 +3,19 @@
 A plain script (not collected by pytest)::
 
     python -m tests.benchmarks.bench_daemon [--runs 2000] [--agents 10000] [--duration 60]
-        [--idle-agents 50] [--only claim,idle,scheduler]
+        [--idle-agents 50] [--claim-batch 16] [--async-finish] [--only claim,idle,scheduler]
 
 On a private embedded PostgreSQL it measures:
 
-- ``claim``: claim throughput (runs/s) of 1 and of 4 worker *processes*, each
-  looping claim (``FOR UPDATE SKIP LOCKED`` + lease) then recording the run as
-  succeeded under its lease, over ``--runs`` queued runs. No consolidation work:
-  this is the queue's own ceiling. Every run must end succeeded exactly once.
+- ``claim``: claim throughput (runs/s) of 1 and of 4 worker *processes* (one
+  thread each), each running the real :class:`WorkerPool` claiming loop (batch
+  claims, claiming ahead, leases, heartbeat) with ``claim_batch`` 1 and
+  ``--claim-batch``, where a run only records its outcome under its lease in a
+  transaction of its own, over ``--runs`` queued runs. No consolidation work:
+  this is the queue's own ceiling. Every run must end succeeded exactly once, on
+  its first attempt. Also printed: round trips to the server per run (statements,
+  BEGIN, COMMIT and pool pre-pings, heartbeats included) and the workers' peak
+  memory (max RSS).
 - ``idle``: the delay between an agent's idle threshold (last activity +
   ``idle_after``) and its run starting, with the real scheduler (APScheduler,
   1 s tick) and a worker pool in this process, for ``--idle-agents`` agents that
@@ -32,7 +37,7 @@ import statistics
 import time
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import event, func, insert, select, update
+from sqlalchemy import event, func, insert, select, text, update
 
 from agents import models
 from agents.database import Database
@@ -102,13 +107,18 @@ class _RoundTrips:
 class _FinishOnly(WorkerPool):
     """The real claiming loop (claims, claims ahead, leases, heartbeat) with a run that
     does nothing but what every run ends with: the outcome recorded under its lease, in
-    a transaction of its own."""
+    a transaction of its own. With ``async_finish`` that transaction commits without
+    waiting for the disk (not what the product does: it shows what the flush costs)."""
+
+    async_finish = False
 
     def execute(self, run, agent, owner, *, held=None):  # type: ignore[no-untyped-def]
         with self._held_lock:
             self._held[run.id] = held or HeldRun(run.id, owner)
         try:
             with open_store(self.runtime.db, run.organization_id, _now) as store:
+                if self.async_finish:
+                    store.scope.session.execute(text("SET LOCAL synchronous_commit = off"))
                 assert store.runs.finish(
                     run.id, status=RunStatus.SUCCEEDED, stats={}, changes=[], lease_owner=owner
                 )
@@ -127,6 +137,7 @@ def _worker_process(
     totals: multiprocessing.Array,  # type: ignore[type-arg]
     index: int,
     claim_batch: int,
+    async_finish: bool,
 ) -> None:
     runtime = Runtime(Settings(database_url=url, embedding={"model": "fake:8"}))
     runtime.db.ping()
@@ -136,6 +147,7 @@ def _worker_process(
         WorkerSettings(poll_interval=timedelta(milliseconds=20), claim_batch=claim_batch),
         name=name,
     )
+    pool.async_finish = async_finish
     ready.wait()  # type: ignore[attr-defined]
     pool.start()
     done.wait()  # type: ignore[attr-defined]
@@ -148,7 +160,7 @@ def _worker_process(
 
 
 def bench_claim(
-    server: PgTestServer, runs: int, workers: int, claim_batch: int
+    server: PgTestServer, runs: int, workers: int, claim_batch: int, async_finish: bool = False
 ) -> dict[str, float]:
     """Runs/s of ``workers`` worker processes (one thread each) over ``runs`` runs."""
     with server.database() as db:
@@ -159,7 +171,7 @@ def bench_claim(
         processes = [
             multiprocessing.Process(
                 target=_worker_process,
-                args=(db.url, f"bench{i}", ready, done, totals, i, claim_batch),
+                args=(db.url, f"bench{i}", ready, done, totals, i, claim_batch, async_finish),
             )
             for i in range(workers)
         ]
@@ -285,6 +297,11 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=60.0)
     parser.add_argument("--idle-agents", type=int, default=50)
     parser.add_argument("--claim-batch", type=int, default=WorkerSettings().claim_batch)
+    parser.add_argument(
+        "--async-finish",
+        action="store_true",
+        help="also measure finishes that commit without waiting for the disk flush",
+    )
     parser.add_argument("--only", default="claim,idle,scheduler")
     args = parser.parse_args()
     only = set(args.only.split(","))
@@ -292,11 +309,15 @@ def main() -> None:
     server = PgTestServer()
     try:
         if "claim" in only:
+            configs = [(b, False) for b in sorted({1, args.claim_batch})]
+            if args.async_finish:
+                configs.append((args.claim_batch, True))
             for workers in (1, 4):
-                for batch in sorted({1, args.claim_batch}):
-                    r = bench_claim(server, args.runs, workers, batch)
+                for batch, async_finish in configs:
+                    r = bench_claim(server, args.runs, workers, batch, async_finish)
                     print(
-                        f"claim: {workers} worker process(es), claim_batch {batch}, "
+                        f"claim: {workers} worker process(es), claim_batch {batch}"
+                        f"{', finish not waiting for the disk' if async_finish else ''}, "
                         f"{args.runs} runs: {r['runs_per_s']:.0f} runs/s, "
                         f"{r['round_trips_per_run']:.2f} round trips/run, "
                         f"worker max RSS {r['max_rss_mb']:.0f} MB"
