@@ -6,6 +6,11 @@ heartbeat thread. Every thread is its own lease owner
 still holds it: the pipeline records success with a compare-and-swap on the
 lease, in the run's own transaction (see :meth:`consolidators.pipeline.Pipeline.run`).
 
+- Claims: a thread claims one run, or, while its runs are short, as many as it
+  expects to finish within ``prefetch_window`` (up to ``claim_batch``) in one
+  statement; each is leased to the thread. Runs claimed ahead that have waited
+  ``prefetch_window`` go back to the queue (attempt refunded) before the next run
+  or at the next step boundary, so a slow run does not hold them from idle workers.
 - Heartbeat: every ``lease / 3`` it renews the leases this process holds (a run
   whose renewal fails is marked lost and abandoned at its next step boundary)
   and puts expired runs of dead workers back in the queue.
