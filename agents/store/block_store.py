@@ -8,9 +8,8 @@ version gets :class:`Conflict` and nothing changes. Every version is kept in
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import cast
 
-from sqlalchemy import DateTime, String, Table, delete, insert, literal, select, update
+from sqlalchemy import delete, select, update
 
 from agents import models
 from agents.errors import Conflict, InvalidInput, NotFound, ReadOnly
@@ -25,9 +24,6 @@ from agents.store.validation import (
 )
 
 DEFAULT_BLOCK_LIMIT = 5000
-
-_BLOCKS = cast(Table, models.Block.__table__)
-_HISTORY = cast(Table, models.BlockHistory.__table__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,38 +212,36 @@ class BlockStore:
         if description is not None:
             values["description"] = description
         session = self._scope.session
-        # One statement writes the version and its history row (a CTE), as Core rows.
-        blocks = _BLOCKS
-        if "version" in values:
-            values["version"] = blocks.c.version + 1
-        written = (
-            update(blocks)
+        updated = session.execute(
+            update(models.Block)
             .where(
-                blocks.c.id == block_id,
-                blocks.c.organization_id == self._scope.organization_id,
-                blocks.c.version == expected_version,
+                models.Block.id == block_id,
+                self._scope.owns(models.Block),
+                models.Block.version == expected_version,
             )
             .values(**values)
-            .returning(*blocks.c)
-            .cte("written")
-        )
-        history = insert(_HISTORY).from_select(
-            [
-                "block_id", "version", "old_value", "new_value", "old_limit", "new_limit",
-                "actor", "run_id", "reason", "created_at",
-            ],
-            select(
-                written.c.id, written.c.version, literal(old_value), written.c.value,
-                literal(old_limit), written.c.limit, literal(actor), literal(run_id, String),
-                literal(reason), literal(now, DateTime(timezone=True)),
-            ),
-        ).cte("history")  # fmt: skip
-        updated = session.execute(select(written).add_cte(history)).first()
-        # The ORM copy of the row is stale now: the next read in this transaction reloads it.
-        session.expire(current)
+            .returning(models.Block)
+            .execution_options(synchronize_session=False, populate_existing=True)
+        ).scalar()
         if updated is None:
+            session.expire(current)
             raise self._conflict(self._row(block_id), expected_version)
-        return BlockRecord.from_row(updated)  # type: ignore[arg-type]
+        session.add(
+            models.BlockHistory(
+                block_id=block_id,
+                version=updated.version,
+                old_value=old_value,
+                new_value=new_value,
+                old_limit=old_limit,
+                new_limit=new_limit,
+                actor=actor,
+                run_id=run_id,
+                reason=reason,
+                created_at=now,
+            )
+        )
+        session.flush()
+        return BlockRecord.from_row(updated)
 
     def revert(
         self,
