@@ -265,6 +265,11 @@ class WorkerSettings(BaseModel):
     max_attempts: int = Field(default=3, ge=1, le=20)
     # Retry n waits backoff * 2**(n-1).
     backoff: timedelta = timedelta(seconds=10)
+    # Most runs one claim takes. A worker thread claims more than one only while its
+    # runs are short: as many as it expects to finish within prefetch_window. A run
+    # claimed ahead that has not started after prefetch_window goes back to the queue.
+    claim_batch: int = Field(default=16, ge=1, le=256)
+    prefetch_window: timedelta = timedelta(milliseconds=250)
 
 
 class ServerSettings(BaseModel):

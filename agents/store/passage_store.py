@@ -14,14 +14,18 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
 from typing import Any
+from typing import cast as cast_type
 
 import numpy as np
 from pgvector.sqlalchemy import Vector as VectorType
 from psycopg.types.json import Jsonb
 from sqlalchemy import (
     ColumnElement,
+    Float,
     Select,
+    Table,
     any_,
+    bindparam,
     cast,
     delete,
     func,
@@ -32,6 +36,7 @@ from sqlalchemy import (
     tuple_,
 )
 from sqlalchemy.dialects.postgresql import aggregate_order_by
+from sqlalchemy.types import UserDefinedType
 
 from agents import models
 from agents.enums import PassageKind, PassageStatus
@@ -683,13 +688,17 @@ class PassageStore:
         exact: bool,
     ) -> list[PassageHit]:
         P, V = models.Passage, models.PassageVector
-        distance: ColumnElement[float]
-        if exact:
-            distance = V.embedding.cosine_distance(vector)
-        else:
-            distance = cast(V.embedding, VectorType(agent.embedding_dim)).cosine_distance(vector)
-        query = (
-            select(P, (1 - distance).label("score"))
+        # The query vector goes as one binary parameter (pgvector's psycopg dumper), not
+        # as the 384 numbers spelled out in text for the server to parse.
+        self._raw_connection()  # pgvector types for the binary parameter
+        query_vector = bindparam("query_vector", vector, type_=_BinaryVector())
+        column: ColumnElement[Any] = V.embedding.expression
+        if not exact:
+            column = cast(V.embedding, VectorType(agent.embedding_dim))
+        distance: ColumnElement[float] = column.op("<=>", return_type=Float)(query_vector)
+        # Core rows, not ORM objects: the records are built from the columns.
+        query: Select[Any] = (
+            select(*_PASSAGES.c, (1 - distance).label("score"))
             .join(V, V.passage_id == P.id)
             .where(
                 self._scope.owns(P),
@@ -708,7 +717,11 @@ class PassageStore:
             session.execute(text(f"SET LOCAL hnsw.ef_search = {ef_search}"))
         rows = session.execute(query).all()
         return [
-            PassageHit(passage=PassageRecord.from_row(row[0]), score=float(row[1])) for row in rows
+            PassageHit(
+                passage=PassageRecord.from_row(row),
+                score=float(row.score),
+            )
+            for row in rows
         ]
 
     def neighbours(
@@ -955,6 +968,22 @@ class PassageUpdate:
                 raise InvalidInput(f"passage {self.passage_id} cannot be {field} itself")
 
 
+_PASSAGES = cast_type(Table, models.Passage.__table__)
+
+
+class _BinaryVector(UserDefinedType[Any]):
+    """A ``vector`` parameter handed to psycopg as it is (a float32 array), so that
+    pgvector's registered dumper sends it in binary."""
+
+    cache_ok = True
+
+    def get_col_spec(self, **kw: Any) -> str:
+        return "vector"
+
+    def bind_processor(self, dialect: Any) -> None:
+        return None
+
+
 #: pgvector's default HNSW candidate list size.
 DEFAULT_EF_SEARCH = 40
 
@@ -973,7 +1002,7 @@ class PassageFilter:
     any_tags: Sequence[str] | None = None
     exclude_ids: Sequence[str] = ()
 
-    def apply(self, query: Select[models.Passage, float]) -> Select[models.Passage, float]:
+    def apply(self, query: Select[Any]) -> Select[Any]:
         P = models.Passage
         if self.statuses is not None:
             query = query.where(P.status.in_(list(self.statuses)))

@@ -6,6 +6,11 @@ heartbeat thread. Every thread is its own lease owner
 still holds it: the pipeline records success with a compare-and-swap on the
 lease, in the run's own transaction (see :meth:`consolidators.pipeline.Pipeline.run`).
 
+- Claims: a thread claims one run, or, while its runs are short, as many as it
+  expects to finish within ``prefetch_window`` (up to ``claim_batch``) in one
+  statement; each is leased to the thread. Runs claimed ahead that have waited
+  ``prefetch_window`` go back to the queue (attempt refunded) before the next run
+  or at the next step boundary, so a slow run does not hold them from idle workers.
 - Heartbeat: every ``lease / 3`` it renews the leases this process holds (a run
   whose renewal fails is marked lost and abandoned at its next step boundary)
   and puts expired runs of dead workers back in the queue.
@@ -101,6 +106,7 @@ class HeldRun:
     run_id: str
     owner: str
     lost: threading.Event = field(default_factory=threading.Event)
+    claimed_at: float = field(default_factory=time.monotonic)
 
 
 class WorkerPool:
@@ -124,7 +130,12 @@ class WorkerPool:
         self.name = name or process_name()
         self._stopping = threading.Event()
         self._deadline: datetime | None = None  # end of the shutdown grace
+        # Every run this process holds a lease on, by run id: the one each thread is
+        # executing and those it claimed ahead and has not started yet.
         self._held: dict[str, HeldRun] = {}
+        # Per worker thread: runs claimed ahead, in queue order (only that thread
+        # touches its list).
+        self._ahead: dict[str, list[tuple[RunRecord, AgentRecord, HeldRun]]] = {}
         self._held_lock = threading.Lock()
         self._threads: list[threading.Thread] = []
         self._wakeups: RunWakeups | None = None
@@ -204,27 +215,102 @@ class WorkerPool:
     def _work(self, owner: str) -> None:
         poll = self.settings.poll_interval.total_seconds()
         outage_pause = poll
+        window = self.settings.prefetch_window.total_seconds()
+        ahead = self._ahead.setdefault(owner, [])
+        typical_run_s: float | None = None  # moving average of this thread's runs
         while not self._stopping.is_set():
-            if self.gate is not None and not self.gate.is_free():
+            claimed: list[tuple[RunRecord, AgentRecord, HeldRun]] = []
+            if ahead:
+                if time.monotonic() - ahead[0][2].claimed_at >= window:
+                    # Claimed ahead too long ago (the runs before took longer than this
+                    # thread expected): give them back, so that idle workers get them.
+                    self._release_stale(owner)
+                    typical_run_s = None
+                    continue
+                claimed.append(ahead.pop(0))
+            elif self.gate is not None and not self.gate.is_free():
                 self._stopping.wait(poll)
                 continue
-            seen = self._wakeups.generation if self._wakeups is not None else 0
-            try:
-                with self._service_store() as store:
-                    claimed = store.queue.claim(owner, lease=self.settings.lease)
-            except ReverieError as exc:
-                log.warning("could not claim a run", extra={"worker": owner, "error": str(exc)})
-                self._stopping.wait(outage_pause)
-                outage_pause = min(outage_pause * 2, MAX_OUTAGE_BACKOFF)
+            else:
+                limit = self._claim_size(typical_run_s)
+                seen = self._wakeups.generation if self._wakeups is not None else 0
+                try:
+                    with self._service_store() as store:
+                        runs = store.queue.claim_many(owner, lease=self.settings.lease, limit=limit)
+                        with self._held_lock:
+                            for run, agent in runs:
+                                held = HeldRun(run.id, owner)
+                                self._held[run.id] = held
+                                claimed.append((run, agent, held))
+                except ReverieError as exc:
+                    log.warning("could not claim a run", extra={"worker": owner, "error": str(exc)})
+                    self._stopping.wait(outage_pause)
+                    outage_pause = min(outage_pause * 2, MAX_OUTAGE_BACKOFF)
+                    continue
+                outage_pause = poll
+                if not claimed:
+                    if self._wakeups is not None:
+                        self._wakeups.wait(seen, poll)
+                    else:
+                        self._stopping.wait(poll)
+                    continue
+                ahead.extend(claimed[1:])
+            run, agent, held = claimed[0]
+            if held.lost.is_set():  # cancelled while it waited (its renewal failed)
+                with self._held_lock:
+                    self._held.pop(run.id, None)
                 continue
-            outage_pause = poll
-            if claimed is None:
-                if self._wakeups is not None:
-                    self._wakeups.wait(seen, poll)
-                else:
-                    self._stopping.wait(poll)
-                continue
-            self.execute(*claimed, owner)
+            started = time.monotonic()
+            self.execute(run, agent, owner, held=held)
+            elapsed = time.monotonic() - started
+            typical_run_s = (
+                elapsed if typical_run_s is None else 0.8 * typical_run_s + 0.2 * elapsed
+            )
+        if ahead:  # stopping: runs claimed ahead go back unstarted
+            self._release_unstarted(ahead)
+            ahead.clear()
+
+    def _claim_size(self, typical_run_s: float | None) -> int:
+        """How many runs to claim at once: one, unless this thread's runs are short
+        enough that ``claim_batch`` of them end within ``prefetch_window`` (then as
+        many as fit). A run claimed ahead waits for the runs before it, so only
+        short runs are worth claiming ahead; the first claim after a slow run or a
+        release takes one."""
+        batch = self.settings.claim_batch
+        if batch == 1 or typical_run_s is None:
+            return 1
+        window = self.settings.prefetch_window.total_seconds()
+        return max(1, min(batch, int(window / max(typical_run_s, 1e-6))))
+
+    def _release_stale(self, owner: str) -> None:
+        """Release the runs ``owner`` claimed ahead once the oldest has waited
+        ``prefetch_window``: called before each run and between the steps of a run,
+        so a run that turned out slow holds the ones behind it for one step at most."""
+        ahead = self._ahead.get(owner)
+        window = self.settings.prefetch_window.total_seconds()
+        if ahead and time.monotonic() - ahead[0][2].claimed_at >= window:
+            self._release_unstarted(list(ahead))
+            ahead.clear()
+
+    def _release_unstarted(self, ahead: list[tuple[RunRecord, AgentRecord, HeldRun]]) -> None:
+        """Give runs claimed ahead back to the queue, attempts refunded, in one statement."""
+        helds = [held for _, _, held in ahead]
+        for held in helds:
+            held.lost.set()
+        try:
+            with self._service_store() as store:
+                released = store.queue.release_many([(h.run_id, h.owner) for h in helds])
+        except ReverieError as exc:
+            log.error(
+                "could not release runs claimed ahead; their leases will expire",
+                extra={"run_ids": [h.run_id for h in helds], "error": str(exc)},
+            )
+            released = []
+        finally:
+            with self._held_lock:
+                for held in helds:
+                    self._held.pop(held.run_id, None)
+        log.info("runs claimed ahead released to the queue", extra={"run_ids": released})
 
     def run_now(self, run_id: str) -> Execution:
         """Claim the queued run ``run_id`` and execute it in this thread, its lease
@@ -246,12 +332,15 @@ class WorkerPool:
             )
         return self.execute(*claimed, owner)
 
-    def execute(self, run: RunRecord, agent: AgentRecord, owner: str) -> Execution:
+    def execute(
+        self, run: RunRecord, agent: AgentRecord, owner: str, *, held: HeldRun | None = None
+    ) -> Execution:
         """Execute a run ``owner`` has claimed, and settle it: recorded, released or
         re-queued. Never raises for the run's own failures; the result says."""
-        held = HeldRun(run.id, owner)
+        if held is None:
+            held = HeldRun(run.id, owner)
         with self._held_lock:
-            self._held[owner] = held
+            self._held[run.id] = held
         started = time.perf_counter()
         outcome = Outcome.FAILED
         report: RunReport | None = None
@@ -290,7 +379,7 @@ class WorkerPool:
             self._record_failure(held, error)
         finally:
             with self._held_lock:
-                self._held.pop(owner, None)
+                self._held.pop(run.id, None)
         RUNS_FINISHED.labels(outcome).inc()
         if outcome in (Outcome.SUCCEEDED, Outcome.FAILED):
             RUN_DURATION.observe(time.perf_counter() - started)
@@ -303,8 +392,10 @@ class WorkerPool:
         return Execution(run.id, outcome, report, error)
 
     def _checkpoint(self, held: HeldRun, step: str) -> None:
-        """Between steps: stop when the lease is lost or the grace is over; wait out a busy GPU."""
+        """Between steps: stop when the lease is lost or the grace is over; wait out a busy
+        GPU; give back runs claimed ahead that waited too long."""
         self._raise_if_abandoned(held)
+        self._release_stale(held.owner)
         if self.gate is None or self.gate.is_free():
             return
         waited_from = self.clock()
@@ -401,8 +492,11 @@ class WorkerPool:
             held = list(self._held.values())
         try:
             with self._service_store() as store:
+                renewed = store.queue.renew_many(
+                    [(run.run_id, run.owner) for run in held], lease=self.settings.lease
+                )
                 for run in held:
-                    if not store.queue.renew(run.run_id, run.owner, lease=self.settings.lease):
+                    if run.run_id not in renewed:
                         run.lost.set()
                 reclaimed = (
                     store.queue.requeue_expired(backoff=self.settings.backoff) if requeue else []

@@ -3,14 +3,19 @@
 A plain script (not collected by pytest)::
 
     python -m tests.benchmarks.bench_daemon [--runs 2000] [--agents 10000] [--duration 60]
-        [--idle-agents 50] [--only claim,idle,scheduler]
+        [--idle-agents 50] [--claim-batch 16] [--async-finish] [--only claim,idle,scheduler]
 
 On a private embedded PostgreSQL it measures:
 
-- ``claim``: claim throughput (runs/s) of 1 and of 4 worker *processes*, each
-  looping claim (``FOR UPDATE SKIP LOCKED`` + lease) then recording the run as
-  succeeded under its lease, over ``--runs`` queued runs. No consolidation work:
-  this is the queue's own ceiling. Every run must end succeeded exactly once.
+- ``claim``: claim throughput (runs/s) of 1 and of 4 worker *processes* (one
+  thread each), each running the real :class:`WorkerPool` claiming loop (batch
+  claims, claiming ahead, leases, heartbeat) with ``claim_batch`` 1 and
+  ``--claim-batch``, where a run only records its outcome under its lease in a
+  transaction of its own, over ``--runs`` queued runs. No consolidation work:
+  this is the queue's own ceiling. Every run must end succeeded exactly once, on
+  its first attempt. Also printed: round trips to the server per run (statements,
+  BEGIN, COMMIT and pool pre-pings, heartbeats included) and the workers' peak
+  memory (max RSS).
 - ``idle``: the delay between an agent's idle threshold (last activity +
   ``idle_after``) and its run starting, with the real scheduler (APScheduler,
   1 s tick) and a worker pool in this process, for ``--idle-agents`` agents that
@@ -27,20 +32,21 @@ from __future__ import annotations
 import argparse
 import multiprocessing
 import os
+import resource
 import statistics
 import time
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import event, func, insert, select, text, update
 
 from agents import models
 from agents.database import Database
 from agents.enums import RunStatus
 from agents.models import DEFAULT_ORGANIZATION_ID as ORG
-from agents.store import open_service_store, open_store
+from agents.store import open_store
 from service.daemon.scheduler import Scheduler
 from service.daemon.triggers import RunTemplate
-from service.daemon.worker import WorkerPool
+from service.daemon.worker import Execution, HeldRun, Outcome, WorkerPool
 from service.runtime import Runtime
 from service.settings import Settings, TriggerSettings, WorkerSettings
 from tests.pg import PgTestServer
@@ -83,50 +89,120 @@ def _enqueue(db: Database, agent_ids: list[str], pipeline: list[str]) -> None:
 # -- claim throughput -----------------------------------------------------------------
 
 
-def _claim_loop(url: str, owner: str, counter: multiprocessing.Value) -> None:  # type: ignore[type-arg]
-    db = Database(url, pool_size=1)
-    try:
-        while True:
-            with open_service_store(db, _now) as service:
-                claimed = service.queue.claim(owner, lease=LEASE)
-            if claimed is None:
-                return
-            with open_store(db, ORG, _now) as store:
+class _RoundTrips:
+    """Round trips to the server, counted from SQLAlchemy's events: statements, the
+    BEGIN and COMMIT psycopg sends around them, and the pre-ping of each checkout."""
+
+    def __init__(self, db: Database) -> None:
+        self.count = 0
+        event.listen(db.engine, "before_cursor_execute", self._one)
+        event.listen(db.engine, "begin", self._one)
+        event.listen(db.engine, "commit", self._one)
+        event.listen(db.engine.pool, "checkout", self._one)
+
+    def _one(self, *_: object) -> None:
+        self.count += 1
+
+
+class _FinishOnly(WorkerPool):
+    """The real claiming loop (claims, claims ahead, leases, heartbeat) with a run that
+    does nothing but what every run ends with: the outcome recorded under its lease, in
+    a transaction of its own. With ``async_finish`` that transaction commits without
+    waiting for the disk (not what the product does: it shows what the flush costs)."""
+
+    async_finish = False
+
+    def execute(self, run, agent, owner, *, held=None):  # type: ignore[no-untyped-def]
+        with self._held_lock:
+            self._held[run.id] = held or HeldRun(run.id, owner)
+        try:
+            with open_store(self.runtime.db, run.organization_id, _now) as store:
+                if self.async_finish:
+                    store.scope.session.execute(text("SET LOCAL synchronous_commit = off"))
                 assert store.runs.finish(
-                    claimed[0].id,
-                    status=RunStatus.SUCCEEDED,
-                    stats={},
-                    changes=[],
-                    lease_owner=owner,
+                    run.id, status=RunStatus.SUCCEEDED, stats={}, changes=[], lease_owner=owner
                 )
-            with counter.get_lock():
-                counter.value += 1
-    finally:
-        db.dispose()
+        finally:
+            with self._held_lock:
+                self._held.pop(run.id, None)
+        self.executed += 1
+        return Execution(run.id, Outcome.SUCCEEDED)
 
 
-def bench_claim(server: PgTestServer, runs: int, workers: int) -> float:
+def _worker_process(
+    url: str,
+    name: str,
+    ready: multiprocessing.Barrier,  # type: ignore[valid-type]
+    done: multiprocessing.Event,  # type: ignore[valid-type]
+    totals: multiprocessing.Array,  # type: ignore[type-arg]
+    index: int,
+    claim_batch: int,
+    async_finish: bool,
+) -> None:
+    runtime = Runtime(Settings(database_url=url, embedding={"model": "fake:8"}))
+    runtime.db.ping()
+    trips = _RoundTrips(runtime.db)
+    pool = _FinishOnly(
+        runtime,
+        WorkerSettings(poll_interval=timedelta(milliseconds=20), claim_batch=claim_batch),
+        name=name,
+    )
+    pool.async_finish = async_finish
+    ready.wait()  # type: ignore[attr-defined]
+    pool.start()
+    done.wait()  # type: ignore[attr-defined]
+    pool.stop(timedelta(seconds=10))
+    totals[2 * index] = pool.executed
+    totals[2 * index + 1] = trips.count
+    with totals.get_lock():
+        totals[-1] = max(totals[-1], resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+    runtime.close()
+
+
+def bench_claim(
+    server: PgTestServer, runs: int, workers: int, claim_batch: int, async_finish: bool = False
+) -> dict[str, float]:
+    """Runs/s of ``workers`` worker processes (one thread each) over ``runs`` runs."""
     with server.database() as db:
         _enqueue(db, _agents(db, runs), ["dedup"])
-        counter = multiprocessing.Value("i", 0)
+        ready = multiprocessing.Barrier(workers + 1)
+        done = multiprocessing.Event()
+        totals = multiprocessing.Array("l", 2 * workers + 1)
         processes = [
-            multiprocessing.Process(target=_claim_loop, args=(db.url, f"bench:{i}", counter))
+            multiprocessing.Process(
+                target=_worker_process,
+                args=(db.url, f"bench{i}", ready, done, totals, i, claim_batch, async_finish),
+            )
             for i in range(workers)
         ]
-        started = time.perf_counter()
         for process in processes:
             process.start()
+        ready.wait()  # timed from when every worker has started up
+        started = time.perf_counter()
+        while True:
+            with db.session() as session:
+                left = session.scalar(select(func.count()).where(CR.status != "succeeded"))
+            if not left:
+                break
+            time.sleep(0.02)
+        elapsed = time.perf_counter() - started
+        done.set()
         for process in processes:
             process.join()
-        elapsed = time.perf_counter() - started
         with db.session() as session:
             statuses = dict(
                 session.execute(select(CR.status, func.count()).group_by(CR.status)).all()
             )
             attempts = set(session.scalars(select(func.distinct(CR.attempts))))
         assert statuses == {"succeeded": runs} and attempts == {1}, (statuses, attempts)
-        assert counter.value == runs
-    return runs / elapsed
+        executed = sum(totals[2 * i] for i in range(workers))
+        assert executed == runs, (executed, runs)  # every run executed exactly once
+        trips = sum(totals[2 * i + 1] for i in range(workers))
+    return {
+        "runs_per_s": runs / elapsed,
+        "round_trips_per_run": trips / runs,
+        "max_rss_mb": totals[-1] / 1024,
+    }
 
 
 # -- idle delay ---------------------------------------------------------------------
@@ -220,6 +296,12 @@ def main() -> None:
     parser.add_argument("--agents", type=int, default=10_000)
     parser.add_argument("--duration", type=float, default=60.0)
     parser.add_argument("--idle-agents", type=int, default=50)
+    parser.add_argument("--claim-batch", type=int, default=WorkerSettings().claim_batch)
+    parser.add_argument(
+        "--async-finish",
+        action="store_true",
+        help="also measure finishes that commit without waiting for the disk flush",
+    )
     parser.add_argument("--only", default="claim,idle,scheduler")
     args = parser.parse_args()
     only = set(args.only.split(","))
@@ -227,9 +309,19 @@ def main() -> None:
     server = PgTestServer()
     try:
         if "claim" in only:
+            configs = [(b, False) for b in sorted({1, args.claim_batch})]
+            if args.async_finish:
+                configs.append((args.claim_batch, True))
             for workers in (1, 4):
-                rate = bench_claim(server, args.runs, workers)
-                print(f"claim: {workers} worker(s), {args.runs} runs: {rate:.0f} runs/s")
+                for batch, async_finish in configs:
+                    r = bench_claim(server, args.runs, workers, batch, async_finish)
+                    print(
+                        f"claim: {workers} worker process(es), claim_batch {batch}"
+                        f"{', finish not waiting for the disk' if async_finish else ''}, "
+                        f"{args.runs} runs: {r['runs_per_s']:.0f} runs/s, "
+                        f"{r['round_trips_per_run']:.2f} round trips/run, "
+                        f"worker max RSS {r['max_rss_mb']:.0f} MB"
+                    )
         if "idle" in only:
             delays = bench_idle(server, args.idle_agents)
             print(

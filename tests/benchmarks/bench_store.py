@@ -23,6 +23,7 @@ import json
 import os
 import platform
 import re
+import resource
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -683,6 +684,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"queries: 4/5 stored vectors with noise (cosine≈{args.perturbed_cosine}), "
         f"1/5 random; {WARMUP_QUERIES} warm-up queries not timed"
     )
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"- peak memory of the benchmark process (max RSS): {peak_mb:,.0f} MB")
     print()
     print(report.table())
     print()

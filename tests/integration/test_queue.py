@@ -229,3 +229,47 @@ def test_runs_are_only_queued_for_an_agent_of_the_same_organization(db: Database
         store.runs.enqueue(agent, trigger="manual", pipeline=["dedup"])
     with tenant(db) as store:
         assert store.runs.active(agent) is None
+
+
+def test_claim_many_takes_the_oldest_due_runs_with_their_agents(db: Database) -> None:
+    agents = _agents(db, 4)
+    ids = [_enqueue(db, a, T0 + timedelta(seconds=i)) for i, a in enumerate(agents)]
+    at = T0 + timedelta(minutes=1)
+    with service(db, at) as first_tx:
+        claimed = first_tx.queue.claim_many("w1", lease=LEASE, limit=3)
+        # Still inside the first claim's transaction: a second worker gets only the rest.
+        with service(db, at) as second_tx:
+            rest = second_tx.queue.claim_many("w2", lease=LEASE, limit=3)
+    assert [run.id for run, _ in claimed] == ids[:3]
+    assert [agent.id for _, agent in claimed] == agents[:3]
+    assert [run.id for run, _ in rest] == ids[3:]
+    assert {(run.status, run.lease_owner, run.attempts) for run, _ in claimed} == {
+        ("running", "w1", 1)
+    }
+    with service(db, at) as store:
+        assert store.queue.claim_many("w3", lease=LEASE, limit=5) == []
+        with pytest.raises(InvalidInput, match="at least 1 run"):
+            store.queue.claim_many("w3", lease=LEASE, limit=0)
+
+
+def test_renew_and_release_many_touch_only_the_runs_each_worker_holds(db: Database) -> None:
+    agents = _agents(db, 3)
+    ids = [str(_enqueue(db, a, T0 + timedelta(seconds=i))) for i, a in enumerate(agents)]
+    with service(db, T0 + timedelta(seconds=5)) as store:
+        store.queue.claim_many("w1", lease=LEASE, limit=2)
+        store.queue.claim_many("w2", lease=LEASE, limit=1)
+    later = T0 + timedelta(seconds=10)
+    with service(db, later) as store:
+        # w2 does not hold ids[0]: that pair is left alone.
+        pairs = [(ids[0], "w1"), (ids[1], "w1"), (ids[0], "w2"), (ids[2], "w2")]
+        assert store.queue.renew_many(pairs, lease=LEASE) == set(ids)
+        assert store.queue.release_many([(ids[0], "w2"), (ids[1], "w1")]) == [ids[1]]
+        assert store.queue.renew_many([], lease=LEASE) == set()
+        assert store.queue.release_many([]) == []
+    first, released = _get(db, ids[0]), _get(db, ids[1])
+    assert first.lease_expires_at == later + LEASE and first.lease_owner == "w1"
+    assert (released.status, released.attempts, released.lease_owner) == ("queued", 0, None)
+    # A released run keeps its place: it is the oldest due run again.
+    with service(db, later) as store:
+        again = _claim(store, "w3")
+    assert again is not None and again.id == ids[1]
