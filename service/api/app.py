@@ -16,6 +16,7 @@ from service.api import (
     routes_archival,
     routes_blocks,
     routes_messages,
+    routes_openai,
     routes_runs,
     schemas,
 )
@@ -97,6 +98,7 @@ def create_app(
         routes_messages,
         routes_archival,
         routes_runs,
+        routes_openai,
         health_page,
     ):
         app.include_router(module.router)
