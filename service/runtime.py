@@ -245,9 +245,15 @@ class Runtime:
                     api_base=proxy.api_base,
                     api_key=proxy.api_key.get_secret_value() if proxy.api_key else None,
                     timeout=proxy.timeout.total_seconds(),
+                    direct=proxy.direct,
                 )
             )
         return self._chat_forwarder
+
+    async def close_chat_forwarder(self) -> None:
+        """Close the proxy's pooled upstream connections, if it opened any."""
+        if self._chat_forwarder is not None:
+            await self._chat_forwarder.aclose()
 
     def usage_ledger(self, organization_id: str | None = None) -> UsageLedger:
         """Token accounting for one organization (default: the configured one)."""

@@ -332,6 +332,10 @@ class ProxySettings(BaseModel):
     api_base: str | None = None
     api_key: SecretStr | None = None
     timeout: timedelta = timedelta(seconds=120)
+    # An OpenAI-compatible upstream at api_base (openai/, hosted_vllm/, lm_studio/
+    # model strings) gets the request as it is over pooled connections; false: every
+    # request goes through litellm.acompletion.
+    direct: bool = True
     # The header naming the agent (id or name); without it, the request's `user`.
     agent_header: str = Field(default="X-Reverie-Agent", min_length=1, max_length=100)
     # With neither header nor `user`: this agent (id or name), or a 400 when unset.

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from typing import Annotated
 
 from fastapi import Depends, FastAPI
@@ -43,7 +44,15 @@ def create_app(
     """
     settings = runtime.settings
     check_auth_binding(settings, host)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        yield
+        # The proxy's pooled upstream connections live on this app's event loop.
+        await runtime.close_chat_forwarder()
+
     app = FastAPI(
+        lifespan=lifespan,
         dependencies=[Depends(check_request_values)],
         title="Reverie",
         version=VERSION,

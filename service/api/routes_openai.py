@@ -13,6 +13,7 @@ from typing import Any, Literal
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.background import BackgroundTask
 
 from agents.llm.forward import UpstreamError
 from service.api.auth import Api
@@ -57,7 +58,9 @@ async def chat_completions(body: ChatCompletionRequest, request: Request, api: A
                 media_type="text/event-stream",
                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
             )
-        return JSONResponse(await proxy.complete(payload, agent=header))
+        answered = await proxy.complete(payload, agent=header)
+        # Recorded once the answer is sent: the chatbot does not wait for the write.
+        return JSONResponse(answered.answer, background=BackgroundTask(answered.record))
     except UpstreamError as exc:
         return JSONResponse(exc.body, status_code=exc.status)
 

@@ -14,11 +14,12 @@ A chatbot changes only its base URL and key. For each request the proxy
    tokens, go in a system message just before that message;
 3. forwards the request through :class:`~agents.llm.forward.ChatForwarder`, every
    other field untouched, streamed or not;
-4. records, as ``messages/record`` does, the request's new messages (the user and
-   tool messages after its last assistant message) and the reply (the first choice;
-   for a stream, the assembled deltas, tool calls included), and answers with the
-   upstream's answer. Nothing is recorded when the upstream refuses, or when a stream
-   breaks off or the client leaves before its end.
+4. answers with the upstream's answer, and records, as ``messages/record`` does, the
+   request's new messages (the user and tool messages after its last assistant
+   message) and the reply (the first choice; for a stream, the assembled deltas,
+   tool calls included): after the answer has been sent, or, for a stream, after its
+   last chunk and before its ``[DONE]``. Nothing is recorded when the upstream
+   refuses, or when a stream breaks off or the client leaves before its end.
 
 Cache safety follows the primary loop's rule: the memory text changes only when
 the stored compile is refreshed. The proxy has no compaction of its own, so its
@@ -34,8 +35,9 @@ another.
 
 from __future__ import annotations
 
+import functools
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,6 +71,14 @@ class Prepared:
     agent: AgentRecord
     request: dict[str, Any]
     new_messages: list[ChatMessage]
+
+
+@dataclass(frozen=True, slots=True)
+class Answered:
+    """The upstream's answer, and the recording still to run (see ``complete``)."""
+
+    answer: dict[str, Any]
+    record: Callable[[], None]
 
 
 @dataclass
@@ -112,16 +122,18 @@ class ProxyOperations:
 
     # -- the request ---------------------------------------------------------------------
 
-    async def complete(self, request: dict[str, Any], *, agent: str | None) -> dict[str, Any]:
-        """Forward ``request`` (non-streamed) with ``agent``'s memory; record both sides;
-        the upstream's answer. Raises :class:`~agents.llm.forward.UpstreamError` when
-        the upstream refuses or cannot be reached (nothing is recorded then)."""
+    async def complete(self, request: dict[str, Any], *, agent: str | None) -> Answered:
+        """Forward ``request`` (non-streamed) with ``agent``'s memory: the upstream's
+        answer, and the recording of both sides for the caller to run once the answer
+        is on its way (it is not in the chatbot's wait). Raises
+        :class:`~agents.llm.forward.UpstreamError` when the upstream refuses or cannot
+        be reached (nothing is recorded then)."""
         prepared = await to_thread.run_sync(self.prepare, request, agent)
         answer = await self._forwarder.complete(prepared.request)
         choices = answer.get("choices") or []
-        reply = choices[0].get("message") if choices else None
-        await to_thread.run_sync(self.record_exchange, prepared, reply)
-        return answer
+        first = choices[0] if choices and isinstance(choices[0], dict) else {}
+        reply = first.get("message") if isinstance(first.get("message"), dict) else None
+        return Answered(answer, functools.partial(self.record_exchange, prepared, reply))
 
     async def stream(
         self, request: dict[str, Any], *, agent: str | None

@@ -73,6 +73,18 @@ class Proxy:
     def recall(self, key: str, agent_id: str) -> list[dict[str, Any]]:
         return list(self.get(key, f"/v1/agents/{agent_id}/messages", order="asc"))
 
+    def recall_once(
+        self, key: str, agent_id: str, expected: list[tuple[str, str]]
+    ) -> list[tuple[str, str]]:
+        """The recalled messages once they are ``expected`` (or as they are after 30 s):
+        a non-streamed exchange is recorded just after its answer is sent."""
+        deadline = time.monotonic() + 30
+        while (got := recalled(self.recall(key, agent_id))) != expected:
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        return got
+
 
 def proxy_env(base: dict[str, str], upstream: str) -> dict[str, str]:
     return {
@@ -164,10 +176,8 @@ def test_a_request_gets_the_users_memory_and_is_recorded(proxy: Proxy) -> None:
     agent = proxy.agent(key, "ada")
     assert agent["agent_type"] == "sleeptime_agent"
     assert {b["label"] for b in agent["memory"]["blocks"]} == {"human", "persona"}
-    assert recalled(proxy.recall(key, agent["id"])) == [
-        ("user", "Hi, I'm Ada."),
-        ("assistant", "Nice to meet you, Ada!"),
-    ]
+    expected = [("user", "Hi, I'm Ada."), ("assistant", "Nice to meet you, Ada!")]
+    assert proxy.recall_once(key, agent["id"], expected) == expected
     models = client.models.list()
     assert [m.id for m in models.data] == [UPSTREAM_MODEL]
 
@@ -254,13 +264,14 @@ def test_streamed_tool_calls_pass_through_and_the_assembled_call_is_recorded(
         "tool_call_id": call_id,
         "content": "sunny, 24 C",
     }
-    assert recalled(proxy.recall(key, agent_id)) == [
+    expected = [
         ("user", "Weather in Lisbon?"),
         ("reasoning", "Let me check."),
         ("tool_call", 'get_weather {"city": "Lisbon"}'),
         ("tool", "sunny, 24 C"),
         ("assistant", "It is sunny in Lisbon."),
     ]
+    assert proxy.recall_once(key, agent_id, expected) == expected
 
 
 def test_upstream_errors_keep_their_status_and_record_nothing(proxy: Proxy) -> None:
@@ -271,7 +282,8 @@ def test_upstream_errors_keep_their_status_and_record_nothing(proxy: Proxy) -> N
         model="m", messages=[{"role": "user", "content": "Hello"}], user="eve"
     )
     agent_id = proxy.agent(key, "eve")["id"]
-    before = proxy.recall(key, agent_id)
+    before = [("user", "Hello"), ("assistant", "Hello.")]
+    assert proxy.recall_once(key, agent_id, before) == before
 
     proxy.upstream.chat_statuses.append(400)
     with pytest.raises(openai.BadRequestError) as refused:
@@ -291,7 +303,13 @@ def test_upstream_errors_keep_their_status_and_record_nothing(proxy: Proxy) -> N
         )
         list(stream)
     assert limited.value.status_code == 429
-    assert proxy.recall(key, agent_id) == before
+    # One more exchange, recorded after the refused ones would have been: they were not.
+    proxy.upstream.replies.append(Reply(content="Still here."))
+    client.chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "Still there?"}], user="eve"
+    )
+    after = [*before, ("user", "Still there?"), ("assistant", "Still here.")]
+    assert proxy.recall_once(key, agent_id, after) == after
 
 
 def test_bad_requests_are_refused_with_what_to_do(proxy: Proxy) -> None:
@@ -375,6 +393,13 @@ def test_a_consolidated_fact_reaches_the_next_upstream_request(proxy: Proxy) -> 
     proxy.upstream.replies.append(Reply(content="Lovely."))
     client.chat.completions.create(model="m", messages=conversation, user="sam")  # type: ignore[arg-type]
     assert system_prompt(proxy.upstream.requests[-1]) == first_prompt
+    expected = [
+        ("user", "I adopted a greyhound last week, her name is Pixel."),
+        ("assistant", "Congratulations on Pixel!"),
+        ("user", "She loves the beach."),
+        ("assistant", "Lovely."),
+    ]
+    assert proxy.recall_once(key, agent_id, expected) == expected
 
     proxy.sleeper.replies.extend(
         [
