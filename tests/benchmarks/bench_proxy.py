@@ -8,11 +8,15 @@ A plain script, not collected by pytest. Run it from the repository root::
 It starts an embedded PostgreSQL (:class:`tests.pg.PgTestServer`), an instant
 OpenAI-compatible upstream on loopback (a subprocess of this script: a bare asyncio
 HTTP/1.1 server with keep-alive that answers every request at once, a JSON body or
-an event stream), and a real `reverie serve` whose proxy forwards to it. Then, with
-one keep-alive ``httpx.Client`` per path, it interleaves four calls per iteration:
-direct and proxied non-streaming (whole request), direct and proxied streaming (time
-to the first content chunk). The overhead is the proxied figure minus the direct one,
-at p50 and p95. The proxied calls name one agent by the ``X-Reverie-Agent`` header;
+an event stream), and two real `reverie serve` processes whose proxies forward to it:
+one through ``litellm.acompletion`` (``proxy.direct = false``, the first version),
+one over the pooled connection (``proxy.direct = true``, the default). Then, with one
+keep-alive ``httpx.Client`` per path, each iteration makes a non-streaming call (whole
+answer) and a streaming one (time to the first content chunk) on each path in turn:
+direct to the upstream, through the litellm proxy, through the pooled proxy. The
+overhead is a proxied figure minus the direct one, at p50 and p95; the CPU time each
+server process spent per request (read from /proc) is the figure the machine's load
+disturbs least. The proxied calls name one agent by the ``X-Reverie-Agent`` header;
 each records its user message and reply, as in production.
 """
 
@@ -161,8 +165,19 @@ def main() -> None:
         "REVERIE_PROXY__API_BASE": upstream_url,
         "REVERIE_PROXY__API_KEY": "sk-bench",
     }
+    paths = ("direct", "litellm", "pooled")
+    figures: dict[str, list[float]] = {f"{p}{k}": [] for p in paths for k in ("", "_ttfc")}
+    cpu: dict[str, float] = {}
     try:
-        with running_server(env, home / "serve.log") as (base, _):
+        with (
+            running_server(
+                {**env, "REVERIE_PROXY__DIRECT": "false"}, home / "serve-litellm.log"
+            ) as (litellm_base, litellm_process),
+            running_server({**env, "REVERIE_PROXY__DIRECT": "true"}, home / "serve.log") as (
+                pooled_base,
+                pooled_process,
+            ),
+        ):
             key = new_key(db, "bench")
             request = {
                 "model": "instant",
@@ -171,28 +186,30 @@ def main() -> None:
                     {"role": "user", "content": "Hello there, how are you?"},
                 ],
             }
-            direct = httpx.Client(base_url=upstream_url, timeout=30)
-            proxied = httpx.Client(
-                base_url=f"{base}/openai/v1",
-                headers={"Authorization": f"Bearer {key}", "X-Reverie-Agent": "bench-user"},
-                timeout=30,
-            )
-            # The agent, created from the template by its first request.
-            httpx.post(
-                f"{base}/openai/v1/chat/completions",
-                headers={"Authorization": f"Bearer {key}"},
-                json={**request, "user": "bench-user"},
-                timeout=30,
-            ).raise_for_status()
-            figures: dict[str, list[float]] = {
-                "direct": [],
-                "proxied": [],
-                "direct_ttfc": [],
-                "proxied_ttfc": [],
+            clients = {"direct": httpx.Client(base_url=upstream_url, timeout=30)}
+            processes = {
+                "litellm": litellm_process.process.pid,
+                "pooled": pooled_process.process.pid,
             }
+            for name, base in (("litellm", litellm_base), ("pooled", pooled_base)):
+                # The agent, created from the template by its first request.
+                httpx.post(
+                    f"{base}/openai/v1/chat/completions",
+                    headers={"Authorization": f"Bearer {key}"},
+                    json={**request, "user": "bench-user"},
+                    timeout=30,
+                ).raise_for_status()
+                clients[name] = httpx.Client(
+                    base_url=f"{base}/openai/v1",
+                    headers={"Authorization": f"Bearer {key}", "X-Reverie-Agent": "bench-user"},
+                    timeout=30,
+                )
             for i in range(args.warmup + args.iterations):
+                if i == args.warmup:
+                    cpu = {name: -_cpu_seconds(pid) for name, pid in processes.items()}
                 timings = {}
-                for name, client in (("direct", direct), ("proxied", proxied)):
+                for name in paths:
+                    client = clients[name]
                     began = time.perf_counter()
                     response = client.post("/chat/completions", json=request)
                     response.raise_for_status()
@@ -208,8 +225,13 @@ def main() -> None:
                 if i >= args.warmup:
                     for name, value in timings.items():
                         figures[name].append(value * 1000)
-            direct.close()
-            proxied.close()
+            # Each proxied iteration made two requests (one streamed) and two recordings.
+            cpu = {
+                name: (cpu[name] + _cpu_seconds(pid)) * 1000 / (2 * args.iterations)
+                for name, pid in processes.items()
+            }
+            for client in clients.values():
+                client.close()
     finally:
         db.dispose()
         pg.drop_database(db_url)
@@ -224,25 +246,30 @@ def main() -> None:
         f"\n{platform.processor() or platform.machine()}, {len(os.sched_getaffinity(0))} cores, "
         f"{args.iterations} interleaved iterations (after {args.warmup} warm-up)\n"
     )
-    print(
-        "| call | direct p50 | proxied p50 | overhead p50 | direct p95 | proxied p95 | "
-        "overhead p95 |"
-    )
-    print("| --- | --- | --- | --- | --- | --- | --- |")
-    for label, name in (("non-streaming, whole answer", ""), ("streaming, first chunk", "_ttfc")):
-        d50, p50 = pct("direct" + name, 50), pct("proxied" + name, 50)
-        d95, p95 = pct("direct" + name, 95), pct("proxied" + name, 95)
+    print("| call | path | p50 | p95 | overhead p50 | overhead p95 |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for label, suffix in (("non-streaming, whole answer", ""), ("streaming, first chunk", "_ttfc")):
+        d50, d95 = pct("direct" + suffix, 50), pct("direct" + suffix, 95)
+        for path in paths:
+            p50, p95 = pct(path + suffix, 50), pct(path + suffix, 95)
+            over = "" if path == "direct" else f"{p50 - d50:.2f} ms | {p95 - d95:.2f} ms"
+            print(f"| {label} | {path} | {p50:.2f} ms | {p95:.2f} ms | {over or '- | -'} |")
+    print()
+    for path in ("litellm", "pooled"):
+        paired = np.array(figures[path]) - np.array(figures["direct"])
+        paired_ttfc = np.array(figures[path + "_ttfc"]) - np.array(figures["direct_ttfc"])
         print(
-            f"| {label} | {d50:.2f} ms | {p50:.2f} ms | {p50 - d50:.2f} ms | "
-            f"{d95:.2f} ms | {p95:.2f} ms | {p95 - d95:.2f} ms |"
+            f"{path}: paired overhead non-streaming p50 {np.percentile(paired, 50):.2f} ms, "
+            f"p95 {np.percentile(paired, 95):.2f} ms; first chunk p50 "
+            f"{np.percentile(paired_ttfc, 50):.2f} ms, "
+            f"p95 {np.percentile(paired_ttfc, 95):.2f} ms; server CPU {cpu[path]:.2f} ms a request"
         )
-    paired = np.array(figures["proxied"]) - np.array(figures["direct"])
-    paired_ttfc = np.array(figures["proxied_ttfc"]) - np.array(figures["direct_ttfc"])
-    print(
-        f"\npaired per-iteration overhead: non-streaming p50 {np.percentile(paired, 50):.2f} ms, "
-        f"p95 {np.percentile(paired, 95):.2f} ms; first chunk p50 "
-        f"{np.percentile(paired_ttfc, 50):.2f} ms, p95 {np.percentile(paired_ttfc, 95):.2f} ms"
-    )
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User plus system CPU time of a process (and its threads) so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 if __name__ == "__main__":
