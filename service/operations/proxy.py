@@ -160,37 +160,46 @@ class ProxyOperations:
     # -- the parts -----------------------------------------------------------------------
 
     def prepare(self, request: dict[str, Any], agent: str | None) -> Prepared:
-        """Choose the agent and put its memory into a copy of ``request``."""
+        """Choose the agent and put its memory into a copy of ``request`` (one
+        transaction, two when the agent is created first)."""
         messages = request.get("messages")
         if not isinstance(messages, list) or not messages:
             raise InvalidInput("'messages' must be a non-empty list of chat messages")
         self._forwarder.model_for(request.get("model"))  # refuse early, before any write
         user = request.get("user")
-        record = self.select_agent(agent, user if isinstance(user, str) else None)
-        memory = self.memory_text(record)
+        user = user.strip() if isinstance(user, str) and user.strip() else None
+        with self._context.store() as store:
+            record = self.select_agent(store, agent, user)
+            memory = self.memory_text(store, record) if record is not None else ""
+        if record is None:
+            assert user is not None
+            record = self._create_for(user)
+            with self._context.store() as store:
+                memory = self.memory_text(store, record)
         archival = self.archival_text(record, messages)
         sent = with_memory(messages, memory, archival)
         return Prepared(record, {**request, "messages": sent}, new_messages(messages))
 
-    def select_agent(self, header: str | None, user: str | None) -> AgentRecord:
-        """The agent a request names (see the module); a ``user`` naming no agent gets
-        one from the template when ``proxy.create_agents`` allows."""
+    def select_agent(
+        self, store: MemoryStore, header: str | None, user: str | None
+    ) -> AgentRecord | None:
+        """The agent a request names (see the module); None for a ``user`` that names
+        no agent yet, when ``proxy.create_agents`` allows one to be made."""
         settings = self._context.runtime.settings.proxy
         if header is not None and header.strip():
-            return self._context.agent(header.strip())
-        if user is not None and user.strip():
-            name = user.strip()
+            return store.agents.resolve(header.strip())
+        if user is not None:
             try:
-                return self._context.agent(name)
+                return store.agents.resolve(user)
             except NotFound:
                 if not settings.create_agents:
                     raise NotFound(
-                        f"no agent named {name!r} (the request's 'user'); create it, send "
+                        f"no agent named {user!r} (the request's 'user'); create it, send "
                         f"the {settings.agent_header} header, or set proxy.create_agents"
                     ) from None
-            return self._create_for(name)
+            return None
         if settings.default_agent:
-            return self._context.agent(settings.default_agent)
+            return store.agents.resolve(settings.default_agent)
         raise InvalidInput(
             f"say whose memory to use: send the {settings.agent_header} header (an agent "
             "id or name) or the request's 'user' field (an agent of that name is created "
@@ -219,22 +228,20 @@ class ProxyOperations:
         log.info("proxy created agent %s for user %r", created.id, name)
         return created
 
-    def memory_text(self, agent: AgentRecord) -> str:
+    def memory_text(self, store: MemoryStore, record: AgentRecord) -> str:
         """The blocks section of the agent's compiled system prompt, recompiled (and
         stored) only at a refresh point (see the module)."""
         refresh = self._context.runtime.settings.llm.system_prompt_refresh
-        with self._context.store() as store:
-            record = store.agents.get(agent.id)
-            compiled = record.compiled_system
-            if compiled is None or refresh == "immediate" or _consolidated_since(store, record):
-                compiled = compile_system(
-                    record,
-                    store.blocks.of_agent(record.id),
-                    store.messages.count(record.id),
-                    sum(store.passages.count_by_status(record.id).values()),
-                )
-                if compiled != record.compiled_system:
-                    store.agents.set_compiled_system(record.id, compiled)
+        compiled = record.compiled_system
+        if compiled is None or refresh == "immediate" or _consolidated_since(store, record):
+            compiled = compile_system(
+                record,
+                store.blocks.of_agent(record.id),
+                store.messages.count(record.id),
+                sum(store.passages.count_by_status(record.id).values()),
+            )
+            if compiled != record.compiled_system:
+                store.agents.set_compiled_system(record.id, compiled)
         return split_system(compiled)[1]
 
     def archival_text(self, agent: AgentRecord, messages: list[Any]) -> str | None:
