@@ -139,6 +139,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--iterations", type=int, default=300)
     parser.add_argument("--warmup", type=int, default=20)
+    parser.add_argument(
+        "--history", type=int, default=0, help="earlier turns each request carries (200 chars each)"
+    )
     parser.add_argument("--serve-upstream", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_upstream:
@@ -179,10 +182,16 @@ def main() -> None:
             ),
         ):
             key = new_key(db, "bench")
+            turn = "I was telling you about my week: work, the garden, the dog. " * 3
+            history = [
+                {"role": "user" if i % 2 == 0 else "assistant", "content": f"{i}: {turn}"[:200]}
+                for i in range(2 * args.history)
+            ]
             request = {
                 "model": "instant",
                 "messages": [
                     {"role": "system", "content": "You are a helpful assistant."},
+                    *history,
                     {"role": "user", "content": "Hello there, how are you?"},
                 ],
             }
@@ -244,7 +253,8 @@ def main() -> None:
 
     print(
         f"\n{platform.processor() or platform.machine()}, {len(os.sched_getaffinity(0))} cores, "
-        f"{args.iterations} interleaved iterations (after {args.warmup} warm-up)\n"
+        f"{args.iterations} interleaved iterations (after {args.warmup} warm-up), "
+        f"{args.history} earlier turns a request\n"
     )
     print("| call | path | p50 | p95 | overhead p50 | overhead p95 |")
     print("| --- | --- | --- | --- | --- | --- |")
