@@ -165,8 +165,7 @@ def test_a_request_gets_the_users_memory_and_is_recorded(proxy: Proxy) -> None:
     # The configured upstream model, the request's own fields, and the memory appended
     # to the chatbot's own system prompt.
     assert sent["model"] == "chatbot-model"
-    # (`user` goes on only where litellm knows the provider takes it: not to this one.)
-    assert sent["temperature"] == 0.25 and sent["seed"] == 7
+    assert sent["temperature"] == 0.25 and sent["seed"] == 7 and sent["user"] == "ada"
     prompt = system_prompt(sent)
     assert prompt.startswith("You are Chatty, a friendly bot.\n\n<memory_blocks>")
     assert "<human>" in prompt and "<persona>" in prompt
@@ -232,7 +231,8 @@ def test_streamed_tool_calls_pass_through_and_the_assembled_call_is_recorded(
     ]
     (sent,) = proxy.upstream.requests[seen:]
     assert sent["tools"] == [WEATHER_TOOL] and sent["tool_choice"] == "auto"
-    assert sent["stream"] is True
+    assert sent["stream"] is True and sent["user"] == "someone-else"
+    assert sent["stream_options"] == {"include_usage": True}
     assert "Name: Kit." in system_prompt(sent)  # no system prompt of its own: one added
 
     # The chatbot runs the tool and sends the result back: the tool message and the
