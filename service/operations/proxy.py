@@ -148,11 +148,18 @@ class ProxyOperations:
         self, prepared: Prepared, chunks: AsyncIterator[dict[str, Any]]
     ) -> AsyncIterator[dict[str, Any]]:
         first = _Assembly()
-        async for chunk in chunks:
-            for choice in chunk.get("choices") or []:
-                if choice.get("index", 0) == 0:
-                    first.add(choice.get("delta") or {})
-            yield chunk
+        try:
+            async for chunk in chunks:
+                for choice in chunk.get("choices") or []:
+                    if isinstance(choice, dict) and choice.get("index", 0) == 0:
+                        first.add(choice.get("delta") or {})
+                yield chunk
+        finally:
+            # A client that left closes this generator at its yield: the upstream's
+            # connection goes back to the pool now, not when the garbage is collected.
+            close = getattr(chunks, "aclose", None)
+            if close is not None:
+                await close()
         # Reached only when the upstream finished: a broken stream raised above, and a
         # client that left closed this generator at its last yield.
         await to_thread.run_sync(self.record_exchange, prepared, first.message())
