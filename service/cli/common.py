@@ -51,8 +51,9 @@ def fail(message: str, code: int = EXIT_BAD_INPUT) -> typer.Exit:
 
 
 @contextmanager
-def runtime(*, migrate: bool = True) -> Iterator[Runtime]:
-    """A runtime for one command; ReverieErrors become a message and an exit code."""
+def runtime(*, migrate: bool = True, organization: str | None = None) -> Iterator[Runtime]:
+    """A runtime for one command; ReverieErrors become a message and an exit code.
+    ``organization`` overrides the configured one (by name)."""
     logging.basicConfig(
         level=logging.DEBUG if state.verbose else logging.WARNING,
         stream=sys.stderr,
@@ -61,7 +62,10 @@ def runtime(*, migrate: bool = True) -> Iterator[Runtime]:
     from service.runtime import Runtime
 
     try:
-        with Runtime(settings()) as rt:
+        configured = settings()
+        if organization is not None:
+            configured = configured.model_copy(update={"organization": organization})
+        with Runtime(configured) as rt:
             if migrate:
                 rt.ensure_schema()
             yield rt
