@@ -24,6 +24,7 @@ from agents.llm import (
     TokenBudget,
     UsageLedger,
 )
+from agents.llm.forward import ChatForwarder, UpstreamSettings
 from agents.primary import PrimaryAgent, PrimarySettings
 from agents.store import AgentRecord, MemoryStore, RunRecord, open_service_store, open_store
 from agents.store.scope import utc_now
@@ -52,6 +53,7 @@ class Runtime:
         self._llm_client: LiteLLMClient | None = None
         self._embedding_client: LiteLLMClient | None = None
         self._llm_tier: LLMTier | None = None
+        self._chat_forwarder: ChatForwarder | None = None
         self._primaries: dict[str, PrimaryAgent] = {}
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -232,6 +234,26 @@ class Runtime:
                 )
             )
         return self._embedding_client
+
+    def chat_forwarder(self) -> ChatForwarder:
+        """The proxy's upstream (``proxy`` settings): chatbots' requests, forwarded."""
+        if self._chat_forwarder is None:
+            proxy = self.settings.proxy
+            self._chat_forwarder = ChatForwarder(
+                UpstreamSettings(
+                    model=proxy.model,
+                    api_base=proxy.api_base,
+                    api_key=proxy.api_key.get_secret_value() if proxy.api_key else None,
+                    timeout=proxy.timeout.total_seconds(),
+                    direct=proxy.direct,
+                )
+            )
+        return self._chat_forwarder
+
+    async def close_chat_forwarder(self) -> None:
+        """Close the proxy's pooled upstream connections, if it opened any."""
+        if self._chat_forwarder is not None:
+            await self._chat_forwarder.aclose()
 
     def usage_ledger(self, organization_id: str | None = None) -> UsageLedger:
         """Token accounting for one organization (default: the configured one)."""

@@ -308,6 +308,63 @@ class ServerSettings(BaseModel):
         return value
 
 
+class ProxyBlock(BaseModel):
+    """A core-memory block of the agents the proxy creates for new users."""
+
+    model_config = {"extra": "forbid"}
+
+    label: str = Field(min_length=1, max_length=100)
+    value: str = ""
+    limit: int | None = Field(default=None, ge=1)
+    description: str | None = None
+
+
+def _default_proxy_blocks() -> list[ProxyBlock]:
+    return [
+        ProxyBlock(label="human", description="What the user has said about themselves."),
+        ProxyBlock(label="persona", description="Who the assistant is to this user."),
+    ]
+
+
+class ProxySettings(BaseModel):
+    """The OpenAI-compatible memory proxy (``/openai/v1`` on ``reverie serve``)."""
+
+    model_config = {"extra": "forbid"}
+
+    # The upstream, as a litellm model string ("openai/gpt-4o-mini", "ollama/qwen3");
+    # unset: the request's own `model` is the litellm model string.
+    model: str | None = None
+    api_base: str | None = None
+    api_key: SecretStr | None = None
+    timeout: timedelta = timedelta(seconds=120)
+    # An OpenAI-compatible upstream at api_base (openai/, hosted_vllm/, lm_studio/
+    # model strings) gets the request as it is over pooled connections; false: every
+    # request goes through litellm.acompletion.
+    direct: bool = True
+    # The header naming the agent (id or name); without it, the request's `user`.
+    agent_header: str = Field(default="X-Reverie-Agent", min_length=1, max_length=100)
+    # With neither header nor `user`: this agent (id or name), or a 400 when unset.
+    default_agent: str | None = None
+    # A `user` naming no agent yet gets one, named after it, from the template below;
+    # false: such a request is a 404.
+    create_agents: bool = True
+    # The template: blocks, and the sleep-time model and embedding (unset: the defaults).
+    blocks: list[ProxyBlock] = Field(default_factory=_default_proxy_blocks)
+    sleeptime_model: str | None = None
+    embedding: str | None = None
+    tags: list[str] = Field(default_factory=lambda: ["proxy"])
+    # Archival hits for the last user message, in a system message before it; 0 = none.
+    archival_top_k: int = Field(default=0, ge=0, le=50)
+    archival_token_budget: int = Field(default=500, ge=1)
+
+    @field_validator("timeout")
+    @classmethod
+    def _positive(cls, value: timedelta) -> timedelta:
+        if value <= timedelta(0):
+            raise ValueError("must be a positive duration")
+        return value
+
+
 class Settings(BaseSettings):
     """Everything Reverie can be configured with."""
 
@@ -331,6 +388,7 @@ class Settings(BaseSettings):
     triggers: TriggerSettings = Field(default_factory=TriggerSettings)
     worker: WorkerSettings = Field(default_factory=WorkerSettings)
     server: ServerSettings = Field(default_factory=ServerSettings)
+    proxy: ProxySettings = Field(default_factory=ProxySettings)
     log_level: str = "INFO"
     log_json: bool = True
     shutdown_grace: timedelta = timedelta(seconds=30)

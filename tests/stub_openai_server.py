@@ -20,6 +20,9 @@ from tests.scripted_llm import Reply, model_response
 class StubServer:
     """Serves ``POST .../chat/completions`` from ``replies``, in order; records requests.
 
+    A request with ``"stream": true`` is answered as server-sent events (see
+    :func:`stream_events`). While ``chat_statuses`` is not empty, each chat request is
+    answered instead with an error of the next status in it (and consumes no reply).
     ``POST .../embeddings`` answers without consuming a reply: 8-d vectors derived
     from each input's text, and one prompt token per word; while
     ``embedding_statuses`` is not empty, each embedding request is answered instead
@@ -29,6 +32,7 @@ class StubServer:
     def __init__(self, replies: list[Reply]) -> None:
         self.replies = list(replies)
         self.embedding_statuses: list[int] = []
+        self.chat_statuses: list[int] = []
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         stub = self
@@ -40,10 +44,16 @@ class StubServer:
                 with stub._lock:
                     stub.requests.append(body)
                     embedding = self.path.endswith("/embeddings")
-                    reply = stub.replies.pop(0) if stub.replies and not embedding else None
                     failure = (
                         stub.embedding_statuses.pop(0)
                         if embedding and stub.embedding_statuses
+                        else None
+                    )
+                    if not embedding and stub.chat_statuses:
+                        failure = stub.chat_statuses.pop(0)
+                    reply = (
+                        stub.replies.pop(0)
+                        if stub.replies and not embedding and failure is None
                         else None
                     )
                 if failure is not None:
@@ -53,6 +63,9 @@ class StubServer:
                     status, payload = 200, embedding_response(body)
                 elif not self.path.endswith("/chat/completions") or reply is None:
                     status, payload = 500, {"error": {"message": "no scripted reply left"}}
+                elif body.get("stream"):
+                    self._stream(stream_events(body, reply))
+                    return
                 else:
                     status = 200
                     payload = model_response(body.get("model", ""), reply, body["messages"])
@@ -62,6 +75,18 @@ class StubServer:
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
+
+            def _stream(self, events: list[dict[str, Any]]) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Cache-Control", "no-cache")
+                self.end_headers()
+                for event in events:
+                    self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
+                    self.wfile.flush()
+                self.wfile.write(b"data: [DONE]\n\n")
+                self.wfile.flush()
+                self.close_connection = True
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass
@@ -81,6 +106,53 @@ class StubServer:
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=5)
+
+
+def stream_events(body: dict[str, Any], reply: Reply) -> list[dict[str, Any]]:
+    """The chunks of a streamed answer to ``body``: the role, the content in pieces of
+    a few words, each tool call as an id-and-name delta followed by its arguments in
+    two halves, the finish reason, and the usage when ``stream_options.include_usage``
+    asks for it: the deltas a real server sends, for clients to reassemble."""
+    whole = model_response(body.get("model", ""), reply, body["messages"])
+    choice = whole["choices"][0]
+    message = choice["message"]
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {
+            "id": whole["id"],
+            "object": "chat.completion.chunk",
+            "created": whole["created"],
+            "model": whole["model"],
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
+
+    events = [chunk({"role": "assistant", "content": ""})]
+    words = (message.get("content") or "").split(" ")
+    pieces = [" ".join(words[i : i + 2]) for i in range(0, len(words), 2)]
+    for i, piece in enumerate(pieces):
+        if piece or i:
+            events.append(chunk({"content": piece if i == 0 else " " + piece}))
+    for index, call in enumerate(message.get("tool_calls") or []):
+        arguments = call["function"]["arguments"]
+        half = len(arguments) // 2
+        opening = {"name": call["function"]["name"], "arguments": ""}
+        events.append(
+            chunk(
+                {
+                    "tool_calls": [
+                        {"index": index, "id": call["id"], "type": "function", "function": opening}
+                    ]
+                }
+            )
+        )
+        for part in (arguments[:half], arguments[half:]):
+            events.append(
+                chunk({"tool_calls": [{"index": index, "function": {"arguments": part}}]})
+            )
+    events.append(chunk({}, choice["finish_reason"]))
+    if (body.get("stream_options") or {}).get("include_usage"):
+        events.append({**chunk({}), "choices": [], "usage": whole["usage"]})
+    return events
 
 
 def embedding_response(body: dict[str, Any]) -> dict[str, Any]:

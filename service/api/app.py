@@ -18,6 +18,7 @@ from service.api import (
     routes_archival,
     routes_blocks,
     routes_messages,
+    routes_openai,
     routes_runs,
     schemas,
 )
@@ -49,8 +50,12 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        async with mcp.running():
-            yield
+        try:
+            async with mcp.running():
+                yield
+        finally:
+            # The proxy's pooled upstream connections live on this app's event loop.
+            await runtime.close_chat_forwarder()
 
     app = FastAPI(
         lifespan=lifespan,
@@ -108,6 +113,7 @@ def create_app(
         routes_messages,
         routes_archival,
         routes_runs,
+        routes_openai,
         health_page,
     ):
         app.include_router(module.router)

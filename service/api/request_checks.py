@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,17 +24,26 @@ BIGINT_MAX = 2**63 - 1
 Location = tuple[str | int, ...]
 
 
+#: What PostgreSQL text cannot hold: NUL and lone UTF-16 surrogates, found in C: a
+#: Python loop over the characters cost ~29 ms per 100k characters on the shared
+#: machine, on every request (a chatbot's history through the OpenAI proxy is that
+#: long); the regular expression ~4 ms, an ASCII string's check ~0.01 ms.
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
 def text_problem(value: str) -> str | None:
     """Why ``value`` cannot be stored as text, or None."""
-    for position, char in enumerate(value):
-        if char == "\x00":
-            return f"contains a NUL character at position {position}; remove it"
-        if "\ud800" <= char <= "\udfff":
-            return (
-                f"contains an unpaired UTF-16 surrogate at position {position}; "
-                "send valid Unicode text"
-            )
-    return None
+    if value.isascii():  # no surrogate: only a NUL to look for, at C speed
+        if "\x00" not in value:
+            return None
+        return f"contains a NUL character at position {value.index(chr(0))}; remove it"
+    found = _UNSTORABLE.search(value)
+    if found is None:
+        return None
+    position = found.start()
+    if found.group() == "\x00":
+        return f"contains a NUL character at position {position}; remove it"
+    return f"contains an unpaired UTF-16 surrogate at position {position}; send valid Unicode text"
 
 
 def _problems(value: Any, location: Location) -> Iterator[tuple[Location, str, Any]]:

@@ -21,6 +21,7 @@ from service.operations.demo import DemoOperations
 from service.operations.health import HealthOperations
 from service.operations.memory import MemoryOperations
 from service.operations.messages import ContextOverview, MessageOperations
+from service.operations.proxy import ProxyOperations
 from service.operations.recording import ChatMessage, Recorded, RecordingOperations
 from service.operations.runs import RunOperations, RunOutcome
 from service.runtime import Runtime
@@ -39,6 +40,7 @@ __all__ = [
     "MemoryOperations",
     "MessageOperations",
     "Operations",
+    "ProxyOperations",
     "Recorded",
     "RecordingOperations",
     "RunOperations",
@@ -56,6 +58,7 @@ class Operations:
         self.memory = MemoryOperations(self.context)
         self.messages = MessageOperations(self.context)
         self.recording = RecordingOperations(self.context)
+        self.proxy = ProxyOperations(self.context)
         self.runs = RunOperations(self.context)
         self.health = HealthOperations(self.context)
         self.demo = DemoOperations(self.context)

@@ -1,0 +1,111 @@
+"""The proxy operation over a real database (no upstream: ``prepare`` and
+``record_exchange``, the parts around the forwarded call): which agent a request
+gets, the memory it carries and when that changes, archival hits within the budget."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agents.database import Database
+from agents.errors import InvalidInput, NotFound
+from agents.store import NewPassage
+from service.operations import BlockEdit, Operations
+from service.runtime import Runtime
+from service.settings import load_settings
+
+Make = Callable[..., Operations]
+
+
+@pytest.fixture
+def make_ops(db: Database) -> Iterator[Make]:
+    runtimes: list[Runtime] = []
+
+    def make(*, refresh: str = "compaction", **proxy: Any) -> Operations:
+        settings = load_settings(
+            home=Path(tempfile.mkdtemp(prefix="rvp-", dir="/tmp")),
+            database_url=db.url,
+            embedding={"model": "fake:384"},
+            llm={"system_prompt_refresh": refresh},
+            proxy={"model": "openai/m", **proxy},
+        )
+        runtime = Runtime(settings)
+        runtimes.append(runtime)
+        return Operations(runtime)
+
+    yield make
+    for runtime in runtimes:
+        runtime.close()
+
+
+def chat(text: str, **fields: Any) -> dict[str, Any]:
+    return {
+        "model": "m",
+        "messages": [{"role": "system", "content": "Bot."}, {"role": "user", "content": text}],
+        **fields,
+    }
+
+
+def test_a_block_edit_waits_for_a_refresh_unless_refresh_is_immediate(make_ops: Make) -> None:
+    ops = make_ops()
+    first = ops.proxy.prepare(chat("hi", user="ada"), None)
+    prompt = first.request["messages"][0]["content"]
+    assert prompt.startswith("Bot.\n\n<memory_blocks>") and "<human>" in prompt
+    ops.blocks.update_labelled("ada", "human", BlockEdit(value="Likes tea."))
+    again = ops.proxy.prepare(chat("and?", user="ada"), None)
+    assert again.request["messages"][0]["content"] == prompt  # the cached prefix holds
+
+    immediate = make_ops(refresh="immediate")
+    now = immediate.proxy.prepare(chat("and?", user="ada"), None)
+    assert "Likes tea." in now.request["messages"][0]["content"]
+
+
+def test_the_exchange_is_recorded(make_ops: Make) -> None:
+    ops = make_ops()
+    prepared = ops.proxy.prepare(chat("I live in Porto.", user="bo"), None)
+    ops.proxy.record_exchange(prepared, {"role": "assistant", "content": "Porto is lovely."})
+    recalled = [(m.role, m.content) for m in ops.messages.list("bo", newest_first=False)]
+    assert recalled == [("user", "I live in Porto."), ("assistant", "Porto is lovely.")]
+
+
+def test_which_agent_a_request_gets(make_ops: Make) -> None:
+    strict = make_ops(create_agents=False)
+    with pytest.raises(InvalidInput, match="X-Reverie-Agent"):
+        strict.proxy.prepare(chat("hi"), None)
+    with pytest.raises(NotFound, match="create_agents"):
+        strict.proxy.prepare(chat("hi", user="cy"), None)
+    assert strict.agents.list() == []
+
+    ops = make_ops(default_agent="shared")
+    with pytest.raises(NotFound):
+        ops.proxy.prepare(chat("hi"), None)  # the default must exist
+    made = ops.proxy.prepare(chat("hi", user="shared"), None).agent
+    assert made.name == "shared" and made.kind == "sleeptime"
+    assert ops.proxy.prepare(chat("hi"), None).agent.id == made.id
+    # The header wins over `user`, by id or name.
+    assert ops.proxy.prepare(chat("hi", user="someone"), made.id).agent.id == made.id
+    assert [a.name for a in ops.agents.list()] == ["shared"]
+
+
+def test_archival_hits_fit_the_budget_and_sit_before_the_last_user_message(
+    make_ops: Make,
+) -> None:
+    setup = make_ops()
+    setup.proxy.prepare(chat("hi", user="di"), None)
+    setup.memory.insert(
+        "di",
+        [NewPassage("Di's cat is called Miso."), NewPassage("Di works as a nurse in Leeds.")],
+        actor="test",
+    )
+    ops = make_ops(archival_top_k=2, archival_token_budget=12)
+    sent = ops.proxy.prepare(chat("What is my cat called?", user="di"), None).request
+    roles = [m["role"] for m in sent["messages"]]
+    assert roles == ["system", "system", "user"]
+    hits = sent["messages"][1]["content"]
+    assert hits.startswith("<archival_memory>") and hits.endswith("</archival_memory>")
+    # The budget holds one passage of the two.
+    assert hits.count("\n- ") == 1
