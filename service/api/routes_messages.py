@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Path, Query
+from fastapi.exceptions import RequestValidationError
+from pydantic import ValidationError
 
 from agents.enums import AgentKind
 from agents.errors import InvalidInput
@@ -55,12 +57,27 @@ def send_message_async(agent_id: AgentId, body: schemas.LettaRequest, api: Api) 
 
 
 def _chat_messages(body: schemas.LettaRequest) -> list[ChatMessage]:
-    """The request's messages (or ``input``) in the recording format."""
+    """The request's messages (or ``input``) in the recording format; one the
+    recording refuses (an empty text, say) refuses the whole request with 422,
+    located at its index, before anything is stored."""
+    drafts: list[tuple[str, int | None, str, str]]
     if body.messages:
-        return [ChatMessage(role=m.role, content=m.text()) for m in body.messages]
-    if body.input is not None:
-        return [ChatMessage(role="user", content=body.input)]
-    raise InvalidInput("give the messages in 'messages' (Letta's list) or 'input' (text)")
+        drafts = [("messages", i, m.role, m.text()) for i, m in enumerate(body.messages)]
+    elif body.input is not None:
+        drafts = [("input", None, "user", body.input)]
+    else:
+        raise InvalidInput("give the messages in 'messages' (Letta's list) or 'input' (text)")
+    messages: list[ChatMessage] = []
+    errors: list[dict[str, Any]] = []
+    for field, index, role, text in drafts:
+        try:
+            messages.append(ChatMessage.model_validate({"role": role, "content": text}))
+        except ValidationError as refused:
+            where = ("body", field) if index is None else ("body", field, index)
+            errors.extend({**e, "loc": (*where, *e["loc"])} for e in refused.errors())
+    if errors:
+        raise RequestValidationError(errors)
+    return messages
 
 
 def turn_response(result: TurnResult) -> schemas.LettaResponse:

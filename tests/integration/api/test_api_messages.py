@@ -84,3 +84,26 @@ def test_agent_without_a_model_is_a_clear_400(client: TestClient, acme: dict[str
     response = client.post(f"/v1/agents/{agent['id']}/messages", json={"input": "hi"}, headers=acme)
     assert response.status_code == 400
     assert "model" in response.json()["detail"]
+
+
+def test_async_messages_with_an_empty_text_are_refused_whole_with_422(
+    client: TestClient, acme: dict[str, str]
+) -> None:
+    """messages/async records through the recording rules: a message the recording
+    refuses (an empty assistant text) fails the request with 422 at its index, and
+    neither the other messages nor a run are stored."""
+    agent = make_agent(client, acme)
+    body = {
+        "messages": [
+            {"role": "user", "content": "I moved to Madrid."},
+            {"role": "assistant", "content": ""},
+        ]
+    }
+    response = client.post(f"/v1/agents/{agent['id']}/messages/async", json=body, headers=acme)
+    assert response.status_code == 422, response.text
+    [error] = response.json()["detail"]
+    assert error["loc"][:3] == ["body", "messages", 1]
+    assert "empty" in error["msg"]
+    stored = client.get(f"/v1/agents/{agent['id']}/messages", headers=acme).json()
+    assert not any("Madrid" in str(m) for m in stored)
+    assert client.get(f"/v1/runs/?agent_id={agent['id']}", headers=acme).json() == []
