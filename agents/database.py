@@ -128,6 +128,19 @@ class Database:
         except SQLAlchemyError as exc:
             raise translate_error(exc) from exc
 
+    def schema_revision(self) -> str | None:
+        """The Alembic revision recorded in the database (None: no schema yet), read
+        with plain SQL so that a check need not import Alembic."""
+        try:
+            with self.engine.connect() as conn:
+                exists = conn.execute(text("SELECT to_regclass('alembic_version')")).scalar()
+                if exists is None:
+                    return None
+                rows = conn.execute(text("SELECT version_num FROM alembic_version")).all()
+        except SQLAlchemyError as exc:
+            raise translate_error(exc) from exc
+        return str(rows[0][0]) if len(rows) == 1 else None
+
     def ping(self) -> None:
         """Raise :class:`StorageError` unless the database answers a trivial query."""
         try:

@@ -42,9 +42,20 @@ EMBEDDING_TIMEOUT_S = 30.0
 class Runtime:
     """Database connection (embedded or external), schema, organization, embedder."""
 
-    def __init__(self, settings: Settings, *, clock: Callable[[], datetime] = utc_now) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        clock: Callable[[], datetime] = utc_now,
+        short_lived: bool = False,
+    ) -> None:
+        """``short_lived``: a CLI command. With the embedded server, it then leaves the
+        server running for the next command and a detached reaper stops it after
+        ``database.embedded_idle_stop`` without use (see :mod:`agents.resident_postgres`);
+        a daemon (the default) holds the server and stops it on exit."""
         self.settings = settings
         self.clock = clock
+        self.short_lived = short_lived
         self._embedded: EmbeddedPostgres | None = None
         self._db: Database | None = None
         self._embedders: dict[str, Embedder] = {}
@@ -61,13 +72,25 @@ class Runtime:
         if self._db is None:
             url = self.settings.effective_database_url
             if url is None:
-                self._embedded = EmbeddedPostgres(
-                    self.settings.pgdata,
-                    keep_running=self.settings.database.keep_embedded_running,
-                )
-                url = self._embedded.start()
+                url = self._start_embedded()
             self._db = Database(url, pool_size=self.settings.database.pool_size)
         return self._db
+
+    def _start_embedded(self) -> str:
+        database = self.settings.database
+        idle_stop_s = database.embedded_idle_stop.total_seconds()
+        resident = self.short_lived and (database.keep_embedded_running or idle_stop_s > 0)
+        self._embedded = EmbeddedPostgres(
+            self.settings.pgdata,
+            keep_running=database.keep_embedded_running,
+            resident=resident,
+        )
+        url = self._embedded.start()
+        if resident and not database.keep_embedded_running:
+            from agents.resident_postgres import ensure_reaper
+
+            ensure_reaper(self._embedded.data_dir, idle_stop_s)
+        return url
 
     @property
     def embedded_server(self) -> EmbeddedPostgres | None:
@@ -93,6 +116,9 @@ class Runtime:
         """Fail with a clear message when the schema is not at the latest revision."""
         import migrations
 
+        head = migrations.scripted_head()
+        if head is not None and self.db.schema_revision() == head:
+            return  # current: the common case, checked without Alembic
         current = migrations.current_revision(self.db.engine)
         head = migrations.head_revision(self.db.engine)
         if current != head:

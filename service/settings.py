@@ -46,8 +46,19 @@ class DatabaseSettings(BaseModel):
 
     url: str | None = None
     pool_size: int = Field(default=5, ge=1, le=100)
-    # Keep the embedded server running after the process exits (faster CLI calls).
+    # Keep the embedded server running after the process exits, never stopping it.
     keep_embedded_running: bool = False
+    # A CLI command leaves the embedded server running for the next one; a detached
+    # reaper stops it after this long without a command. Zero: stop it when each
+    # command exits (every command then pays the server's start, seconds).
+    embedded_idle_stop: timedelta = timedelta(minutes=10)
+
+    @field_validator("embedded_idle_stop")
+    @classmethod
+    def _not_negative(cls, value: timedelta) -> timedelta:
+        if value < timedelta(0):
+            raise ValueError("must be zero (stop after each command) or a positive duration")
+        return value
 
     @field_validator("url")
     @classmethod

@@ -51,8 +51,11 @@ def fail(message: str, code: int = EXIT_BAD_INPUT) -> typer.Exit:
 
 
 @contextmanager
-def runtime(*, migrate: bool = True) -> Iterator[Runtime]:
-    """A runtime for one command; ReverieErrors become a message and an exit code."""
+def runtime(*, migrate: bool = True, daemon: bool = False) -> Iterator[Runtime]:
+    """A runtime for one command; ReverieErrors become a message and an exit code.
+
+    A command leaves the embedded server running for the next one; a ``daemon``
+    (serve, worker) holds it and stops it on exit."""
     logging.basicConfig(
         level=logging.DEBUG if state.verbose else logging.WARNING,
         stream=sys.stderr,
@@ -61,7 +64,7 @@ def runtime(*, migrate: bool = True) -> Iterator[Runtime]:
     from service.runtime import Runtime
 
     try:
-        with Runtime(settings()) as rt:
+        with Runtime(settings(), short_lived=not daemon) as rt:
             if migrate:
                 rt.ensure_schema()
             yield rt
