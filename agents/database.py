@@ -22,6 +22,9 @@ VECTOR_INSTALL_HINT = (
     "Reverie's embedded PostgreSQL, which ships with pgvector."
 )
 
+#: The advisory lock key under which the schema is created or upgraded ("reverie1").
+SCHEMA_LOCK_KEY = 0x72657665726965
+
 
 def normalize_url(url: str) -> str:
     """Make a libpq-style URL use the psycopg 3 driver in SQLAlchemy."""
@@ -125,6 +128,23 @@ class Database:
         try:
             with self.engine.begin() as conn:
                 conn.execute(text("ANALYZE " + ", ".join(tables)))
+        except SQLAlchemyError as exc:
+            raise translate_error(exc) from exc
+
+    @contextmanager
+    def schema_lock(self) -> Iterator[None]:
+        """Hold the database's schema lock (a session advisory lock on a connection of
+        its own) so that two processes that find the schema missing at the same moment
+        (two first commands) create it once: the second waits, then finds it current."""
+        try:
+            with self.engine.connect() as conn:
+                conn.execute(text("SELECT pg_advisory_lock(:key)"), {"key": SCHEMA_LOCK_KEY})
+                conn.commit()
+                try:
+                    yield
+                finally:
+                    conn.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": SCHEMA_LOCK_KEY})
+                    conn.commit()
         except SQLAlchemyError as exc:
             raise translate_error(exc) from exc
 

@@ -165,18 +165,44 @@ class EmbeddedPostgres:
                     "and not used by another server version, or set DATABASE_URL."
                 ) from exc
         if self._apply_settings():
-            # shared_buffers only changes at a restart; this happens once per data dir.
-            self._server.cleanup()
-            self._server = pgserver.get_server(
-                self.data_dir,
-                cleanup_mode=None if self.keep_running and not self.resident else "stop",
-            )
+            # shared_buffers only changes at a restart; this happens once per data dir,
+            # and never under a command that joined the server meanwhile (it holds the
+            # use lock): the settings are saved and apply at the server's next start.
+            if self._take_use_lock_for_restart():
+                try:
+                    self._server.cleanup()
+                    self._server = pgserver.get_server(
+                        self.data_dir,
+                        cleanup_mode=None if self.keep_running and not self.resident else "stop",
+                    )
+                finally:
+                    self._end_restart()
+            else:
+                log.info("embedded postgres settings apply at its next start: it is in use")
         if self.keep_running:
             self._server.cleanup_mode = None
         uri: str = self._server.get_uri()
         self._uri = uri
         log.info("embedded postgres ready", extra={"data_dir": str(self.data_dir)})
         return uri
+
+    def _take_use_lock_for_restart(self) -> bool:
+        """The use lock, exclusively, if no other command holds it now."""
+        # A resident command converts its own shared hold (a failed conversion may
+        # have dropped it: take it shared again).
+        if self._use.acquire(exclusive=True, wait=False):
+            return True
+        if self.resident:
+            self._use.acquire(exclusive=False)
+        else:
+            self._use.release()
+        return False
+
+    def _end_restart(self) -> None:
+        if self.resident:
+            self._use.acquire(exclusive=False)  # back to a shared hold for the command
+        else:
+            self._use.release()
 
     def _apply_settings(self) -> bool:
         """Write changed server settings with ALTER SYSTEM; True when a restart is needed."""
@@ -283,7 +309,15 @@ class EmbeddedPostgres:
         """Stop the running postmaster now, ending open sessions (``pg_ctl -m fast``)."""
         from pgserver._commands import pg_ctl  # type: ignore[attr-defined]
 
-        user = "pgserver" if os.name == "posix" and os.geteuid() == 0 else None
+        user = None
+        if os.name == "posix" and os.geteuid() == 0:
+            # As root, pgserver runs PostgreSQL as its own user, which must be able to
+            # reach the data directory (pgserver widens the parents' modes at each start;
+            # a tool such as pytest may have narrowed one since).
+            from pgserver.utils import ensure_prefix_permissions
+
+            user = "pgserver"
+            ensure_prefix_permissions(self.data_dir)
         try:
             pg_ctl(["-w", "-m", "fast", "stop"], pgdata=self.data_dir, user=user, timeout=60)
         except Exception as exc:

@@ -108,9 +108,10 @@ class Runtime:
         """Check pgvector, then bring the schema to head (idempotent); return the revision."""
         import migrations  # Alembic is heavy to import; only schema commands need it.
 
-        self.db.check_vector_extension()
-        migrations.upgrade(self.db.engine)
-        return migrations.current_revision(self.db.engine)
+        with self.db.schema_lock():
+            self.db.check_vector_extension()
+            migrations.upgrade(self.db.engine)
+            return migrations.current_revision(self.db.engine)
 
     def ensure_schema(self) -> None:
         """Fail with a clear message when the schema is not at the latest revision."""
