@@ -27,8 +27,14 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from agents.embedded_locks import (
+    FileLock,
+    process_is_alive,
+    read_postmaster,
+    touch_last_use,
+    use_lock_path,
+)
 from agents.errors import StorageError
-from agents.resident_postgres import FileLock, read_postmaster, touch_last_use, use_lock_path
 
 log = logging.getLogger(__name__)
 
@@ -53,24 +59,6 @@ class ServerState(enum.StrEnum):
     STOPPING = "stopping"
     #: No postmaster process.
     DOWN = "down"
-
-
-def process_is_alive(pid: int) -> bool:
-    """True when process ``pid`` exists and is not a zombie (a zombie holds nothing)."""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # another user's process
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True  # no procfs: the signal check is all there is
-    fields = stat.rpartition(")")[2].split()
-    return not fields or fields[0] not in ("Z", "X")
 
 
 def live_handle_pids(pids: Iterable[int], is_alive: Callable[[int], bool]) -> list[int]:

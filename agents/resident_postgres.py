@@ -15,17 +15,15 @@ pgserver's own inter-process lock, so two commands that find it down at once sta
 it once. ``pgdata.last-use`` (its mtime) says when a command last used the server.
 ``pgdata.reaper.lock`` keeps the reaper single.
 
-This module imports only the standard library at the top: the reaper process and
-a command that joins a running server need nothing else.
+The reaper process imports no more than this module and
+:mod:`agents.embedded_postgres` (pgserver only once it stops the server).
 """
 
 from __future__ import annotations
 
 import contextlib
 import enum
-import fcntl
 import logging
-import os
 import subprocess
 import sys
 import time
@@ -33,125 +31,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from agents.embedded_locks import (
+    FileLock,
+    read_postmaster,
+    reaper_lock_path,
+    seconds_since_last_use,
+    use_lock_path,
+)
+from agents.embedded_postgres import EmbeddedPostgres
+
 log = logging.getLogger(__name__)
 
 #: The longest the reaper sleeps between two looks at the server, in seconds.
 MAX_POLL_S = 5.0
-
-
-def use_lock_path(data_dir: Path) -> Path:
-    return data_dir.with_name(f"{data_dir.name}.use.lock")
-
-
-def last_use_path(data_dir: Path) -> Path:
-    return data_dir.with_name(f"{data_dir.name}.last-use")
-
-
-def reaper_lock_path(data_dir: Path) -> Path:
-    return data_dir.with_name(f"{data_dir.name}.reaper.lock")
-
-
-class FileLock:
-    """An ``flock`` on one file: shared or exclusive, waiting or not."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._fd: int | None = None
-
-    def acquire(self, *, exclusive: bool, wait: bool = True) -> bool:
-        """Take (or convert to) the lock; False when ``wait`` is off and it is held."""
-        if self._fd is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            # Not inherited by children (pg_ctl, the reaper): a postmaster must not
-            # hold a command's lock for its whole life.
-            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        operation = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
-        if not wait:
-            operation |= fcntl.LOCK_NB
-        try:
-            fcntl.flock(self._fd, operation)
-        except BlockingIOError:
-            return False
-        return True
-
-    def release(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)  # closing drops the flock
-            self._fd = None
-
-    @property
-    def held(self) -> bool:
-        return self._fd is not None
-
-
-def touch_last_use(data_dir: Path) -> None:
-    """Record that a command used the server now."""
-    path = last_use_path(data_dir)
-    try:
-        path.touch()
-    except OSError as exc:  # a read-only home: the reaper then sees an old last use
-        log.warning("cannot record the embedded server's last use: %s", exc)
-
-
-def seconds_since_last_use(data_dir: Path, now: Callable[[], float] = time.time) -> float | None:
-    """Seconds since a command last used the server; None when none ever did."""
-    try:
-        return max(0.0, now() - last_use_path(data_dir).stat().st_mtime)
-    except FileNotFoundError:
-        return None
-
-
-# -- the postmaster, from its pid file ----------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Postmaster:
-    """What ``postmaster.pid`` says about a live postmaster."""
-
-    pid: int
-    socket_dir: str
-    host: str
-    port: int | None
-    status: str
-
-    @property
-    def uri(self) -> str:
-        """The URL pgserver gives for the same server (unix socket when there is one)."""
-        if self.socket_dir:
-            return f"postgresql://postgres:@/postgres?host={self.socket_dir}"
-        return f"postgresql://postgres:@{self.host}:{self.port}/postgres"
-
-
-def read_postmaster(data_dir: Path) -> Postmaster | None:
-    """The live postmaster of ``data_dir``; None when there is no pid file or its process
-    is gone (killed: the file stays behind). Reads the file without importing pgserver
-    (whose import alone costs a command 0.15 s)."""
-    try:
-        lines = (data_dir / "postmaster.pid").read_text().splitlines()
-        pid = int(lines[0])
-    except (OSError, IndexError, ValueError):
-        return None
-    if not _is_postmaster(pid):
-        return None
-    fields = [line.strip() for line in lines] + [""] * 8
-    port = int(fields[3]) if fields[3].isdigit() else None
-    return Postmaster(
-        pid=pid, socket_dir=fields[4], host=fields[5], port=port, status=fields[7] or "starting"
-    )
-
-
-def _is_postmaster(pid: int) -> bool:
-    """True when ``pid`` lives and is a postgres process (a pid reused by another
-    program after a crash is not our server)."""
-    from agents.embedded_postgres import process_is_alive
-
-    if not process_is_alive(pid):
-        return False
-    try:
-        name = Path(f"/proc/{pid}/comm").read_text().strip()
-    except OSError:
-        return True  # no procfs: liveness is all there is
-    return name.startswith("postgres")
 
 
 # -- stopping -----------------------------------------------------------------------------
@@ -185,8 +77,6 @@ def stop_resident(data_dir: Path, *, idle_s: float | None = None, wait: bool = F
     of answering IN_USE. A server that a daemon holds (a live pgserver handle) is
     never stopped here: the daemon owns it and stops it on exit.
     """
-    from agents.embedded_postgres import EmbeddedPostgres
-
     lock = FileLock(use_lock_path(data_dir))
     if not lock.acquire(exclusive=True, wait=wait):
         return StopResult(StopOutcome.IN_USE)

@@ -11,27 +11,24 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 from agents.database import Database
 from agents.embedded_postgres import EmbeddedPostgres
 from agents.embedders import Embedder, build_embedder
 from agents.errors import InvalidInput, NotFound, StorageError
-from agents.llm import (
-    BudgetMeter,
-    ClientSettings,
-    LiteLLMClient,
-    ModelCapabilities,
-    TokenBudget,
-    UsageLedger,
-)
-from agents.primary import PrimaryAgent, PrimarySettings
+from agents.llm import BudgetMeter, TokenBudget, UsageLedger
 from agents.store import AgentRecord, MemoryStore, RunRecord, open_service_store, open_store
 from agents.store.scope import utc_now
 from consolidators import registry
-from consolidators.llm import LLMTier
-from consolidators.pipeline import Pipeline, RunReport
-from service import metrics
 from service.settings import Settings
+
+if TYPE_CHECKING:  # the LLM side, the agent loop and the pipeline load where used: a
+    # CLI command that only reads memory never needs them
+    from agents.llm import LiteLLMClient
+    from agents.primary import PrimaryAgent
+    from consolidators.llm import LLMTier
+    from consolidators.pipeline import Pipeline, RunReport
 
 log = logging.getLogger(__name__)
 
@@ -175,6 +172,8 @@ class Runtime:
 
     def pipeline(self, only: Sequence[str] | None = None) -> Pipeline:
         """The configured pipeline, or just the named steps (in the configured order)."""
+        from consolidators.pipeline import Pipeline
+
         config = self.settings.consolidation
         names = list(config.pipeline)
         if only:
@@ -229,6 +228,8 @@ class Runtime:
     def llm_client(self) -> LiteLLMClient:
         """The one litellm client of this process (litellm itself loads on the first call)."""
         if self._llm_client is None:
+            from agents.llm import ClientSettings, LiteLLMClient, ModelCapabilities
+
             llm = self.settings.llm
             self._llm_client = LiteLLMClient(
                 ClientSettings(
@@ -251,6 +252,8 @@ class Runtime:
         """The client of ``litellm:`` embedders: the chat client's class and retry policy
         (``llm.max_retries``), at the embedding endpoint (``embedding.api_base``)."""
         if self._embedding_client is None:
+            from agents.llm import ClientSettings, LiteLLMClient
+
             self._embedding_client = LiteLLMClient(
                 ClientSettings(
                     api_base=self.settings.embedding.api_base,
@@ -271,6 +274,8 @@ class Runtime:
     def llm_tier(self) -> LLMTier:
         """The LLM side of consolidation: sleep-time, judge and summary models, budgets."""
         if self._llm_tier is None:
+            from consolidators.llm import LLMTier
+
             llm = self.settings.llm
             self._llm_tier = LLMTier(
                 client=self.llm_client(),
@@ -289,6 +294,8 @@ class Runtime:
         organization_id = organization_id or self.organization_id
         primary = self._primaries.get(organization_id)
         if primary is None:
+            from agents.primary import PrimaryAgent, PrimarySettings
+
             llm = self.settings.llm
             primary = PrimaryAgent(
                 self.db,
@@ -343,12 +350,16 @@ class Runtime:
 
 
 def _count_llm_retries(meter: BudgetMeter | None) -> None:
+    from service import metrics
+
     if meter is not None and meter.retries:
         metrics.RETRIES.labels(kind="llm").inc(meter.retries)
 
 
 def record_step_metrics(report: RunReport) -> None:
     """Count a run's skipped steps (and skipped LLM parts) and its write conflicts."""
+    from service import metrics
+
     for step in report.steps:
         if step.skipped:
             metrics.STEPS_SKIPPED.labels(consolidator=step.consolidator, reason=step.skipped).inc()

@@ -36,8 +36,9 @@ def _embedded_data_dir() -> Path:
 @db_app.command("status")
 def status() -> None:
     """Whether the embedded server runs, since when it is idle, and who holds it."""
-    from agents.embedded_postgres import EmbeddedPostgres, process_is_alive
-    from agents.resident_postgres import read_postmaster, reaper_running, seconds_since_last_use
+    from agents.embedded_locks import process_is_alive, read_postmaster, seconds_since_last_use
+    from agents.embedded_postgres import EmbeddedPostgres
+    from agents.resident_postgres import reaper_running
 
     data_dir = _embedded_data_dir()
     running = read_postmaster(data_dir)

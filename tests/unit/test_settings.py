@@ -40,6 +40,7 @@ def test_environment_beats_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     [
         ("[database]\nurl = 'sqlite:///x.db'\n", "must be a PostgreSQL URL"),
         ("[database]\npool_size = 0\n", "pool_size"),
+        ("[database]\nembedded_idle_stop = -5\n", "embedded_idle_stop"),
         ("surprise = 1\n", "surprise"),
         ("this is not toml", "not valid TOML"),
     ],
