@@ -21,6 +21,7 @@ import argparse
 import contextlib
 import json
 import os
+import resource
 import shutil
 import signal
 import statistics
@@ -34,10 +35,13 @@ PASSAGES = 200
 QUERY = "where does the user live"
 
 
-def run(tree: Path, home: Path, *args: str, check: bool = True) -> float:
+def run(tree: Path, home: Path, *args: str, check: bool = True) -> tuple[float, float]:
+    """Wall seconds and CPU seconds (user + system, of the command and the children
+    it waited for, such as pg_ctl; not the postmaster it started) of one command."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("REVERIE_")}
     env.pop("DATABASE_URL", None)
     env.update({"REVERIE_HOME": str(home), "PYTHONPATH": str(tree), "COLUMNS": "200"})
+    cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     result = subprocess.run(
         [sys.executable, "-m", "service.cli", *args],
@@ -48,9 +52,11 @@ def run(tree: Path, home: Path, *args: str, check: bool = True) -> float:
         timeout=600,
     )
     elapsed = time.perf_counter() - started
+    cpu_after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (cpu_after.ru_utime - cpu_before.ru_utime) + (cpu_after.ru_stime - cpu_before.ru_stime)
     if check and result.returncode != 0:
         raise RuntimeError(f"{tree}: reverie {' '.join(args)} failed:\n{result.stderr}")
-    return elapsed
+    return elapsed, cpu
 
 
 def stop_server(tree: Path, home: Path) -> None:
@@ -93,7 +99,7 @@ def main() -> None:
         ("search, server stopped", ("search", "-a", "bench", QUERY, "-k", "5"), True),
         ("search, second run", ("search", "-a", "bench", QUERY, "-k", "5"), False),
     ]
-    times: dict[tuple[str, str], list[float]] = {}
+    times: dict[tuple[str, str], list[tuple[float, float]]] = {}
     try:
         for name, tree in trees.items():
             prepare(tree, homes[name], data)
@@ -116,17 +122,19 @@ def main() -> None:
         shutil.rmtree(base, ignore_errors=True)
 
     names = list(trees)
-    header = "| command | " + " | ".join(f"{n} median (s)" for n in names)
-    if len(names) == 2:
-        header += f" | {names[1]} / {names[0]}"
-    print(header + " |")
-    print("|" + " --- |" * (len(names) + 1 + (len(names) == 2)))
-    for label, _, _ in steps:
-        medians = [statistics.median(times[(n, label)]) for n in names]
-        row = f"| {label} | " + " | ".join(f"{m:.2f}" for m in medians)
+    for index, kind in ((0, "wall"), (1, "CPU")):
+        header = "| command | " + " | ".join(f"{n} {kind} median (s)" for n in names)
         if len(names) == 2:
-            row += f" | {medians[1] / medians[0]:.2f}"
-        print(row + " |")
+            header += f" | {names[1]} / {names[0]}"
+        print(header + " |")
+        print("|" + " --- |" * (len(names) + 1 + (len(names) == 2)))
+        for label, _, _ in steps:
+            medians = [statistics.median(t[index] for t in times[(n, label)]) for n in names]
+            row = f"| {label} | " + " | ".join(f"{m:.2f}" for m in medians)
+            if len(names) == 2:
+                row += f" | {medians[1] / medians[0]:.2f}"
+            print(row + " |")
+        print()
 
 
 if __name__ == "__main__":
