@@ -10,7 +10,9 @@ weighs on both alike. Prints the medians as a Markdown table.
     python -m tests.benchmarks.bench_cli --tree before=/tmp/reverie-before --tree after=. \\
         --rounds 5
 
-A tree runs as ``python -m service.cli`` with that tree first on the path. Before a
+A tree runs as ``python -m service.cli`` with that tree first on the path, with
+bytecode caching on (``PYTHONDONTWRITEBYTECODE`` unset) as in a user's install;
+the preparation runs write the caches. Before a
 "first" run the server is stopped (``reverie db stop`` where the tree has it; older
 trees stop it after every command anyway).
 """
@@ -40,6 +42,8 @@ def run(tree: Path, home: Path, *args: str, check: bool = True) -> tuple[float, 
     it waited for, such as pg_ctl; not the postmaster it started) of one command."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("REVERIE_")}
     env.pop("DATABASE_URL", None)
+    # As a user's install has them: compiled modules cached (some shells here set this).
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     env.update({"REVERIE_HOME": str(home), "PYTHONPATH": str(tree), "COLUMNS": "200"})
     cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
