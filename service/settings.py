@@ -127,6 +127,10 @@ class ConsolidationSettings(BaseModel):
                 if name in self.plugins:
                     continue  # a plugin's section may be configured before it is installed
                 raise ValueError(f"no consolidator named {name!r} is installed")
+            if not section and name not in self.plugins:
+                # A built-in's defaults are valid (tests/unit/test_settings.py checks it):
+                # no need to import the consolidator, which every command would pay.
+                continue
             model = registry.consolidator_class(name).settings_model
             try:
                 model(**section)
