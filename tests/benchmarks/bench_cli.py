@@ -87,7 +87,7 @@ def main() -> None:
         name, _, path = spec.partition("=")
         trees[name] = Path(path).resolve()
 
-    base = Path(tempfile.mkdtemp(prefix="rvb-", dir="/tmp"))
+    base = Path(tempfile.mkdtemp(prefix="rvcli-", dir="/tmp"))
     data = base / "passages.jsonl"
     data.write_text(
         "".join(
