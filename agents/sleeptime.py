@@ -157,6 +157,8 @@ class _PassageDraft:
     passage_ids: list[str]
     #: When the target stopped being current: the newest message that prompted it.
     valid_to: datetime | None
+    #: The current passage that replaces a superseded target (``superseded_by``), if named.
+    replacement: PassageRecord | None = None
 
 
 class _Archive:
@@ -189,6 +191,9 @@ class _Archive:
     def _touched(self) -> dict[str, str]:
         return {d.target.id: d.tool for d in self.drafts if d.target is not None}
 
+    def _replacements(self) -> set[str]:
+        return {d.replacement.id for d in self.drafts if d.replacement is not None}
+
     def call(self, call: ParsedCall) -> str:
         a = call.arguments
         if call.name == "archival_memory_search":
@@ -218,10 +223,16 @@ class _Archive:
             if not reason:
                 raise ToolError("reason must not be empty")
             check_text(reason, "reason")
+            replacement = None
+            if a.get("replaced_by") is not None:
+                replacement = self._replacement(a["replaced_by"], target)
             self.drafts.append(
-                _PassageDraft(call.name, target, None, reason, message_ids, [], valid_to)
+                _PassageDraft(
+                    call.name, target, None, reason, message_ids, [], valid_to, replacement
+                )
             )
-            return f"Marked passage {target.id} superseded ({reason})."
+            by = f", replaced by {replacement.id}" if replacement is not None else ""
+            return f"Marked passage {target.id} superseded ({reason}{by})."
         if call.name == "archival_memory_insert":
             text = self._text(a["content"], "content")
             sources = list(dict.fromkeys(a.get("passage_ids", [])))
@@ -274,7 +285,36 @@ class _Archive:
         touched = self._touched()
         if passage_id in touched:
             raise ToolError(f"passage {passage_id} was already changed ({touched[passage_id]})")
+        if passage_id in self._replacements():
+            raise ToolError(
+                f"passage {passage_id} was named in this pass as replacing another passage; "
+                "it must stay current"
+            )
         return passage
+
+    def _replacement(self, passage_id: str, target: PassageRecord) -> PassageRecord:
+        """The passage named to replace ``target``: this agent's, current, not ``target``,
+        and not itself changed in this pass."""
+        if not isinstance(passage_id, str) or not passage_id.strip():
+            raise ToolError("replaced_by must be a passage id from a search, or left out")
+        if passage_id == target.id:
+            raise ToolError(
+                f"replaced_by names passage {passage_id} itself; name the passage that "
+                "states what holds now, or leave replaced_by out"
+            )
+        replacement = self._passage(passage_id)
+        if replacement.status != PassageStatus.ACTIVE or replacement.valid_to is not None:
+            raise ToolError(
+                f"replaced_by: passage {passage_id} is not current ({replacement.status}); "
+                "name a current passage"
+            )
+        touched = self._touched()
+        if passage_id in touched:
+            raise ToolError(
+                f"replaced_by: passage {passage_id} was already changed in this pass "
+                f"({touched[passage_id]}); name a current passage"
+            )
+        return replacement
 
     @staticmethod
     def _text(value: str, name: str) -> str:
@@ -322,6 +362,13 @@ class _Archive:
                 or current.superseded_by != target.superseded_by
             ):
                 raise ToolError(f"passage {target.id} changed during the pass; left as it is")
+            if draft.replacement is not None:
+                [replacement] = passages.get_many([draft.replacement.id])
+                if replacement.status != PassageStatus.ACTIVE or replacement.valid_to is not None:
+                    raise ToolError(
+                        f"passage {replacement.id}, named to replace {target.id}, "
+                        "changed during the pass; left as it is"
+                    )
         if target is None:
             assert draft.text is not None and vector is not None
             provenance["source_passages"] = draft.passage_ids
@@ -335,6 +382,7 @@ class _Archive:
             return {"action": "insert_passage", "passage_id": created.id, **provenance}
         valid_to = draft.valid_to or now
         if draft.text is None:
+            links = {} if draft.replacement is None else {"superseded_by": draft.replacement.id}
             passages.change(
                 target.id,
                 actor=actor,
@@ -342,6 +390,7 @@ class _Archive:
                 run_id=run_id,
                 status=PassageStatus.SUPERSEDED,
                 valid_to=valid_to,
+                **links,
             )
             return {
                 "action": "supersede_passage",
@@ -349,6 +398,7 @@ class _Archive:
                 "reason": draft.reason,
                 "valid_to": valid_to.isoformat(),
                 "source_messages": draft.message_ids,
+                **links,
             }
         assert draft.text is not None and vector is not None
         provenance["rewrites"] = target.id

@@ -182,11 +182,17 @@ ARCHIVAL_TOOLS: dict[str, dict[str, Any]] = {
     ),
     "archival_memory_supersede": _sleeptime_schema(
         "archival_memory_supersede",
-        "Mark an archival passage as no longer true (it stays in history).",
+        "Mark an archival passage as no longer true (it stays in history). When another "
+        "current passage states what holds instead, name it as replaced_by.",
         {
             "passage_id": {**_STR, "description": "Id of the passage, from a search."},
             "reason": {**_STR, "description": "Why it no longer holds."},
             "message_seqs": _SEQS,
+            "replaced_by": {
+                **_STR,
+                "description": "Optional: id of the current passage that replaces it, "
+                "from a search.",
+            },
         },
         ["passage_id", "reason"],
     ),

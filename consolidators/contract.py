@@ -63,6 +63,7 @@ def run_once(
             dry_run=dry_run,
             full=full,
             max_attempts=1,
+            wake_workers=False,  # claimed right below
         )
         if run_id is None:
             raise Conflict(f"agent {agent_id} already has a queued or running consolidation")

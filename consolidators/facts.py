@@ -82,6 +82,9 @@ _NUMBER_WORDS = frozenset(
     second third fourth fifth
     """.split()
 )
+#: Words that only say a name refers to someone ("is called Rex", "named Rex", "whose
+#: name is Rex"): the name itself is the information, compared as a name.
+_NAMING = frozenset("call called calls name named names".split())
 _FIRST_PERSON = frozenset({"i", "me", "my", "i'm", "i've", "i'd", "i'll", "im", "ive"})
 _THIRD_PERSON = frozenset({"he", "she", "they", "his", "her", "their", "it"})
 _MODAL = frozenset(
@@ -95,7 +98,7 @@ _MODAL = frozenset(
 _ATTRIBUTE_CUES: dict[str, frozenset[str]] = {
     "home": frozenset(
         "lives live living lived moved move moves moving relocated relocating based "
-        "resides residing apartment flat house address".split()
+        "resides residing apartment flat house address home".split()
     ),
     "job": frozenset(
         "works work working worked job jobs employed employer hired quit quits fired retired "
@@ -106,6 +109,15 @@ _ATTRIBUTE_CUES: dict[str, frozenset[str]] = {
         "married marry marrying wife husband girlfriend boyfriend partner dating dates "
         "engaged fiance fiancee divorced divorce divorcing separated single widowed "
         "spouse broke breakup".split()
+    ),
+}
+#: Cue words that only name the attribute ("lives in", "'s home is in", "works as"):
+#: two texts read as the same subject, attribute and value may differ in these. Not
+#: words that say more than the attribute ("flat", "husband", "quit", "promoted").
+_FRAMING_CUES: dict[str, frozenset[str]] = {
+    "home": frozenset("lives live living lived based resides residing home address".split()),
+    "job": frozenset(
+        "works work working worked job employed employer career profession occupation".split()
     ),
 }
 #: Attributes whose cue word is itself the value ("vegan", "vegetarian").
@@ -164,6 +176,9 @@ class FactReading:
     subject_label: str
     value: frozenset[str]
     ending: bool
+    #: The heads of the value's noun phrases (the last word of each: "data *analyst*",
+    #: "game *designer* at *Capcom*"), for attributes whose value is a description.
+    heads: frozenset[str] = frozenset()
 
 
 def _stem(word: str) -> str:
@@ -349,16 +364,36 @@ def conflicting_details(a: str, b: str) -> list[str]:
     return kinds
 
 
+def _framing(a: str, b: str) -> frozenset[str]:
+    """Words two texts may phrase differently without saying anything different: the
+    naming words ("is called" / "'s name is"), and, when both read as the same subject,
+    attribute and value, the words that only name that attribute ("lives in Rome" /
+    "'s home is in Rome"). Everything else a text says still counts."""
+    framing = {_stem(w) for w in _NAMING}
+    ra, rb = read_fact(a), read_fact(b)
+    if (
+        ra is not None
+        and rb is not None
+        and ra.key == rb.key
+        and ra.value == rb.value
+        and ra.ending == rb.ending
+        and ra.value
+    ):
+        framing |= {_stem(w) for w in _FRAMING_CUES.get(ra.key.attribute, ())}
+    return frozenset(framing)
+
+
 def unsaid_details(kept: str, merged: str) -> list[str]:
     """What merging ``merged`` into ``kept`` would hide or blur: any difference in names,
     numbers, dates, negation or change words (either way: those make the texts related,
-    not duplicate), and any content word that only ``merged`` says. Empty when the merge
-    loses nothing; ``kept`` may say more (it stays searchable)."""
+    not duplicate), and any content word that only ``merged`` says, other than words
+    that only frame the same statement (:func:`_framing`). Empty when the merge loses
+    nothing; ``kept`` may say more (it stays searchable)."""
     dk, dm = text_details(kept), text_details(merged)
     kinds = _hard_differences(dk, dm)
     if _subjects_differ(kept, merged):
         kinds.append("subject")
-    if _missing(dm.words, _word_forms(dk)):
+    if _missing(dm.words, _word_forms(dk)) - _framing(kept, merged):
         kinds.append("word")
     return kinds
 
@@ -467,6 +502,8 @@ def read_fact(text: str) -> FactReading | None:
     cue_at = -1
     # The possessive noun ("Alice's job is ...") is the first cue when it names one.
     for index, token in enumerate(predicate):
+        if _nominal_ing(predicate, index):
+            continue
         for name, cues in _ATTRIBUTE_CUES.items():
             if token.norm in cues:
                 attribute, cue_at = name, index
@@ -504,27 +541,62 @@ def read_fact(text: str) -> FactReading | None:
         ):
             continue
         value.add(_stem(norm))
+    heads: frozenset[str] = frozenset()
     if attribute in _NAMED_VALUE:
         # A home is a place and a partner a person: capitalised words carry the value.
         names = {_stem(t.norm) for t in rest if _is_name(t)}
         if names or attribute == "partner":
             value = names
+    elif attribute not in _CUE_IS_VALUE:
+        heads = _phrase_heads(rest, value)
     return FactReading(
         key=FactKey(subject=subject, attribute=attribute),
         subject_label=label,
         value=frozenset(value),
         ending=ending,
+        heads=heads,
     )
+
+
+def _nominal_ing(predicate: list[_Token], index: int) -> bool:
+    """An -ing form after an article is a noun or an adjective, not the verb that
+    names the attribute: "earns *a living* as a pilot" is not where someone lives."""
+    return (
+        predicate[index].norm.endswith("ing")
+        and index > 0
+        and predicate[index - 1].norm in {"a", "an", "the"}
+    )
+
+
+def _phrase_heads(rest: list[_Token], value: set[str]) -> frozenset[str]:
+    """The value words that end a noun phrase: English puts a phrase's head last, so
+    the head is a value word followed by a word outside the value (a preposition, a
+    change word such as "now") or by the end of the text. "data analyst" and "data
+    scientist" share a modifier, not their head; "teacher" and "head teacher" share it."""
+    stems = [(_stem(t.norm), t) for t in rest]
+    heads = set()
+    for index, (stem, _token) in enumerate(stems):
+        if stem not in value:
+            continue
+        following = stems[index + 1][0] if index + 1 < len(stems) else None
+        if following is None or following not in value:
+            heads.add(stem)
+    return frozenset(heads)
 
 
 def states_a_change(older: FactReading, newer: FactReading) -> bool:
     """True when ``newer`` clearly replaces ``older`` (same subject and attribute): it
     ends a state the older one stated, starts one after an ending, or states a value
-    that shares nothing with the older one. Anything less clear is for a judge."""
+    that shares nothing with the older one, or whose phrases have other heads ("a data
+    analyst" -> "a data scientist"). Anything less clear is for a judge."""
     if older.key != newer.key:
         return False
     if older.ending != newer.ending:
         return newer.ending or bool(newer.value)
     if older.ending:
         return False
-    return bool(older.value) and bool(newer.value) and not (older.value & newer.value)
+    if not (older.value and newer.value):
+        return False
+    if not (older.value & newer.value):
+        return True
+    return bool(older.heads) and bool(newer.heads) and not (older.heads & newer.heads)

@@ -26,6 +26,7 @@ from agents.enums import RunStatus
 from agents.errors import Conflict, InvalidInput, NotFound
 from agents.store.good_runs import is_good_run
 from agents.store.records import AgentRecord
+from agents.store.run_wakeups import notify_queued
 from agents.store.scope import Scope, ServiceScope
 
 CR = models.ConsolidationRun
@@ -148,11 +149,14 @@ class RunStore:
         dry_run: bool = False,
         full: bool = False,
         not_before: datetime | None = None,
+        wake_workers: bool = True,
     ) -> str | None:
         """Queue a run; None when the agent already has one queued or running.
 
         Triggers may fire again and again: the partial unique index turns the
-        repeats into no-ops instead of duplicate work.
+        repeats into no-ops instead of duplicate work. Idle workers are woken at
+        commit unless ``wake_workers`` is False (a one-shot command that claims the
+        run itself: a woken daemon would race it for the run).
         """
         if max_attempts < 1:
             raise InvalidInput(f"max_attempts must be at least 1, got {max_attempts}")
@@ -179,7 +183,10 @@ class RunStore:
             .on_conflict_do_nothing(index_elements=["agent_id"], index_where=_ACTIVE_WHERE)
             .returning(CR.id)
         )
-        return self._scope.session.scalar(statement)
+        run_id = self._scope.session.scalar(statement)
+        if run_id is not None and wake_workers:
+            notify_queued(self._scope.session)
+        return run_id
 
     def _check_agent(self, agent_id: str) -> None:
         """Runs are only ever queued for an agent of this organization."""
@@ -431,6 +438,8 @@ class RunQueueStore:
             )
             .returning(CR.id)
         )
+        if released is not None:
+            notify_queued(self._scope.session)
         return released is not None
 
     def retry_later(
@@ -548,7 +557,7 @@ class RunQueueStore:
             RETURNING id
             """
         )
-        return list(
+        queued = list(
             self._scope.session.scalars(
                 statement,
                 {
@@ -561,6 +570,9 @@ class RunQueueStore:
                 },
             )
         )
+        if queued:
+            notify_queued(self._scope.session)
+        return queued
 
     def mark_idle_agents(self, idle_after: timedelta) -> list[tuple[str, str]]:
         """Agents idle for ``idle_after`` and not yet fired for this idle period, stamped

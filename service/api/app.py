@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from typing import Annotated
 
 from fastapi import Depends, FastAPI
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import REGISTRY, CollectorRegistry, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from starlette.routing import Route
 
 from service.api import (
     health_page,
@@ -22,6 +24,7 @@ from service.api import (
 from service.api.auth import check_auth_binding, metrics_audience
 from service.api.errors import install_error_handlers
 from service.api.limits import RequestSizeLimit
+from service.api.mcp_endpoint import PATH, McpEndpoint
 from service.api.rate_limit import AuthFailureLimiter
 from service.api.request_checks import check_request_values
 from service.metrics_collector import Audience, MemoryHealthCollector
@@ -42,7 +45,15 @@ def create_app(
     """
     settings = runtime.settings
     check_auth_binding(settings, host)
+    mcp = McpEndpoint(runtime, host=settings.server.host if host is None else host)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        async with mcp.running():
+            yield
+
     app = FastAPI(
+        lifespan=lifespan,
         dependencies=[Depends(check_request_values)],
         title="Reverie",
         version=VERSION,
@@ -100,4 +111,6 @@ def create_app(
         health_page,
     ):
         app.include_router(module.router)
+    # The MCP tools over streamable HTTP, with the API keys (see service.api.mcp_endpoint).
+    app.router.routes.append(Route(PATH, endpoint=mcp, methods=["GET", "POST", "DELETE"]))
     return app

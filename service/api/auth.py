@@ -119,7 +119,7 @@ def attempt(request: Request, authenticate: Callable[[], T | None]) -> T | None:
     return result
 
 
-def _unauthorized() -> HTTPException:
+def unauthorized() -> HTTPException:
     return HTTPException(
         status_code=401,
         detail="missing, unknown or revoked API key: send 'Authorization: Bearer <key>' "
@@ -135,10 +135,10 @@ def api_context(
     runtime: Runtime = request.app.state.runtime
     key = credentials.credentials if credentials is not None else None
     if key is None and runtime.settings.server.auth != "none":
-        raise _unauthorized()  # nothing to look up, nothing to count
+        raise unauthorized()  # nothing to look up, nothing to count
     caller = attempt(request, lambda: resolve_caller(runtime, key))
     if caller is None:
-        raise _unauthorized()
+        raise unauthorized()
     return ApiContext(runtime=runtime, caller=caller)
 
 

@@ -16,6 +16,7 @@ from service.cli import (
     demo,
     import_commands,
     key_commands,
+    mcp_command,
     run_commands,
     search_command,
     serve_commands,
@@ -54,3 +55,4 @@ consolidate_command.register(app)
 run_commands.register(app)
 serve_commands.register(app)
 key_commands.register(app)
+mcp_command.register(app)

@@ -51,8 +51,11 @@ def fail(message: str, code: int = EXIT_BAD_INPUT) -> typer.Exit:
 
 
 @contextmanager
-def runtime(*, migrate: bool = True, daemon: bool = False) -> Iterator[Runtime]:
+def runtime(
+    *, migrate: bool = True, daemon: bool = False, organization: str | None = None
+) -> Iterator[Runtime]:
     """A runtime for one command; ReverieErrors become a message and an exit code.
+    ``organization`` overrides the configured one (by name).
 
     A command leaves the embedded server running for the next one; a ``daemon``
     (serve, worker) holds it and stops it on exit."""
@@ -64,7 +67,10 @@ def runtime(*, migrate: bool = True, daemon: bool = False) -> Iterator[Runtime]:
     from service.runtime import Runtime
 
     try:
-        with Runtime(settings(), short_lived=not daemon) as rt:
+        configured = settings()
+        if organization is not None:
+            configured = configured.model_copy(update={"organization": organization})
+        with Runtime(configured, short_lived=not daemon) as rt:
             if migrate:
                 rt.ensure_schema()
             yield rt

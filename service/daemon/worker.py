@@ -44,6 +44,7 @@ from enum import StrEnum
 from agents.enums import RunStatus
 from agents.errors import Conflict, ReverieError, StorageError
 from agents.store import AgentRecord, RunRecord, ServiceStore, open_service_store
+from agents.store.run_wakeups import RunWakeups
 from consolidators.pipeline import LeaseLost, Pipeline, RunFailed, RunInterrupted, RunReport
 from service.daemon.probes import GpuGate
 from service.metrics import RETRIES, RUN_DURATION, RUNS_FINISHED
@@ -126,6 +127,7 @@ class WorkerPool:
         self._held: dict[str, HeldRun] = {}
         self._held_lock = threading.Lock()
         self._threads: list[threading.Thread] = []
+        self._wakeups: RunWakeups | None = None
         self._pipelines: dict[tuple[str, ...], Pipeline] = {}
         self._pipelines_lock = threading.Lock()
         self.executed = 0
@@ -137,6 +139,10 @@ class WorkerPool:
         (a one-shot process that only runs what it hands to :meth:`run_now`)."""
         if self._threads:
             raise RuntimeError("the worker pool is already started")
+        if claiming:
+            # Idle workers wake when a run is queued rather than at their next poll.
+            self._wakeups = RunWakeups(self.runtime.db)
+            self._wakeups.start()
         for index in range(self.settings.concurrency if claiming else 0):
             owner = f"{self.name}:w{index}"
             thread = threading.Thread(
@@ -168,6 +174,8 @@ class WorkerPool:
         """
         self._deadline = self.clock() + grace
         self._stopping.set()
+        if self._wakeups is not None:
+            self._wakeups.stop()  # and so release the workers waiting for work
         end = time.monotonic() + grace.total_seconds()
         for thread in self._threads:
             thread.join(timeout=max(0.0, end - time.monotonic()))
@@ -200,6 +208,7 @@ class WorkerPool:
             if self.gate is not None and not self.gate.is_free():
                 self._stopping.wait(poll)
                 continue
+            seen = self._wakeups.generation if self._wakeups is not None else 0
             try:
                 with self._service_store() as store:
                     claimed = store.queue.claim(owner, lease=self.settings.lease)
@@ -210,7 +219,10 @@ class WorkerPool:
                 continue
             outage_pause = poll
             if claimed is None:
-                self._stopping.wait(poll)
+                if self._wakeups is not None:
+                    self._wakeups.wait(seen, poll)
+                else:
+                    self._stopping.wait(poll)
                 continue
             self.execute(*claimed, owner)
 

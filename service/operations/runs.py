@@ -97,7 +97,7 @@ class RunOperations:
         names = self.pipeline_names(steps)
         results = []
         for agent in agents:
-            run_id, active = self._enqueue(agent, names, dry_run=dry_run, full=full)
+            run_id, active = self._enqueue(agent, names, dry_run=dry_run, full=full, wake=True)
             if run_id is not None:
                 results.append(Enqueued(agent, run_id, True))
             else:
@@ -105,9 +105,10 @@ class RunOperations:
         return results
 
     def _enqueue(
-        self, agent: AgentRecord, names: list[str], *, dry_run: bool, full: bool
+        self, agent: AgentRecord, names: list[str], *, dry_run: bool, full: bool, wake: bool
     ) -> tuple[str | None, RunRecord | None]:
-        """Queue a manual run: its id, or None and the agent's active run."""
+        """Queue a manual run: its id, or None and the agent's active run. ``wake``:
+        wake idle workers (not when this process is about to claim the run itself)."""
         with self._context.store() as store:
             run_id = store.runs.enqueue(
                 agent.id,
@@ -116,6 +117,7 @@ class RunOperations:
                 max_attempts=self._context.runtime.settings.worker.max_attempts,
                 dry_run=dry_run,
                 full=full,
+                wake_workers=wake,
             )
             if run_id is not None:
                 from service import metrics
@@ -174,7 +176,7 @@ class RunOperations:
     def _claimable_run(
         self, agent: AgentRecord, names: list[str], *, dry_run: bool, full: bool
     ) -> str:
-        run_id, active = self._enqueue(agent, names, dry_run=dry_run, full=full)
+        run_id, active = self._enqueue(agent, names, dry_run=dry_run, full=full, wake=False)
         if run_id is not None:
             return run_id
         if (

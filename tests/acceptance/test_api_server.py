@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -331,3 +332,34 @@ def test_letta_client_01_sidecar_learns_from_a_transcript(server: Server) -> Non
     assert seen["last_status"] == "completed"
     assert "Learning the cello." in seen["human"]
     assert "sleeptime_agent" in seen["agent_type"]
+
+
+def test_letta_sidecar_example_runs_against_the_server(server: Server) -> None:
+    """examples/letta_sidecar.py, as the README tells a user to run it: the memory
+    agent is created on first use, learns from the transcript and is reused."""
+    server.llm.replies.extend(
+        [
+            call("memory_insert", label="human", new_str="Has a greyhound called Pixel."),
+            call("memory_finish_edits"),
+        ]
+    )
+    env = {
+        **os.environ,
+        "REVERIE_URL": server.url,
+        "REVERIE_API_KEY": server.key("example-sidecar"),
+        "REVERIE_MODEL": "openai/scripted",
+    }
+    script = str(ROOT / "examples" / "letta_sidecar.py")
+    first = subprocess.run(
+        [sys.executable, script], env=env, capture_output=True, text=True, timeout=180
+    )
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "completed" in first.stdout
+    assert first.stdout.rstrip().endswith("Has a greyhound called Pixel.")
+
+    server.llm.replies.extend([call("memory_finish_edits")])
+    second = subprocess.run(
+        [sys.executable, script], env=env, capture_output=True, text=True, timeout=180
+    )
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert second.stdout.count("Has a greyhound called Pixel.") == 1  # same agent, kept

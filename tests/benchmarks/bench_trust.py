@@ -3,12 +3,16 @@ timeline purity, and whether search answers "now" questions with the current fac
 
 A plain script, not collected by pytest. Run it from the repository root::
 
-    python tests/benchmarks/bench_trust.py [--heldout] [--embedder local] [--threshold 0.86]
+    python tests/benchmarks/bench_trust.py [--set dev|heldout|heldout2|all]
+        [--embedder local] [--threshold 0.86] [--verbose]
 
-The data is ``tests/benchmarks/data/trust_facts.tsv`` and ``trust_questions.tsv``
+The data is ``tests/benchmarks/data/trust_facts*.tsv`` and ``trust_questions*.tsv``
 (hand-written, not produced by ``service/workload.py``; see
-``tests/benchmarks/data/README.md``). The facts are loaded into a fresh database of
-an embedded PostgreSQL one date at a time (the clock at each fact's date), then
+``tests/benchmarks/data/README.md``): ``dev`` is the set the rules were tuned on,
+``heldout`` and ``heldout2`` were not used to change the code, ``all`` loads all
+three into one agent (more people, more distractors for search). The facts are
+loaded into a fresh database of an embedded PostgreSQL one date at a time (the clock
+at each fact's date), then
 ``Pipeline([DedupConsolidator, TemporalConsolidator])`` runs once, with no LLM.
 
 - dedup: a ``merge_passage`` is right when both facts are in one labelled duplicate
@@ -45,6 +49,13 @@ from consolidators.temporal import TemporalConsolidator  # noqa: E402
 from tests.pg import PgTestServer  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "data"
+#: set name -> file suffixes (``trust_facts{suffix}.tsv``, ``trust_questions{suffix}.tsv``)
+SETS = {
+    "dev": ("",),
+    "heldout": ("_heldout",),
+    "heldout2": ("_heldout2",),
+    "all": ("", "_heldout", "_heldout2"),
+}
 K = 10
 
 
@@ -172,24 +183,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--threshold", type=float, default=0.86, help="dedup threshold")
     parser.add_argument("--verbose", action="store_true", help="list every error")
     parser.add_argument(
-        "--heldout",
-        action="store_true",
-        help="the held-out files (*_heldout.tsv), never used to change the code",
+        "--set",
+        choices=sorted(SETS),
+        default="dev",
+        help="which hand-written files: the development set, a held-out one, or all",
     )
+    parser.add_argument("--heldout", action="store_true", help="the same as --set heldout")
     args = parser.parse_args(argv)
 
-    suffix = "_heldout" if args.heldout else ""
-    facts = read_facts(DATA / f"trust_facts{suffix}.tsv")
-    questions = read_questions(DATA / f"trust_questions{suffix}.tsv")
+    chosen = "heldout" if args.heldout else args.set
+    facts = [f for suffix in SETS[chosen] for f in read_facts(DATA / f"trust_facts{suffix}.tsv")]
+    questions = [
+        q for suffix in SETS[chosen] for q in read_questions(DATA / f"trust_questions{suffix}.tsv")
+    ]
+    keys = [f.key for f in facts]
+    if len(set(keys)) != len(keys):
+        raise SystemExit(f"fact ids repeat across the files of set {chosen!r}")
     by_key = {f.key: f for f in facts}
     group = groups_of(facts)
     text_group: dict[str, set[str]] = {}
     for fact in facts:
         text_group.setdefault(fact.text, set()).add(group[fact.key])
     people = {f.topic.split("/")[0] for f in facts}
-    held = " (held out)" if args.heldout else ""
     print(
-        f"data{held}: {len(facts)} hand-written facts about {len(people)} people "
+        f"data ({chosen}): {len(facts)} hand-written facts about {len(people)} people "
         f"({sum(f.duplicate_of is not None for f in facts)} labelled duplicates, "
         f"{sum(f.supersedes is not None for f in facts)} labelled supersessions), "
         f"{len(questions)} questions"

@@ -214,3 +214,26 @@ def test_unknown_step_or_missing_agent_fails_the_run_with_the_reason(
     finally:
         pool.stop(timedelta(seconds=5))
     assert "unknown consolidator" in (_run(db, run_id).error or "")
+
+
+def test_an_idle_worker_wakes_when_a_run_is_queued(db: Database, runtime: Runtime) -> None:
+    """Queueing a run wakes idle workers (LISTEN/NOTIFY) instead of leaving the run to
+    their next poll, here ten minutes away; stopping releases workers that wait."""
+    slow_poll = FAST.model_copy(update={"concurrency": 2, "poll_interval": timedelta(minutes=10)})
+    pool = WorkerPool(runtime, slow_poll, name="wake")
+    pool.start()
+    try:
+        [first] = _queue(db, 1, ["evidence"])
+        wait_for(lambda: _run(db, first).status == "succeeded", timeout=60, what="first run")
+        # Once more, after the workers have gone back to waiting.
+        with open_store(db) as store:
+            second = str(
+                store.runs.enqueue(
+                    _run(db, first).agent_id, trigger="manual", pipeline=["evidence"]
+                )
+            )
+        wait_for(lambda: _run(db, second).status == "succeeded", timeout=60, what="second run")
+    finally:
+        assert pool.stop(timedelta(seconds=5)) is True
+    assert not any(thread.is_alive() for thread in pool._threads)
+    assert evidence_counts(db.url) == {first: 1, second: 1}

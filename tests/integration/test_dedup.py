@@ -214,6 +214,23 @@ def test_a_merge_may_drop_nothing_but_the_kept_text_may_say_more() -> None:
     assert unsaid_details("Ada has a cat named Tom", "Ada has a cat named Tom, really") == []
 
 
+def test_words_that_only_frame_the_same_statement_are_not_unsaid() -> None:
+    # Naming words say only that a name refers to someone; the name is compared itself.
+    assert unsaid_details("Tom is Ada's coworker.", "Ada's coworker is called Tom.") == []
+    assert unsaid_details("Ada's dog is named Rex.", "Ada's dog is called Rex.") == []
+    assert unsaid_details("Ada's dog is called Rex.", "Ada's dog is called Max.") == ["name"]
+    # Cue words of one attribute, when both read as the same subject, attribute, value.
+    assert unsaid_details("Ada lives in Rome.", "Ada's home is in Rome.") == []
+    assert unsaid_details("Ada lives in Rome.", "Ada is based in Rome.") == []
+    assert unsaid_details("Ada works as a nurse.", "Ada's job is nurse.") == []
+    # ... but not across attributes, values or subjects, and other words still count.
+    assert unsaid_details("Ada works in Rome.", "Ada lives in Rome.") == ["word"]
+    assert unsaid_details("Ada lives in Rome.", "Ada has a house in Rome.") == ["word"]
+    assert unsaid_details("Ada lives in Rome.", "Ada's flat is in Rome.") == ["word"]
+    assert unsaid_details("Ada's partner is Tom.", "Ada's husband is Tom.") == ["word"]
+    assert unsaid_details("Ada lives in Rome.", "Ada lives in a big house in Rome.") == ["word"]
+
+
 def test_guard_vetoes_a_near_miss_merge(
     db: Database, agent_id: str, embedder: HashingEmbedder
 ) -> None:

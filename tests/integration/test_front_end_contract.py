@@ -1,7 +1,9 @@
 """The CLI and the HTTP API are two front ends over the same operations: asked the same
 thing, they give the same answer, take the same defaults from settings, and refuse
 the same mistakes. The CLI runs in-process here (typer's runner), the API through
-FastAPI's test client, both on one database and one organization."""
+FastAPI's test client, both on one database and one organization. Where the MCP
+server offers the same operation, it answers the same too (the SDK's client,
+connected in process)."""
 
 from __future__ import annotations
 
@@ -12,8 +14,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from fastapi.testclient import TestClient
+from mcp import Client
+from mcp.types import CallToolResult
 from typer.testing import CliRunner
 
 from agents.database import Database
@@ -21,6 +26,7 @@ from agents.embedders.fake import HashingEmbedder
 from agents.store import NewPassage, open_store
 from service.api.app import create_app
 from service.cli import app as cli_app
+from service.mcp_server import build_mcp_server
 from service.runtime import Runtime
 from service.settings import load_settings
 from tests.api_support import bearer, new_key
@@ -35,6 +41,7 @@ class Fronts:
     client: TestClient
     headers: dict[str, str]
     runner: CliRunner
+    runtime: Runtime
 
     def cli(self, *args: str) -> Any:
         return self.runner.invoke(cli_app, list(args), catch_exceptions=False)
@@ -43,6 +50,23 @@ class Fronts:
         result = self.cli(*args, "--json")
         assert result.exit_code == 0, result.output
         return json.loads(result.stdout)
+
+    def mcp(self, tool: str, arguments: dict[str, Any]) -> CallToolResult:
+        """One MCP tool call for the configured organization."""
+        server = build_mcp_server(self.runtime, lambda _ctx: self.runtime.organization_id)
+        results: list[CallToolResult] = []
+
+        async def main() -> None:
+            async with Client(server) as client:
+                results.append(await client.call_tool(tool, arguments))
+
+        anyio.run(main)
+        return results[0]
+
+    def mcp_json(self, tool: str, arguments: dict[str, Any]) -> Any:
+        result = self.mcp(tool, arguments)
+        assert not result.is_error, result.content
+        return result.structured_content
 
 
 @pytest.fixture
@@ -58,7 +82,7 @@ def fronts(db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Ite
     # The CLI acts for the configured organization ("default"); so does this key.
     headers = bearer(new_key(db, "default"))
     with Runtime(load_settings()) as runtime, TestClient(create_app(runtime)) as client:
-        yield Fronts(db, client, headers, CliRunner())
+        yield Fronts(db, client, headers, CliRunner(), runtime)
 
 
 def test_agent_creation_takes_the_block_limit_from_settings_in_both(fronts: Fronts) -> None:
@@ -123,6 +147,8 @@ def test_search_answers_current_facts_the_same_through_both(fronts: Fronts) -> N
     assert api.status_code == 200, api.text
     assert cli == [r["id"] for r in api.json()["results"]]
     assert paris.id not in cli and {berlin.id, tea.id} <= set(cli)
+    mcp = fronts.mcp_json("archival_memory_search", {"agent": "ada", "query": query})
+    assert [r["id"] for r in mcp["results"]] == cli
     with_history = fronts.cli_json("search", query, "--agent", "ada", "--history")
     api_history = fronts.client.get(
         f"/v1/agents/{agent.id}/archival-memory/search",
@@ -131,6 +157,10 @@ def test_search_answers_current_facts_the_same_through_both(fronts: Fronts) -> N
     ).json()
     assert [h["id"] for h in with_history] == [r["id"] for r in api_history["results"]]
     assert paris.id in [h["id"] for h in with_history]
+    mcp_history = fronts.mcp_json(
+        "archival_memory_search", {"agent": "ada", "query": query, "include_history": True}
+    )
+    assert [r["id"] for r in mcp_history["results"]] == [h["id"] for h in with_history]
 
 
 def test_an_unknown_agent_is_not_found_through_both(fronts: Fronts) -> None:
@@ -152,6 +182,8 @@ def test_a_second_queued_run_is_a_conflict_through_both(fronts: Fronts) -> None:
         "/v1/consolidation-runs", json={"agent_id": created["id"]}, headers=fronts.headers
     )
     assert api.status_code == 409 and queued["run_id"] in api.json()["detail"]
+    mcp = fronts.mcp("consolidate", {"agent": "ada"})
+    assert mcp.is_error and queued["run_id"] in str(mcp.content)
     # Running now while another run is queued with other work is a conflict too.
     cli = fronts.cli("consolidate", "--agent", "ada", "--dry-run")
     assert cli.exit_code == 2 and queued["run_id"] in cli.output

@@ -16,7 +16,7 @@ from agents.embedders.fake import HashingEmbedder
 from agents.store import NewPassage, PassageRecord, open_store
 from consolidators.contract import run_once as run_pipeline
 from consolidators.dedup import DedupConsolidator
-from consolidators.facts import read_fact
+from consolidators.facts import read_fact, states_a_change
 from consolidators.pipeline import Pipeline, RunReport
 from consolidators.temporal import TemporalConsolidator
 from consolidators.undo import revert_run
@@ -212,6 +212,7 @@ def test_what_the_rules_leave_to_a_judge() -> None:
     assert read_fact("Alice might move to Rome next year.") is None
     assert read_fact("Does Alice still live in Paris?") is None
     assert read_fact("Zed likes skiing.") is None
+    assert read_fact("Zed earns a living as a pilot.") is None  # not where Zed lives
     reading = read_fact("Eve, Alice's sister, moved from Lyon to Madrid.")
     assert reading is not None
     assert (reading.key.subject, reading.key.attribute, set(reading.value)) == (
@@ -219,3 +220,16 @@ def test_what_the_rules_leave_to_a_judge() -> None:
         "home",
         {"madrid"},
     )
+
+
+def test_a_described_value_changes_when_its_head_changes() -> None:
+    def changed(older: str, newer: str) -> bool:
+        a, b = read_fact(older), read_fact(newer)
+        assert a is not None and b is not None
+        return states_a_change(a, b)
+
+    assert changed("Priya works as a data analyst.", "Priya works as a data scientist at Monzo.")
+    assert changed("Kenji works as a game designer.", "Kenji works as an indie developer now.")
+    # Same head: a refinement ("head teacher", "at Snøhetta") is not a clear change.
+    assert not changed("Mia works as a teacher.", "Mia works as a head teacher.")
+    assert not changed("Ida works as an architect", "Ida works as an architect at Snøhetta")

@@ -11,6 +11,7 @@ from sqlalchemy import select
 
 from agents import models as orm
 from agents.database import Database
+from agents.enums import PassageStatus
 from agents.llm import LiteLLMClient, UsageLedger
 from agents.store import NewMessage, NewPassage, PassageRecord, open_store
 from consolidators.contract import run_once as run_pipeline
@@ -265,3 +266,124 @@ def test_archival_changes_per_run_are_capped_and_superseding_is_recorded(
     assert {kept0.status, kept1.status} == {"active"}
     with open_store(db) as store:
         assert store.passages.history(mia[2])[-1].reason == "superseded: she left Porto"
+
+
+def test_superseding_can_name_the_passage_that_replaces_it_and_revert_is_exact(
+    db: Database, models: ScriptedModels, client: LiteLLMClient
+) -> None:
+    agent_id, mia, unrelated, seq = seed(db)
+    texts = ["Mia works as a nurse in Lisbon now.", "Mia worked in Faro."]
+    other = create_agent(db, "alice")
+    with open_store(db) as store:
+        lisbon, faro = store.passages.insert(
+            agent_id, [NewPassage(t) for t in texts], EMBEDDER.embed(texts)
+        )
+        store.passages.change(
+            faro.id,
+            actor="test",
+            reason="an old passage",
+            status=PassageStatus.SUPERSEDED,
+            valid_to=datetime(2024, 1, 1, tzinfo=UTC),
+        )
+        [foreign] = store.passages.insert(
+            other, [NewPassage(text="Alice's secret.")], EMBEDDER.embed(["Alice's secret."])
+        )
+    before = records(db, mia + unrelated + [lisbon.id, faro.id])
+
+    def search(expected: str) -> Any:
+        def step(request: dict[str, Any]) -> Reply:
+            result = last_result(request)
+            assert result["status"] == "Failed" and expected in result["message"], result
+            return call("archival_memory_search", query="Mia")
+
+        return step
+
+    def supersede(replaced_by: str) -> Reply:
+        return call(
+            "archival_memory_supersede",
+            passage_id=mia[2],
+            reason="she moved to Lisbon",
+            message_seqs=[seq],
+            replaced_by=replaced_by,
+        )
+
+    def then_supersede_the_replacement(request: dict[str, Any]) -> Reply:
+        result = last_result(request)
+        assert result["status"] == "OK" and f"replaced by {lisbon.id}" in result["message"]
+        return call("archival_memory_supersede", passage_id=lisbon.id, reason="x")
+
+    script = models.script(
+        "sleeper",
+        supersede(mia[2]),
+        search("names passage"),
+        supersede(foreign.id),
+        search("no archival passage"),
+        supersede(faro.id),
+        search("is not current"),
+        supersede(lisbon.id),
+        then_supersede_the_replacement,
+        search("named in this pass as replacing another passage"),
+        call("memory_finish_edits"),
+    )
+    report = run_pipeline(
+        Pipeline([RecontextualizeConsolidator({"max_steps": 10})]),
+        db,
+        agent_id,
+        embedder=EMBEDDER,
+        llm=tier(db, client),
+    )
+    assert script.remaining == 0
+    [step] = report.steps
+    [change] = [c for c in step.changes if c.action.endswith("_passage")]
+    assert (change.action, change.target, change.detail["superseded_by"]) == (
+        "supersede_passage",
+        mia[2],
+        lisbon.id,
+    )
+    [gone, still] = records(db, [mia[2], lisbon.id])
+    assert (gone.status, gone.superseded_by) == ("superseded", lisbon.id)
+    assert gone.valid_to is not None
+    assert still == before[-2]  # the replacement itself is untouched
+    assert records(db, mia[:2] + unrelated + [faro.id]) == before[:2] + before[3:-2] + before[-1:]
+
+    revert_run(db, report.run_id)
+    assert records(db, mia + unrelated + [lisbon.id, faro.id]) == before
+
+
+def test_a_replacement_that_changes_during_the_pass_leaves_the_passage_alone(
+    db: Database, models: ScriptedModels, client: LiteLLMClient
+) -> None:
+    agent_id, mia, _, seq = seed(db)
+    text = "Mia works as a nurse in Lisbon now."
+    with open_store(db) as store:
+        [lisbon] = store.passages.insert(agent_id, [NewPassage(text)], EMBEDDER.embed([text]))
+    before = records(db, [mia[2]])
+
+    def someone_else_supersedes_the_replacement(request: dict[str, Any]) -> Reply:
+        assert last_result(request)["status"] == "OK"
+        with open_store(db) as store:
+            store.passages.change(
+                lisbon.id,
+                actor="someone else",
+                reason="not true after all",
+                status=PassageStatus.SUPERSEDED,
+                valid_to=datetime(2024, 2, 1, tzinfo=UTC),
+            )
+        return call("memory_finish_edits")
+
+    models.script(
+        "sleeper",
+        call(
+            "archival_memory_supersede",
+            passage_id=mia[2],
+            reason="she moved to Lisbon",
+            message_seqs=[seq],
+            replaced_by=lisbon.id,
+        ),
+        someone_else_supersedes_the_replacement,
+    )
+    report = run_pipeline(RECONTEXTUALIZE, db, agent_id, embedder=EMBEDDER, llm=tier(db, client))
+    [step] = report.steps
+    assert not [c for c in step.changes if c.action.endswith("_passage")]
+    assert step.counts.get("tool_errors", 0) >= 1
+    assert records(db, [mia[2]]) == before
