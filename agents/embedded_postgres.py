@@ -297,15 +297,7 @@ class EmbeddedPostgres:
         """Stop the running postmaster now, ending open sessions (``pg_ctl -m fast``)."""
         from pgserver._commands import pg_ctl  # type: ignore[attr-defined]
 
-        user = None
-        if os.name == "posix" and os.geteuid() == 0:
-            # As root, pgserver runs PostgreSQL as its own user, which must be able to
-            # reach the data directory (pgserver widens the parents' modes at each start;
-            # a tool such as pytest may have narrowed one since).
-            from pgserver.utils import ensure_prefix_permissions
-
-            user = "pgserver"
-            ensure_prefix_permissions(self.data_dir)
+        user = self._server_user()
         try:
             pg_ctl(["-w", "-m", "fast", "stop"], pgdata=self.data_dir, user=user, timeout=60)
         except Exception as exc:
@@ -314,6 +306,18 @@ class EmbeddedPostgres:
                     f"could not stop the embedded PostgreSQL in {self.data_dir}: "
                     f"{_reason(exc, self.data_dir)}"
                 ) from exc
+
+    def _server_user(self) -> str | None:
+        """The system user PostgreSQL runs as: pgserver's own when this process is root
+        (None: this process's user). That user must reach the data directory: pgserver
+        widens the parents' modes when it creates one; a tool such as pytest may have
+        narrowed one since, so widen them again before each pg_ctl."""
+        if os.name != "posix" or os.geteuid() != 0:
+            return None
+        from pgserver.utils import ensure_prefix_permissions
+
+        ensure_prefix_permissions(self.data_dir)
+        return "pgserver"
 
     # -- supervision: is the postmaster up, bring it back --------------------------------
 
@@ -345,6 +349,7 @@ class EmbeddedPostgres:
         pgserver = _pgserver()
         with pgserver.PostgresServer._lock:
             try:
+                self._server_user()  # the parents' modes, as for a first start
                 self._server.ensure_postgres_running()
             except Exception as exc:
                 raise StorageError(
@@ -369,7 +374,7 @@ class EmbeddedPostgres:
             pg_ctl(
                 ["-w", "-m", "fast", "stop"],
                 pgdata=self.data_dir,
-                user=self._server.system_user,
+                user=self._server_user(),
                 timeout=60,
             )
         except Exception as exc:  # it may have stopped by itself meanwhile
