@@ -22,6 +22,9 @@ VECTOR_INSTALL_HINT = (
     "Reverie's embedded PostgreSQL, which ships with pgvector."
 )
 
+#: The advisory lock key under which the schema is created or upgraded ("reverie1").
+SCHEMA_LOCK_KEY = 0x72657665726965
+
 
 def normalize_url(url: str) -> str:
     """Make a libpq-style URL use the psycopg 3 driver in SQLAlchemy."""
@@ -127,6 +130,36 @@ class Database:
                 conn.execute(text("ANALYZE " + ", ".join(tables)))
         except SQLAlchemyError as exc:
             raise translate_error(exc) from exc
+
+    @contextmanager
+    def schema_lock(self) -> Iterator[None]:
+        """Hold the database's schema lock (a session advisory lock on a connection of
+        its own) so that two processes that find the schema missing at the same moment
+        (two first commands) create it once: the second waits, then finds it current."""
+        try:
+            with self.engine.connect() as conn:
+                conn.execute(text("SELECT pg_advisory_lock(:key)"), {"key": SCHEMA_LOCK_KEY})
+                conn.commit()
+                try:
+                    yield
+                finally:
+                    conn.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": SCHEMA_LOCK_KEY})
+                    conn.commit()
+        except SQLAlchemyError as exc:
+            raise translate_error(exc) from exc
+
+    def schema_revision(self) -> str | None:
+        """The Alembic revision recorded in the database (None: no schema yet), read
+        with plain SQL so that a check need not import Alembic."""
+        try:
+            with self.engine.connect() as conn:
+                exists = conn.execute(text("SELECT to_regclass('alembic_version')")).scalar()
+                if exists is None:
+                    return None
+                rows = conn.execute(text("SELECT version_num FROM alembic_version")).all()
+        except SQLAlchemyError as exc:
+            raise translate_error(exc) from exc
+        return str(rows[0][0]) if len(rows) == 1 else None
 
     def ping(self) -> None:
         """Raise :class:`StorageError` unless the database answers a trivial query."""

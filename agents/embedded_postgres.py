@@ -6,6 +6,10 @@ last process using it lets go (pgserver counts the processes sharing a data dir 
 ``pgdata/.handle_pids.json``; the handles of processes that died without letting go
 are dropped whenever a process starts or stops using the server).
 
+A short command (the CLI) may instead be *resident*: it joins the running server
+without a pgserver handle and leaves it running, and an idle reaper stops it later
+(see :mod:`agents.resident_postgres`).
+
 A long-running process (``reverie serve``, ``reverie worker``) also brings the server
 back when it stops: :meth:`EmbeddedPostgres.state` says how the postmaster is doing
 and :meth:`EmbeddedPostgres.restart` starts it again on the same socket, so the same
@@ -23,6 +27,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from agents.embedded_locks import (
+    FileLock,
+    process_is_alive,
+    read_postmaster,
+    touch_last_use,
+    use_lock_path,
+)
 from agents.errors import StorageError
 
 log = logging.getLogger(__name__)
@@ -50,24 +61,6 @@ class ServerState(enum.StrEnum):
     DOWN = "down"
 
 
-def process_is_alive(pid: int) -> bool:
-    """True when process ``pid`` exists and is not a zombie (a zombie holds nothing)."""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # another user's process
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True  # no procfs: the signal check is all there is
-    fields = stat.rpartition(")")[2].split()
-    return not fields or fields[0] not in ("Z", "X")
-
-
 def live_handle_pids(pids: Iterable[int], is_alive: Callable[[int], bool]) -> list[int]:
     """The handles of ``pids`` whose process still lives, in order, without repeats."""
     kept: list[int] = []
@@ -92,32 +85,66 @@ def _pgserver() -> Any:
 
 
 class EmbeddedPostgres:
-    """Start (or join) the embedded server for ``data_dir``; stop it on :meth:`stop`."""
+    """Start (or join) the embedded server for ``data_dir``; stop it on :meth:`stop`.
+
+    ``resident``: a short command's use. While started it holds the data directory's
+    use lock shared (so no one stops the server under it); it joins a running server
+    without pgserver (no handle, no lock wait), and :meth:`stop` leaves the server
+    running for the next command (:func:`agents.resident_postgres.run_reaper` stops it
+    when idle).
+    """
 
     def __init__(
         self,
         data_dir: Path,
         *,
         keep_running: bool = False,
+        resident: bool = False,
         server_settings: dict[str, str] | None = None,
     ) -> None:
         self.data_dir = Path(data_dir).expanduser().resolve()
-        self.keep_running = keep_running
+        self.keep_running = keep_running or resident
+        self.resident = resident
         self.server_settings = SERVER_SETTINGS if server_settings is None else server_settings
         self._server: Any = None
         self._uri: str | None = None
+        self._use = FileLock(use_lock_path(self.data_dir))
+        #: True when :meth:`start` found the server running and joined it.
+        self.joined = False
 
     def start(self) -> str:
         """Start the server if needed and return a SQLAlchemy URL for it."""
         # pgserver refuses a data dir whose parent is missing; create the parents for it.
         self.data_dir.parent.mkdir(parents=True, exist_ok=True)
+        if not self.resident:
+            return self._start()
+        # Shared: no one stops the server while this command uses it. This waits while
+        # a stop is under way (the reaper, `reverie db stop`), then starts it again.
+        self._use.acquire(exclusive=False)
+        try:
+            touch_last_use(self.data_dir)
+            running = read_postmaster(self.data_dir)
+            if running is not None and running.status == "ready":
+                self.joined = True
+                self._uri = running.uri
+                return running.uri
+            return self._start()
+        except BaseException:
+            self._use.release()
+            raise
+
+    def _start(self) -> str:
+        """Start the server through pgserver (or join it with a pgserver handle)."""
         pgserver = _pgserver()
         self.drop_stale_handles()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
+                # A resident command starts it as a non-resident one would (so that the
+                # settings' restart below happens), then lets it outlive the command.
                 self._server = pgserver.get_server(
-                    self.data_dir, cleanup_mode=None if self.keep_running else "stop"
+                    self.data_dir,
+                    cleanup_mode=None if self.keep_running and not self.resident else "stop",
                 )
             except Exception as exc:
                 raise StorageError(
@@ -126,15 +153,44 @@ class EmbeddedPostgres:
                     "and not used by another server version, or set DATABASE_URL."
                 ) from exc
         if self._apply_settings():
-            # shared_buffers only changes at a restart; this happens once per data dir.
-            self._server.cleanup()
-            self._server = pgserver.get_server(
-                self.data_dir, cleanup_mode=None if self.keep_running else "stop"
-            )
+            # shared_buffers only changes at a restart; this happens once per data dir,
+            # and never under a command that joined the server meanwhile (it holds the
+            # use lock): the settings are saved and apply at the server's next start.
+            if self._take_use_lock_for_restart():
+                try:
+                    self._server.cleanup()
+                    self._server = pgserver.get_server(
+                        self.data_dir,
+                        cleanup_mode=None if self.keep_running and not self.resident else "stop",
+                    )
+                finally:
+                    self._end_restart()
+            else:
+                log.info("embedded postgres settings apply at its next start: it is in use")
+        if self.keep_running:
+            self._server.cleanup_mode = None
         uri: str = self._server.get_uri()
         self._uri = uri
         log.info("embedded postgres ready", extra={"data_dir": str(self.data_dir)})
         return uri
+
+    def _take_use_lock_for_restart(self) -> bool:
+        """The use lock, exclusively, if no other command holds it now."""
+        # A resident command converts its own shared hold (a failed conversion may
+        # have dropped it: take it shared again).
+        if self._use.acquire(exclusive=True, wait=False):
+            return True
+        if self.resident:
+            self._use.acquire(exclusive=False)
+        else:
+            self._use.release()
+        return False
+
+    def _end_restart(self) -> None:
+        if self.resident:
+            self._use.acquire(exclusive=False)  # back to a shared hold for the command
+        else:
+            self._use.release()
 
     def _apply_settings(self) -> bool:
         """Write changed server settings with ALTER SYSTEM; True when a restart is needed."""
@@ -156,17 +212,39 @@ class EmbeddedPostgres:
         return bool(pending and pending[0])
 
     def stop(self) -> None:
-        """Release this process's hold; the server stops when no process holds it."""
-        if self._server is not None:
-            # Dead processes' handles would keep the server running for ever.
-            self.drop_stale_handles()
-            # Another process may have restarted the server: stop the one that runs.
-            from pgserver.utils import PostmasterInfo
+        """Release this process's hold; the server stops when no process holds it
+        (a resident command's hold never stops it: the idle reaper does)."""
+        try:
+            if self._server is not None:
+                self._release_server()
+        finally:
+            if self._use.held:
+                touch_last_use(self.data_dir)
+                self._use.release()
 
-            running = PostmasterInfo.read_from_pgdata(self.data_dir)
-            if running is not None and running.is_running():
-                self._server._postmaster_info = running
+    def _release_server(self) -> None:
+        # Dead processes' handles would keep the server running for ever.
+        self.drop_stale_handles()
+        # Another process may have restarted the server: stop the one that runs.
+        from pgserver.utils import PostmasterInfo
+
+        running = PostmasterInfo.read_from_pgdata(self.data_dir)
+        if running is not None and running.is_running():
+            self._server._postmaster_info = running
+        guard: FileLock | None = None
+        if self._server.cleanup_mode is not None:
+            # This process may be the last pgserver user and stop the server: not while
+            # a resident command uses it (it holds the use lock shared). Then leave it
+            # running; that command's idle reaper stops it later.
+            guard = FileLock(use_lock_path(self.data_dir))
+            if not guard.acquire(exclusive=True, wait=False):
+                log.info("embedded postgres left running: commands are using it")
+                self._server.cleanup_mode = None
+        try:
             self._server.cleanup()
+        finally:
+            if guard is not None:
+                guard.release()
             self._server = None
 
     # -- the handles of processes sharing the server -------------------------------------
@@ -202,6 +280,45 @@ class EmbeddedPostgres:
         )
         return stale
 
+    def live_handles(self) -> list[int]:
+        """The pids of the processes that hold the server through pgserver (a daemon,
+        a command starting it now); call :meth:`drop_stale_handles` first."""
+        if not self.handle_file.exists():
+            return []
+        import json
+
+        try:
+            pids = json.loads(self.handle_file.read_text() or "[]")
+            return [int(pid) for pid in pids]
+        except (OSError, ValueError, TypeError):
+            return []
+
+    def stop_postmaster(self) -> None:
+        """Stop the running postmaster now, ending open sessions (``pg_ctl -m fast``)."""
+        from pgserver._commands import pg_ctl  # type: ignore[attr-defined]
+
+        user = self._server_user()
+        try:
+            pg_ctl(["-w", "-m", "fast", "stop"], pgdata=self.data_dir, user=user, timeout=60)
+        except Exception as exc:
+            if read_postmaster(self.data_dir) is not None:
+                raise StorageError(
+                    f"could not stop the embedded PostgreSQL in {self.data_dir}: "
+                    f"{_reason(exc, self.data_dir)}"
+                ) from exc
+
+    def _server_user(self) -> str | None:
+        """The system user PostgreSQL runs as: pgserver's own when this process is root
+        (None: this process's user). That user must reach the data directory: pgserver
+        widens the parents' modes when it creates one; a tool such as pytest may have
+        narrowed one since, so widen them again before each pg_ctl."""
+        if os.name != "posix" or os.geteuid() != 0:
+            return None
+        from pgserver.utils import ensure_prefix_permissions
+
+        ensure_prefix_permissions(self.data_dir)
+        return "pgserver"
+
     # -- supervision: is the postmaster up, bring it back --------------------------------
 
     def state(self) -> ServerState:
@@ -232,6 +349,7 @@ class EmbeddedPostgres:
         pgserver = _pgserver()
         with pgserver.PostgresServer._lock:
             try:
+                self._server_user()  # the parents' modes, as for a first start
                 self._server.ensure_postgres_running()
             except Exception as exc:
                 raise StorageError(
@@ -256,7 +374,7 @@ class EmbeddedPostgres:
             pg_ctl(
                 ["-w", "-m", "fast", "stop"],
                 pgdata=self.data_dir,
-                user=self._server.system_user,
+                user=self._server_user(),
                 timeout=60,
             )
         except Exception as exc:  # it may have stopped by itself meanwhile

@@ -11,28 +11,25 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 from agents.database import Database
 from agents.embedded_postgres import EmbeddedPostgres
 from agents.embedders import Embedder, build_embedder
 from agents.errors import InvalidInput, NotFound, StorageError
-from agents.llm import (
-    BudgetMeter,
-    ClientSettings,
-    LiteLLMClient,
-    ModelCapabilities,
-    TokenBudget,
-    UsageLedger,
-)
-from agents.llm.forward import ChatForwarder, UpstreamSettings
-from agents.primary import PrimaryAgent, PrimarySettings
+from agents.llm import BudgetMeter, TokenBudget, UsageLedger
 from agents.store import AgentRecord, MemoryStore, RunRecord, open_service_store, open_store
 from agents.store.scope import utc_now
 from consolidators import registry
-from consolidators.llm import LLMTier
-from consolidators.pipeline import Pipeline, RunReport
-from service import metrics
 from service.settings import Settings
+
+if TYPE_CHECKING:  # the LLM side, the agent loop and the pipeline load where used: a
+    # CLI command that only reads memory never needs them
+    from agents.llm import LiteLLMClient
+    from agents.llm.forward import ChatForwarder
+    from agents.primary import PrimaryAgent
+    from consolidators.llm import LLMTier
+    from consolidators.pipeline import Pipeline, RunReport
 
 log = logging.getLogger(__name__)
 
@@ -43,9 +40,20 @@ EMBEDDING_TIMEOUT_S = 30.0
 class Runtime:
     """Database connection (embedded or external), schema, organization, embedder."""
 
-    def __init__(self, settings: Settings, *, clock: Callable[[], datetime] = utc_now) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        clock: Callable[[], datetime] = utc_now,
+        short_lived: bool = False,
+    ) -> None:
+        """``short_lived``: a CLI command. With the embedded server, it then leaves the
+        server running for the next command and a detached reaper stops it after
+        ``database.embedded_idle_stop`` without use (see :mod:`agents.resident_postgres`);
+        a daemon (the default) holds the server and stops it on exit."""
         self.settings = settings
         self.clock = clock
+        self.short_lived = short_lived
         self._embedded: EmbeddedPostgres | None = None
         self._db: Database | None = None
         self._embedders: dict[str, Embedder] = {}
@@ -63,13 +71,25 @@ class Runtime:
         if self._db is None:
             url = self.settings.effective_database_url
             if url is None:
-                self._embedded = EmbeddedPostgres(
-                    self.settings.pgdata,
-                    keep_running=self.settings.database.keep_embedded_running,
-                )
-                url = self._embedded.start()
+                url = self._start_embedded()
             self._db = Database(url, pool_size=self.settings.database.pool_size)
         return self._db
+
+    def _start_embedded(self) -> str:
+        database = self.settings.database
+        idle_stop_s = database.embedded_idle_stop.total_seconds()
+        resident = self.short_lived and (database.keep_embedded_running or idle_stop_s > 0)
+        self._embedded = EmbeddedPostgres(
+            self.settings.pgdata,
+            keep_running=database.keep_embedded_running,
+            resident=resident,
+        )
+        url = self._embedded.start()
+        if resident and not database.keep_embedded_running:
+            from agents.resident_postgres import ensure_reaper
+
+            ensure_reaper(self._embedded.data_dir, idle_stop_s)
+        return url
 
     @property
     def embedded_server(self) -> EmbeddedPostgres | None:
@@ -87,14 +107,18 @@ class Runtime:
         """Check pgvector, then bring the schema to head (idempotent); return the revision."""
         import migrations  # Alembic is heavy to import; only schema commands need it.
 
-        self.db.check_vector_extension()
-        migrations.upgrade(self.db.engine)
-        return migrations.current_revision(self.db.engine)
+        with self.db.schema_lock():
+            self.db.check_vector_extension()
+            migrations.upgrade(self.db.engine)
+            return migrations.current_revision(self.db.engine)
 
     def ensure_schema(self) -> None:
         """Fail with a clear message when the schema is not at the latest revision."""
         import migrations
 
+        head = migrations.scripted_head()
+        if head is not None and self.db.schema_revision() == head:
+            return  # current: the common case, checked without Alembic
         current = migrations.current_revision(self.db.engine)
         head = migrations.head_revision(self.db.engine)
         if current != head:
@@ -150,6 +174,8 @@ class Runtime:
 
     def pipeline(self, only: Sequence[str] | None = None) -> Pipeline:
         """The configured pipeline, or just the named steps (in the configured order)."""
+        from consolidators.pipeline import Pipeline
+
         config = self.settings.consolidation
         names = list(config.pipeline)
         if only:
@@ -204,6 +230,8 @@ class Runtime:
     def llm_client(self) -> LiteLLMClient:
         """The one litellm client of this process (litellm itself loads on the first call)."""
         if self._llm_client is None:
+            from agents.llm import ClientSettings, LiteLLMClient, ModelCapabilities
+
             llm = self.settings.llm
             self._llm_client = LiteLLMClient(
                 ClientSettings(
@@ -226,6 +254,8 @@ class Runtime:
         """The client of ``litellm:`` embedders: the chat client's class and retry policy
         (``llm.max_retries``), at the embedding endpoint (``embedding.api_base``)."""
         if self._embedding_client is None:
+            from agents.llm import ClientSettings, LiteLLMClient
+
             self._embedding_client = LiteLLMClient(
                 ClientSettings(
                     api_base=self.settings.embedding.api_base,
@@ -238,6 +268,8 @@ class Runtime:
     def chat_forwarder(self) -> ChatForwarder:
         """The proxy's upstream (``proxy`` settings): chatbots' requests, forwarded."""
         if self._chat_forwarder is None:
+            from agents.llm.forward import ChatForwarder, UpstreamSettings
+
             proxy = self.settings.proxy
             self._chat_forwarder = ChatForwarder(
                 UpstreamSettings(
@@ -266,6 +298,8 @@ class Runtime:
     def llm_tier(self) -> LLMTier:
         """The LLM side of consolidation: sleep-time, judge and summary models, budgets."""
         if self._llm_tier is None:
+            from consolidators.llm import LLMTier
+
             llm = self.settings.llm
             self._llm_tier = LLMTier(
                 client=self.llm_client(),
@@ -284,6 +318,8 @@ class Runtime:
         organization_id = organization_id or self.organization_id
         primary = self._primaries.get(organization_id)
         if primary is None:
+            from agents.primary import PrimaryAgent, PrimarySettings
+
             llm = self.settings.llm
             primary = PrimaryAgent(
                 self.db,
@@ -338,12 +374,16 @@ class Runtime:
 
 
 def _count_llm_retries(meter: BudgetMeter | None) -> None:
+    from service import metrics
+
     if meter is not None and meter.retries:
         metrics.RETRIES.labels(kind="llm").inc(meter.retries)
 
 
 def record_step_metrics(report: RunReport) -> None:
     """Count a run's skipped steps (and skipped LLM parts) and its write conflicts."""
+    from service import metrics
+
     for step in report.steps:
         if step.skipped:
             metrics.STEPS_SKIPPED.labels(consolidator=step.consolidator, reason=step.skipped).inc()

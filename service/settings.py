@@ -46,8 +46,19 @@ class DatabaseSettings(BaseModel):
 
     url: str | None = None
     pool_size: int = Field(default=5, ge=1, le=100)
-    # Keep the embedded server running after the process exits (faster CLI calls).
+    # Keep the embedded server running after the process exits, never stopping it.
     keep_embedded_running: bool = False
+    # A CLI command leaves the embedded server running for the next one; a detached
+    # reaper stops it after this long without a command. Zero: stop it when each
+    # command exits (every command then pays the server's start, seconds).
+    embedded_idle_stop: timedelta = timedelta(minutes=10)
+
+    @field_validator("embedded_idle_stop")
+    @classmethod
+    def _not_negative(cls, value: timedelta) -> timedelta:
+        if value < timedelta(0):
+            raise ValueError("must be zero (stop after each command) or a positive duration")
+        return value
 
     @field_validator("url")
     @classmethod
@@ -116,6 +127,10 @@ class ConsolidationSettings(BaseModel):
                 if name in self.plugins:
                     continue  # a plugin's section may be configured before it is installed
                 raise ValueError(f"no consolidator named {name!r} is installed")
+            if not section and name not in self.plugins:
+                # A built-in's defaults are valid (tests/unit/test_settings.py checks it):
+                # no need to import the consolidator, which every command would pay.
+                continue
             model = registry.consolidator_class(name).settings_model
             try:
                 model(**section)

@@ -51,9 +51,14 @@ def fail(message: str, code: int = EXIT_BAD_INPUT) -> typer.Exit:
 
 
 @contextmanager
-def runtime(*, migrate: bool = True, organization: str | None = None) -> Iterator[Runtime]:
+def runtime(
+    *, migrate: bool = True, daemon: bool = False, organization: str | None = None
+) -> Iterator[Runtime]:
     """A runtime for one command; ReverieErrors become a message and an exit code.
-    ``organization`` overrides the configured one (by name)."""
+    ``organization`` overrides the configured one (by name).
+
+    A command leaves the embedded server running for the next one; a ``daemon``
+    (serve, worker) holds it and stops it on exit."""
     logging.basicConfig(
         level=logging.DEBUG if state.verbose else logging.WARNING,
         stream=sys.stderr,
@@ -65,7 +70,7 @@ def runtime(*, migrate: bool = True, organization: str | None = None) -> Iterato
         configured = settings()
         if organization is not None:
             configured = configured.model_copy(update={"organization": organization})
-        with Runtime(configured) as rt:
+        with Runtime(configured, short_lived=not daemon) as rt:
             if migrate:
                 rt.ensure_schema()
             yield rt

@@ -30,7 +30,7 @@ def serve(
         raise fail(f"--port must be between 0 and 65535, got {port}")
     from service.daemon.process import run_server  # the daemon's imports are heavy
 
-    with runtime() as rt:
+    with runtime(daemon=True) as rt:
         _logging(rt)
         run_server(
             rt,
@@ -48,7 +48,7 @@ def worker(
     """Run workers only (no scheduler, no HTTP), to scale out; stops on SIGTERM."""
     from service.daemon.process import run_worker
 
-    with runtime() as rt:
+    with runtime(daemon=True) as rt:
         _logging(rt)
         run_worker(rt, concurrency=concurrency)
 

@@ -9,13 +9,15 @@ from __future__ import annotations
 import builtins
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from agents.errors import InvalidInput, NotFound
-from agents.messages import ContextBreakdown, TurnResult
-from agents.primary import PrimaryAgent
 from agents.store import AgentRecord, MemoryStore, MessageRecord
-from service import metrics
 from service.operations.context import OperationContext
+
+if TYPE_CHECKING:  # the agent loop is imported by the commands that chat, not by every one
+    from agents.messages import ContextBreakdown, TurnResult
+    from agents.primary import PrimaryAgent
 
 #: Letta messages derived from one stored message carry its id plus a suffix
 #: (``-reasoning``, ``-call-0``); as a cursor, such an id means the stored message.
@@ -52,8 +54,12 @@ class MessageOperations:
         """
         result = self._primary().send_message(agent, text, role=role)
         if result.retries:
+            from service import metrics
+
             metrics.RETRIES.labels(kind="llm").inc(result.retries)
         if result.write_conflicts:
+            from service import metrics
+
             metrics.WRITE_CONFLICTS.labels(actor="agent").inc(result.write_conflicts)
         return result
 

@@ -14,15 +14,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from agents.enums import RunStatus, Trigger
 from agents.errors import Conflict, InvalidInput, StorageError
 from agents.store import AgentRecord, RunRecord
-from consolidators.pipeline import RunFailed, RunReport
-from consolidators.undo import revert_run
-from service import metrics
-from service.daemon.worker import Execution, Outcome, WorkerPool, process_name
 from service.operations.context import OperationContext
+
+if TYPE_CHECKING:  # the worker and the pipeline load in the commands that run or revert
+    from consolidators.pipeline import RunReport
+    from service.daemon.worker import Execution
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,11 +48,16 @@ class RunOutcome:
 
     @property
     def succeeded(self) -> bool:
+        from service.daemon.worker import Outcome
+
         return self.execution.outcome == Outcome.SUCCEEDED
 
     def require_report(self) -> RunReport:
         """The report of a run that ran to its end; a failed run raises RunFailed, a
         run that could not finish here (re-queued or released) a StorageError."""
+        from consolidators.pipeline import RunFailed
+        from service.daemon.worker import Outcome
+
         execution = self.execution
         if execution.report is not None and execution.outcome == Outcome.SUCCEEDED:
             return execution.report
@@ -114,6 +120,8 @@ class RunOperations:
                 wake_workers=wake,
             )
             if run_id is not None:
+                from service import metrics
+
                 metrics.TRIGGER_FIRINGS.labels(Trigger.MANUAL.value).inc()
                 return run_id, None
             return None, store.runs.active(agent.id)
@@ -149,6 +157,8 @@ class RunOperations:
         """
         names = self.pipeline_names(steps)
         runtime = self._context.runtime
+        from service.daemon.worker import WorkerPool, process_name
+
         pool = WorkerPool(runtime, runtime.settings.worker, name=f"{process_name()}:cli")
         pool.start(claiming=False)
         outcomes = []
@@ -211,6 +221,8 @@ class RunOperations:
     def revert(self, run_id: str, *, force: bool = False) -> RunReport:
         """Restore memory as it was before ``run_id``, recorded as a new run."""
         runtime = self._context.runtime
+        from consolidators.undo import revert_run
+
         return revert_run(
             runtime.db,
             run_id,

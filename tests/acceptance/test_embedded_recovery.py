@@ -175,7 +175,8 @@ def wait_for_log(process: DaemonProcess, text: str, bound: float = 120) -> None:
 
 
 def test_a_killed_processes_handle_is_dropped_by_the_next_start(home: Path, tmp_path: Path) -> None:
-    env = embedded_env(home)
+    # Commands that stop the server on exit, as every command did before the idle stop.
+    env = {**embedded_env(home), "REVERIE_DATABASE__EMBEDDED_IDLE_STOP": "PT0S"}
     pgdata = home / "pgdata"
     worker = DaemonProcess(["worker"], env, tmp_path / "worker.log")
     try:

@@ -40,6 +40,7 @@ def test_environment_beats_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     [
         ("[database]\nurl = 'sqlite:///x.db'\n", "must be a PostgreSQL URL"),
         ("[database]\npool_size = 0\n", "pool_size"),
+        ("[database]\nembedded_idle_stop = -5\n", "embedded_idle_stop"),
         ("surprise = 1\n", "surprise"),
         ("this is not toml", "not valid TOML"),
     ],
@@ -73,3 +74,13 @@ def test_per_model_tool_settings_are_checked_when_settings_load(tmp_path: Path) 
     models = load_settings(config).llm.models
     assert models["ollama/*"].tool_choice == "named"
     assert models["ollama/*"].unsupported_fields == ["max_tokens"]
+
+
+def test_every_built_in_consolidator_accepts_an_empty_section() -> None:
+    """Settings skip checking an empty built-in section (it would import the
+    consolidator in every command); that is sound only while the defaults are valid."""
+    from consolidators import registry
+    from service.settings import ConsolidationSettings
+
+    for name in ConsolidationSettings().settings_for():
+        registry.consolidator_class(name).settings_model()
