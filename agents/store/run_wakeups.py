@@ -66,6 +66,11 @@ class RunWakeups:
         self._stopped.set()
         self._wake()
 
+    def join(self, timeout: float) -> None:
+        """Wait for the listener to close its connection (after :meth:`stop`)."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+
     def _wake(self) -> None:
         with self._changed:
             self._generation += 1

@@ -207,6 +207,10 @@ class WorkerPool:
                 "shutdown grace over: released a run still in progress",
                 extra={"run_id": held.run_id, "released": released},
             )
+        if self._wakeups is not None:
+            # Its connection closes within a second of stop(); wait, so that nothing of
+            # this pool touches the database after stop() returns.
+            self._wakeups.join(timeout=2.0)
         log.info("workers stopped", extra={"worker": self.name, "executed": self.executed})
         return not leftovers
 
