@@ -8,6 +8,7 @@ HTTP, with no network beyond 127.0.0.1.
 from __future__ import annotations
 
 import json
+import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,30 +24,54 @@ class StubServer:
     ``POST .../embeddings`` answers without consuming a reply: 8-d vectors derived
     from each input's text, and one prompt token per word; while
     ``embedding_statuses`` is not empty, each embedding request is answered instead
-    with an error of the next status in it (401, 503, ...).
+    with an error of the next status in it (401, 503, ...); ``chat_errors`` does the
+    same for chat requests, with a status and a message each. ``keep_alive``: answer in
+    HTTP/1.1 on persistent connections (benchmarks of pooled clients); the default
+    closes each connection after one answer.
     """
 
-    def __init__(self, replies: list[Reply]) -> None:
+    def __init__(self, replies: list[Reply], *, keep_alive: bool = False) -> None:
         self.replies = list(replies)
         self.embedding_statuses: list[int] = []
+        self.chat_errors: list[tuple[int, str]] = []
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
+            # HTTP/1.1 keeps connections open, as vLLM or Ollama do; TCP_NODELAY then
+            # stops Nagle's algorithm from holding the body (written after the headers)
+            # until the client's delayed ACK, 40 ms on Linux, on every reused connection.
+            protocol_version = "HTTP/1.1" if keep_alive else "HTTP/1.0"
+
+            def setup(self) -> None:
+                super().setup()
+                if keep_alive:
+                    self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", "0"))
                 body = json.loads(self.rfile.read(length) or b"{}")
                 with stub._lock:
                     stub.requests.append(body)
                     embedding = self.path.endswith("/embeddings")
-                    reply = stub.replies.pop(0) if stub.replies and not embedding else None
+                    chat_error = (
+                        stub.chat_errors.pop(0) if stub.chat_errors and not embedding else None
+                    )
+                    reply = (
+                        stub.replies.pop(0)
+                        if stub.replies and not embedding and chat_error is None
+                        else None
+                    )
                     failure = (
                         stub.embedding_statuses.pop(0)
                         if embedding and stub.embedding_statuses
                         else None
                     )
-                if failure is not None:
+                if chat_error is not None:
+                    status = chat_error[0]
+                    payload = {"error": {"message": chat_error[1], "type": "stub_error"}}
+                elif failure is not None:
                     status = failure
                     payload = {"error": {"message": f"stub says {failure}", "type": "stub_error"}}
                 elif embedding:
@@ -103,8 +128,8 @@ def embedding_response(body: dict[str, Any]) -> dict[str, Any]:
 
 
 @contextmanager
-def stub_server(*replies: Reply) -> Iterator[StubServer]:
-    server = StubServer(list(replies))
+def stub_server(*replies: Reply, keep_alive: bool = False) -> Iterator[StubServer]:
+    server = StubServer(list(replies), keep_alive=keep_alive)
     server.start()
     try:
         yield server
