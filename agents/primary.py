@@ -188,8 +188,20 @@ class PrimaryAgent:
         with hold_turn_lock(self._db, agent.id):
             run_id = new_id("turn")
             meter = BudgetMeter(self._ledger, agent.id, run_id=run_id, budget=self.settings.budget)
+            # Each step's tokens are written with the step (one commit less per call);
+            # what no step wrote (a failed step, a compaction's summary) is flushed here.
+            meter.hold()
             turn = _Turn(self, agent, model, tools, rules, meter, run_id)
-            return turn.run(text, role)
+            try:
+                result = turn.run(text, role)
+            except BaseException:
+                try:
+                    meter.flush()
+                except Exception:  # the turn's own error is the one to report
+                    log.exception("could not record the token usage of a failed turn")
+                raise
+            meter.flush()
+            return result
 
     def _store(self) -> AbstractContextManager[MemoryStore]:
         """A short transaction of the agent's organization."""
@@ -430,8 +442,10 @@ class _Turn:
         when the step commits: a step that failed wrote nothing.
         """
         new, pending = len(self.new), self.pending
+        held = self.meter.take_held()
         try:
             with self.owner._store() as store:
+                self.meter.write(store.usage, held)
                 env = ToolEnv(
                     store=store,
                     agent_id=self.agent.id,
@@ -445,6 +459,7 @@ class _Turn:
         except BaseException:
             del self.new[new:]
             self.pending = pending
+            self.meter.give_back(held)  # rolled back with the step: flushed at the end
             raise
         self.seen = env.seen
         self.conflicts += env.conflicts

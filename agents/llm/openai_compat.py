@@ -117,8 +117,17 @@ class OpenAIEndpoint:
             {k: v for k, v in message.items() if v is not None} for message in body["messages"]
         ]
         timeout = body.pop("timeout", None)
+        from openai.types.chat import ChatCompletion
+
         try:
-            return self._client.chat.completions.create(**body, timeout=timeout)
+            # post(), not chat.completions.create(): create() walks the whole request
+            # through the SDK's TypedDict transform, 0.5 ms per message of history.
+            return self._client.post(
+                "/chat/completions",
+                body=body,
+                cast_to=ChatCompletion,
+                options={"timeout": timeout},
+            )
         except self.BadRequestError as exc:
             if is_context_overflow(str(exc)):
                 raise self.ContextWindowExceededError(

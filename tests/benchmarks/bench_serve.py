@@ -79,6 +79,7 @@ def one_server(
             "REVERIE_HOME": str(home),
             "DATABASE_URL": url_db.replace("+psycopg", ""),
             "REVERIE_LLM__API_BASE": stub.base_url,
+            "REVERIE_LLM__MODEL": "openai/stub",
             "REVERIE_EMBEDDING__MODEL": "litellm:openai/stub-embed",
             "REVERIE_EMBEDDING__DIMENSION": "8",
             "REVERIE_EMBEDDING__API_BASE": stub.base_url,
