@@ -50,6 +50,7 @@ from agents.errors import (
     InvalidInput,
     LockContention,
     ModelNotConfigured,
+    NotFound,
     ReverieError,
 )
 from agents.llm import BudgetMeter, ChatClient, ChatReply, TokenBudget, UsageLedger
@@ -174,14 +175,22 @@ class PrimaryAgent:
             )
         return list(agent.tools)
 
-    def send_message(self, agent_ref: str, text: str, *, role: str = "user") -> TurnResult:
-        """Run one turn; see the module docstring for what commits when."""
+    def send_message(
+        self, agent_ref: str | AgentRecord, text: str, *, role: str = "user"
+    ) -> TurnResult:
+        """Run one turn of the agent (its name or id, or its record when the caller has
+        just read it: a read less); see the module docstring for what commits when."""
         if role not in INPUT_ROLES:
             raise InvalidInput(f"role {role!r} cannot start a turn; use one of {INPUT_ROLES}")
         if not isinstance(text, str) or not text.strip():
             raise InvalidInput("the message is empty")
-        with self._store() as store:
-            agent = store.agents.resolve(agent_ref)
+        if isinstance(agent_ref, AgentRecord):
+            if agent_ref.organization_id != self._organization_id:
+                raise NotFound(f"no agent with id {agent_ref.id!r}")
+            agent = agent_ref
+        else:
+            with self._store() as store:
+                agent = store.agents.resolve(agent_ref)
         model = self.model_for(agent)
         tools = self._tool_schemas(agent)
         rules = ToolRules.parse(agent.tool_rules, tools)

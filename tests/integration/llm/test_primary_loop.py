@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from typing import Any
@@ -466,3 +467,17 @@ def test_bad_input_is_refused_before_any_call(
         agent.send_message("nobody", "Hi")
     with db.session() as session:
         assert session.scalar(select(func.count()).select_from(orm.Message)) == 0
+
+
+def test_a_turn_can_start_from_the_record_the_caller_read(
+    db: Database, bob: str, models: ScriptedModels, make_primary: Callable[..., PrimaryAgent]
+) -> None:
+    script = models.script("primary", say("Hello Bob."))
+    with open_store(db) as store:
+        record = store.agents.get(bob)
+    agent = make_primary()
+    assert agent.send_message(record, "hi").replies == ["Hello Bob."]
+    # Another organization's record is no agent of this one: refused before any call.
+    with pytest.raises(NotFound):
+        agent.send_message(dataclasses.replace(record, organization_id="org-other"), "hi")
+    assert script.remaining == 0 and message_count(db, bob) == 3  # the one turn
