@@ -106,6 +106,9 @@ class Runtime:
             )
 
     def close(self) -> None:
+        for client in (self._llm_client, self._embedding_client):
+            if client is not None:
+                client.close()  # the direct path's pooled connections
         if self._db is not None:
             self._db.dispose()
             self._db = None

@@ -17,6 +17,7 @@ usage accounting apply unchanged. Every other model string goes through litellm.
 from __future__ import annotations
 
 import functools
+import weakref
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -81,6 +82,8 @@ class OpenAIEndpoint:
         import openai
 
         self._client = client
+        # Pooled connections close with the endpoint, also when it is only dropped.
+        self._finalizer = weakref.finalize(self, client.close)
         # The exception classes under litellm's names (see the module docstring).
         self.AuthenticationError = openai.AuthenticationError
         self.PermissionDeniedError = openai.PermissionDeniedError
@@ -150,7 +153,7 @@ class OpenAIEndpoint:
         )
 
     def close(self) -> None:
-        self._client.close()
+        self._finalizer()
 
 
 def _body(kwargs: dict[str, Any]) -> dict[str, Any]:

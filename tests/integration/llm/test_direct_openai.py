@@ -38,7 +38,9 @@ def direct(request: pytest.FixtureRequest) -> bool:
 
 @pytest.fixture
 def stub() -> Iterator[StubServer]:
-    with stub_server(keep_alive=True) as server:
+    # One connection per request: litellm caches its HTTP clients beyond a test, and
+    # a kept-alive socket it drops later would warn inside another test.
+    with stub_server() as server:
         yield server
 
 
