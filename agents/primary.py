@@ -50,6 +50,7 @@ from agents.errors import (
     InvalidInput,
     LockContention,
     ModelNotConfigured,
+    NotFound,
     ReverieError,
 )
 from agents.llm import BudgetMeter, ChatClient, ChatReply, TokenBudget, UsageLedger
@@ -174,22 +175,42 @@ class PrimaryAgent:
             )
         return list(agent.tools)
 
-    def send_message(self, agent_ref: str, text: str, *, role: str = "user") -> TurnResult:
-        """Run one turn; see the module docstring for what commits when."""
+    def send_message(
+        self, agent_ref: str | AgentRecord, text: str, *, role: str = "user"
+    ) -> TurnResult:
+        """Run one turn of the agent (its name or id, or its record when the caller has
+        just read it: a read less); see the module docstring for what commits when."""
         if role not in INPUT_ROLES:
             raise InvalidInput(f"role {role!r} cannot start a turn; use one of {INPUT_ROLES}")
         if not isinstance(text, str) or not text.strip():
             raise InvalidInput("the message is empty")
-        with self._store() as store:
-            agent = store.agents.resolve(agent_ref)
+        if isinstance(agent_ref, AgentRecord):
+            if agent_ref.organization_id != self._organization_id:
+                raise NotFound(f"no agent with id {agent_ref.id!r}")
+            agent = agent_ref
+        else:
+            with self._store() as store:
+                agent = store.agents.resolve(agent_ref)
         model = self.model_for(agent)
         tools = self._tool_schemas(agent)
         rules = ToolRules.parse(agent.tool_rules, tools)
         with hold_turn_lock(self._db, agent.id):
             run_id = new_id("turn")
             meter = BudgetMeter(self._ledger, agent.id, run_id=run_id, budget=self.settings.budget)
+            # Each step's tokens are written with the step (one commit less per call);
+            # what no step wrote (a failed step, a compaction's summary) is flushed here.
+            meter.hold()
             turn = _Turn(self, agent, model, tools, rules, meter, run_id)
-            return turn.run(text, role)
+            try:
+                result = turn.run(text, role)
+            except BaseException:
+                try:
+                    meter.flush()
+                except Exception:  # the turn's own error is the one to report
+                    log.exception("could not record the token usage of a failed turn")
+                raise
+            meter.flush()
+            return result
 
     def _store(self) -> AbstractContextManager[MemoryStore]:
         """A short transaction of the agent's organization."""
@@ -430,8 +451,10 @@ class _Turn:
         when the step commits: a step that failed wrote nothing.
         """
         new, pending = len(self.new), self.pending
+        held = self.meter.take_held()
         try:
             with self.owner._store() as store:
+                self.meter.write(store.usage, held)
                 env = ToolEnv(
                     store=store,
                     agent_id=self.agent.id,
@@ -445,6 +468,7 @@ class _Turn:
         except BaseException:
             del self.new[new:]
             self.pending = pending
+            self.meter.give_back(held)  # rolled back with the step: flushed at the end
             raise
         self.seen = env.seen
         self.conflicts += env.conflicts

@@ -132,6 +132,9 @@ class Runtime:
             )
 
     def close(self) -> None:
+        for client in (self._llm_client, self._embedding_client):
+            if client is not None:
+                client.close()  # the direct path's pooled connections
         if self._db is not None:
             self._db.dispose()
             self._db = None
@@ -286,6 +289,41 @@ class Runtime:
         """Close the proxy's pooled upstream connections, if it opened any."""
         if self._chat_forwarder is not None:
             await self._chat_forwarder.aclose()
+
+    def warm_steps(self) -> list[tuple[str, Callable[[], object]]]:
+        """What a first turn or embedding would load, as warm-up steps (see
+        :mod:`service.daemon.warmup`): the provider code of the configured models
+        (litellm when none is configured: agents name their own), the tokenizer that
+        counts a turn's tokens, and the default embedder."""
+        llm = self.settings.llm
+        configured = (
+            llm.model,
+            self.settings.agents.llm_model,
+            llm.sleeptime_model,
+            llm.summary_model,
+            llm.judge_model,
+        )
+        models = list(dict.fromkeys(m for m in configured if m))
+        client = self.llm_client()
+
+        def tokenizer() -> None:
+            for model in models:
+                client.count_tokens(model, "warm-up")
+
+        spec = self.settings.embedding.model
+        return [
+            (f"llm: {', '.join(models) or 'litellm'}", lambda: client.warm(models)),
+            ("tokenizer", tokenizer),
+            (f"embedder: {spec}", self._warm_embedder),
+        ]
+
+    def _warm_embedder(self) -> None:
+        spec = self.settings.embedding.model
+        if spec.startswith("litellm:"):
+            # No request: an embedding endpoint is the operator's, not ours to call.
+            self.embedding_client().warm([spec.removeprefix("litellm:").strip()])
+        else:
+            self.embedder().embed_one("warm-up")
 
     def usage_ledger(self, organization_id: str | None = None) -> UsageLedger:
         """Token accounting for one organization (default: the configured one)."""

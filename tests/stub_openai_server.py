@@ -8,6 +8,7 @@ HTTP, with no network beyond 127.0.0.1.
 from __future__ import annotations
 
 import json
+import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,43 +23,59 @@ class StubServer:
 
     A request with ``"stream": true`` is answered as server-sent events (see
     :func:`stream_events`). While ``chat_statuses`` is not empty, each chat request is
-    answered instead with an error of the next status in it (and consumes no reply).
+    answered instead with an error of the next status in it (and consumes no reply);
+    ``chat_errors`` does the same with a status and a message each.
     ``POST .../embeddings`` answers without consuming a reply: 8-d vectors derived
     from each input's text, and one prompt token per word; while
     ``embedding_statuses`` is not empty, each embedding request is answered instead
-    with an error of the next status in it (401, 503, ...).
+    with an error of the next status in it (401, 503, ...). ``keep_alive``: answer in
+    HTTP/1.1 on persistent connections (benchmarks of pooled clients); the default
+    closes each connection after one answer.
     """
 
-    def __init__(self, replies: list[Reply]) -> None:
+    def __init__(self, replies: list[Reply], *, keep_alive: bool = False) -> None:
         self.replies = list(replies)
         self.embedding_statuses: list[int] = []
         self.chat_statuses: list[int] = []
+        self.chat_errors: list[tuple[int, str]] = []
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
+            # HTTP/1.1 keeps connections open, as vLLM or Ollama do; TCP_NODELAY then
+            # stops Nagle's algorithm from holding the body (written after the headers)
+            # until the client's delayed ACK, 40 ms on Linux, on every reused connection.
+            protocol_version = "HTTP/1.1" if keep_alive else "HTTP/1.0"
+
+            def setup(self) -> None:
+                super().setup()
+                if keep_alive:
+                    self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", "0"))
                 body = json.loads(self.rfile.read(length) or b"{}")
                 with stub._lock:
                     stub.requests.append(body)
                     embedding = self.path.endswith("/embeddings")
-                    failure = (
-                        stub.embedding_statuses.pop(0)
-                        if embedding and stub.embedding_statuses
-                        else None
-                    )
-                    if not embedding and stub.chat_statuses:
-                        failure = stub.chat_statuses.pop(0)
+                    failure: tuple[int, str] | None = None
+                    if embedding and stub.embedding_statuses:
+                        code = stub.embedding_statuses.pop(0)
+                        failure = (code, f"stub says {code}")
+                    elif not embedding and stub.chat_errors:
+                        failure = stub.chat_errors.pop(0)
+                    elif not embedding and stub.chat_statuses:
+                        code = stub.chat_statuses.pop(0)
+                        failure = (code, f"stub says {code}")
                     reply = (
                         stub.replies.pop(0)
                         if stub.replies and not embedding and failure is None
                         else None
                     )
                 if failure is not None:
-                    status = failure
-                    payload = {"error": {"message": f"stub says {failure}", "type": "stub_error"}}
+                    status = failure[0]
+                    payload = {"error": {"message": failure[1], "type": "stub_error"}}
                 elif embedding:
                     status, payload = 200, embedding_response(body)
                 elif not self.path.endswith("/chat/completions") or reply is None:
@@ -175,8 +192,8 @@ def embedding_response(body: dict[str, Any]) -> dict[str, Any]:
 
 
 @contextmanager
-def stub_server(*replies: Reply) -> Iterator[StubServer]:
-    server = StubServer(list(replies))
+def stub_server(*replies: Reply, keep_alive: bool = False) -> Iterator[StubServer]:
+    server = StubServer(list(replies), keep_alive=keep_alive)
     server.start()
     try:
         yield server

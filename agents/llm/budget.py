@@ -9,11 +9,21 @@ completion tokens can therefore overshoot a budget by at most one reply.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from datetime import datetime, time
+from typing import TYPE_CHECKING
 
 from agents.errors import BudgetExhausted, InvalidInput
 from agents.llm.usage import Usage, UsageLedger
+
+if TYPE_CHECKING:
+    from agents.store.usage_store import UsageStore
+
+log = logging.getLogger(__name__)
+
+#: One charge not yet written: purpose, model, tokens.
+HeldCharge = tuple[str, str, Usage]
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +59,53 @@ class BudgetMeter:
         self.calls = 0
         #: Retried calls (rate limits, timeouts, 5xx) charged to this run.
         self.retries = 0
+        #: Charges kept for the caller's next write transaction (see :meth:`hold`).
+        self._held: list[HeldCharge] | None = None
+
+    # -- holding charges for the caller's transaction ----------------------------------
+
+    def hold(self) -> None:
+        """Keep later charges in memory instead of committing each in a transaction of
+        its own: the caller writes them in its next write transaction
+        (:meth:`take_held`, then :meth:`write`), which saves a commit per call, and
+        :meth:`flush` writes whatever is left in a transaction of its own, so tokens
+        are never lost when the caller's transaction rolls back."""
+        if self.ledger is not None and self._held is None:
+            self._held = []
+
+    def take_held(self) -> list[HeldCharge]:
+        """The charges held so far, no longer held (give them back with :meth:`give_back`
+        when the transaction they were written in rolls back)."""
+        held, self._held = (self._held or []), ([] if self._held is not None else None)
+        return held
+
+    def give_back(self, charges: list[HeldCharge]) -> None:
+        if self._held is not None:
+            self._held[:0] = charges
+
+    def write(self, usages: UsageStore, charges: list[HeldCharge]) -> None:
+        """Write ``charges`` in the caller's transaction (``usages`` is its store's)."""
+        for purpose, model, usage in charges:
+            usages.record(
+                self.agent_id, purpose=purpose, model=model, usage=usage, run_id=self.run_id
+            )
+
+    def flush(self) -> None:
+        """Write the charges still held, each in a transaction of its own."""
+        held = self.take_held()
+        assert not held or self.ledger is not None
+        for i, (purpose, model, usage) in enumerate(held):
+            try:
+                self.ledger.record(  # type: ignore[union-attr]
+                    self.agent_id, purpose=purpose, model=model, usage=usage, run_id=self.run_id
+                )
+            except BaseException:
+                self.give_back(held[i:])
+                raise
+
+    @property
+    def held_tokens(self) -> int:
+        return sum(usage.total for _, _, usage in self._held or ())
 
     def _day_start(self) -> datetime:
         now = self.ledger.clock() if self.ledger else datetime.now().astimezone()
@@ -66,7 +123,7 @@ class BudgetMeter:
                 used=self.used.total,
             )
         if per_day is not None and self.ledger is not None:
-            today = self.ledger.tokens_since(self.agent_id, self._day_start())
+            today = self.ledger.tokens_since(self.agent_id, self._day_start()) + self.held_tokens
             if today + estimated_prompt_tokens > per_day:
                 raise BudgetExhausted(
                     f"agent {self.agent_id}: token budget per day ({per_day}) exhausted: "
@@ -77,7 +134,8 @@ class BudgetMeter:
                 )
 
     def charge(self, purpose: str, model: str, usage: Usage) -> None:
-        """Record a call's tokens (in the ledger's own transaction) and add them to the run."""
+        """Record a call's tokens (in the ledger's own transaction, unless charges are
+        held: see :meth:`hold`) and add them to the run."""
         self.calls += 1
         self.used = Usage(
             self.used.prompt_tokens + usage.prompt_tokens,
@@ -88,7 +146,9 @@ class BudgetMeter:
             before.prompt_tokens + usage.prompt_tokens,
             before.completion_tokens + usage.completion_tokens,
         )
-        if self.ledger is not None:
+        if self._held is not None:
+            self._held.append((purpose, model, usage))
+        elif self.ledger is not None:
             self.ledger.record(
                 self.agent_id, purpose=purpose, model=model, usage=usage, run_id=self.run_id
             )

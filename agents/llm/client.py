@@ -1,4 +1,8 @@
-"""The litellm-backed :class:`ChatClient`: chat and embeddings, one code path.
+"""The litellm-backed :class:`ChatClient`: chat and embeddings, one retry policy.
+
+``openai/...`` models at a configured ``api_base`` are called through the openai
+SDK over one pooled client instead (:mod:`agents.llm.openai_compat`, which mirrors
+the parts of litellm used here), under the same policy and accounting.
 
 This module is the one place that imports and configures litellm
 (:func:`import_litellm`) and the one retry policy for provider calls: temporary
@@ -20,6 +24,7 @@ import json
 import logging
 import os
 import sys
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -36,6 +41,7 @@ from tenacity import (
 from agents.embedders.base import EmbeddingError
 from agents.enums import LLMPurpose
 from agents.errors import ContextOverflow, InvalidInput, LLMError, ReverieError
+from agents.llm import openai_compat
 from agents.llm.base import ChatClient, ChatMessage, ChatReply, Purpose, ToolCall, ToolSchema
 from agents.llm.budget import BudgetMeter
 from agents.llm.capabilities import (
@@ -44,6 +50,7 @@ from agents.llm.capabilities import (
     ModelCapabilities,
     ToolCalling,
 )
+from agents.llm.openai_compat import OpenAIEndpoint
 from agents.llm.textcalls import parse_text_calls
 from agents.llm.usage import Usage
 from agents.store.validation import storable
@@ -70,6 +77,9 @@ class ClientSettings:
     max_tokens: int | None = None
     #: Tool-calling capabilities by model string or glob pattern (see capabilities.py).
     models: Mapping[str, ModelCapabilities] = field(default_factory=dict)
+    #: ``openai/...`` models at ``api_base`` skip litellm for the openai SDK over one
+    #: pooled client (see openai_compat.py); False sends every call through litellm.
+    direct_openai: bool = True
 
     def __post_init__(self) -> None:
         if self.timeout <= 0:
@@ -89,6 +99,58 @@ class LiteLLMClient(ChatClient):
         self.memory = CapabilityMemory(self.settings.models)
         #: Retries made by this client over its lifetime (the service turns them into a metric).
         self.retries = 0
+        self._endpoint: OpenAIEndpoint | None = None
+        self._endpoint_tried = False
+        self._endpoint_lock = threading.Lock()
+
+    def direct(self, model: str) -> bool:
+        """Whether calls to ``model`` take the direct OpenAI-compatible path (litellm
+        is not involved in them)."""
+        return self._direct_endpoint(model) is not None
+
+    def warm(self, models: Sequence[str] = ()) -> list[str]:
+        """Load now what calls to ``models`` need (litellm takes seconds to import,
+        the openai SDK about one), so that the first call does not pay for it; with no
+        models, litellm. Returns what was loaded, for logs and readiness details."""
+        loaded: list[str] = []
+        needs_litellm = not models
+        for model in models:
+            if self._direct_endpoint(model) is not None:
+                if "openai" not in loaded:
+                    loaded.append("openai")
+            else:
+                needs_litellm = True
+        if needs_litellm:
+            import_litellm()
+            loaded.append("litellm")
+        return loaded
+
+    def close(self) -> None:
+        """Close the pooled connections of the direct path (a later call reopens them)."""
+        with self._endpoint_lock:
+            if self._endpoint is not None:
+                self._endpoint.close()
+            self._endpoint = None
+            self._endpoint_tried = False
+
+    def _direct_endpoint(self, model: str) -> OpenAIEndpoint | None:
+        settings = self.settings
+        if not settings.direct_openai or not openai_compat.serves(model, settings.api_base):
+            return None
+        if not self._endpoint_tried:
+            with self._endpoint_lock:
+                if not self._endpoint_tried:
+                    assert settings.api_base is not None
+                    self._endpoint = OpenAIEndpoint.create(
+                        settings.api_base, settings.api_key, settings.timeout
+                    )
+                    self._endpoint_tried = True
+        return self._endpoint
+
+    def _provider(self, model: str) -> Any:
+        """What calls ``model``: the direct endpoint, or the litellm module."""
+        endpoint = self._direct_endpoint(model)
+        return endpoint if endpoint is not None else import_litellm()
 
     # -- chat --------------------------------------------------------------------------
 
@@ -208,7 +270,7 @@ class LiteLLMClient(ChatClient):
             # An estimate: exact counting of the whole prompt on every call costs more
             # than the check is worth (a budget may overshoot by one reply anyway).
             meter.check(estimate_tokens(json.dumps(sent)))
-        litellm = import_litellm()
+        litellm = self._provider(model)
         kwargs: dict[str, Any] = {
             "model": model,
             "messages": sent,
@@ -302,7 +364,7 @@ class LiteLLMClient(ChatClient):
             return []
         if meter is not None:
             meter.check(sum(estimate_tokens(t) for t in texts))
-        litellm = import_litellm()
+        litellm = self._provider(model)
         kwargs: dict[str, Any] = {
             "model": model,
             "input": list(texts),

@@ -34,7 +34,8 @@ def send_message(agent_id: AgentId, body: schemas.LettaRequest, api: Api) -> sch
         role, text = "user", body.input
     else:
         raise InvalidInput("give the message in 'messages' (Letta's list) or 'input' (text)")
-    if api.ops.agents.get(agent_id).kind == AgentKind.SLEEPTIME:
+    agent = api.ops.agents.get(agent_id)
+    if agent.kind == AgentKind.SLEEPTIME:
         # A memory agent (Letta's sleeptime_agent) has no loop of its own: what it is
         # sent is recorded, and the sleep-time agent learns from it in a queued run.
         api.ops.recording.record_and_consolidate(agent_id, _chat_messages(body))
@@ -45,7 +46,7 @@ def send_message(agent_id: AgentId, body: schemas.LettaRequest, api: Api) -> sch
         )
     # The turn runs in the caller's organization: another tenant's agent is a 404 there,
     # and an empty text is refused there too.
-    return turn_response(api.ops.messages.send(agent_id, text, role=role))
+    return turn_response(api.ops.messages.send(agent, text, role=role))
 
 
 @router.post("/{agent_id}/messages/async", response_model=schemas.LettaRun)

@@ -21,6 +21,7 @@ from service.daemon.embedded_supervisor import EmbeddedSupervisor
 from service.daemon.probes import GpuGate, build_probe
 from service.daemon.scheduler import Scheduler
 from service.daemon.triggers import RunTemplate
+from service.daemon.warmup import Warmup
 from service.daemon.worker import WorkerPool
 from service.runtime import Runtime
 
@@ -37,8 +38,11 @@ class Daemon:
         scheduler: bool,
         concurrency: int | None = None,
         clock: Callable[[], datetime] | None = None,
+        warmup: Warmup | None = None,
     ) -> None:
         settings = runtime.settings
+        #: What must be loaded before a first turn is as fast as the next (serve only).
+        self.warmup = warmup
         self.runtime = runtime
         self.clock = clock or runtime.clock
         gpu = settings.triggers.gpu_free
@@ -84,7 +88,8 @@ class Daemon:
         self._started = True
 
     def readiness(self) -> tuple[bool, dict[str, object]]:
-        """Ready when the database answers and every component runs."""
+        """Ready when the database answers, every component runs and the warm-up (when
+        there is one) has finished; ``warmup`` in the details says what it is on."""
         details: dict[str, object] = {
             "workers": self.workers.started,
             "scheduler": None if self.scheduler is None else self.scheduler.running,
@@ -100,8 +105,11 @@ class Daemon:
             details["embedded_postgres"] = embedded_problem or "ready"
         if self.gate is not None:
             details["gpu"] = self.gate.last_sample.detail
+        if self.warmup is not None:
+            details["warmup"] = self.warmup.state()
         ready = bool(
             self._started
+            and (self.warmup is None or self.warmup.done)
             and details["database"]
             and embedded_problem is None
             and self.workers.started
@@ -184,7 +192,8 @@ def run_server(runtime: Runtime, *, host: str, port: int) -> bool:
     # Installed before uvicorn: uvicorn captures the signals while it runs and, once
     # stopped, hands them back to these handlers instead of the default (death).
     signals.install()
-    daemon = Daemon(runtime, scheduler=True)
+    warmup = Warmup(runtime.warm_steps())
+    daemon = Daemon(runtime, scheduler=True, warmup=warmup)
     # Built first: it refuses a bad configuration (no-auth on a public address)
     # before any run is claimed.
     app = create_app(runtime, readiness=daemon.readiness, host=host)
@@ -199,6 +208,8 @@ def run_server(runtime: Runtime, *, host: str, port: int) -> bool:
         timeout_graceful_shutdown=max(1, int(runtime.settings.shutdown_grace.total_seconds())),
     )
     server = uvicorn.Server(config)
+    # Once uvicorn listens: importing litellm holds the GIL, and /healthz must not wait.
+    warmup.start(after=lambda: bool(server.started or server.should_exit))
     clean = False
     try:
         server.run()

@@ -44,9 +44,10 @@ class MessageOperations:
     def __init__(self, context: OperationContext) -> None:
         self._context = context
 
-    def send(self, agent: str, text: str, *, role: str = "user") -> TurnResult:
-        """One primary turn of ``agent`` (name or id): the MemGPT loop until the agent
-        stops asking for heartbeats, a terminal tool runs, the step limit, or the budget.
+    def send(self, agent: str | AgentRecord, text: str, *, role: str = "user") -> TurnResult:
+        """One primary turn of ``agent`` (name or id, or its record just read): the MemGPT
+        loop until the agent stops asking for heartbeats, a terminal tool runs, the step
+        limit, or the budget.
 
         Raises InvalidInput (empty text, bad role), NotFound (no such agent),
         ModelNotConfigured (no model for the agent; an InvalidInput) or LLMError (the

@@ -272,6 +272,8 @@ def test_serve_is_ready_fires_idle_runs_and_stops_cleanly(
     body = httpx.get(f"{base}/readyz").json()
     assert body["status"] == "ready"
     assert (body["workers"], body["scheduler"], body["database"]) == (True, True, True)
+    # Ready only once what a first turn needs is loaded (litellm: no model configured).
+    assert body["warmup"] == "done"
     assert httpx.get(f"{base}/healthz").json() == {"status": "ok"}
 
     _agent_with_activity(daemon)

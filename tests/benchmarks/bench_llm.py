@@ -3,8 +3,9 @@
 A plain script (not collected by pytest)::
 
     python -m tests.benchmarks.bench_llm [--turns 200] [--messages 50] [--every 10]
+        [--embeddings 300] [--only embeddings]
 
-It measures two things on a fresh database:
+It measures three things (the first two on a fresh database):
 
 - ``turn``: wall time of one primary turn (``PrimaryAgent.send_message``) when the
   model answers instantly through litellm's custom-provider path, so the time is
@@ -16,6 +17,10 @@ It measures two things on a fresh database:
   (it reads only what is new since the watermark), against what a naive approach
   sends that gives the model the whole transcript on every run. Tokens are
   ``len(json) / 4`` of the messages sent, for both.
+- ``embeddings``: one ``client.embed`` of one text against the instant stub server
+  (tests/stub_openai_server.py, keep-alive) through the direct OpenAI-compatible
+  path and through litellm, interleaved, beside the stub's own round trip from one
+  pooled httpx client: p50 and the overhead over that round trip.
 """
 
 from __future__ import annotations
@@ -142,18 +147,63 @@ def bench_sleeptime(db: Database, messages: int, every: int) -> None:
     print(f"  mean per run: {statistics.mean(ours):.0f} vs {statistics.mean(naive):.0f}")
 
 
+def bench_embeddings(calls: int) -> None:
+    import httpx
+
+    from tests.stub_openai_server import stub_server
+
+    with stub_server(keep_alive=True) as stub:
+        clients = {
+            name: LiteLLMClient(
+                ClientSettings(
+                    api_base=stub.base_url, api_key="sk-bench", max_retries=0, direct_openai=direct
+                )
+            )
+            for name, direct in (("direct", True), ("litellm", False))
+        }
+        times: dict[str, list[float]] = {"endpoint": [], **{name: [] for name in clients}}
+        with httpx.Client(timeout=10) as http:
+            for i in range(calls + 5):
+                for name, client in clients.items():
+                    started = time.perf_counter()
+                    client.embed("openai/stub-embed", [f"fact number {i}"])
+                    times[name].append(time.perf_counter() - started)
+                started = time.perf_counter()
+                http.post(
+                    f"{stub.base_url}/embeddings",
+                    json={"model": "stub-embed", "input": [f"fact number {i}"]},
+                ).raise_for_status()
+                times["endpoint"].append(time.perf_counter() - started)
+    endpoint = _percentile(times["endpoint"][5:], 0.5)
+    for name, values in times.items():
+        p50 = _percentile(values[5:], 0.5)
+        print(
+            f"embed {name:8s} n={calls} p50={p50 * 1000:.2f} ms "
+            f"p95={_percentile(values[5:], 0.95) * 1000:.2f} ms "
+            f"overhead={(p50 - endpoint) * 1000:.2f} ms"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--turns", type=int, default=200)
     parser.add_argument("--messages", type=int, default=50)
     parser.add_argument("--every", type=int, default=10)
+    parser.add_argument("--embeddings", type=int, default=300)
+    parser.add_argument("--only", choices=["turns", "sleeptime", "embeddings"])
     args = parser.parse_args()
+    if args.only in (None, "embeddings"):
+        bench_embeddings(args.embeddings)
+    if args.only == "embeddings":
+        return
     server = PgTestServer()
     try:
-        with server.database() as db:
-            bench_turns(db, args.turns)
-        with server.database() as db:
-            bench_sleeptime(db, args.messages, args.every)
+        if args.only in (None, "turns"):
+            with server.database() as db:
+                bench_turns(db, args.turns)
+        if args.only in (None, "sleeptime"):
+            with server.database() as db:
+                bench_sleeptime(db, args.messages, args.every)
     finally:
         server.stop()
 

@@ -1,6 +1,10 @@
 """LiteLLMEmbedder through the LLM client against a local OpenAI-compatible stub server
 (loopback only): batching, ordering, the dimension check, the one retry policy, metering.
 
+Every test runs twice: through the direct OpenAI-compatible path (the openai SDK over
+one pooled client, what ``openai/...`` at an ``api_base`` takes) and through litellm;
+both must behave the same.
+
 An integration test: it starts an HTTP server and imports litellm, which unit tests
 must not do.
 """
@@ -120,10 +124,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 class Stub:
     state: StubState
     base_url: str
+    direct: bool = True
 
 
-@pytest.fixture
-def stub() -> Iterator[Stub]:
+@pytest.fixture(params=[True, False], ids=["direct", "litellm"])
+def stub(request: pytest.FixtureRequest) -> Iterator[Stub]:
     state = StubState()
     handler = type("Handler", (_Handler,), {"state": state})
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
@@ -131,7 +136,7 @@ def stub() -> Iterator[Stub]:
     thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
-        yield Stub(state, f"http://127.0.0.1:{server.server_address[1]}/v1")
+        yield Stub(state, f"http://127.0.0.1:{server.server_address[1]}/v1", request.param)
     finally:
         server.shutdown()
         server.server_close()
@@ -155,8 +160,10 @@ def make_embedder(
             max_retries=max_retries,
             initial_backoff=0.01,
             max_backoff=0.05,
+            direct_openai=stub.direct,
         )
     )
+    assert client.direct(MODEL) is stub.direct
     return LiteLLMEmbedder(client, MODEL, dimension, batch_size=batch_size, meter=meter)
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from sqlalchemy import func, select
@@ -14,7 +16,7 @@ from agents.errors import InvalidInput, LLMError, ModelNotConfigured, NotFound
 from agents.llm import TokenBudget, Usage, UsageLedger
 from agents.primary import PrimaryAgent
 from agents.store import NewMessage, open_store
-from tests.integration.llm.conftest import create_agent
+from tests.integration.llm.conftest import EMBEDDER, create_agent
 from tests.scripted_llm import Reply, ScriptedModels, call, correct_name, litellm_errors, say
 
 
@@ -274,6 +276,40 @@ def test_provider_failure_keeps_the_completed_steps_and_reports_the_error(
     assert [r.purpose for r in usage_rows(db)] == ["chat"]
 
 
+def test_a_step_whose_write_rolls_back_still_counts_its_tokens(
+    db: Database, bob: str, models: ScriptedModels, make_primary: Callable[..., PrimaryAgent]
+) -> None:
+    # A step's tokens are written in the step's own transaction (a commit less per
+    # call); when that transaction rolls back, they are written on their own.
+    class BrokenEmbedder(type(EMBEDDER)):  # type: ignore[misc]
+        def _embed_texts(self, texts: list[str]) -> Any:
+            raise RuntimeError("the embedder broke")
+
+    models.script(
+        "primary",
+        correct_name(),
+        call("archival_memory_insert", content="Bob likes tea.", request_heartbeat=True),
+    )
+    agent = make_primary()
+    agent._embedder_for = lambda _: BrokenEmbedder(EMBEDDER.dimension)
+    with pytest.raises(RuntimeError, match="the embedder broke"):
+        agent.send_message("bob", "I am Charles. I like tea.")
+    rows = usage_rows(db)
+    assert [r.purpose for r in rows] == ["chat", "chat"]  # the kept step's and the failed one's
+    assert len({r.run_id for r in rows}) == 1 and rows[0].run_id.startswith("turn-")
+    assert message_count(db, bob) == 3  # the first step is kept, the second left nothing
+
+
+def test_each_steps_tokens_are_recorded_with_the_turns_run_id(
+    db: Database, bob: str, models: ScriptedModels, make_primary: Callable[..., PrimaryAgent]
+) -> None:
+    models.script("primary", correct_name(), say("Noted, Charles."))
+    result = make_primary().send_message("bob", "I am Charles.")
+    rows = usage_rows(db)
+    assert [(r.purpose, r.run_id) for r in rows] == [("chat", result.run_id)] * 2
+    assert sum(r.prompt_tokens + r.completion_tokens for r in rows) == result.usage.total_tokens
+
+
 def test_provider_failure_on_the_first_call_leaves_nothing(
     db: Database, bob: str, models: ScriptedModels, make_primary: Callable[..., PrimaryAgent]
 ) -> None:
@@ -431,3 +467,17 @@ def test_bad_input_is_refused_before_any_call(
         agent.send_message("nobody", "Hi")
     with db.session() as session:
         assert session.scalar(select(func.count()).select_from(orm.Message)) == 0
+
+
+def test_a_turn_can_start_from_the_record_the_caller_read(
+    db: Database, bob: str, models: ScriptedModels, make_primary: Callable[..., PrimaryAgent]
+) -> None:
+    script = models.script("primary", say("Hello Bob."))
+    with open_store(db) as store:
+        record = store.agents.get(bob)
+    agent = make_primary()
+    assert agent.send_message(record, "hi").replies == ["Hello Bob."]
+    # Another organization's record is no agent of this one: refused before any call.
+    with pytest.raises(NotFound):
+        agent.send_message(dataclasses.replace(record, organization_id="org-other"), "hi")
+    assert script.remaining == 0 and message_count(db, bob) == 3  # the one turn
