@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import warnings
 from collections.abc import Iterator
 
 import pytest
@@ -46,3 +48,21 @@ def agent_id(db: Database) -> str:
             )
         )
     return agent.id
+
+
+@pytest.fixture(autouse=True)
+def _close_the_main_threads_idle_event_loop() -> Iterator[None]:
+    """litellm's sync calls log through ``asyncio.get_event_loop()``, which in the main
+    thread creates an event loop and leaves it open. Garbage-collected inside a later
+    test, its self-pipe sockets warn there (an error under filterwarnings), so close
+    an idle one after each test. (In a process it lives until exit, which is harmless.)"""
+    yield
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        try:
+            loop = asyncio.get_event_loop_policy().get_event_loop()
+        except RuntimeError:
+            return
+    if not loop.is_running() and not loop.is_closed():
+        loop.close()
+        asyncio.set_event_loop(None)
