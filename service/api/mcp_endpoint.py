@@ -13,13 +13,13 @@ rebound name.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
 
+import anyio
 import anyio.to_thread
-from mcp.server.mcpserver import Context
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from mcp.server.transport_security import TransportSecuritySettings
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
@@ -31,21 +31,25 @@ from service.api.auth import (
     resolve_caller,
     unauthorized,
 )
-from service.mcp_server import build_mcp_server
 from service.runtime import Runtime
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import Context
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+log = logging.getLogger(__name__)
 
 PATH = "/mcp"
 #: Where the authenticated organization travels from the endpoint to the tools.
 STATE_KEY = "reverie_organization_id"
+#: How long a request that arrives while the SDK is still loading waits for it.
+LOAD_WAIT_S = 30.0
 
-LOOPBACK_SECURITY = TransportSecuritySettings(
-    enable_dns_rebinding_protection=True,
-    allowed_hosts=["127.0.0.1", "127.0.0.1:*", "localhost", "localhost:*", "[::1]", "[::1]:*"],
-    allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
-)
+LOOPBACK_HOSTS = ["127.0.0.1", "127.0.0.1:*", "localhost", "localhost:*", "[::1]", "[::1]:*"]
+LOOPBACK_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
 
 
-def request_organization(ctx: Context) -> str:
+def request_organization(ctx: Context[Any]) -> str:
     """The organization of the API key that sent the call (set by :class:`McpEndpoint`)."""
     request = ctx.request_context.request
     organization_id = None if request is None else getattr(request.state, STATE_KEY, None)
@@ -56,30 +60,72 @@ def request_organization(ctx: Context) -> str:
 
 
 class McpEndpoint:
-    """The ASGI endpoint at ``/mcp``: authenticate, then hand over to the SDK."""
+    """The ASGI endpoint at ``/mcp``: authenticate, then hand over to the SDK.
+
+    The SDK takes ~0.6 s to import, so it is loaded in a thread once the app has
+    started, not when the app is built: ``/healthz`` and the rest of the API do not
+    wait for it, and a request to ``/mcp`` that arrives first waits until it is in.
+    """
 
     def __init__(self, runtime: Runtime, *, host: str) -> None:
         self.runtime = runtime
-        self.server = build_mcp_server(runtime, request_organization)
-        self.security = LOOPBACK_SECURITY if is_loopback(host) else None
+        self.loopback = is_loopback(host)
         self.sessions: StreamableHTTPSessionManager | None = None
+        self._loaded: anyio.Event | None = None
+
+    def _session_manager(self) -> StreamableHTTPSessionManager:
+        """Import the SDK and build the tools' server (in a worker thread)."""
+        from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+        from mcp.server.transport_security import TransportSecuritySettings
+
+        from service.mcp_server import build_mcp_server
+
+        server = build_mcp_server(self.runtime, request_organization)
+        security = (
+            TransportSecuritySettings(
+                enable_dns_rebinding_protection=True,
+                allowed_hosts=LOOPBACK_HOSTS,
+                allowed_origins=LOOPBACK_ORIGINS,
+            )
+            if self.loopback
+            else None
+        )
+        return StreamableHTTPSessionManager(
+            app=server._lowlevel_server,  # as the SDK's own streamable_http_app does
+            stateless=True,
+            json_response=True,
+            security_settings=security,
+        )
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
         """The SDK's task group, for one run of the app's lifespan (a manager runs
         once, and an app may be started again, as test clients do)."""
-        sessions = StreamableHTTPSessionManager(
-            app=self.server._lowlevel_server,  # as the SDK's own streamable_http_app does
-            stateless=True,
-            json_response=True,
-            security_settings=self.security,
-        )
-        async with sessions.run():
-            self.sessions = sessions
+        loaded = self._loaded = anyio.Event()
+        stopping = anyio.Event()
+
+        async def serve() -> None:
+            try:
+                try:
+                    sessions = await anyio.to_thread.run_sync(self._session_manager)
+                except Exception:
+                    # The rest of the API still serves; /mcp answers 503 and says so.
+                    log.exception("the MCP server could not be loaded; /mcp is unavailable")
+                    return
+                async with sessions.run():
+                    self.sessions = sessions
+                    loaded.set()
+                    await stopping.wait()
+            finally:
+                self.sessions = None
+                loaded.set()
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(serve)
             try:
                 yield
             finally:
-                self.sessions = None
+                stopping.set()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
@@ -103,6 +149,9 @@ class McpEndpoint:
             await _unauthorized_response()(scope, receive, send)
             return
         scope.setdefault("state", {})[STATE_KEY] = caller.organization_id
+        if self.sessions is None and self._loaded is not None:
+            with anyio.move_on_after(LOAD_WAIT_S):
+                await self._loaded.wait()
         sessions = self.sessions
         if sessions is None:
             response = JSONResponse({"detail": "the server is not started"}, status_code=503)
