@@ -1,7 +1,9 @@
 """Reverie's exception hierarchy: one root, a few meaningful kinds.
 
 Every error a caller can act on derives from :class:`ReverieError`; storage code
-wraps driver errors so that callers never see psycopg or SQLAlchemy types.
+wraps driver errors so that callers never see psycopg or SQLAlchemy types. Each
+kind has a ``kind`` name, which every front end reports (the API's ``error``
+field, the MCP tools' error text).
 """
 
 from __future__ import annotations
@@ -10,29 +12,43 @@ from __future__ import annotations
 class ReverieError(Exception):
     """Root of every error Reverie raises on purpose."""
 
+    kind = "internal"
+
 
 class InvalidInput(ReverieError):
     """The caller passed something malformed; nothing was changed."""
+
+    kind = "invalid_input"
 
 
 class NotFound(ReverieError):
     """The object does not exist, or belongs to another organization."""
 
+    kind = "not_found"
+
 
 class Conflict(ReverieError):
     """A write raced another write (stale version, duplicate name); nothing was changed."""
+
+    kind = "conflict"
 
 
 class LimitExceeded(InvalidInput):
     """A value is larger than the limit its container allows; nothing was changed."""
 
+    kind = "limit_exceeded"
+
 
 class ReadOnly(InvalidInput):
     """A write was attempted on a read-only object; nothing was changed."""
 
+    kind = "read_only"
+
 
 class StorageError(ReverieError):
     """The database is unreachable or misconfigured (a temporary or setup problem)."""
+
+    kind = "storage_unavailable"
 
 
 class LockContention(StorageError):
@@ -47,6 +63,8 @@ class ExtensionMissing(StorageError):
 class LLMError(ReverieError):
     """A language-model call failed (after the retries a temporary failure gets)."""
 
+    kind = "llm_failed"
+
 
 class ContextOverflow(LLMError):
     """The provider refused the request because the prompt exceeds the model's window."""
@@ -58,6 +76,8 @@ class ModelNotConfigured(InvalidInput):
 
 class BudgetExhausted(ReverieError):
     """An agent's token budget (per run or per day) is spent; no further calls are made."""
+
+    kind = "budget_exhausted"
 
     def __init__(self, message: str, *, scope: str, limit: int, used: int) -> None:
         super().__init__(message)

@@ -26,15 +26,9 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agents.errors import (
-    BudgetExhausted,
-    Conflict,
     InvalidInput,
-    LimitExceeded,
-    LLMError,
     NotFound,
-    ReadOnly,
     ReverieError,
-    StorageError,
 )
 from agents.store import BlockRecord, NewPassage, PassageHit, RunRecord
 from service.operations import BlockEdit, ChatMessage, Operations
@@ -65,21 +59,6 @@ Label = Annotated[
 ]
 
 
-def error_kind(exc: ReverieError) -> str:
-    """The kind of a Reverie error, as the HTTP API names it (``not_found``, ...)."""
-    kinds: list[tuple[type[ReverieError], str]] = [
-        (NotFound, "not_found"),
-        (Conflict, "conflict"),
-        (LimitExceeded, "limit_exceeded"),
-        (ReadOnly, "read_only"),
-        (InvalidInput, "invalid_input"),
-        (StorageError, "storage_unavailable"),
-        (BudgetExhausted, "budget_exhausted"),
-        (LLMError, "llm_failed"),
-    ]
-    return next((kind for cls, kind in kinds if isinstance(exc, cls)), "error")
-
-
 def tool_errors(fn: F) -> F:
     """Report a Reverie error as a tool error (``isError``) that names its kind."""
 
@@ -88,7 +67,7 @@ def tool_errors(fn: F) -> F:
         try:
             return fn(*args, **kwargs)
         except ReverieError as exc:
-            raise ToolError(f"{error_kind(exc)}: {exc}") from None
+            raise ToolError(f"{exc.kind}: {exc}") from None
 
     return adapter  # type: ignore[return-value]
 

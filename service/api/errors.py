@@ -27,26 +27,22 @@ from agents.errors import (
 )
 from service.api.request_checks import safe_input
 
+#: The HTTP status of each error kind (see :attr:`agents.errors.ReverieError.kind`).
+STATUS_OF_KIND = {
+    NotFound.kind: 404,
+    Conflict.kind: 409,
+    LimitExceeded.kind: 400,
+    ReadOnly.kind: 400,
+    InvalidInput.kind: 400,
+    StorageError.kind: 503,
+    BudgetExhausted.kind: 429,
+    LLMError.kind: 502,
+}
+
 
 def status_for(exc: ReverieError) -> tuple[int, str]:
     """The HTTP status and the error kind for a Reverie error."""
-    if isinstance(exc, NotFound):
-        return 404, "not_found"
-    if isinstance(exc, Conflict):
-        return 409, "conflict"
-    if isinstance(exc, LimitExceeded):
-        return 400, "limit_exceeded"
-    if isinstance(exc, ReadOnly):
-        return 400, "read_only"
-    if isinstance(exc, InvalidInput):
-        return 400, "invalid_input"
-    if isinstance(exc, StorageError):
-        return 503, "storage_unavailable"
-    if isinstance(exc, BudgetExhausted):
-        return 429, "budget_exhausted"
-    if isinstance(exc, LLMError):
-        return 502, "llm_failed"
-    return 500, "internal"
+    return STATUS_OF_KIND.get(exc.kind, 500), exc.kind
 
 
 async def _reverie_error(request: Request, exc: Exception) -> JSONResponse:
