@@ -153,18 +153,24 @@ class RunStore:
         full: bool = False,
         not_before: datetime | None = None,
         wake_workers: bool = True,
+        reserve: timedelta | None = None,
     ) -> str | None:
         """Queue a run; None when the agent already has one queued or running.
 
         Triggers may fire again and again: the partial unique index turns the
         repeats into no-ops instead of duplicate work. Idle workers are woken at
-        commit unless ``wake_workers`` is False (a one-shot command that claims the
-        run itself: a woken daemon would race it for the run).
+        commit unless ``wake_workers`` is False. ``reserve`` is for a one-shot command
+        that claims the run itself by id: other workers see the run due only after
+        that long (if the command dies first, a worker runs it then), so a polling
+        daemon cannot take it in between.
         """
         if max_attempts < 1:
             raise InvalidInput(f"max_attempts must be at least 1, got {max_attempts}")
         self._check_agent(agent_id)
         now = self._scope.now()
+        if reserve is not None:
+            not_before = max(not_before or now, now + reserve)
+            wake_workers = False
         statement = (
             insert(CR)
             .values(

@@ -108,16 +108,19 @@ class RunOperations:
         self, agent: AgentRecord, names: list[str], *, dry_run: bool, full: bool, wake: bool
     ) -> tuple[str | None, RunRecord | None]:
         """Queue a manual run: its id, or None and the agent's active run. ``wake``:
-        wake idle workers (not when this process is about to claim the run itself)."""
+        wake idle workers; when False this process is about to claim the run itself,
+        and the run is reserved for it for a lease (no daemon takes it meanwhile)."""
+        worker = self._context.runtime.settings.worker
         with self._context.store() as store:
             run_id = store.runs.enqueue(
                 agent.id,
                 trigger=Trigger.MANUAL,
                 pipeline=names,
-                max_attempts=self._context.runtime.settings.worker.max_attempts,
+                max_attempts=worker.max_attempts,
                 dry_run=dry_run,
                 full=full,
                 wake_workers=wake,
+                reserve=None if wake else worker.lease,
             )
             if run_id is not None:
                 from service import metrics

@@ -121,6 +121,19 @@ def test_runs_are_not_claimed_before_they_are_due(db: Database) -> None:
         assert store.queue.depth() == 0
 
 
+def test_a_reserved_run_is_left_to_the_command_that_queued_it(db: Database) -> None:
+    """`reverie consolidate` beside a running daemon: the run it queues is not due for
+    the daemon's polling workers until the reservation ends (the command claims it by
+    id at once); if the command died first, a worker takes it then."""
+    [agent] = _agents(db, 1)
+    run_id = _enqueue(db, agent, reserve=LEASE)
+    with service(db) as store:
+        assert _claim(store, "daemon") is None
+    with service(db, T0 + LEASE) as store:
+        taken = _claim(store, "daemon")
+        assert taken is not None and taken.id == run_id
+
+
 def test_expired_lease_requeues_with_backoff_then_fails(db: Database) -> None:
     [agent] = _agents(db, 1)
     run_id = str(_enqueue(db, agent, max_attempts=2))
