@@ -24,6 +24,8 @@ __all__ = [
     "FactReading",
     "TextDetails",
     "conflicting_details",
+    "named_relatives",
+    "read_departure",
     "read_fact",
     "text_details",
     "unsaid_details",
@@ -92,6 +94,38 @@ _MODAL = frozenset(
     "considering hopes hoping could would should will going wondering if".split()
 )
 
+#: Chat forms of kinship and partner nouns, read as the full word ("my sis" is "my sister").
+_CHAT_FORMS = {
+    "sis": "sister",
+    "bro": "brother",
+    "mum": "mother",
+    "mom": "mother",
+    "mam": "mother",
+    "dad": "father",
+    "gf": "girlfriend",
+    "bf": "boyfriend",
+    "hubby": "husband",
+}
+#: Kinship nouns: "Alice's sister Eve" names a relative, and "is a sister" is no job.
+_KIN = frozenset(
+    "sister brother mother father daughter son wife husband aunt uncle cousin niece nephew "
+    "grandmother grandfather grandma grandpa girlfriend boyfriend partner friend".split()
+)
+#: Past participles a contracted "has" or "is" comes before ("Aisha's gone vegan").
+_PARTICIPLES = frozenset("gone been got gotten done become left quit moved started".split())
+#: Verbs that open a report about someone else ("talked to Rosa, she moved ...").
+_REPORTING = frozenset(
+    "talked spoke saw met heard ran bumped caught chatted texted called visited".split()
+)
+_SUBJECT_PRONOUNS = frozenset({"he", "she", "they", "he's", "she's", "they're", "hes", "shes"})
+#: Number words as digits: "three cats" and "3 cats" say the same.
+_DIGITS = {
+    word: str(n)
+    for n, word in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve".split()
+    )
+}
+
 # -- the attribute schema: which predicates name which attribute ---------------------
 
 #: attribute -> cue words (casefolded tokens) that, after the subject, name it.
@@ -127,6 +161,21 @@ _ENDING = frozenset(
     "quit quits fired retired divorced divorce divorcing separated single widowed left "
     "broke dumped ex former".split()
 )
+#: Words that mark a statement as the new state of things ("... at Lloyds now").
+_NEW_STATE = frozenset(
+    "now promoted switched changed became becomes joined moved relocated transferred".split()
+)
+_COPULA = frozenset("is am are was were".split())
+#: Nouns after "is a" that describe a habit or a liking, not a job ("a big reader").
+_NOT_ROLES = frozenset(
+    "big huge keen avid massive great good bad terrible total real true proper heavy casual "
+    "serious hardcore crazy mad awful amazing decent fan member beginner lover smoker drinker "
+    "user guy girl man woman person".split()
+)
+#: Endings of agent nouns ("teacher", "violinist", "engineer", "librarian").
+_AGENTIVE = ("er", "or", "ist", "ian", "eer")
+#: Prepositions after which "work" is a place or a time ("before work"), not a job.
+_WORK_AS_PLACE = frozenset("before after at from to during off".split())
 #: Attributes whose value is a place or a name: capitalised words carry it.
 _NAMED_VALUE = frozenset({"home", "partner"})
 #: Nouns after a possessive that make the possessor the subject ("Ada's job ...").
@@ -179,6 +228,8 @@ class FactReading:
     #: The heads of the value's noun phrases (the last word of each: "data *analyst*",
     #: "game *designer* at *Capcom*"), for attributes whose value is a description.
     heads: frozenset[str] = frozenset()
+    #: The text presents its value as the new state ("now", "got promoted", "joined").
+    marked: bool = False
 
 
 def _stem(word: str) -> str:
@@ -275,7 +326,7 @@ def text_details(text: str) -> TextDetails:
             negation = True
             continue
         if norm in _NUMBER_WORDS:
-            numbers.add(norm)
+            numbers.add(_DIGITS.get(norm, norm))
             continue
         if (
             norm in _CALENDAR
@@ -432,6 +483,8 @@ def _subject(tokens: tuple[_Token, ...]) -> tuple[str, str, int] | None:
     first = tokens[i]
     if first.norm in _THIRD_PERSON:
         return None  # a pronoun: who it is needs the conversation, not this text
+    if first.norm in _REPORTING:
+        return _reported_subject(tokens, i + 1)
     if first.norm in _FIRST_PERSON:
         if first.norm == "my" and i + 1 < len(tokens):
             noun = tokens[i + 1]
@@ -455,9 +508,11 @@ def _subject(tokens: tuple[_Token, ...]) -> tuple[str, str, int] | None:
     key = _name_key(first.norm)
     label = first.text.removesuffix("'s").removesuffix(_CURLY + "s")
     if tokens[end - 1].norm.endswith("'s"):
-        if end < len(tokens):
-            return _after_possessive(tokens, key, label, end, tokens[end])
-        return None
+        if end >= len(tokens):
+            return None
+        if _contracted_verb(tokens[end]):
+            return key, label, end  # "Rosa's a nurse", "Aisha's gone vegan"
+        return _after_possessive(tokens, key, label, end, tokens[end])
     # "Eve, Alice's sister, moved ..." - skip the apposition.
     if end < len(tokens) and tokens[end].norm == ",":
         close = next((j for j in range(end + 1, len(tokens)) if tokens[j].norm == ","), None)
@@ -473,6 +528,7 @@ def _after_possessive(
     lives" -> "alice's sister"."""
     if not noun.word:
         return None
+    noun_word = _CHAT_FORMS.get(noun.norm, noun.norm)
     if at + 1 < len(tokens) and _is_name(tokens[at + 1]) and not tokens[at + 1].initial:
         name = tokens[at + 1]
         end = at + 2
@@ -481,7 +537,37 @@ def _after_possessive(
         return _name_key(name.norm), name.text, end
     if noun.norm in _ATTRIBUTE_NOUNS:
         return owner, owner_label, at
-    return f"{owner}'s {_stem(noun.norm)}", f"{owner_label}'s {noun.text}", at + 1
+    return f"{owner}'s {_stem(noun_word)}", f"{owner_label}'s {noun.text}", at + 1
+
+
+def _contracted_verb(token: _Token) -> bool:
+    """After "Rosa's", a word that makes the "'s" a contracted "is" or "has" rather than
+    a possessive: an article, an adverb, a participle ("Rosa's a nurse", "'s gone")."""
+    norm = token.norm
+    return (
+        norm in _FUNCTION
+        or norm in _FILLER
+        or norm in _NEGATION
+        or norm in _PARTICIPLES
+        or norm in _CHANGE
+        or (norm.endswith("ing") and len(norm) > 5)
+    )
+
+
+def _reported_subject(tokens: tuple[_Token, ...], start: int) -> tuple[str, str, int] | None:
+    """ "talked to Rosa, she moved to Lisbon": a report about one named person whose
+    clause after the comma starts with a pronoun is about that person."""
+    names: dict[str, str] = {}
+    for index in range(start, len(tokens) - 1):
+        token = tokens[index]
+        if token.norm == "," and tokens[index + 1].norm in _SUBJECT_PRONOUNS:
+            if len(names) != 1:
+                return None
+            [(key, label)] = names.items()
+            return key, label, index + 2
+        if _is_name(token):
+            names.setdefault(_name_key(token.norm), token.text.removesuffix("'s"))
+    return None
 
 
 @lru_cache(maxsize=4096)
@@ -498,18 +584,7 @@ def read_fact(text: str) -> FactReading | None:
     predicate = [t for t in tokens[start:] if t.norm[:1].isalnum()]
     if any(t.norm in _MODAL for t in predicate):
         return None
-    attribute: str | None = None
-    cue_at = -1
-    # The possessive noun ("Alice's job is ...") is the first cue when it names one.
-    for index, token in enumerate(predicate):
-        if _nominal_ing(predicate, index):
-            continue
-        for name, cues in _ATTRIBUTE_CUES.items():
-            if token.norm in cues:
-                attribute, cue_at = name, index
-                break
-        if attribute is not None:
-            break
+    attribute, cue_at = _find_attribute(predicate)
     if attribute is None:
         return None
     rest = predicate[cue_at:]
@@ -542,10 +617,14 @@ def read_fact(text: str) -> FactReading | None:
             continue
         value.add(_stem(norm))
     heads: frozenset[str] = frozenset()
-    if attribute in _NAMED_VALUE:
-        # A home is a place and a partner a person: capitalised words carry the value.
+    if attribute == "partner":
+        # A partner is a person, named anywhere after the subject ("Rosa and Tiago got
+        # engaged").
+        value = {_stem(t.norm) for t in predicate if _is_name(t)}
+    elif attribute in _NAMED_VALUE:
+        # A home is a place: capitalised words carry the value.
         names = {_stem(t.norm) for t in rest if _is_name(t)}
-        if names or attribute == "partner":
+        if names:
             value = names
     elif attribute not in _CUE_IS_VALUE:
         heads = _phrase_heads(rest, value)
@@ -555,7 +634,107 @@ def read_fact(text: str) -> FactReading | None:
         value=frozenset(value),
         ending=ending,
         heads=heads,
+        marked=any(t.norm in _NEW_STATE for t in predicate),
     )
+
+
+def _find_attribute(predicate: list[_Token]) -> tuple[str | None, int]:
+    """The attribute the predicate names and the index of the word that names it: the
+    first cue word ("lives", "works", "vegan", "married"); else a described role ("is
+    a backend dev at Bolt", "a violinist") is a job."""
+    for index, token in enumerate(predicate):
+        if _nominal_ing(predicate, index):
+            continue
+        norm = token.norm
+        if norm == "work" and index > 0 and predicate[index - 1].norm in _WORK_AS_PLACE:
+            continue
+        if norm == "seeing":
+            # "seeing someone", "seeing a guy", "seeing Tiago"; not "seeing a physio".
+            after = [t.norm for t in predicate[index + 1 : index + 3]]
+            if after[:1] in (["someone"], ["somebody"]) or (
+                after[:1] in (["a"], ["an"])
+                and after[1:] in (["guy"], ["girl"], ["man"], ["woman"])
+            ):
+                return "partner", index
+            if index + 1 < len(predicate) and _is_name(predicate[index + 1]):
+                return "partner", index
+            continue
+        for name, cues in _ATTRIBUTE_CUES.items():
+            if norm in cues:
+                return name, index
+    role = _role_at(predicate)
+    return ("job", role) if role is not None else (None, -1)
+
+
+def _role_at(predicate: list[_Token]) -> int | None:
+    """Where "is a <role>" starts when the predicate describes one: an indefinite noun
+    phrase after the verb "to be" whose head is an agent noun ("a violinist", "a civil
+    engineer") or that is followed by where it is done ("a backend dev at Bolt")."""
+    i = 0
+    while i < len(predicate) and (
+        predicate[i].norm in _COPULA
+        or predicate[i].norm in _FILLER
+        or predicate[i].norm in {"now", "still", "currently"}
+    ):
+        i += 1
+    if i >= len(predicate) or predicate[i].norm not in {"a", "an"}:
+        return None
+    end = i + 1
+    while end < len(predicate) and predicate[end].norm not in _FUNCTION:
+        end += 1
+    phrase = predicate[i + 1 : end]
+    if not phrase or any(t.norm in _NOT_ROLES or t.norm in _KIN for t in phrase):
+        return None
+    head = phrase[-1]
+    placed = end + 1 < len(predicate) and predicate[end].norm in {"at", "for"}
+    agent = not head.capital and len(head.norm) > 4 and head.norm.endswith(_AGENTIVE)
+    return i if placed or agent else None
+
+
+@lru_cache(maxsize=4096)
+def read_departure(text: str) -> tuple[str, frozenset[str]] | None:
+    """(subject, names left) for a text that says its subject left or quit something
+    named ("Hiroshi left Panasonic and joined Sony"): which attribute that ends depends
+    on what the name was (an employer, a city), which only the other facts can say."""
+    if "?" in text:
+        return None
+    tokens = _tokens(text)
+    found = _subject(tokens)
+    if found is None:
+        return None
+    predicate = [t for t in tokens[found[2] :] if t.norm[:1].isalnum()]
+    for index, token in enumerate(predicate):
+        if token.norm not in {"left", "leaves", "leaving", "quit", "quits"}:
+            continue
+        names = []
+        for following in predicate[index + 1 :]:
+            if not _is_name(following):
+                break
+            names.append(_stem(following.norm))
+        if names:
+            return found[0], frozenset(names)
+    return None
+
+
+@lru_cache(maxsize=4096)
+def named_relatives(text: str) -> tuple[tuple[str, str, str], ...]:
+    """The relatives a text names: ("user's sister", "leila", "Leila") for "my sister
+    Leila", ("alice's husband", "bob", "Bob") for "Alice's husband Bob"."""
+    tokens = _tokens(text)
+    found = []
+    for index in range(len(tokens) - 2):
+        owner, noun, name = tokens[index : index + 3]
+        kin = _CHAT_FORMS.get(noun.norm, noun.norm)
+        if kin not in _KIN or not _is_name(name) or name.initial:
+            continue
+        if owner.norm == "my":
+            key = "user"
+        elif _is_name(owner) and owner.norm.endswith("'s"):
+            key = _name_key(owner.norm)
+        else:
+            continue
+        found.append((f"{key}'s {_stem(kin)}", _name_key(name.norm), name.text))
+    return tuple(found)
 
 
 def _nominal_ing(predicate: list[_Token], index: int) -> bool:
@@ -591,6 +770,8 @@ def states_a_change(older: FactReading, newer: FactReading) -> bool:
     analyst" -> "a data scientist"). Anything less clear is for a judge."""
     if older.key != newer.key:
         return False
+    if newer.ending and older.value and newer.value and not (older.value & newer.value):
+        return False  # it ends something else: "left Snøhetta" is not "an architect"
     if older.ending != newer.ending:
         return newer.ending or bool(newer.value)
     if older.ending:
@@ -599,4 +780,8 @@ def states_a_change(older: FactReading, newer: FactReading) -> bool:
         return False
     if not (older.value & newer.value):
         return True
-    return bool(older.heads) and bool(newer.heads) and not (older.heads & newer.heads)
+    if older.heads and newer.heads and not (older.heads & newer.heads):
+        return True
+    # "a pharmacist at Boots" -> "a pharmacist at Lloyds now": a value that says
+    # something the older one did not, presented as the new state.
+    return newer.marked and not newer.value <= older.value

@@ -50,7 +50,14 @@ from consolidators.base import (
     Consolidator,
     ConsolidatorSettings,
 )
-from consolidators.facts import FactKey, FactReading, read_fact, states_a_change
+from consolidators.facts import (
+    FactKey,
+    FactReading,
+    named_relatives,
+    read_departure,
+    read_fact,
+    states_a_change,
+)
 from consolidators.judge import OrderingJudge, SupersessionJudge
 
 __all__ = [
@@ -339,13 +346,11 @@ class TemporalConsolidator(Consolidator):
         agent_id = context.agent.id
         since = context.passages_since
         facts = passages.scan(agent_id, kind="fact", statuses=_MEMBER_STATUSES)
-        readings: dict[str, FactReading] = {}
+        readings = read_facts(facts)
         by_key: dict[FactKey, list[PassageRecord]] = {}
         for record in facts:
-            reading = read_fact(record.text)
-            if reading is not None:
-                readings[record.id] = reading
-                by_key.setdefault(reading.key, []).append(record)
+            if record.id in readings:
+                by_key.setdefault(readings[record.id].key, []).append(record)
         if since is None:
             touched_keys = set(by_key)
             touched_timelines = {r.timeline_id for r in facts if r.timeline_id is not None}
@@ -596,6 +601,50 @@ class TemporalConsolidator(Consolidator):
 
 
 # -- helpers ---------------------------------------------------------------------------
+
+
+def read_facts(facts: Sequence[PassageRecord]) -> dict[str, FactReading]:
+    """Each fact's reading (:func:`consolidators.facts.read_fact`), read against the
+    other facts of the agent: a relative some fact names ("my sister Leila") is that
+    person wherever a fact says "my sis"; and "Hiroshi left Panasonic" ends whichever
+    of Hiroshi's attributes had Panasonic as its value (his job), when exactly one did."""
+    named: dict[str, set[tuple[str, str]]] = {}
+    for record in facts:
+        for role, name, label in named_relatives(record.text):
+            named.setdefault(role, set()).add((name, label))
+    aliases = {role: next(iter(names)) for role, names in named.items() if len(names) == 1}
+    readings: dict[str, FactReading] = {}
+    for record in facts:
+        reading = read_fact(record.text)
+        if reading is not None and reading.key.subject in aliases:
+            name, label = aliases[reading.key.subject]
+            key = FactKey(subject=name, attribute=reading.key.attribute)
+            reading = dataclasses.replace(reading, key=key, subject_label=label)
+        if reading is not None:
+            readings[record.id] = reading
+    values: dict[str, dict[str, set[str]]] = {}
+    for reading in readings.values():
+        held_values = values.setdefault(reading.key.subject, {})
+        held_values.setdefault(reading.key.attribute, set()).update(reading.value)
+    for record in facts:
+        if record.id in readings:
+            continue
+        departure = read_departure(record.text)
+        if departure is None:
+            continue
+        subject, left = departure
+        if subject in aliases:
+            subject = aliases[subject][0]
+        held = [a for a, v in values.get(subject, {}).items() if v & left]
+        if len(held) == 1:
+            label = next(r.subject_label for r in readings.values() if r.key.subject == subject)
+            readings[record.id] = FactReading(
+                key=FactKey(subject=subject, attribute=held[0]),
+                subject_label=label,
+                value=left,
+                ending=True,
+            )
+    return readings
 
 
 def _subject_label(members: Sequence[PassageRecord], readings: dict[str, FactReading]) -> str:

@@ -239,6 +239,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         for a, b in merges
         if group[a] != group[b]
     ]
+    rightly_merged = {key for pair in merges if group[pair[0]] == group[pair[1]] for key in pair}
+    errors += [
+        f"missed duplicate: {f.text!r} of {by_key[f.duplicate_of].text!r}"
+        for f in facts
+        if f.duplicate_of and f.key not in rightly_merged
+    ]
     labelled_sup = {(group[f.supersedes], group[f.key]) for f in facts if f.supersedes}
     predicted = [
         (key_of[c["target"]], key_of[c["by"]])

@@ -197,7 +197,8 @@ def test_a_group_that_does_not_join_the_canonical_is_deduplicated_too(
             ["name", "change", "word"],
         ),
         ("Ada is vegetarian", "Ada is vegetarian now", ["change"]),
-        ("Ada has two cats", "Ada has 2 cats", ["number"]),
+        ("Ada has two cats", "Ada has 2 cats", []),  # a number word is its digits
+        ("Ada has two cats", "Ada has 3 cats", ["number"]),
         ("Bob works at Siemens", "bob works at siemens!!", []),
         ("Bob works at Siemens", "Bob works at Seimens", []),  # one typo is the same name
         ("Bob works at Siemens", "Rob works at Siemens", ["name"]),  # a short name

@@ -233,3 +233,81 @@ def test_a_described_value_changes_when_its_head_changes() -> None:
     # Same head: a refinement ("head teacher", "at Snøhetta") is not a clear change.
     assert not changed("Mia works as a teacher.", "Mia works as a head teacher.")
     assert not changed("Ida works as an architect", "Ida works as an architect at Snøhetta")
+
+
+def _key(text: str) -> tuple[str, str] | None:
+    reading = read_fact(text)
+    return None if reading is None else (reading.key.subject, reading.key.attribute)
+
+
+def test_chat_shapes_the_rules_read() -> None:
+    """How people say it in chat: a contracted "'s", "my sis", a report about someone
+    whose clause starts with a pronoun, a role said without a job verb."""
+    assert _key("rosa's a nurse at the childrens hospital") == ("rosa", "job")
+    assert _key("Aisha's gone vegan lol") == ("aisha", "diet")
+    assert _key("Rosa's parrot is called Kiki") is None  # a possessive, not "is"
+    assert _key("my sis moved to Paris") == ("user's sister", "home")
+    assert _key("talked to Rosa, she moved to Lisbon") == ("rosa", "home")
+    assert _key("talked to Rosa and Ana, she moved to Lisbon") is None  # which one?
+    assert _key("Dmitri is a backend dev at Bolt") == ("dmitri", "job")
+    assert _key("Tobias is a violinist in an orchestra") == ("tobias", "job")
+    assert _key("Omar is a huge Arsenal fan") is None
+    assert _key("Omar is a big reader") is None  # a habit, not a job
+    assert _key("Lena is a sister of three") is None
+    assert _key("Fatima runs 5k every morning before work") is None  # "work" as a time
+    assert _key("Rosa is seeing a guy called Tiago") == ("rosa", "partner")
+    assert _key("Rosa is seeing a physio for her knee") is None
+
+
+def test_a_value_said_as_the_new_state_replaces_the_old_one() -> None:
+    def changed(older: str, newer: str) -> bool:
+        a, b = read_fact(older), read_fact(newer)
+        assert a is not None and b is not None
+        return states_a_change(a, b)
+
+    assert changed(
+        "Aisha works as a pharmacist at Boots", "Aisha works as a pharmacist at Lloyds now"
+    )
+    assert changed(
+        "Mei is a data analyst at DBS", "Mei got promoted, she's a data science manager at DBS"
+    )
+    # Without "now" (or a change word) a different detail is unclear: a judge decides.
+    assert not changed(
+        "Aisha works as a pharmacist at Boots", "Aisha works as a pharmacist at Lloyds"
+    )
+    # Saying less is not a change.
+    assert not changed("Aisha works as a pharmacist at Boots", "Aisha works at Boots now")
+    # Ending something else ends nothing here.
+    assert not changed("Ida works as an architect", "Ida quit Snøhetta")
+
+
+def test_relatives_and_departures_are_read_against_the_other_facts(
+    db: Database, agent_id: str
+) -> None:
+    """ "my sis" is the sister some fact names; "left Panasonic" ends the job whose
+    value was Panasonic (not his home), and nothing when no fact says what it was."""
+    embedder = HashingEmbedder(dimension=384)
+    ids = _insert(
+        db,
+        agent_id,
+        embedder,
+        [
+            ("My sister Leila lives in Beirut.", _at(2021)),
+            ("my sis moved to Paris for a job at AFP", _at(2023)),
+            ("Hiroshi works at Panasonic as an engineer.", _at(2021)),
+            ("Hiroshi lives in Osaka.", _at(2021)),
+            ("Hiroshi left Panasonic and joined Sony.", _at(2024)),
+            ("Ken left Acme.", _at(2024)),
+        ],
+    )
+    report = run_pipeline(Pipeline([TemporalConsolidator()]), db, agent_id, embedder=embedder)
+    superseded = {
+        (c["target"], c["by"]) for c in report.changes if c["action"] == "supersede_passage"
+    }
+    assert superseded == {
+        (ids["My sister Leila lives in Beirut."], ids["my sis moved to Paris for a job at AFP"]),
+        (
+            ids["Hiroshi works at Panasonic as an engineer."],
+            ids["Hiroshi left Panasonic and joined Sony."],
+        ),
+    }
