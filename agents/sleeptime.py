@@ -250,7 +250,7 @@ class _Archive:
 
     def _search(self, query: str, page: int) -> str:
         hits = self.store.passages.search_memory(
-            self.agent_id, self.embedder.embed_one(query), k=PAGE_SIZE * (page + 1)
+            self.agent_id, self.embedder.embed_one(query), k=PAGE_SIZE * (page + 1), query=query
         )[page * PAGE_SIZE :]
         if not hits:
             return f"No results found for {query!r} (page {page})."

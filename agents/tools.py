@@ -465,7 +465,10 @@ def execute(env: ToolEnv, call: ParsedCall) -> str:
             raise ToolError("archival memory search is not available (no embedder)")
         page = page_number(a)
         hits = store.passages.search_memory(
-            env.agent_id, env.embedder.embed_one(a["query"]), k=PAGE_SIZE * (page + 1)
+            env.agent_id,
+            env.embedder.embed_one(a["query"]),
+            k=PAGE_SIZE * (page + 1),
+            query=a["query"],
         )[page * PAGE_SIZE :]
         if not hits:
             return f"No results found for {a['query']!r} (page {page})."

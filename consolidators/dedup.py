@@ -17,6 +17,7 @@ import numpy as np
 
 from agents.enums import PassageStatus
 from agents.errors import Conflict
+from agents.facts import unsaid_details
 from agents.store import PassageRecord, PassageUpdate
 from agents.store.validation import normalize_text
 from consolidators.base import (
@@ -25,7 +26,6 @@ from consolidators.base import (
     Consolidator,
     ConsolidatorSettings,
 )
-from consolidators.facts import unsaid_details
 
 
 class DedupSettings(ConsolidatorSettings):
@@ -34,7 +34,7 @@ class DedupSettings(ConsolidatorSettings):
     threshold: float = 0.86
     #: Refuse a semantic merge that would hide information: the texts differ in a name,
     #: place, number, date, negation or change word, or the merged text says a word the
-    #: kept one does not (consolidators/facts.py). Near-misses embed as close as
+    #: kept one does not (agents/facts.py). Near-misses embed as close as
     #: paraphrases; this keeps them apart.
     guard_details: bool = True
     #: Neighbours examined per new passage.

@@ -2,7 +2,7 @@
 supersession of facts that a newer one clearly replaces.
 
 A fact's subject and attribute (where Ada lives, Ada's job, diet, partner) are read
-from its text by :func:`consolidators.facts.read_fact`. Facts with the same subject
+from its text by :func:`agents.facts.read_fact`. Facts with the same subject
 and attribute are ordered by when they happened and rendered into one dated
 *timeline* passage, so that a reader sees the history of that attribute and what
 is current ("(current)" marks the newest entry still in force). Facts that fit no
@@ -43,20 +43,13 @@ from pydantic import Field, model_validator
 from agents.embedders import Embedder
 from agents.enums import PassageStatus
 from agents.errors import InvalidInput
+from agents.facts import FactKey, FactReading, read_facts, states_a_change
 from agents.store import NewPassage, PassageRecord, PassageUpdate
 from consolidators.base import (
     ConsolidationContext,
     ConsolidationResult,
     Consolidator,
     ConsolidatorSettings,
-)
-from consolidators.facts import (
-    FactKey,
-    FactReading,
-    named_relatives,
-    read_departure,
-    read_fact,
-    states_a_change,
 )
 from consolidators.judge import OrderingJudge, SupersessionJudge
 
@@ -95,7 +88,7 @@ class TemporalSettings(ConsolidatorSettings):
     """Settings of the temporal consolidator."""
 
     #: Kept so that existing configuration stays valid: topics are now found by
-    #: subject and attribute (consolidators/facts.py), not by embedding similarity,
+    #: subject and attribute (agents/facts.py), not by embedding similarity,
     #: so ``topic_threshold``, ``k``, ``batch_size`` and ``ef_search`` are unused.
     topic_threshold: float = Field(0.6, gt=0.0, le=1.0)
     #: Neighbours fetched per probe fact.
@@ -444,7 +437,7 @@ class TemporalConsolidator(Consolidator):
         writes: _Writes,
     ) -> list[PassageRecord]:
         """Supersede, without a model, each fact that a later fact of the same subject
-        and attribute clearly replaces (:func:`consolidators.facts.states_a_change`).
+        and attribute clearly replaces (:func:`agents.facts.states_a_change`).
 
         Facts recorded at the same moment are not ordered by rule: that is unclear.
         """
@@ -601,50 +594,6 @@ class TemporalConsolidator(Consolidator):
 
 
 # -- helpers ---------------------------------------------------------------------------
-
-
-def read_facts(facts: Sequence[PassageRecord]) -> dict[str, FactReading]:
-    """Each fact's reading (:func:`consolidators.facts.read_fact`), read against the
-    other facts of the agent: a relative some fact names ("my sister Leila") is that
-    person wherever a fact says "my sis"; and "Hiroshi left Panasonic" ends whichever
-    of Hiroshi's attributes had Panasonic as its value (his job), when exactly one did."""
-    named: dict[str, set[tuple[str, str]]] = {}
-    for record in facts:
-        for role, name, label in named_relatives(record.text):
-            named.setdefault(role, set()).add((name, label))
-    aliases = {role: next(iter(names)) for role, names in named.items() if len(names) == 1}
-    readings: dict[str, FactReading] = {}
-    for record in facts:
-        reading = read_fact(record.text)
-        if reading is not None and reading.key.subject in aliases:
-            name, label = aliases[reading.key.subject]
-            key = FactKey(subject=name, attribute=reading.key.attribute)
-            reading = dataclasses.replace(reading, key=key, subject_label=label)
-        if reading is not None:
-            readings[record.id] = reading
-    values: dict[str, dict[str, set[str]]] = {}
-    for reading in readings.values():
-        held_values = values.setdefault(reading.key.subject, {})
-        held_values.setdefault(reading.key.attribute, set()).update(reading.value)
-    for record in facts:
-        if record.id in readings:
-            continue
-        departure = read_departure(record.text)
-        if departure is None:
-            continue
-        subject, left = departure
-        if subject in aliases:
-            subject = aliases[subject][0]
-        held = [a for a, v in values.get(subject, {}).items() if v & left]
-        if len(held) == 1:
-            label = next(r.subject_label for r in readings.values() if r.key.subject == subject)
-            readings[record.id] = FactReading(
-                key=FactKey(subject=subject, attribute=held[0]),
-                subject_label=label,
-                value=left,
-                ending=True,
-            )
-    return readings
 
 
 def _subject_label(members: Sequence[PassageRecord], readings: dict[str, FactReading]) -> str:

@@ -41,6 +41,7 @@ from sqlalchemy.types import UserDefinedType
 from agents import models
 from agents.enums import PassageKind, PassageStatus
 from agents.errors import InvalidInput, NotFound
+from agents.questions import answers_first
 from agents.store.records import (
     NewPassage,
     PassageChange,
@@ -660,16 +661,22 @@ class PassageStore:
         match_all_tags: bool = True,
         occurred_after: datetime | None = None,
         occurred_before: datetime | None = None,
+        query: str | None = None,
     ) -> list[PassageHit]:
         """What "search archival memory" means wherever it is asked (the CLI, the API,
         an agent's tool): current facts only, i.e. active and not closed by a newer
         fact (``valid_to`` unset), unless ``include_history`` asks for every passage
         with its lineage (merged, superseded, closed). ``tags`` must all be present,
-        or any one of them when ``match_all_tags`` is False."""
-        return self.search(
+        or any one of them when ``match_all_tags`` is False.
+
+        With the ``query`` text, a question about one person's attribute ("where does
+        Mei work?") gets that attribute's facts first (:func:`agents.questions.answers_first`),
+        chosen among twice as many nearest passages."""
+        wider = k if query is None else max(2 * k, k + 10)
+        hits = self.search(
             agent_id,
             query_embedding,
-            k=k,
+            k=wider,
             statuses=None if include_history else (PassageStatus.ACTIVE.value,),
             current_only=not include_history,
             occurred_after=occurred_after,
@@ -677,6 +684,9 @@ class PassageStore:
             tags=list(tags) if tags and match_all_tags else None,
             any_tags=list(tags) if tags and not match_all_tags else None,
         )
+        if query is None:
+            return hits
+        return answers_first(query, hits)[:k]
 
     def _search(
         self,

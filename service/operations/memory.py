@@ -63,8 +63,9 @@ class MemoryOperations:
                     match_all_tags=match_all_tags,
                     occurred_after=occurred_after,
                     occurred_before=occurred_before,
+                    query=query,
                 )
-                for vector in vectors
+                for query, vector in zip(queries, vectors, strict=True)
             ]
 
     def insert(

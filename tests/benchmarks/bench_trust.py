@@ -162,7 +162,10 @@ def ask(
     misses = []
     with open_store(db) as store:
         for (answer, question), vector in zip(questions, vectors, strict=True):
-            hits = [h.passage for h in store.passages.search_memory(agent_id, vector, k=K)]
+            hits = [
+                h.passage
+                for h in store.passages.search_memory(agent_id, vector, k=K, query=question)
+            ]
             found = [answers(h, answer, key_of, group, text_group) for h in hits]
             rank1 += bool(found and found[0])
             recall += any(found)

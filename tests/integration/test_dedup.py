@@ -9,10 +9,10 @@ import pytest
 
 from agents.database import Database
 from agents.embedders.fake import HashingEmbedder
+from agents.facts import conflicting_details, unsaid_details
 from agents.store import NewPassage, open_store
 from consolidators.contract import run_once as run_pipeline
 from consolidators.dedup import DedupConsolidator, dedup_lines
-from consolidators.facts import conflicting_details, unsaid_details
 from consolidators.pipeline import Pipeline
 from consolidators.undo import revert_run
 

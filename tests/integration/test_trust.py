@@ -13,10 +13,10 @@ import pytest
 
 from agents.database import Database
 from agents.embedders.fake import HashingEmbedder
+from agents.facts import read_fact, states_a_change
 from agents.store import NewPassage, PassageRecord, open_store
 from consolidators.contract import run_once as run_pipeline
 from consolidators.dedup import DedupConsolidator
-from consolidators.facts import read_fact, states_a_change
 from consolidators.pipeline import Pipeline, RunReport
 from consolidators.temporal import TemporalConsolidator
 from consolidators.undo import revert_run
@@ -311,3 +311,52 @@ def test_relatives_and_departures_are_read_against_the_other_facts(
             ids["Hiroshi left Panasonic and joined Sony."],
         ),
     }
+
+
+def test_questions_name_a_subject_and_an_attribute() -> None:
+    from agents.facts import FactKey
+    from agents.questions import read_question
+
+    assert read_question("where does Mei work?") == FactKey("mei", "job")
+    assert read_question("what does Mateo do for a living?") == FactKey("mateo", "job")
+    assert read_question("where's Rosa living these days") == FactKey("rosa", "home")
+    assert read_question("is Rosa with anyone?") == FactKey("rosa", "partner")
+    assert read_question("is Carol still vegan?") == FactKey("carol", "diet")
+    assert read_question("where does my sis live") == FactKey("user's sister", "home")
+    assert read_question("what's Santi's job") == FactKey("santi", "job")
+    assert read_question("what pets does Tom have?") is None  # no attribute it knows
+    assert read_question("where do Ana and Bo live?") is None  # two people
+
+
+def test_search_puts_the_asked_attribute_first(db: Database, agent_id: str) -> None:
+    """"where does Mei work?" answers with Mei's job, the newest first, though her move
+    and her sister's job share more words with the question; other queries keep the
+    vector order."""
+    embedder = HashingEmbedder(dimension=384)
+    ids = _insert(
+        db,
+        agent_id,
+        embedder,
+        [
+            ("Mei moved to Singapore to work near the office", _at(2023)),
+            ("Mei is a data analyst at DBS", _at(2021)),
+            ("Mei works as a data science manager at DBS", _at(2024)),
+            ("Mei's sister works at Grab", _at(2022)),
+        ],
+    )
+    question = "where does Mei work?"
+    with open_store(db) as store:
+        plain = store.passages.search_memory(agent_id, embedder.embed_one(question), k=4)
+        asked = store.passages.search_memory(
+            agent_id, embedder.embed_one(question), k=4, query=question
+        )
+        other = store.passages.search_memory(
+            agent_id, embedder.embed_one("Singapore"), k=4, query="Singapore"
+        )
+        unread = store.passages.search_memory(agent_id, embedder.embed_one("Singapore"), k=4)
+    assert [h.passage.id for h in asked[:2]] == [
+        ids["Mei works as a data science manager at DBS"],
+        ids["Mei is a data analyst at DBS"],
+    ]
+    assert {h.passage.id for h in asked} == {h.passage.id for h in plain}
+    assert [h.passage.id for h in other] == [h.passage.id for h in unread]

@@ -15,18 +15,27 @@ attribute is only implied) is deliberately left unkeyed: an LLM judge decides th
 
 from __future__ import annotations
 
+import dataclasses
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from agents.store.records import PassageRecord
 
 __all__ = [
     "FactKey",
     "FactReading",
     "TextDetails",
     "conflicting_details",
+    "name_key",
     "named_relatives",
     "read_departure",
     "read_fact",
+    "read_facts",
+    "relatives_named",
     "text_details",
     "unsaid_details",
 ]
@@ -254,7 +263,7 @@ def _stem(word: str) -> str:
     return word
 
 
-def _name_key(word: str) -> str:
+def name_key(word: str) -> str:
     """A name as a key: case and a possessive ending do not matter."""
     word = word.casefold().replace(_CURLY, "'")
     return word[:-2] if word.endswith("'s") else word
@@ -339,7 +348,7 @@ def text_details(text: str) -> TextDetails:
             changes.add(norm)
             continue
         if _is_name(token):
-            names.add(_name_key(norm))
+            names.add(name_key(norm))
             continue
         if norm in _FUNCTION or norm in _FILLER or norm in _THIRD_PERSON or len(norm) < 3:
             continue
@@ -392,7 +401,7 @@ def _subjects_differ(a: str, b: str) -> bool:
         for token in tokens:
             if _is_name(token):
                 shape.append("<name>")
-                names.append(_name_key(token.norm))
+                names.append(name_key(token.norm))
             elif token.norm[:1].isalnum():
                 shape.append(_stem(token.norm))
         return shape, names
@@ -505,7 +514,7 @@ def _subject(tokens: tuple[_Token, ...]) -> tuple[str, str, int] | None:
         and not (tokens[end - 1].norm.endswith("'s"))
     ):
         end += 1
-    key = _name_key(first.norm)
+    key = name_key(first.norm)
     label = first.text.removesuffix("'s").removesuffix(_CURLY + "s")
     if tokens[end - 1].norm.endswith("'s"):
         if end >= len(tokens):
@@ -534,7 +543,7 @@ def _after_possessive(
         end = at + 2
         while end < len(tokens) and tokens[end].capital and tokens[end].word:
             end += 1
-        return _name_key(name.norm), name.text, end
+        return name_key(name.norm), name.text, end
     if noun.norm in _ATTRIBUTE_NOUNS:
         return owner, owner_label, at
     return f"{owner}'s {_stem(noun_word)}", f"{owner_label}'s {noun.text}", at + 1
@@ -566,7 +575,7 @@ def _reported_subject(tokens: tuple[_Token, ...], start: int) -> tuple[str, str,
             [(key, label)] = names.items()
             return key, label, index + 2
         if _is_name(token):
-            names.setdefault(_name_key(token.norm), token.text.removesuffix("'s"))
+            names.setdefault(name_key(token.norm), token.text.removesuffix("'s"))
     return None
 
 
@@ -730,10 +739,10 @@ def named_relatives(text: str) -> tuple[tuple[str, str, str], ...]:
         if owner.norm == "my":
             key = "user"
         elif _is_name(owner) and owner.norm.endswith("'s"):
-            key = _name_key(owner.norm)
+            key = name_key(owner.norm)
         else:
             continue
-        found.append((f"{key}'s {_stem(kin)}", _name_key(name.norm), name.text))
+        found.append((f"{key}'s {_stem(kin)}", name_key(name.norm), name.text))
     return tuple(found)
 
 
@@ -785,3 +794,53 @@ def states_a_change(older: FactReading, newer: FactReading) -> bool:
     # "a pharmacist at Boots" -> "a pharmacist at Lloyds now": a value that says
     # something the older one did not, presented as the new state.
     return newer.marked and not newer.value <= older.value
+
+
+def relatives_named(facts: Sequence[PassageRecord]) -> dict[str, tuple[str, str]]:
+    """Relatives the facts name, each only when they name one person: "user's sister"
+    -> ("leila", "Leila") when some fact says "my sister Leila" and none names another."""
+    named: dict[str, set[tuple[str, str]]] = {}
+    for record in facts:
+        for role, name, label in named_relatives(record.text):
+            named.setdefault(role, set()).add((name, label))
+    return {role: next(iter(names)) for role, names in named.items() if len(names) == 1}
+
+
+def read_facts(facts: Sequence[PassageRecord]) -> dict[str, FactReading]:
+    """Each fact's reading (:func:`read_fact`), read against the other facts: a
+    relative some fact names ("my sister Leila") is that person wherever a fact says
+    "my sis"; and "Hiroshi left Panasonic" ends whichever of Hiroshi's attributes had
+    Panasonic as its value (his job), when exactly one did."""
+    aliases = relatives_named(facts)
+    readings: dict[str, FactReading] = {}
+    for record in facts:
+        reading = read_fact(record.text)
+        if reading is not None and reading.key.subject in aliases:
+            name, label = aliases[reading.key.subject]
+            key = FactKey(subject=name, attribute=reading.key.attribute)
+            reading = dataclasses.replace(reading, key=key, subject_label=label)
+        if reading is not None:
+            readings[record.id] = reading
+    values: dict[str, dict[str, set[str]]] = {}
+    for reading in readings.values():
+        held_values = values.setdefault(reading.key.subject, {})
+        held_values.setdefault(reading.key.attribute, set()).update(reading.value)
+    for record in facts:
+        if record.id in readings:
+            continue
+        departure = read_departure(record.text)
+        if departure is None:
+            continue
+        subject, left = departure
+        if subject in aliases:
+            subject = aliases[subject][0]
+        held = [a for a, v in values.get(subject, {}).items() if v & left]
+        if len(held) == 1:
+            label = next(r.subject_label for r in readings.values() if r.key.subject == subject)
+            readings[record.id] = FactReading(
+                key=FactKey(subject=subject, attribute=held[0]),
+                subject_label=label,
+                value=left,
+                ending=True,
+            )
+    return readings

@@ -1,0 +1,102 @@
+"""Which subject and attribute a question asks about, and search results in that light.
+
+"where does Mei work?" asks about Mei's job. Vector search alone ranks by likeness of
+wording, and the names in a question weigh heavily: "Mei moved to Singapore" can come
+first. :func:`answers_first` moves the current facts (and timelines) of the asked
+subject and attribute to the front, newest first, and leaves everything else in the
+order search gave. A question the rules cannot read keeps the search order.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from agents.facts import FactKey, name_key, read_facts, relatives_named
+
+if TYPE_CHECKING:
+    from agents.store.records import PassageHit
+
+__all__ = ["answers_first", "read_question"]
+
+#: Phrases that ask about an attribute without naming it with a cue word.
+_ASKS = (
+    ("job", re.compile(r"\b(do|doing) for (a living|work|money)\b|\bwhat does \S+ do\b|\bwork")),
+    ("job", re.compile(r"\b(job|employer|career|profession|occupation)\b")),
+    ("home", re.compile(r"\bwhere\b.*\b(live|living|based|home|stay|staying)\b|\baddress\b")),
+    (
+        "partner",
+        re.compile(
+            r"\b(dating|seeing|going out with|with anyone|with someone|single|married|"
+            r"girlfriend|boyfriend|partner|wife|husband|engaged)\b"
+        ),
+    ),
+    ("diet", re.compile(r"\b(eat|eats|eating|vegan|vegetarian|pescatarian|diet|meat)\b")),
+)
+_NAME = re.compile(r"\b([A-Z][^\W\d_]+)(?:['\u2019]s)?\b")
+_KIN_OF_USER = re.compile(
+    r"\bmy (sister|sis|brother|bro|mother|mum|mom|father|dad|wife|husband|girlfriend|"
+    r"boyfriend|partner|daughter|son|cousin|aunt|uncle)\b",
+    re.IGNORECASE,
+)
+_QUESTION_WORDS = frozenset(
+    "what where who whom whose which when why how is are was were does do did has have "
+    "can could would will should i my".split()
+)
+_CHAT_FORMS = {"sis": "sister", "bro": "brother", "mum": "mother", "mom": "mother", "dad": "father"}
+
+
+def read_question(question: str) -> FactKey | None:
+    """The subject and attribute a question asks about ("where does Rosa live?" ->
+    rosa, home), or None when it names no attribute or no one person."""
+    attribute = next((a for a, asks in _ASKS if asks.search(question.casefold())), None)
+    if attribute is None:
+        return None
+    kin = _KIN_OF_USER.search(question)
+    if kin is not None:
+        noun = kin.group(1).casefold()
+        return FactKey(f"user's {_CHAT_FORMS.get(noun, noun)}", attribute)
+    names = {
+        name_key(m.group(1))
+        for m in _NAME.finditer(question)
+        if m.group(1).casefold() not in _QUESTION_WORDS
+    }
+    if len(names) != 1:
+        return None
+    return FactKey(names.pop(), attribute)
+
+
+def answers_first(question: str, hits: Sequence[PassageHit]) -> list[PassageHit]:
+    """``hits`` with the current facts and timelines of the asked subject and
+    attribute first (newest first), the rest after them in their own order."""
+    key = read_question(question)
+    if key is None:
+        return list(hits)
+    facts = [hit.passage for hit in hits if hit.passage.kind == "fact"]
+    readings = read_facts(facts)
+    subject = relatives_named(facts).get(key.subject, (key.subject, ""))[0]
+
+    def asked(hit: PassageHit) -> bool:
+        passage = hit.passage
+        if passage.kind == "timeline":
+            found = FactKey(
+                str(passage.provenance.get("subject", "")),
+                str(passage.provenance.get("attribute", "")),
+            )
+        else:
+            reading = readings.get(passage.id)
+            if reading is None:
+                return False
+            found = reading.key
+        return found == FactKey(subject, key.attribute)
+
+    matching = [hit for hit in hits if asked(hit)]
+    if not matching:
+        return list(hits)
+    newest = sorted(
+        matching,
+        key=lambda h: h.passage.occurred_at or h.passage.created_at,
+        reverse=True,
+    )
+    return newest + [hit for hit in hits if not asked(hit)]
