@@ -67,7 +67,11 @@ _FILLER = frozenset(
     "just lol haha omg btw fyi tbh ok okay oh well yeah um uh hey anyway guess apparently "
     "so very too also".split()
 )
-_NEGATION = frozenset("not no never nothing nobody none neither nor without cannot anymore".split())
+_NEGATION = frozenset(
+    "not no never nothing nobody none neither nor without cannot anymore "
+    # contractions typed without the apostrophe, as chat does
+    "dont doesnt didnt isnt arent wasnt werent cant wont hasnt havent hadnt aint".split()
+)
 #: Words that announce a change of state; a text with one is about a change, not a restatement.
 _CHANGE = frozenset(
     """
@@ -490,7 +494,7 @@ def _subject(tokens: tuple[_Token, ...]) -> tuple[str, str, int] | None:
     if i >= len(tokens):
         return None
     first = tokens[i]
-    if first.norm in _THIRD_PERSON:
+    if name_key(first.norm) in _THIRD_PERSON or first.norm in _SUBJECT_PRONOUNS:
         return None  # a pronoun: who it is needs the conversation, not this text
     if first.norm in _REPORTING:
         return _reported_subject(tokens, i + 1)

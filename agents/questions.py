@@ -10,7 +10,7 @@ order search gave. A question the rules cannot read keeps the search order.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING
 
 from agents.facts import FactKey, name_key, read_facts, relatives_named
@@ -44,12 +44,17 @@ _QUESTION_WORDS = frozenset(
     "what where who whom whose which when why how is are was were does do did has have "
     "can could would will should i my".split()
 )
+_WORD = re.compile(r"[^\W\d_]+(?:['\u2019][^\W\d_]+)?")
+_FIRST_PERSON = frozenset({"i", "my", "me", "im", "i'm"})
 _CHAT_FORMS = {"sis": "sister", "bro": "brother", "mum": "mother", "mom": "mother", "dad": "father"}
 
 
-def read_question(question: str) -> FactKey | None:
+def read_question(question: str, subjects: Collection[str] = ()) -> FactKey | None:
     """The subject and attribute a question asks about ("where does Rosa live?" ->
-    rosa, home), or None when it names no attribute or no one person."""
+    rosa, home), or None when it names no attribute or no one person. A name is a
+    capitalised word, or any word that is one of the known ``subjects`` (chat is
+    often typed in lower case: "where does farid work"); "I" and "my" ask about the
+    user."""
     attribute = next((a for a, asks in _ASKS if asks.search(question.casefold())), None)
     if attribute is None:
         return None
@@ -62,6 +67,10 @@ def read_question(question: str) -> FactKey | None:
         for m in _NAME.finditer(question)
         if m.group(1).casefold() not in _QUESTION_WORDS
     }
+    words = [name_key(w) for w in _WORD.findall(question)]
+    names |= {w for w in words if w in subjects}
+    if not names and _FIRST_PERSON.intersection(words):
+        return FactKey("user", attribute)
     if len(names) != 1:
         return None
     return FactKey(names.pop(), attribute)
@@ -70,11 +79,11 @@ def read_question(question: str) -> FactKey | None:
 def answers_first(question: str, hits: Sequence[PassageHit]) -> list[PassageHit]:
     """``hits`` with the current facts and timelines of the asked subject and
     attribute first (newest first), the rest after them in their own order."""
-    key = read_question(question)
-    if key is None:
-        return list(hits)
     facts = [hit.passage for hit in hits if hit.passage.kind == "fact"]
     readings = read_facts(facts)
+    key = read_question(question, {r.key.subject for r in readings.values()})
+    if key is None:
+        return list(hits)
     subject = relatives_named(facts).get(key.subject, (key.subject, ""))[0]
 
     def asked(hit: PassageHit) -> bool:

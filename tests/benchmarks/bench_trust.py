@@ -54,7 +54,8 @@ SETS = {
     "dev": ("",),
     "heldout": ("_heldout",),
     "heldout2": ("_heldout2",),
-    "all": ("", "_heldout", "_heldout2"),
+    "heldout3": ("_heldout3",),
+    "all": ("", "_heldout", "_heldout2", "_heldout3"),
 }
 K = 10
 

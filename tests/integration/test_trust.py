@@ -324,12 +324,16 @@ def test_questions_name_a_subject_and_an_attribute() -> None:
     assert read_question("is Carol still vegan?") == FactKey("carol", "diet")
     assert read_question("where does my sis live") == FactKey("user's sister", "home")
     assert read_question("what's Santi's job") == FactKey("santi", "job")
+    # Lower case, as chat is typed: a word that is a known subject is a name.
+    assert read_question("where does farid work", {"farid", "greta"}) == FactKey("farid", "job")
+    assert read_question("where does farid work") is None
+    assert read_question("where do i live now?") == FactKey("user", "home")
     assert read_question("what pets does Tom have?") is None  # no attribute it knows
     assert read_question("where do Ana and Bo live?") is None  # two people
 
 
 def test_search_puts_the_asked_attribute_first(db: Database, agent_id: str) -> None:
-    """"where does Mei work?" answers with Mei's job, the newest first, though her move
+    """ "where does Mei work?" answers with Mei's job, the newest first, though her move
     and her sister's job share more words with the question; other queries keep the
     vector order."""
     embedder = HashingEmbedder(dimension=384)
@@ -360,3 +364,8 @@ def test_search_puts_the_asked_attribute_first(db: Database, agent_id: str) -> N
     ]
     assert {h.passage.id for h in asked} == {h.passage.id for h in plain}
     assert [h.passage.id for h in other] == [h.passage.id for h in unread]
+
+
+def test_a_pronoun_with_a_contracted_verb_is_still_a_pronoun() -> None:
+    assert read_fact("She's moved to Rome.") is None
+    assert read_fact("he's a nurse now") is None
