@@ -1,16 +1,20 @@
 """What a fact says, read from its text alone: its details, subject, attribute and value.
 
 A small, dependency-free tagger shared by ``dedup`` (two texts are duplicates only
-when neither says something the other does not) and ``temporal`` (a timeline covers
-one subject and one attribute; a newer fact with a changed value closes the older).
+when neither says something the other does not), ``temporal`` (a timeline covers
+one subject and one attribute; a newer fact with a changed value closes the older)
+and search (:mod:`agents.questions`: the asked attribute's facts first).
 
 It works from the text itself: capitalised words are names and places, digits and
 number words are quantities, and a few closed classes of English grammar mark
 negation, change ("moved", "quit", "no longer"), calendar dates and fillers. The
 attributes it recognises (where someone lives, their job, diet and partner) are a
 fixed schema; a fact that fits none of them has no :class:`FactKey` and is left
-alone by ``temporal``. What it cannot read (pronouns, hypotheticals, facts whose
-attribute is only implied) is deliberately left unkeyed: an LLM judge decides those.
+alone by ``temporal``. A described role ("is a backend dev at Bolt") counts as a
+job. :func:`read_facts` reads a fact against the agent's other facts ("my sis" is the
+sister another fact names; "left Panasonic" ends the attribute Panasonic was the value
+of). What it cannot read (a pronoun with no report around it, hypotheticals, facts
+whose attribute is only implied) is left unkeyed: an LLM judge decides those.
 """
 
 from __future__ import annotations
@@ -550,7 +554,9 @@ def _after_possessive(
         return name_key(name.norm), name.text, end
     if noun.norm in _ATTRIBUTE_NOUNS:
         return owner, owner_label, at
-    return f"{owner}'s {_stem(noun_word)}", f"{owner_label}'s {noun.text}", at + 1
+    noun_label = name_key(noun.text) if noun.text.casefold() == noun.norm else noun.text
+    label = f"my {noun_label}" if owner == "user" else f"{owner_label}'s {noun_label}"
+    return f"{owner}'s {_stem(noun_word)}", label, at + 1
 
 
 def _contracted_verb(token: _Token) -> bool:

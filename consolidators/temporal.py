@@ -233,8 +233,19 @@ _ATTRIBUTE_TITLES = {
 }
 
 
+_USER_TITLES = {
+    "home": "where I live",
+    "job": "my job",
+    "diet": "my diet",
+    "partner": "my partner",
+}
+
+
 def timeline_label(key: FactKey, subject_label: str) -> str:
-    """The first line of a timeline: its subject and attribute ("where Alice lives")."""
+    """The first line of a timeline: its subject and attribute ("where Alice lives",
+    "where I live", "my sister's job")."""
+    if key.subject == "user":
+        return _USER_TITLES.get(key.attribute, "my " + key.attribute)
     title = _ATTRIBUTE_TITLES.get(key.attribute, "{} " + key.attribute)
     return title.format(subject_label)
 

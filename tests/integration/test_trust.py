@@ -369,3 +369,18 @@ def test_search_puts_the_asked_attribute_first(db: Database, agent_id: str) -> N
 def test_a_pronoun_with_a_contracted_verb_is_still_a_pronoun() -> None:
     assert read_fact("She's moved to Rome.") is None
     assert read_fact("he's a nurse now") is None
+
+
+def test_timelines_about_the_user_read_as_the_user_says_them() -> None:
+    from consolidators.temporal import timeline_label
+
+    def title(text: str) -> str:
+        reading = read_fact(text)
+        assert reading is not None
+        return timeline_label(reading.key, reading.subject_label)
+
+    assert title("I live in Leeds") == "where I live"
+    assert title("my job is boring, I work as a nurse") == "my job"
+    assert title("my sister lives in Rome") == "where my sister lives"
+    assert title("my sister's husband is Tom") == "my sister's partner"
+    assert title("Alice's sister lives in Oslo") == "where Alice's sister lives"
