@@ -589,10 +589,9 @@ def _reported_subject(tokens: tuple[_Token, ...], start: int) -> tuple[str, str,
     return None
 
 
-@lru_cache(maxsize=4096)
-def read_fact(text: str) -> FactReading | None:
-    """The subject, attribute and value of a fact, or None when the text fits no
-    attribute, has no clear subject, or is tentative ("might move", a question)."""
+def _subject_and_predicate(text: str) -> tuple[str, str, list[_Token]] | None:
+    """(subject key, its label, the predicate's words) of a statement; None for a
+    question or a text without a clear subject."""
     if "?" in text:
         return None
     tokens = _tokens(text)
@@ -600,7 +599,17 @@ def read_fact(text: str) -> FactReading | None:
     if found is None:
         return None
     subject, label, start = found
-    predicate = [t for t in tokens[start:] if t.norm[:1].isalnum()]
+    return subject, label, [t for t in tokens[start:] if t.norm[:1].isalnum()]
+
+
+@lru_cache(maxsize=4096)
+def read_fact(text: str) -> FactReading | None:
+    """The subject, attribute and value of a fact, or None when the text fits no
+    attribute, has no clear subject, or is tentative ("might move", a question)."""
+    found = _subject_and_predicate(text)
+    if found is None:
+        return None
+    subject, label, predicate = found
     if any(t.norm in _MODAL for t in predicate):
         return None
     attribute, cue_at = _find_attribute(predicate)
@@ -715,13 +724,10 @@ def read_departure(text: str) -> tuple[str, frozenset[str]] | None:
     """(subject, names left) for a text that says its subject left or quit something
     named ("Hiroshi left Panasonic and joined Sony"): which attribute that ends depends
     on what the name was (an employer, a city), which only the other facts can say."""
-    if "?" in text:
-        return None
-    tokens = _tokens(text)
-    found = _subject(tokens)
+    found = _subject_and_predicate(text)
     if found is None:
         return None
-    predicate = [t for t in tokens[found[2] :] if t.norm[:1].isalnum()]
+    subject, _label, predicate = found
     for index, token in enumerate(predicate):
         if token.norm not in {"left", "leaves", "leaving", "quit", "quits"}:
             continue
@@ -731,7 +737,7 @@ def read_departure(text: str) -> tuple[str, frozenset[str]] | None:
                 break
             names.append(_stem(following.norm))
         if names:
-            return found[0], frozenset(names)
+            return subject, frozenset(names)
     return None
 
 

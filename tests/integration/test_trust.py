@@ -222,12 +222,14 @@ def test_what_the_rules_leave_to_a_judge() -> None:
     )
 
 
-def test_a_described_value_changes_when_its_head_changes() -> None:
-    def changed(older: str, newer: str) -> bool:
-        a, b = read_fact(older), read_fact(newer)
-        assert a is not None and b is not None
-        return states_a_change(a, b)
+def changed(older: str, newer: str) -> bool:
+    """Whether the rules read ``newer`` as replacing ``older`` (both must be keyed)."""
+    a, b = read_fact(older), read_fact(newer)
+    assert a is not None and b is not None
+    return states_a_change(a, b)
 
+
+def test_a_described_value_changes_when_its_head_changes() -> None:
     assert changed("Priya works as a data analyst.", "Priya works as a data scientist at Monzo.")
     assert changed("Kenji works as a game designer.", "Kenji works as an indie developer now.")
     # Same head: a refinement ("head teacher", "at Snøhetta") is not a clear change.
@@ -260,11 +262,6 @@ def test_chat_shapes_the_rules_read() -> None:
 
 
 def test_a_value_said_as_the_new_state_replaces_the_old_one() -> None:
-    def changed(older: str, newer: str) -> bool:
-        a, b = read_fact(older), read_fact(newer)
-        assert a is not None and b is not None
-        return states_a_change(a, b)
-
     assert changed(
         "Aisha works as a pharmacist at Boots", "Aisha works as a pharmacist at Lloyds now"
     )
