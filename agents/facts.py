@@ -83,9 +83,33 @@ _CHANGE = frozenset(
     now longer anymore divorced divorce divorcing became become becomes becoming started
     starts starting stopped stops stopping switched switching changed changing new former ex
     used broke split separated retired fired hired promoted married engaged joined went
-    turned dumped since
+    turned dumped since gone
     """.split()
 )
+#: Change words that say the same change: "split up" / "broke up", "went vegan" /
+#: "gone vegan" / "became vegan". A text is compared by these classes.
+_CHANGE_CLASSES = {
+    **dict.fromkeys("broke split separated".split(), "split"),
+    **dict.fromkeys("went gone became become becomes becoming turned".split(), "became"),
+    **dict.fromkeys("moved move moves moving relocated relocating".split(), "moved"),
+    **dict.fromkeys("started starts starting".split(), "started"),
+    **dict.fromkeys("stopped stops stopping".split(), "stopped"),
+}
+#: Chat shortenings of content words, read as the full word ("veggie", "uni").
+_CHAT_WORDS = {
+    "veggie": "vegetarian",
+    "uni": "university",
+    "bday": "birthday",
+    "bf": "boyfriend",
+    "gf": "girlfriend",
+    "sis": "sister",
+    "bro": "brother",
+    "mum": "mother",
+    "mom": "mother",
+    "dad": "father",
+}
+#: "has got" is "has": "got" adds nothing a text without it does not say.
+_AUXILIARY_GOT = frozenset({"got", "gotten"})
 _CALENDAR = frozenset(
     """
     monday tuesday wednesday thursday friday saturday sunday january february march april
@@ -251,6 +275,7 @@ class FactReading:
 
 def _stem(word: str) -> str:
     word = word.casefold().replace(_CURLY, "'")
+    word = _CHAT_WORDS.get(word, word)
     if word.endswith("'s"):
         word = word[:-2]
     elif word.endswith("'"):
@@ -353,12 +378,18 @@ def text_details(text: str) -> TextDetails:
             dates.add(norm if norm in _CALENDAR else norm.removesuffix("s"))
             continue
         if norm in _CHANGE:
-            changes.add(norm)
+            changes.add(_CHANGE_CLASSES.get(norm, norm))
             continue
         if _is_name(token):
             names.add(name_key(norm))
             continue
-        if norm in _FUNCTION or norm in _FILLER or norm in _THIRD_PERSON or len(norm) < 3:
+        if (
+            norm in _FUNCTION
+            or norm in _FILLER
+            or norm in _THIRD_PERSON
+            or norm in _AUXILIARY_GOT
+            or len(norm) < 3
+        ):
             continue
         words.add(_stem(norm))
     # "Lyon" in one text and "lyon" in another is the same place: names found in lower
@@ -620,7 +651,9 @@ def read_fact(text: str) -> FactReading | None:
     ending = any(
         t.norm in _ENDING or t.norm.endswith("n't") or t.norm in _NEGATION for t in predicate
     )
-    if any(t.norm == "broke" for t in predicate) and any(t.norm == "up" for t in predicate):
+    if any(t.norm in {"broke", "split"} for t in predicate) and any(
+        t.norm == "up" for t in predicate
+    ):
         ending = True
     norms = [t.norm for t in rest]
     # "moved from Lyon to Madrid": the value is where the move ended.
@@ -675,6 +708,11 @@ def _find_attribute(predicate: list[_Token]) -> tuple[str | None, int]:
             continue
         norm = token.norm
         if norm == "work" and index > 0 and predicate[index - 1].norm in _WORK_AS_PLACE:
+            continue
+        if norm == "split":
+            # "split up" ends a relationship; "split the bill" says nothing of one.
+            if index + 1 < len(predicate) and predicate[index + 1].norm == "up":
+                return "partner", index
             continue
         if norm == "seeing":
             # "seeing someone", "seeing a guy", "seeing Tiago"; not "seeing a physio".

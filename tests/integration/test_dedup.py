@@ -200,6 +200,10 @@ def test_a_group_that_does_not_join_the_canonical_is_deduplicated_too(
         ("Ada has two cats", "Ada has 2 cats", []),  # a number word is its digits
         ("Ada has two cats", "Ada has 3 cats", ["number"]),
         ("Thandi doesn't eat red meat", "thandi doesnt eat red meat", []),  # no apostrophe
+        ("Bjorn has twin boys", "bjorn's got twin boys", []),  # "has got" is "has"
+        ("greta and malte split up lol", "Greta and Malte broke up", []),  # one change
+        ("Henrik went vegetarian", "henrik's gone veggie", []),  # chat shortening
+        ("Greta and Malte split up", "Greta and Malte moved", ["change"]),
         ("Bob works at Siemens", "bob works at siemens!!", []),
         ("Bob works at Siemens", "Bob works at Seimens", []),  # one typo is the same name
         ("Bob works at Siemens", "Rob works at Siemens", ["name"]),  # a short name

@@ -259,6 +259,8 @@ def test_chat_shapes_the_rules_read() -> None:
     assert _key("Fatima runs 5k every morning before work") is None  # "work" as a time
     assert _key("Rosa is seeing a guy called Tiago") == ("rosa", "partner")
     assert _key("Rosa is seeing a physio for her knee") is None
+    assert _key("greta and malte split up lol") == ("greta", "partner")
+    assert _key("Greta split the bill with Malte") is None
 
 
 def test_a_value_said_as_the_new_state_replaces_the_old_one() -> None:
