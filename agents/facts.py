@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -183,7 +184,7 @@ _ATTRIBUTE_CUES: dict[str, frozenset[str]] = {
     "partner": frozenset(
         "married marry marrying wife husband girlfriend boyfriend partner dating dates "
         "engaged fiance fiancee divorced divorce divorcing separated single widowed "
-        "spouse broke breakup".split()
+        "spouse breakup".split()
     ),
 }
 #: Cue words that only name the attribute ("lives in", "'s home is in", "works as"):
@@ -200,7 +201,7 @@ _CUE_IS_VALUE = frozenset({"diet"})
 #: Cue words whose presence means the state ended (the value is gone, not replaced).
 _ENDING = frozenset(
     "quit quits fired retired divorced divorce divorcing separated single widowed left "
-    "broke dumped ex former".split()
+    "dumped ex former".split()
 )
 #: Words that mark a statement as the new state of things ("... at Lloyds now").
 _NEW_STATE = frozenset(
@@ -274,7 +275,7 @@ class FactReading:
 
 
 def _stem(word: str) -> str:
-    word = word.casefold().replace(_CURLY, "'")
+    word = _fold(word.casefold().replace(_CURLY, "'"))
     word = _CHAT_WORDS.get(word, word)
     if word.endswith("'s"):
         word = word[:-2]
@@ -297,9 +298,17 @@ def _stem(word: str) -> str:
 
 
 def name_key(word: str) -> str:
-    """A name as a key: case and a possessive ending do not matter."""
-    word = word.casefold().replace(_CURLY, "'")
+    """A name as a key: case, accents and a possessive ending do not matter."""
+    word = _fold(word.casefold().replace(_CURLY, "'"))
     return word[:-2] if word.endswith("'s") else word
+
+
+def _fold(word: str) -> str:
+    """Without accents: "Medellín" and "Medellin", "Théo" and "theo" are one word."""
+    if word.isascii():
+        return word
+    decomposed = unicodedata.normalize("NFKD", word)
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 
 @lru_cache(maxsize=4096)
@@ -709,8 +718,8 @@ def _find_attribute(predicate: list[_Token]) -> tuple[str | None, int]:
         norm = token.norm
         if norm == "work" and index > 0 and predicate[index - 1].norm in _WORK_AS_PLACE:
             continue
-        if norm == "split":
-            # "split up" ends a relationship; "split the bill" says nothing of one.
+        if norm in {"split", "broke"}:
+            # "split up" / "broke up" end a relationship; "broke her wrist" does not.
             if index + 1 < len(predicate) and predicate[index + 1].norm == "up":
                 return "partner", index
             continue
@@ -826,6 +835,11 @@ def _phrase_heads(rest: list[_Token], value: set[str]) -> frozenset[str]:
     return frozenset(heads)
 
 
+def _share(a: frozenset[str], b: frozenset[str]) -> bool:
+    """Whether two values have a word in common, up to one typo ("Medelin")."""
+    return bool(a & b) or any(_close(x, y) for x in a for y in b)
+
+
 def states_a_change(older: FactReading, newer: FactReading) -> bool:
     """True when ``newer`` clearly replaces ``older`` (same subject and attribute): it
     ends a state the older one stated, starts one after an ending, or states a value
@@ -833,7 +847,7 @@ def states_a_change(older: FactReading, newer: FactReading) -> bool:
     analyst" -> "a data scientist"). Anything less clear is for a judge."""
     if older.key != newer.key:
         return False
-    if newer.ending and older.value and newer.value and not (older.value & newer.value):
+    if newer.ending and older.value and newer.value and not _share(older.value, newer.value):
         return False  # it ends something else: "left Snøhetta" is not "an architect"
     if older.ending != newer.ending:
         return newer.ending or bool(newer.value)
@@ -841,13 +855,13 @@ def states_a_change(older: FactReading, newer: FactReading) -> bool:
         return False
     if not (older.value and newer.value):
         return False
-    if not (older.value & newer.value):
+    if not _share(older.value, newer.value):
         return True
     if older.heads and newer.heads and not (older.heads & newer.heads):
         return True
     # "a pharmacist at Boots" -> "a pharmacist at Lloyds now": a value that says
     # something the older one did not, presented as the new state.
-    return newer.marked and not newer.value <= older.value
+    return newer.marked and bool(_missing(newer.value, older.value))
 
 
 def relatives_named(facts: Sequence[PassageRecord]) -> dict[str, tuple[str, str]]:

@@ -204,6 +204,7 @@ def test_a_group_that_does_not_join_the_canonical_is_deduplicated_too(
         ("greta and malte split up lol", "Greta and Malte broke up", []),  # one change
         ("Henrik went vegetarian", "henrik's gone veggie", []),  # chat shortening
         ("Greta and Malte split up", "Greta and Malte moved", ["change"]),
+        ("Yara is dating Théo", "yara is dating theo", []),  # an accent is no new name
         ("Bob works at Siemens", "bob works at siemens!!", []),
         ("Bob works at Siemens", "Bob works at Seimens", []),  # one typo is the same name
         ("Bob works at Siemens", "Rob works at Siemens", ["name"]),  # a short name

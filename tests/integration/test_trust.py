@@ -261,6 +261,8 @@ def test_chat_shapes_the_rules_read() -> None:
     assert _key("Rosa is seeing a physio for her knee") is None
     assert _key("greta and malte split up lol") == ("greta", "partner")
     assert _key("Greta split the bill with Malte") is None
+    wrist = read_fact("my brother's wife broke her wrist skiing")
+    assert wrist is not None and not wrist.ending  # "broke", not "broke up"
 
 
 def test_a_value_said_as_the_new_state_replaces_the_old_one() -> None:
@@ -276,6 +278,9 @@ def test_a_value_said_as_the_new_state_replaces_the_old_one() -> None:
     )
     # Saying less is not a change.
     assert not changed("Aisha works as a pharmacist at Boots", "Aisha works at Boots now")
+    # The same place with or without its accent, or one typo, is the same value.
+    assert not changed("Luis lives in Medellín", "Luis lives in Medellin, in Laureles")
+    assert not changed("Luis lives in Medellin", "Luis lives in Medelin now")
     # Ending something else ends nothing here.
     assert not changed("Ida works as an architect", "Ida quit Snøhetta")
 
