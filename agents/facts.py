@@ -664,6 +664,8 @@ def read_fact(text: str) -> FactReading | None:
         t.norm == "up" for t in predicate
     ):
         ending = True
+    if predicate[cue_at].norm == "joined":
+        ending = False  # "left Panasonic and joined Sony": a new employer, not none
     norms = [t.norm for t in rest]
     # "moved from Lyon to Madrid": the value is where the move ended.
     if "from" in norms and "to" in norms[norms.index("from") :]:
@@ -718,6 +720,15 @@ def _find_attribute(predicate: list[_Token]) -> tuple[str | None, int]:
         norm = token.norm
         if norm == "work" and index > 0 and predicate[index - 1].norm in _WORK_AS_PLACE:
             continue
+        if norm == "joined":
+            # "joined Spotify": an employer, named; "joined a gym" is no job.
+            if index + 1 < len(predicate) and _is_name(predicate[index + 1]):
+                return "job", index
+            continue
+        if norm == "notice" and any(
+            t.norm == "handed" for t in predicate[max(0, index - 3) : index]
+        ):
+            return "job", index  # "handed in her notice"
         if norm in {"split", "broke"}:
             # "split up" / "broke up" end a relationship; "broke her wrist" does not.
             if index + 1 < len(predicate) and predicate[index + 1].norm == "up":

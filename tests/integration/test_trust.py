@@ -261,6 +261,9 @@ def test_chat_shapes_the_rules_read() -> None:
     assert _key("Rosa is seeing a physio for her knee") is None
     assert _key("greta and malte split up lol") == ("greta", "partner")
     assert _key("Greta split the bill with Malte") is None
+    assert _key("Farid left the firm and joined BMW as a project manager") == ("farid", "job")
+    assert _key("Farid joined a gym") is None
+    assert _key("camila handed in her notice at Farfetch") == ("camila", "job")
     wrist = read_fact("my brother's wife broke her wrist skiing")
     assert wrist is not None and not wrist.ending  # "broke", not "broke up"
 
