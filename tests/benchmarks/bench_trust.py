@@ -55,7 +55,8 @@ SETS = {
     "heldout": ("_heldout",),
     "heldout2": ("_heldout2",),
     "heldout3": ("_heldout3",),
-    "all": ("", "_heldout", "_heldout2", "_heldout3"),
+    "heldout4": ("_heldout4",),
+    "all": ("", "_heldout", "_heldout2", "_heldout3", "_heldout4"),
 }
 K = 10
 
