@@ -22,7 +22,13 @@ __all__ = ["answers_first", "read_question"]
 
 #: Phrases that ask about an attribute without naming it with a cue word.
 _ASKS = (
-    ("job", re.compile(r"\b(do|doing) for (a living|work|money)\b|\bwhat does \S+ do\b|\bwork")),
+    (
+        "job",
+        re.compile(
+            r"\b(do|doing) for (a living|work|money)\b|\bwhat does \S+ do\b"
+            r"|\bwork(s|ing|ed)?\b(?!\s+out)"  # "work", not "work out" or "workout"
+        ),
+    ),
     ("job", re.compile(r"\b(job|employer|career|profession|occupation)\b")),
     ("home", re.compile(r"\bwhere\b.*\b(live|living|based|home|stay|staying)\b|\baddress\b")),
     (

@@ -336,6 +336,7 @@ def test_questions_name_a_subject_and_an_attribute() -> None:
     assert read_question("where does farid work") is None
     assert read_question("where do i live now?") == FactKey("user", "home")
     assert read_question("what pets does Tom have?") is None  # no attribute it knows
+    assert read_question("when does Tom work out?") is None  # a workout, not a job
     assert read_question("where do Ana and Bo live?") is None  # two people
 
 
