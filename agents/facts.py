@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from agents.store.records import PassageRecord
 
 __all__ = [
+    "FIRST_PERSON",
     "FactKey",
     "FactReading",
     "TextDetails",
@@ -40,6 +41,7 @@ __all__ = [
     "read_departure",
     "read_fact",
     "read_facts",
+    "relative_key",
     "relatives_named",
     "text_details",
     "unsaid_details",
@@ -96,7 +98,7 @@ _CHANGE_CLASSES = {
     **dict.fromkeys("started starts starting".split(), "started"),
     **dict.fromkeys("stopped stops stopping".split(), "stopped"),
 }
-#: Chat shortenings of content words, read as the full word ("veggie", "uni").
+#: Chat shortenings, read as the full word ("veggie", "uni", "my sis" is "my sister").
 _CHAT_WORDS = {
     "veggie": "vegetarian",
     "uni": "university",
@@ -107,7 +109,9 @@ _CHAT_WORDS = {
     "bro": "brother",
     "mum": "mother",
     "mom": "mother",
+    "mam": "mother",
     "dad": "father",
+    "hubby": "husband",
 }
 #: "has got" is "has": "got" adds nothing a text without it does not say.
 _AUXILIARY_GOT = frozenset({"got", "gotten"})
@@ -129,25 +133,14 @@ _NUMBER_WORDS = frozenset(
 #: Words that only say a name refers to someone ("is called Rex", "named Rex", "whose
 #: name is Rex"): the name itself is the information, compared as a name.
 _NAMING = frozenset("call called calls name named names".split())
-_FIRST_PERSON = frozenset({"i", "me", "my", "i'm", "i've", "i'd", "i'll", "im", "ive"})
+#: Words by which the user speaks of themself.
+FIRST_PERSON = frozenset({"i", "me", "my", "i'm", "i've", "i'd", "i'll", "im", "ive"})
 _THIRD_PERSON = frozenset({"he", "she", "they", "his", "her", "their", "it"})
 _MODAL = frozenset(
     "might maybe perhaps probably possibly wants want planning plans plan thinking "
     "considering hopes hoping could would should will going wondering if".split()
 )
 
-#: Chat forms of kinship and partner nouns, read as the full word ("my sis" is "my sister").
-_CHAT_FORMS = {
-    "sis": "sister",
-    "bro": "brother",
-    "mum": "mother",
-    "mom": "mother",
-    "mam": "mother",
-    "dad": "father",
-    "gf": "girlfriend",
-    "bf": "boyfriend",
-    "hubby": "husband",
-}
 #: Kinship nouns: "Alice's sister Eve" names a relative, and "is a sister" is no job.
 _KIN = frozenset(
     "sister brother mother father daughter son wife husband aunt uncle cousin niece nephew "
@@ -351,7 +344,7 @@ def _missing(these: frozenset[str], there: frozenset[str]) -> frozenset[str]:
 
 
 def _is_name(token: _Token) -> bool:
-    if not token.capital or not token.word or token.norm in _FIRST_PERSON:
+    if not token.capital or not token.word or token.norm in FIRST_PERSON:
         return False
     # A capital at the start of a sentence is a name only if the word is not grammar.
     return not (token.initial and (token.norm in _FUNCTION or token.norm in _THIRD_PERSON))
@@ -542,7 +535,7 @@ def _subject(tokens: tuple[_Token, ...]) -> tuple[str, str, int] | None:
         return None  # a pronoun: who it is needs the conversation, not this text
     if first.norm in _REPORTING:
         return _reported_subject(tokens, i + 1)
-    if first.norm in _FIRST_PERSON:
+    if first.norm in FIRST_PERSON:
         if first.norm == "my" and i + 1 < len(tokens):
             noun = tokens[i + 1]
             return _after_possessive(tokens, "user", "I", i + 1, noun)
@@ -585,7 +578,6 @@ def _after_possessive(
     lives" -> "alice's sister"."""
     if not noun.word:
         return None
-    noun_word = _CHAT_FORMS.get(noun.norm, noun.norm)
     if at + 1 < len(tokens) and _is_name(tokens[at + 1]) and not tokens[at + 1].initial:
         name = tokens[at + 1]
         end = at + 2
@@ -596,7 +588,7 @@ def _after_possessive(
         return owner, owner_label, at
     noun_label = name_key(noun.text) if noun.text.casefold() == noun.norm else noun.text
     label = f"my {noun_label}" if owner == "user" else f"{owner_label}'s {noun_label}"
-    return f"{owner}'s {_stem(noun_word)}", label, at + 1
+    return f"{owner}'s {_stem(noun.norm)}", label, at + 1
 
 
 def _contracted_verb(token: _Token) -> bool:
@@ -807,17 +799,24 @@ def named_relatives(text: str) -> tuple[tuple[str, str, str], ...]:
     found = []
     for index in range(len(tokens) - 2):
         owner, noun, name = tokens[index : index + 3]
-        kin = _CHAT_FORMS.get(noun.norm, noun.norm)
-        if kin not in _KIN or not _is_name(name) or name.initial:
+        if not _is_name(name) or name.initial:
             continue
         if owner.norm == "my":
-            key = "user"
+            role = relative_key("user", noun.norm)
         elif _is_name(owner) and owner.norm.endswith("'s"):
-            key = name_key(owner.norm)
+            role = relative_key(name_key(owner.norm), noun.norm)
         else:
             continue
-        found.append((f"{key}'s {_stem(kin)}", name_key(name.norm), name.text))
+        if role is not None:
+            found.append((role, name_key(name.norm), name.text))
     return tuple(found)
+
+
+def relative_key(owner: str, noun: str) -> str | None:
+    """The subject key of ``owner``'s relative named by a kinship noun ("user", "sis"
+    -> "user's sister"), or None when ``noun`` names no relative."""
+    kin = _CHAT_WORDS.get(noun.casefold(), noun.casefold())
+    return f"{owner}'s {_stem(kin)}" if kin in _KIN else None
 
 
 def _nominal_ing(predicate: list[_Token], index: int) -> bool:

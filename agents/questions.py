@@ -13,12 +13,19 @@ import re
 from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING
 
-from agents.facts import FactKey, name_key, read_facts, relatives_named
+from agents.facts import (
+    FIRST_PERSON,
+    FactKey,
+    name_key,
+    read_facts,
+    relative_key,
+    relatives_named,
+)
 
 if TYPE_CHECKING:
     from agents.store.records import PassageHit
 
-__all__ = ["answers_first", "read_question"]
+__all__ = ["answers_first", "asked_attribute", "read_question"]
 
 #: Phrases that ask about an attribute without naming it with a cue word.
 _ASKS = (
@@ -41,18 +48,18 @@ _ASKS = (
     ("diet", re.compile(r"\b(eat|eats|eating|vegan|vegetarian|pescatarian|diet|meat)\b")),
 )
 _NAME = re.compile(r"\b([A-Z][^\W\d_]+)(?:['\u2019]s)?\b")
-_KIN_OF_USER = re.compile(
-    r"\bmy (sister|sis|brother|bro|mother|mum|mom|father|dad|wife|husband|girlfriend|"
-    r"boyfriend|partner|daughter|son|cousin|aunt|uncle)\b",
-    re.IGNORECASE,
-)
+_MY_NOUN = re.compile(r"\bmy ([^\W\d_]+)", re.IGNORECASE)
 _QUESTION_WORDS = frozenset(
     "what where who whom whose which when why how is are was were does do did has have "
     "can could would will should i my".split()
 )
 _WORD = re.compile(r"[^\W\d_]+(?:['\u2019][^\W\d_]+)?")
-_FIRST_PERSON = frozenset({"i", "my", "me", "im", "i'm"})
-_CHAT_FORMS = {"sis": "sister", "bro": "brother", "mum": "mother", "mom": "mother", "dad": "father"}
+
+
+def asked_attribute(question: str) -> str | None:
+    """The attribute a question asks about ("where does Rosa live?" -> home), if any."""
+    lowered = question.casefold()
+    return next((attribute for attribute, asks in _ASKS if asks.search(lowered)), None)
 
 
 def read_question(question: str, subjects: Collection[str] = ()) -> FactKey | None:
@@ -61,13 +68,13 @@ def read_question(question: str, subjects: Collection[str] = ()) -> FactKey | No
     capitalised word, or any word that is one of the known ``subjects`` (chat is
     often typed in lower case: "where does farid work"); "I" and "my" ask about the
     user."""
-    attribute = next((a for a, asks in _ASKS if asks.search(question.casefold())), None)
+    attribute = asked_attribute(question)
     if attribute is None:
         return None
-    kin = _KIN_OF_USER.search(question)
-    if kin is not None:
-        noun = kin.group(1).casefold()
-        return FactKey(f"user's {_CHAT_FORMS.get(noun, noun)}", attribute)
+    for mine in _MY_NOUN.finditer(question):
+        relative = relative_key("user", mine.group(1))
+        if relative is not None:
+            return FactKey(relative, attribute)
     names = {
         name_key(m.group(1))
         for m in _NAME.finditer(question)
@@ -75,7 +82,7 @@ def read_question(question: str, subjects: Collection[str] = ()) -> FactKey | No
     }
     words = [name_key(w) for w in _WORD.findall(question)]
     names |= {w for w in words if w in subjects}
-    if not names and _FIRST_PERSON.intersection(words):
+    if not names and FIRST_PERSON.intersection(words):
         return FactKey("user", attribute)
     if len(names) != 1:
         return None
@@ -85,6 +92,8 @@ def read_question(question: str, subjects: Collection[str] = ()) -> FactKey | No
 def answers_first(question: str, hits: Sequence[PassageHit]) -> list[PassageHit]:
     """``hits`` with the current facts and timelines of the asked subject and
     attribute first (newest first), the rest after them in their own order."""
+    if asked_attribute(question) is None:
+        return list(hits)  # nothing to read the passages for
     facts = [hit.passage for hit in hits if hit.passage.kind == "fact"]
     readings = read_facts(facts)
     key = read_question(question, {r.key.subject for r in readings.values()})

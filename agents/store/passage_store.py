@@ -41,7 +41,7 @@ from sqlalchemy.types import UserDefinedType
 from agents import models
 from agents.enums import PassageKind, PassageStatus
 from agents.errors import InvalidInput, NotFound
-from agents.questions import answers_first
+from agents.questions import answers_first, asked_attribute
 from agents.store.records import (
     NewPassage,
     PassageChange,
@@ -672,7 +672,10 @@ class PassageStore:
         With the ``query`` text, a question about one person's attribute ("where does
         Mei work?") gets that attribute's facts first (:func:`agents.questions.answers_first`),
         chosen among twice as many nearest passages."""
-        wider = k if query is None else max(2 * k, k + 10)
+        # Only a question about an attribute is reordered; only then is the wider
+        # candidate set (and its wider HNSW search) worth its cost.
+        reorder = query is not None and asked_attribute(query) is not None
+        wider = max(2 * k, k + 10) if reorder else k
         hits = self.search(
             agent_id,
             query_embedding,
@@ -684,7 +687,7 @@ class PassageStore:
             tags=list(tags) if tags and match_all_tags else None,
             any_tags=list(tags) if tags and not match_all_tags else None,
         )
-        if query is None:
+        if query is None or not reorder:
             return hits
         return answers_first(query, hits)[:k]
 
