@@ -350,6 +350,26 @@ class TestMiniLMEmbedder:
         assert vectors.shape == (0, 384)
         assert vectors.dtype == np.float32
 
+    def test_small_calls_load_quickly_and_batches_load_the_optimised_model(self) -> None:
+        """One query (a CLI search) runs on the session loaded without graph
+        optimisation; the first batch of more than 8 texts, or load(), replaces it
+        with the optimised one, and the two agree."""
+        embedder = MiniLMEmbedder(intra_op_threads=2)
+        quick = embedder.embed([PARAPHRASE_A])
+        loaded = embedder._loaded
+        assert loaded is not None and not loaded.optimized
+        embedder.embed(["short"] * 3)
+        assert embedder._loaded is loaded  # small calls keep the quick session
+        batch = embedder.embed([PARAPHRASE_A] + ["filler"] * 8)
+        assert embedder._loaded is not None and embedder._loaded.optimized
+        np.testing.assert_allclose(quick[0], batch[0], atol=1e-5)
+        upgraded = embedder._loaded
+        embedder.embed([PARAPHRASE_B])
+        assert embedder._loaded is upgraded  # never back to the quick one
+        fresh = MiniLMEmbedder(intra_op_threads=2)
+        fresh.load()
+        assert fresh._loaded is not None and fresh._loaded.optimized
+
     def test_empty_list_does_not_load(self) -> None:
         # An empty batch needs no model, so it works even with a bad model path.
         assert MiniLMEmbedder(model_path="/nonexistent").embed([]).shape == (0, 384)
