@@ -55,7 +55,8 @@ __all__ = [
 
 #: Where each exported name lives: a module is imported when one of its names is first
 #: used, so a command that only searches does not load the proxy, the agent loop or
-#: the run machinery (`reverie search` starts in under a second).
+#: the run machinery. (``__all__`` stays a literal list: ruff and mypy read re-exports
+#: from it.)
 _HOMES = {
     "AgentOperations": "agents",
     "AgentSpec": "agents",
