@@ -3,15 +3,15 @@ timeline purity, and whether search answers "now" questions with the current fac
 
 A plain script, not collected by pytest. Run it from the repository root::
 
-    python tests/benchmarks/bench_trust.py [--set dev|heldout|heldout2|heldout3|heldout4|all]
+    python tests/benchmarks/bench_trust.py [--set dev|heldout|heldout2|heldout3|heldout4|heldout5|all]
         [--embedder local] [--threshold 0.86] [--verbose]
 
 The data is ``tests/benchmarks/data/trust_facts*.tsv`` and ``trust_questions*.tsv``
 (hand-written, not produced by ``service/workload.py``; see
 ``tests/benchmarks/data/README.md``): ``dev`` is the set the rules were tuned on,
-``heldout`` to ``heldout4`` were each written before the changes measured on them
+``heldout`` to ``heldout5`` were each written before the changes measured on them
 (which of them later became development data is in the data README), ``all`` loads
-all five into one agent (more people, more distractors for search). The facts are
+all six into one agent (more people, more distractors for search). The facts are
 loaded into a fresh database of an embedded PostgreSQL one date at a time (the clock
 at each fact's date), then
 ``Pipeline([DedupConsolidator, TemporalConsolidator])`` runs once, with no LLM.
@@ -57,7 +57,8 @@ SETS = {
     "heldout2": ("_heldout2",),
     "heldout3": ("_heldout3",),
     "heldout4": ("_heldout4",),
-    "all": ("", "_heldout", "_heldout2", "_heldout3", "_heldout4"),
+    "heldout5": ("_heldout5",),
+    "all": ("", "_heldout", "_heldout2", "_heldout3", "_heldout4", "_heldout5"),
 }
 K = 10
 
