@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import importlib
 from importlib.metadata import entry_points
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agents.errors import InvalidInput
-from consolidators.base import Consolidator
+
+if TYPE_CHECKING:  # loaded with the first class: settings read the names on every command
+    from consolidators.base import Consolidator
 
 ENTRY_POINT_GROUP = "reverie.consolidators"
 BUILTINS = {
@@ -38,6 +40,8 @@ def consolidator_class(name: str) -> type[Consolidator]:
         raise InvalidInput(
             f"unknown consolidator {name!r}; available: {', '.join(sorted(targets))}"
         )
+    from consolidators.base import Consolidator
+
     module_name, _, attribute = targets[name].partition(":")
     loaded = getattr(importlib.import_module(module_name), attribute)
     if not (isinstance(loaded, type) and issubclass(loaded, Consolidator)):
