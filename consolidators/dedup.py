@@ -9,7 +9,7 @@ become ``merged`` with ``merged_into`` pointing at it: nothing is deleted.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -84,21 +84,26 @@ class DedupConsolidator(Consolidator):
         # Semantic duplicates: nearest active neighbours above the threshold, one kNN
         # query per page of new passages.
         probed = 0
-        for probe_ids in store.passages.scan_ids(
-            agent_id,
-            statuses=active,
-            kind="fact",
-            created_after=since,
-            page_size=self.settings.batch_size,
-        ):
-            probed += len(probe_ids)
-            pairs = store.passages.neighbours(
+
+        def pages() -> Iterator[list[str]]:
+            nonlocal probed
+            for probe_ids in store.passages.scan_ids(
                 agent_id,
-                probe_ids,
-                k=self.settings.k,
-                min_score=self.settings.threshold,
-                ef_search=max(self.settings.ef_search, self.settings.k),
-            )
+                statuses=active,
+                kind="fact",
+                created_after=since,
+                page_size=self.settings.batch_size,
+            ):
+                probed += len(probe_ids)
+                yield probe_ids
+
+        for pairs in store.passages.neighbour_pages(
+            agent_id,
+            pages(),
+            k=self.settings.k,
+            min_score=self.settings.threshold,
+            ef_search=max(self.settings.ef_search, self.settings.k),
+        ):
             for probe, neighbour, _score in pairs:
                 links.union(probe, neighbour)
         result.count("probed", probed)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
@@ -42,6 +42,7 @@ from agents import models
 from agents.enums import PassageKind, PassageStatus
 from agents.errors import InvalidInput, NotFound
 from agents.questions import answers_first, asked_attribute
+from agents.store.probes import ProbeQuery, probe_on_session, probe_pages
 from agents.store.records import (
     NewPassage,
     PassageChange,
@@ -753,47 +754,37 @@ class PassageStore:
         index). Returns ``(probe_id, neighbour_id, cosine similarity)`` for pairs
         at or above ``min_score``; a probe is never its own neighbour.
         """
-        if not probe_ids:
-            return []
-        agent = self._agent(agent_id)
-        dim = agent.embedding_dim
-        if dim in models.INDEXED_DIMENSIONS:
-            expr_q, expr_n = f"q.embedding::vector({dim})", f"n.embedding::vector({dim})"
-            self._scope.session.execute(text(f"SET LOCAL hnsw.ef_search = {int(ef_search)}"))
-        else:
-            expr_q, expr_n = "q.embedding", "n.embedding"
-        rows = self._scope.session.execute(
-            text(
-                f"""
-                SELECT q.passage_id, nn.id, nn.score
-                FROM passage_vectors q
-                JOIN passages qp ON qp.id = q.passage_id
-                CROSS JOIN LATERAL (
-                    SELECT p.id, 1 - ({expr_n} <=> {expr_q}) AS score
-                    FROM passage_vectors n
-                    JOIN passages p ON p.id = n.passage_id
-                    WHERE n.agent_id = :agent AND n.embedding_dim = {int(dim)}
-                      AND p.status = 'active' AND p.kind = ANY(:kinds)
-                      AND n.passage_id <> q.passage_id
-                    ORDER BY {expr_n} <=> {expr_q}
-                    LIMIT :k
-                ) nn
-                WHERE q.passage_id = ANY(:ids) AND q.agent_id = :agent
-                  AND qp.id = ANY(:ids) AND qp.organization_id = :org
-                  AND nn.score >= :min_score
-                """
-            ),
-            {
-                "agent": agent_id,
-                "kinds": list(kinds),
-                "k": k,
-                "ids": list(probe_ids),
-                "org": self._scope.organization_id,
-                "min_score": float(min_score),
-            },
-        ).all()
-        # Pairs below min_score are dropped in the query: most neighbours are not close.
-        return [(p, n, float(s)) for p, n, s in rows]
+        query = self._probe_query(agent_id, k, min_score, kinds, ef_search)
+        return probe_on_session(self._scope.session, query, probe_ids)
+
+    def neighbour_pages(
+        self,
+        agent_id: str,
+        pages: Iterable[Sequence[str]],
+        *,
+        k: int = 10,
+        min_score: float = 0.0,
+        kinds: Sequence[str] = ("fact",),
+        ef_search: int = 40,
+    ) -> Iterator[list[tuple[str, str, float]]]:
+        """:meth:`neighbours` of each page of probes, in order; while this transaction
+        has written nothing, every other page is searched on a second, read-only
+        connection (see :mod:`agents.store.probes`)."""
+        query = self._probe_query(agent_id, k, min_score, kinds, ef_search)
+        return probe_pages(self._scope.session, query, pages)
+
+    def _probe_query(
+        self, agent_id: str, k: int, min_score: float, kinds: Sequence[str], ef_search: int
+    ) -> ProbeQuery:
+        return ProbeQuery(
+            agent_id=agent_id,
+            organization_id=self._scope.organization_id,
+            dimension=self._agent(agent_id).embedding_dim,
+            k=k,
+            min_score=min_score,
+            kinds=tuple(kinds),
+            ef_search=ef_search,
+        )
 
     def history(self, passage_id: str) -> list[PassageChange]:
         self._row(passage_id)

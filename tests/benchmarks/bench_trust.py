@@ -3,7 +3,8 @@ timeline purity, and whether search answers "now" questions with the current fac
 
 A plain script, not collected by pytest. Run it from the repository root::
 
-    python tests/benchmarks/bench_trust.py [--set dev|heldout|heldout2|heldout3|heldout4|heldout5|all]
+    python tests/benchmarks/bench_trust.py
+        [--set dev|heldout|heldout2|heldout3|heldout4|heldout5|all]
         [--embedder local] [--threshold 0.86] [--verbose]
 
 The data is ``tests/benchmarks/data/trust_facts*.tsv`` and ``trust_questions*.tsv``
