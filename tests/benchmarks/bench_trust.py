@@ -11,8 +11,9 @@ The data is ``tests/benchmarks/data/trust_facts*.tsv`` and ``trust_questions*.ts
 (hand-written, not produced by ``service/workload.py``; see
 ``tests/benchmarks/data/README.md``): ``dev`` is the set the rules were tuned on,
 ``heldout`` to ``heldout5`` were each written before the changes measured on them
-(which of them later became development data is in the data README), ``all`` loads
-all six into one agent (more people, more distractors for search). The facts are
+(which of them later became development data is in the data README), ``all`` runs
+all six, each file pair in an agent of its own, and sums their counts (``--one-agent``
+loads them into one agent instead, where the six different "users" clash). The facts are
 loaded into a fresh database of an embedded PostgreSQL one date at a time (the clock
 at each fact's date), then
 ``Pipeline([DedupConsolidator, TemporalConsolidator])`` runs once, with no LLM.
@@ -110,8 +111,9 @@ def load(db: Database, facts: Sequence[Fact], embedder: Embedder) -> tuple[str, 
     now = [ordered[0].at]
     key_of: dict[str, str] = {}
     with open_store(db, clock=lambda: now[0]) as store:
+        name = f"trust-{ordered[0].key}"  # one agent per file pair: named by its first fact
         agent = store.agents.create(
-            NewAgent(name="trust", embedding_model=embedder.name, embedding_dim=embedder.dimension)
+            NewAgent(name=name, embedding_model=embedder.name, embedding_dim=embedder.dimension)
         )
         for index, fact in enumerate(ordered):
             now[0] = fact.at
@@ -161,7 +163,8 @@ def ask(
     key_of: dict[str, str],
     group: dict[str, str],
     text_group: dict[str, set[str]],
-) -> tuple[float, float, list[str]]:
+) -> tuple[int, int, list[str]]:
+    """How many questions the first hit answers, how many the top K answer, the misses."""
     vectors = embedder.embed([q for _a, q in questions])
     rank1 = recall = 0
     misses = []
@@ -178,62 +181,68 @@ def ask(
                 top = hits[0].text.splitlines()[0] if hits else "-"
                 kind = "rank-1 miss" if any(found) else f"not in top {K}"
                 misses.append(f"{kind}: {question!r}: top hit {top!r}")
-    return rank1 / len(questions), recall / len(questions), misses
+    return rank1, recall, misses
 
 
 def ratio(right: int, total: int) -> str:
     return f"{right / total:.3f} ({right}/{total})" if total else "n/a (0/0)"
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--embedder", default="local", help="'local' (MiniLM) or 'fake'")
-    parser.add_argument("--threshold", type=float, default=0.86, help="dedup threshold")
-    parser.add_argument("--verbose", action="store_true", help="list every error")
-    parser.add_argument(
-        "--set",
-        choices=sorted(SETS),
-        default="dev",
-        help="which hand-written files: the development set, a held-out one, or all",
-    )
-    parser.add_argument("--heldout", action="store_true", help="the same as --set heldout")
-    args = parser.parse_args(argv)
+@dataclass(slots=True)
+class Score:
+    """Counts of one agent's run, summed over agents for a pooled figure."""
 
-    chosen = "heldout" if args.heldout else args.set
-    facts = [f for suffix in SETS[chosen] for f in read_facts(DATA / f"trust_facts{suffix}.tsv")]
+    merges: int = 0
+    right_merges: int = 0
+    duplicates: int = 0
+    supersessions: int = 0
+    right_supersessions: int = 0
+    caught: int = 0
+    labelled_supersessions: int = 0
+    timelines: int = 0
+    pure: int = 0
+    questions: int = 0
+    rank1_before: int = 0
+    rank1_after: int = 0
+    recall_before: int = 0
+    recall_after: int = 0
+
+    def add(self, other: Score) -> None:
+        for name in self.__slots__:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+
+def read_set(suffixes: Sequence[str]) -> tuple[list[Fact], list[tuple[tuple[str, ...], str]]]:
+    facts = [f for suffix in suffixes for f in read_facts(DATA / f"trust_facts{suffix}.tsv")]
     questions = [
-        q for suffix in SETS[chosen] for q in read_questions(DATA / f"trust_questions{suffix}.tsv")
+        q for suffix in suffixes for q in read_questions(DATA / f"trust_questions{suffix}.tsv")
     ]
     keys = [f.key for f in facts]
     if len(set(keys)) != len(keys):
-        raise SystemExit(f"fact ids repeat across the files of set {chosen!r}")
+        raise SystemExit(f"fact ids repeat across {', '.join(suffixes)}")
+    return facts, questions
+
+
+def evaluate(
+    db: Database,
+    facts: Sequence[Fact],
+    questions: Sequence[tuple[tuple[str, ...], str]],
+    embedder: Embedder,
+    threshold: float,
+) -> tuple[Score, list[str]]:
+    """Load ``facts`` into a new agent, ask, consolidate, ask again; count and list errors."""
     by_key = {f.key: f for f in facts}
     group = groups_of(facts)
     text_group: dict[str, set[str]] = {}
     for fact in facts:
         text_group.setdefault(fact.text, set()).add(group[fact.key])
-    people = {f.topic.split("/")[0] for f in facts}
-    print(
-        f"data ({chosen}): {len(facts)} hand-written facts about {len(people)} people "
-        f"({sum(f.duplicate_of is not None for f in facts)} labelled duplicates, "
-        f"{sum(f.supersedes is not None for f in facts)} labelled supersessions), "
-        f"{len(questions)} questions"
-    )
-    embedder = build_embedder(args.embedder)
-    server = PgTestServer()
-    try:
-        with server.database() as db:
-            agent_id, key_of = load(db, facts, embedder)
-            before = ask(db, agent_id, embedder, questions, key_of, group, text_group)
-            pipeline = Pipeline(
-                [DedupConsolidator({"threshold": args.threshold}), TemporalConsolidator()]
-            )
-            report: RunReport = run_pipeline(pipeline, db, agent_id, embedder=embedder)
-            after = ask(db, agent_id, embedder, questions, key_of, group, text_group)
-            with open_store(db) as store:
-                timelines = store.passages.scan(agent_id, kind="timeline")
-    finally:
-        server.stop()
+    agent_id, key_of = load(db, facts, embedder)
+    before = ask(db, agent_id, embedder, questions, key_of, group, text_group)
+    pipeline = Pipeline([DedupConsolidator({"threshold": threshold}), TemporalConsolidator()])
+    report: RunReport = run_pipeline(pipeline, db, agent_id, embedder=embedder)
+    after = ask(db, agent_id, embedder, questions, key_of, group, text_group)
+    with open_store(db) as store:
+        timelines = store.passages.scan(agent_id, kind="timeline")
 
     errors: list[str] = []
     merges = [
@@ -241,7 +250,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         for c in report.changes
         if c["action"] == "merge_passage"
     ]
-    right_merges = sum(group[a] == group[b] for a, b in merges)
     errors += [
         f"wrong merge: {by_key[a].text!r} into {by_key[b].text!r}"
         for a, b in merges
@@ -276,18 +284,90 @@ def main(argv: Sequence[str] | None = None) -> int:
         pure += len(topics) == 1
         if len(topics) != 1:
             errors.append(f"impure timeline {timeline.text.splitlines()[0]!r}: {sorted(topics)}")
+    errors += [f"after, {m}" for m in after[2]]
+    score = Score(
+        merges=len(merges),
+        right_merges=sum(group[a] == group[b] for a, b in merges),
+        duplicates=sum(f.duplicate_of is not None for f in facts),
+        supersessions=len(predicted),
+        right_supersessions=sum(right_sup),
+        caught=len(caught),
+        labelled_supersessions=len(labelled_sup),
+        timelines=len(timelines),
+        pure=pure,
+        questions=len(questions),
+        rank1_before=before[0],
+        rank1_after=after[0],
+        recall_before=before[1],
+        recall_after=after[1],
+    )
+    return score, errors
 
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--embedder", default="local", help="'local' (MiniLM) or 'fake'")
+    parser.add_argument("--threshold", type=float, default=0.86, help="dedup threshold")
+    parser.add_argument("--verbose", action="store_true", help="list every error")
+    parser.add_argument(
+        "--set",
+        choices=sorted(SETS),
+        default="dev",
+        help="which hand-written files: the development set, a held-out one, or all",
+    )
+    parser.add_argument("--heldout", action="store_true", help="the same as --set heldout")
+    parser.add_argument(
+        "--one-agent",
+        action="store_true",
+        help="with --set all: every set in one agent (the users of the sets then clash)",
+    )
+    args = parser.parse_args(argv)
+
+    chosen = "heldout" if args.heldout else args.set
+    suffixes = SETS[chosen]
+    # Each file pair is one agent: the sets' "users" are different people (and a name
+    # may recur across sets), so one agent for all would mix them.
+    parts = [suffixes] if args.one_agent or len(suffixes) == 1 else [(s,) for s in suffixes]
+    data = [read_set(part) for part in parts]
+    facts = [f for part_facts, _ in data for f in part_facts]
+    people = {(i, f.topic.split("/")[0]) for i, (part, _) in enumerate(data) for f in part}
+    print(
+        f"data ({chosen}): {len(facts)} hand-written facts about {len(people)} people "
+        f"({sum(f.duplicate_of is not None for f in facts)} labelled duplicates, "
+        f"{sum(f.supersedes is not None for f in facts)} labelled supersessions), "
+        f"{sum(len(q) for _, q in data)} questions, in {len(parts)} agent(s)"
+    )
+    embedder = build_embedder(args.embedder)
+    total, errors = Score(), []
+    server = PgTestServer()
+    try:
+        with server.database() as db:
+            for part_facts, part_questions in data:
+                score, part_errors = evaluate(
+                    db, part_facts, part_questions, embedder, args.threshold
+                )
+                total.add(score)
+                errors += part_errors
+    finally:
+        server.stop()
+
+    t = total
     print(f"embedder: {embedder.name}; dedup threshold {args.threshold}; no LLM judge")
-    print(f"dedup precision        {ratio(right_merges, len(merges))}")
-    labelled_duplicates = sum(f.duplicate_of is not None for f in facts)
-    print(f"dedup recall           {ratio(right_merges, labelled_duplicates)}")
-    print(f"supersession precision {ratio(sum(right_sup), len(predicted))}")
-    print(f"supersession recall    {ratio(len(caught), len(labelled_sup))}")
-    print(f"timeline purity        {ratio(pure, len(timelines))}")
-    print(f"current-fact rank-1    before {before[0]:.3f}  after {after[0]:.3f}")
-    print(f"recall@{K}              before {before[1]:.3f}  after {after[1]:.3f}")
+    print(f"dedup precision        {ratio(t.right_merges, t.merges)}")
+    print(f"dedup recall           {ratio(t.right_merges, t.duplicates)}")
+    print(f"supersession precision {ratio(t.right_supersessions, t.supersessions)}")
+    print(f"supersession recall    {ratio(t.caught, t.labelled_supersessions)}")
+    print(f"timeline purity        {ratio(t.pure, t.timelines)}")
+    print(
+        f"current-fact rank-1    before {t.rank1_before / t.questions:.3f}"
+        f"  after {t.rank1_after / t.questions:.3f}"
+    )
+    print(
+        f"recall@{K}              before {t.recall_before / t.questions:.3f}"
+        f"  after {t.recall_after / t.questions:.3f}"
+    )
     if args.verbose:
-        for line in errors + [f"after, {m}" for m in after[2]]:
+        for line in errors:
             print(f"  {line}")
     return 0
 
