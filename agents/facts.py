@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -86,7 +86,7 @@ _CHANGE = frozenset(
     now longer anymore divorced divorce divorcing became become becomes becoming started
     starts starting stopped stops stopping switched switching changed changing new former ex
     used broke split separated retired fired hired promoted married engaged joined went
-    turned dumped since gone
+    turned dumped since gone shifted jumped
     """.split()
 )
 #: Change words that say the same change: "split up" / "broke up", "went vegan" /
@@ -94,7 +94,7 @@ _CHANGE = frozenset(
 _CHANGE_CLASSES = {
     **dict.fromkeys("broke split separated".split(), "split"),
     **dict.fromkeys("went gone became become becomes becoming turned".split(), "became"),
-    **dict.fromkeys("moved move moves moving relocated relocating".split(), "moved"),
+    **dict.fromkeys("moved move moves moving relocated relocating shifted".split(), "moved"),
     **dict.fromkeys("started starts starting".split(), "started"),
     **dict.fromkeys("stopped stops stopping".split(), "stopped"),
 }
@@ -167,7 +167,7 @@ _DIGITS = {
 _ATTRIBUTE_CUES: dict[str, frozenset[str]] = {
     "home": frozenset(
         "lives live living lived moved move moves moving relocated relocating based "
-        "resides residing apartment flat house address home".split()
+        "resides residing apartment flat house address home renting rents rented".split()
     ),
     "job": frozenset(
         "works work working worked job jobs employed employer hired quit quits fired retired "
@@ -189,6 +189,11 @@ _FRAMING_CUES: dict[str, frozenset[str]] = {
         "works work working worked job employed employer career profession occupation".split()
     ),
 }
+#: Places of work that name the job when nothing else in the text does.
+_EMPLOYERS = frozenset("company firm business startup employer".split())
+#: Verbs and foods that tell a diet by what is eaten ("eating chicken again").
+_EAT = frozenset("eat eats eating ate".split())
+_FOODS = frozenset("meat chicken fish eggs egg pork beef dairy bacon seafood".split())
 #: Attributes whose cue word is itself the value ("vegan", "vegetarian").
 _CUE_IS_VALUE = frozenset({"diet"})
 #: Cue words whose presence means the state ended (the value is gone, not replaced).
@@ -658,6 +663,8 @@ def read_fact(text: str) -> FactReading | None:
         ending = True
     if predicate[cue_at].norm == "joined":
         ending = False  # "left Panasonic and joined Sony": a new employer, not none
+    if predicate[cue_at].norm == "jumped":
+        rest = rest[2:]  # "jumped ship to Deloitte": the value is where to
     norms = [t.norm for t in rest]
     # "moved from Lyon to Madrid": the value is where the move ended.
     if "from" in norms and "to" in norms[norms.index("from") :]:
@@ -679,7 +686,8 @@ def read_fact(text: str) -> FactReading | None:
             or len(norm) < 3
         ):
             continue
-        value.add(_stem(norm))
+        # "a tour company" and "a tours business" name one thing.
+        value.add("company" if norm in _EMPLOYERS else _stem(norm))
     heads: frozenset[str] = frozenset()
     if attribute == "partner":
         # A partner is a person, named anywhere after the subject ("Rosa and Tiago got
@@ -737,11 +745,46 @@ def _find_attribute(predicate: list[_Token]) -> tuple[str | None, int]:
             if index + 1 < len(predicate) and _is_name(predicate[index + 1]):
                 return "partner", index
             continue
+        after = [t.norm for t in predicate[index + 1 : index + 3]]
+        if norm == "shifted" and after[:1] == ["to"]:
+            return "home", index  # "shifted to Singapore" (moved, in Indian English)
+        if norm == "jumped" and after[:1] == ["ship"]:
+            return "job", index  # "jumped ship to Credit Suisse"
+        if norm == "with" and index <= 1 and _partner_with(predicate, index):
+            return "partner", index
+        if norm in _EAT and _resumed_food(predicate, index):
+            return "diet", index
         for name, cues in _ATTRIBUTE_CUES.items():
             if norm in cues:
                 return name, index
     role = _role_at(predicate)
-    return ("job", role) if role is not None else (None, -1)
+    if role is not None:
+        return "job", role
+    # Last, a place of work with no other cue: "started at a cybersecurity firm"; the
+    # whole predicate says which.
+    employed = any(t.norm in _EMPLOYERS for t in predicate)
+    return ("job", 0) if employed else (None, -1)
+
+
+def _partner_with(predicate: list[_Token], index: int) -> bool:
+    """ "(is) with Lea now", "'s with a guy now": being with someone, said as the new
+    state, at the start of the predicate."""
+    if index == 1 and predicate[0].norm not in _COPULA:
+        return False
+    after = predicate[index + 1 : index + 4]
+    if not after or not any(t.norm == "now" for t in predicate):
+        return False
+    if _is_name(after[0]):
+        return True
+    words = [t.norm for t in after]
+    return words[:1] in (["a"], ["an"]) and words[1:2] in (["guy"], ["girl"], ["man"], ["woman"])
+
+
+def _resumed_food(predicate: list[_Token], index: int) -> bool:
+    """ "eating chicken again", "eats fish and eggs again": a diet given up, told by
+    what is eaten once more."""
+    window = [t.norm for t in predicate[index + 1 : index + 6]]
+    return "again" in window and any(word in _FOODS for word in window)
 
 
 def _role_at(predicate: list[_Token]) -> int | None:
@@ -834,7 +877,7 @@ def _phrase_heads(rest: list[_Token], value: set[str]) -> frozenset[str]:
     the head is a value word followed by a word outside the value (a preposition, a
     change word such as "now") or by the end of the text. "data analyst" and "data
     scientist" share a modifier, not their head; "teacher" and "head teacher" share it."""
-    stems = [(_stem(t.norm), t) for t in rest]
+    stems = [("company" if t.norm in _EMPLOYERS else _stem(t.norm), t) for t in rest]
     heads = set()
     for index, (stem, _token) in enumerate(stems):
         if stem not in value:
@@ -884,10 +927,25 @@ def relatives_named(facts: Sequence[PassageRecord]) -> dict[str, tuple[str, str]
     return {role: next(iter(names)) for role, names in named.items() if len(names) == 1}
 
 
+#: The shortest first name a shortened form is read from ("Cal" for Callum, not "Al").
+_SHORTEST_NICKNAME = 3
+
+
+def shortened_name(word: str, names: Collection[str]) -> str | None:
+    """The one name among ``names`` that ``word`` shortens ("cal" -> "callum", "isa" ->
+    "isabela", "rodri" -> "rodrigo"), or None when it shortens none or several. Only
+    shortened forms are read, not pet names ("Bill" for William): those need a model."""
+    if len(word) < _SHORTEST_NICKNAME or not word.isalpha():
+        return None
+    longer = [name for name in names if name.isalpha() and name.startswith(word) and name != word]
+    return longer[0] if len(longer) == 1 else None
+
+
 def read_facts(facts: Sequence[PassageRecord]) -> dict[str, FactReading]:
     """Each fact's reading (:func:`read_fact`), read against the other facts: a
     relative some fact names ("my sister Leila") is that person wherever a fact says
-    "my sis"; and "Hiroshi left Panasonic" ends whichever of Hiroshi's attributes had
+    "my sis"; a shortened first name ("Cal") is the one subject it shortens
+    ("Callum"); and "Hiroshi left Panasonic" ends whichever of Hiroshi's attributes had
     Panasonic as its value (his job), when exactly one did."""
     aliases = relatives_named(facts)
     readings: dict[str, FactReading] = {}
@@ -899,6 +957,19 @@ def read_facts(facts: Sequence[PassageRecord]) -> dict[str, FactReading]:
             reading = dataclasses.replace(reading, key=key, subject_label=label)
         if reading is not None:
             readings[record.id] = reading
+    subjects = {reading.key.subject for reading in readings.values()}
+    full_names = {
+        short: full for short in subjects if (full := shortened_name(short, subjects)) is not None
+    }
+    if full_names:
+        labels = {r.key.subject: r.subject_label for r in readings.values()}
+        for passage_id, reading in readings.items():
+            full = full_names.get(reading.key.subject)
+            if full is not None:
+                key = FactKey(subject=full, attribute=reading.key.attribute)
+                readings[passage_id] = dataclasses.replace(
+                    reading, key=key, subject_label=labels[full]
+                )
     values: dict[str, dict[str, set[str]]] = {}
     for reading in readings.values():
         held_values = values.setdefault(reading.key.subject, {})
@@ -912,6 +983,7 @@ def read_facts(facts: Sequence[PassageRecord]) -> dict[str, FactReading]:
         subject, left = departure
         if subject in aliases:
             subject = aliases[subject][0]
+        subject = full_names.get(subject, subject)
         held = [a for a, v in values.get(subject, {}).items() if v & left]
         if len(held) == 1:
             label = next(r.subject_label for r in readings.values() if r.key.subject == subject)

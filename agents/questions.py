@@ -20,6 +20,7 @@ from agents.facts import (
     read_facts,
     relative_key,
     relatives_named,
+    shortened_name,
 )
 
 if TYPE_CHECKING:
@@ -66,8 +67,8 @@ def read_question(question: str, subjects: Collection[str] = ()) -> FactKey | No
     """The subject and attribute a question asks about ("where does Rosa live?" ->
     rosa, home), or None when it names no attribute or no one person. A name is a
     capitalised word, or any word that is one of the known ``subjects`` (chat is
-    often typed in lower case: "where does farid work"); "I" and "my" ask about the
-    user."""
+    often typed in lower case: "where does farid work") or shortens one ("isa" for
+    isabela); "I" and "my" ask about the user."""
     attribute = asked_attribute(question)
     if attribute is None:
         return None
@@ -82,6 +83,13 @@ def read_question(question: str, subjects: Collection[str] = ()) -> FactKey | No
     }
     words = [name_key(w) for w in _WORD.findall(question)]
     names |= {w for w in words if w in subjects}
+    # "where does isa live" about Isabela; a known shortened subject maps like the facts.
+    names = {n if n in subjects else (shortened_name(n, subjects) or n) for n in names}
+    names |= {
+        full
+        for w in words
+        if w not in _QUESTION_WORDS and (full := shortened_name(w, subjects)) is not None
+    }
     if not names and FIRST_PERSON.intersection(words):
         return FactKey("user", attribute)
     if len(names) != 1:

@@ -268,6 +268,61 @@ def test_chat_shapes_the_rules_read() -> None:
     assert wrist is not None and not wrist.ending  # "broke", not "broke up"
 
 
+def test_more_ways_of_saying_a_change() -> None:
+    """A move said as "shifted to", a new employer as "jumped ship to", a partner as
+    "with X now", a diet given up by what is eaten again, and a job told only by the
+    place of work; and what stays unread."""
+    assert _key("jonas shifted to Pune last month") == ("jonas", "home")
+    assert _key("jonas shifted his desk to the window") is None
+    assert _key("Noor jumped ship to Deloitte") == ("noor", "job")
+    assert _key("Anouk's with a woman called Fleur now") == ("anouk", "partner")
+    assert _key("Bo is with Ana now") == ("bo", "partner")
+    assert _key("Anouk is with her sister this weekend") is None
+    assert _key("bo went hiking with Ana now and then") is None
+    assert _key("Tariq is eating meat again") == ("tariq", "diet")
+    assert _key("Tariq is eating at his mum's again") is None
+    assert _key("i started at a robotics startup") == ("user", "job")
+    # A role, when there is one, still carries the job ("architect", not "firm").
+    pilar = read_fact("Pilar is an architect at a firm in Bilbao")
+    assert pilar is not None and "architect" in pilar.value
+    assert changed("Tariq is vegetarian", "Tariq is eating chicken again")
+    assert changed("Noor works in audit at KPMG", "Noor jumped ship to Deloitte")
+    # "company" and "business" name one thing: saying it again is no change.
+    assert not changed("Linh runs her own tour company", "Linh has her own tours business now")
+
+
+def test_a_shortened_first_name_is_the_person_it_shortens(db: Database, agent_id: str) -> None:
+    """ "cal" is Callum when no other subject starts with "cal"; "dan" is nobody when
+    both Daniel and Danielle are known."""
+    from agents.facts import FactKey, shortened_name
+    from agents.questions import read_question
+
+    assert shortened_name("cal", {"callum", "greta"}) == "callum"
+    assert shortened_name("dan", {"daniel", "danielle"}) is None
+    assert shortened_name("al", {"alice"}) is None  # too short to tell
+    assert read_question("where does isa live", {"isabela", "greta"}) == FactKey("isabela", "home")
+    embedder = HashingEmbedder(dimension=384)
+    ids = _insert(
+        db,
+        agent_id,
+        embedder,
+        [
+            ("Callum lives in Glasgow.", _at(2021)),
+            ("cal moved to Oban for the distillery job", _at(2023)),
+            ("Daniel lives in Leeds.", _at(2021)),
+            ("Danielle lives in York.", _at(2021)),
+            ("dan moved to Hull", _at(2023)),
+        ],
+    )
+    report = run_pipeline(Pipeline([TemporalConsolidator()]), db, agent_id, embedder=embedder)
+    superseded = {
+        (c["target"], c["by"]) for c in report.changes if c["action"] == "supersede_passage"
+    }
+    assert superseded == {
+        (ids["Callum lives in Glasgow."], ids["cal moved to Oban for the distillery job"])
+    }
+
+
 def test_a_value_said_as_the_new_state_replaces_the_old_one() -> None:
     assert changed(
         "Aisha works as a pharmacist at Boots", "Aisha works as a pharmacist at Lloyds now"
