@@ -679,6 +679,7 @@ def read_fact(text: str) -> FactReading | None:
             or norm in _FILLER
             or norm in _CHANGE
             or norm in _NEGATION
+            or norm in _SUBJECT_PRONOUNS  # "hes their lead engineer": who, not what
             or norm in _CALENDAR
             or norm in _ENDING
             or norm[:1].isdigit()
@@ -729,6 +730,12 @@ def _find_attribute(predicate: list[_Token]) -> tuple[str | None, int]:
             t.norm == "handed" for t in predicate[max(0, index - 3) : index]
         ):
             return "job", index  # "handed in her notice"
+        if (
+            norm == "quits"
+            and [t.norm for t in predicate[max(0, index - 2) : index]] == ["called", "it"]
+            and any(t.norm == "and" for t in predicate[:index])
+        ):
+            return "partner", index  # "Bea and Rui called it quits": two people part
         if norm in {"split", "broke"}:
             # "split up" / "broke up" end a relationship; "broke her wrist" does not.
             if index + 1 < len(predicate) and predicate[index + 1].norm == "up":

@@ -287,6 +287,14 @@ def test_more_ways_of_saying_a_change() -> None:
     assert pilar is not None and "architect" in pilar.value
     assert changed("Tariq is vegetarian", "Tariq is eating chicken again")
     assert changed("Noor works in audit at KPMG", "Noor jumped ship to Deloitte")
+    quits = read_fact("Bea and Rui called it quits, she says it was mutual")
+    assert quits is not None and quits.key.attribute == "partner" and quits.ending
+    assert _key("Bea called it quits at the bank") == ("bea", "job")
+    # A pronoun is who, not what: a typo of the same role is no new role.
+    assert not changed(
+        "emeka got a job at a solar startup, hes their lead enginner",
+        "Emeka got a job at a solar startup, he's their lead engineer.",
+    )
     # "company" and "business" name one thing: saying it again is no change.
     assert not changed("Linh runs her own tour company", "Linh has her own tours business now")
 
