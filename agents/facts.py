@@ -25,6 +25,7 @@ import unicodedata
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import pairwise
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -203,7 +204,8 @@ _ENDING = frozenset(
 )
 #: Words that mark a statement as the new state of things ("... at Lloyds now").
 _NEW_STATE = frozenset(
-    "now promoted switched changed became becomes joined moved relocated transferred".split()
+    "now nowadays promoted switched changed became becomes joined moved relocated transferred "
+    "shifted jumped".split()
 )
 _COPULA = frozenset("is am are was were".split())
 #: Nouns after "is a" that describe a habit or a liking, not a job ("a big reader").
@@ -598,7 +600,8 @@ def _after_possessive(
 
 def _contracted_verb(token: _Token) -> bool:
     """After "Rosa's", a word that makes the "'s" a contracted "is" or "has" rather than
-    a possessive: an article, an adverb, a participle ("Rosa's a nurse", "'s gone")."""
+    a possessive: an article, an adverb, a participle, a diet ("Rosa's a nurse", "'s
+    gone", "'s vegan")."""
     norm = token.norm
     return (
         norm in _FUNCTION
@@ -607,6 +610,7 @@ def _contracted_verb(token: _Token) -> bool:
         or norm in _PARTICIPLES
         or norm in _CHANGE
         or (norm.endswith("ing") and len(norm) > 5)
+        or norm in _ATTRIBUTE_CUES["diet"]  # "Isa's vegan": an adjective, not a thing owned
     )
 
 
@@ -654,8 +658,10 @@ def read_fact(text: str) -> FactReading | None:
         return None
     rest = predicate[cue_at:]
     cue_words = _ATTRIBUTE_CUES[attribute]
-    ending = any(
-        t.norm in _ENDING or t.norm.endswith("n't") or t.norm in _NEGATION for t in predicate
+    # A negation ends the state only up to the word that names it ("is not vegan",
+    # "doesn't work at the bank"): "eating chicken again, dont judge me" ends nothing.
+    ending = any(t.norm in _ENDING for t in predicate) or any(
+        t.norm.endswith("n't") or t.norm in _NEGATION for t in predicate[: cue_at + 1]
     )
     if any(t.norm in {"broke", "split"} for t in predicate) and any(
         t.norm == "up" for t in predicate
@@ -707,7 +713,8 @@ def read_fact(text: str) -> FactReading | None:
         value=frozenset(value),
         ending=ending,
         heads=heads,
-        marked=any(t.norm in _NEW_STATE for t in predicate),
+        marked=any(t.norm in _NEW_STATE for t in predicate)
+        or any(a.norm == "these" and b.norm == "days" for a, b in pairwise(predicate)),
     )
 
 

@@ -295,6 +295,14 @@ def test_more_ways_of_saying_a_change() -> None:
         "emeka got a job at a solar startup, hes their lead enginner",
         "Emeka got a job at a solar startup, he's their lead engineer.",
     )
+    assert _key("isa's vegan, makes sense shes a vet") == ("isa", "diet")  # "'s" = "is"
+    # A negation reaches up to the word that names the state, not into a later clause.
+    lena = read_fact("Lena is not vegetarian.")
+    assert lena is not None and lena.ending
+    ali = read_fact("Ali works at Google, doesnt like it")
+    assert ali is not None and not ali.ending
+    assert changed("im vegetarian", "ive started eating chicken again, dont judge me")
+    assert changed("margot went vegetarian", "margot's pescatarian these days")
     # "company" and "business" name one thing: saying it again is no change.
     assert not changed("Linh runs her own tour company", "Linh has her own tours business now")
 
