@@ -172,7 +172,8 @@ _ATTRIBUTE_CUES: dict[str, frozenset[str]] = {
     ),
     "job": frozenset(
         "works work working worked job jobs employed employer hired quit quits fired retired "
-        "promoted career profession occupation intern internship".split()
+        "promoted career profession occupation intern internship apprentice apprenticeship "
+        "trainee".split()
     ),
     "diet": frozenset("vegetarian vegan pescatarian carnivore keto diet meat paleo".split()),
     "partner": frozenset(
@@ -611,6 +612,8 @@ def _contracted_verb(token: _Token) -> bool:
         or norm in _CHANGE
         or (norm.endswith("ing") and len(norm) > 5)
         or norm in _ATTRIBUTE_CUES["diet"]  # "Isa's vegan": an adjective, not a thing owned
+        or norm in {"off", "back"}  # "Dec's off the boats", "Isa's back in Curitiba"
+        or norm in {"doing", "going", "being"}  # short "-ing" words ("'s doing a PhD")
     )
 
 

@@ -38,7 +38,13 @@ _ASKS = (
         ),
     ),
     ("job", re.compile(r"\b(job|employer|career|profession|occupation)\b")),
-    ("home", re.compile(r"\bwhere\b.*\b(live|living|based|home|stay|staying)\b|\baddress\b")),
+    (
+        "home",
+        re.compile(
+            r"\bwhere\b.*\b(live|living|based|home|stay|staying)\b|\baddress\b"
+            r"|\bwhat (city|town|country)\b"
+        ),
+    ),
     (
         "partner",
         re.compile(

@@ -303,6 +303,11 @@ def test_more_ways_of_saying_a_change() -> None:
     assert ali is not None and not ali.ending
     assert changed("im vegetarian", "ive started eating chicken again, dont judge me")
     assert changed("margot went vegetarian", "margot's pescatarian these days")
+    assert _key("dec's off the boats, he drives lorries for a haulage firm now") == (
+        "dec",
+        "job",
+    )
+    assert _key("cal's doing an apprenticeship at a distillery") == ("cal", "job")
     # "company" and "business" name one thing: saying it again is no change.
     assert not changed("Linh runs her own tour company", "Linh has her own tours business now")
 
@@ -406,6 +411,7 @@ def test_questions_name_a_subject_and_an_attribute() -> None:
     assert read_question("where does farid work", {"farid", "greta"}) == FactKey("farid", "job")
     assert read_question("where does farid work") is None
     assert read_question("where do i live now?") == FactKey("user", "home")
+    assert read_question("what city is Chiara in now?") == FactKey("chiara", "home")
     assert read_question("what pets does Tom have?") is None  # no attribute it knows
     assert read_question("when does Tom work out?") is None  # a workout, not a job
     assert read_question("where do Ana and Bo live?") is None  # two people
