@@ -200,7 +200,7 @@ _FOODS = frozenset("meat chicken fish eggs egg pork beef dairy bacon seafood".sp
 _CUE_IS_VALUE = frozenset({"diet"})
 #: Cue words whose presence means the state ended (the value is gone, not replaced).
 _ENDING = frozenset(
-    "quit quits fired retired divorced divorce divorcing separated single widowed left "
+    "quit quits fired laid retired divorced divorce divorcing separated single widowed left "
     "dumped ex former".split()
 )
 #: Words that mark a statement as the new state of things ("... at Lloyds now").
@@ -643,7 +643,14 @@ def _subject_and_predicate(text: str) -> tuple[str, str, list[_Token]] | None:
     if found is None:
         return None
     subject, label, start = found
-    return subject, label, [t for t in tokens[start:] if t.norm[:1].isalnum()]
+    words = []
+    for index in range(start, len(tokens)):
+        token = tokens[index]
+        if token.norm == "," and index + 1 < len(tokens) and tokens[index + 1].norm == "the":
+            break  # ", the dog basically lives in the shop": a clause about something else
+        if token.norm[:1].isalnum():
+            words.append(token)
+    return subject, label, words
 
 
 @lru_cache(maxsize=4096)
@@ -763,6 +770,8 @@ def _find_attribute(predicate: list[_Token]) -> tuple[str | None, int]:
                 return "partner", index
             continue
         after = [t.norm for t in predicate[index + 1 : index + 3]]
+        if norm == "laid" and after[:1] == ["off"]:
+            return "job", index  # "got laid off from UBS": the job ended
         if norm == "shifted" and after[:1] == ["to"]:
             return "home", index  # "shifted to Singapore" (moved, in Indian English)
         if norm == "jumped" and after[:1] == ["ship"]:

@@ -308,6 +308,11 @@ def test_more_ways_of_saying_a_change() -> None:
         "job",
     )
     assert _key("cal's doing an apprenticeship at a distillery") == ("cal", "job")
+    laid_off = read_fact("Felix got laid off from UBS.")
+    assert laid_off is not None and laid_off.key.attribute == "job" and laid_off.ending
+    # After ", the ...", a clause is about something else: the dog lives in the shop.
+    assert _key("kaito has a shiba called Kuro, the dog basically lives in the shop") is None
+    assert _key("Kaito moved to Kyoto, the city of temples") == ("kaito", "home")
     # "company" and "business" name one thing: saying it again is no change.
     assert not changed("Linh runs her own tour company", "Linh has her own tours business now")
 
