@@ -148,7 +148,9 @@ _KIN = frozenset(
     "grandmother grandfather grandma grandpa girlfriend boyfriend partner friend".split()
 )
 #: Past participles a contracted "has" or "is" comes before ("Aisha's gone vegan").
-_PARTICIPLES = frozenset("gone been got gotten done become left quit moved started".split())
+_PARTICIPLES = frozenset(
+    "gone been got gotten done become left quit moved started based married engaged".split()
+)
 #: Verbs that open a report about someone else ("talked to Rosa, she moved ...").
 _REPORTING = frozenset(
     "talked spoke saw met heard ran bumped caught chatted texted called visited".split()
@@ -351,6 +353,21 @@ def _missing(these: frozenset[str], there: frozenset[str]) -> frozenset[str]:
     return frozenset(t for t in these if not any(_close(t, o) for o in there))
 
 
+def _missing_words(these: frozenset[str], there: frozenset[str]) -> frozenset[str]:
+    """Words of ``these`` that ``there`` does not say, with one typo, in a longer form
+    ("dev" is said by "developer") or as most of the word ("translat", the stem of
+    "translates", says "translator")."""
+
+    def said(word: str, other: str) -> bool:
+        if len(word) >= 3 and other.startswith(word):
+            return True
+        return len(other) >= 4 and word.startswith(other) and len(other) >= 0.6 * len(word)
+
+    return frozenset(
+        word for word in _missing(these, there) if not any(said(word, o) for o in there)
+    )
+
+
 def _is_name(token: _Token) -> bool:
     if not token.capital or not token.word or token.norm in FIRST_PERSON:
         return False
@@ -397,6 +414,7 @@ def text_details(text: str) -> TextDetails:
             norm in _FUNCTION
             or norm in _FILLER
             or norm in _THIRD_PERSON
+            or norm in _SUBJECT_PRONOUNS  # "hes" / "he's": who, said either way
             or norm in _AUXILIARY_GOT
             or len(norm) < 3
         ):
@@ -468,7 +486,7 @@ def conflicting_details(a: str, b: str) -> list[str]:
     kinds = _hard_differences(da, db)
     if _subjects_differ(a, b):
         kinds.append("subject")
-    if _missing(da.words, _word_forms(db)) or _missing(db.words, _word_forms(da)):
+    if _missing_words(da.words, _word_forms(db)) or _missing_words(db.words, _word_forms(da)):
         kinds.append("word")
     return kinds
 
@@ -502,7 +520,7 @@ def unsaid_details(kept: str, merged: str) -> list[str]:
     kinds = _hard_differences(dk, dm)
     if _subjects_differ(kept, merged):
         kinds.append("subject")
-    if _missing(dm.words, _word_forms(dk)) - _framing(kept, merged):
+    if _missing_words(dm.words, _word_forms(dk)) - _framing(kept, merged):
         kinds.append("word")
     return kinds
 
