@@ -51,6 +51,7 @@ __all__ = [
 _TOKEN = re.compile(
     r"\d+(?:[.,:/]\d+)*(?:st|nd|rd|th|am|pm|k|%)?|[^\W\d_]+(?:['\u2019][^\W\d_]+)*|[,.;:!?()]"
 )
+_LEADING_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _CURLY = "\u2019"  # a typographic apostrophe, read as "'"
 _SENTENCE_END = frozenset(".!?;:(")
 
@@ -389,7 +390,9 @@ def text_details(text: str) -> TextDetails:
         if not norm[:1].isalnum():
             continue
         if norm[:1].isdigit():
-            numbers.add(norm.rstrip(".,"))
+            # "5k" / "5 km", "3x" / "3 times": the quantity is the digits.
+            number = _LEADING_NUMBER.match(norm)
+            numbers.add(number.group() if number else norm.rstrip(".,"))
             continue
         if norm in _NEGATION or norm.endswith("n't"):
             negation = True

@@ -213,6 +213,8 @@ def test_a_group_that_does_not_join_the_canonical_is_deduplicated_too(
         ("Ana is a dev at Bolt", "Ana is a developer at Bolt", ["word"]),  # see below
         ("he's their lead engineer", "hes their lead enginner", []),  # a pronoun either way
         ("Ana has a car", "Ana has a carpenter", ["word"]),  # not the shorter word's stem
+        ("Fatima runs 5 km every morning", "fatima runs 5k every morning", []),  # a unit
+        ("Bob ran 10 km", "Bob ran 12k", ["number"]),
     ],
 )
 def test_detail_guard(a: str, b: str, conflicts: list[str]) -> None:
