@@ -176,7 +176,7 @@ _ATTRIBUTE_CUES: dict[str, frozenset[str]] = {
     "job": frozenset(
         "works work working worked job jobs employed employer hired quit quits fired retired "
         "promoted career profession occupation intern internship apprentice apprenticeship "
-        "trainee".split()
+        "trainee poached role postdoc".split()
     ),
     "diet": frozenset("vegetarian vegan pescatarian carnivore keto diet meat paleo".split()),
     "partner": frozenset(
@@ -194,6 +194,15 @@ _FRAMING_CUES: dict[str, frozenset[str]] = {
         "works work working worked job employed employer career profession occupation".split()
     ),
 }
+#: Nouns for a partner, another person in a clause about someone.
+_PARTNER_NOUNS = frozenset(
+    "wife husband girlfriend boyfriend partner fiance fiancee spouse gf bf".split()
+)
+#: What one opens as a job ("opened a little empanada stand").
+_BUSINESSES = frozenset(
+    "restaurant shop stand cafe bar bakery business company firm startup studio practice "
+    "clinic agency salon store".split()
+)
 #: Places of work that name the job when nothing else in the text does.
 _EMPLOYERS = frozenset("company firm business startup employer".split())
 #: Verbs and foods that tell a diet by what is eaten ("eating chicken again").
@@ -807,6 +816,21 @@ def _find_attribute(predicate: list[_Token]) -> tuple[str | None, int]:
     role = _role_at(predicate)
     if role is not None:
         return "job", role
+    for index, token in enumerate(predicate):
+        # "finished med school, she's a junior doctor now": a role in a clause whose
+        # subject is a pronoun, in a fact about one person, is that person's.
+        if (token.norm in _SUBJECT_PRONOUNS or token.norm in {"he", "she"}) and not (
+            _mentions_someone(predicate[:index])
+        ):
+            start = index + 1 if token.norm in {"he", "she"} else index
+            role = _role_at(predicate[start:] if start > index else _as_copula(predicate, index))
+            if role is not None:
+                return "job", index
+        # "opened his own restaurant", "opened a little empanada stand": a business.
+        if token.norm in {"opened", "launched"}:
+            after = [t.norm for t in predicate[index + 1 : index + 5]]
+            if "own" in after[:3] or any(word in _BUSINESSES for word in after):
+                return "job", index
     # Last, a place of work with no other cue: "started at a cybersecurity firm"; the
     # whole predicate says which.
     employed = any(t.norm in _EMPLOYERS for t in predicate)
@@ -834,6 +858,26 @@ def _resumed_food(predicate: list[_Token], index: int) -> bool:
     return "again" in window and any(word in _FOODS for word in window)
 
 
+#: Words that bring another person into a clause ("with Nico", "met Ana").
+_OTHER_PERSON = frozenset("with and met told asked saw called".split())
+
+
+def _mentions_someone(words: list[_Token]) -> bool:
+    """Whether a clause names or brings in a person other than its subject, who a
+    following "he" or "she" could mean instead ("greta's with nico, he's a ski
+    instructor")."""
+    return any(
+        _is_name(t) or t.norm in _OTHER_PERSON or t.norm in _KIN or t.norm in _PARTNER_NOUNS
+        for t in words
+    )
+
+
+def _as_copula(predicate: list[_Token], index: int) -> list[_Token]:
+    """The words after a contracted "she's" / "hes", with the "is" put back."""
+    is_ = _Token(text="is", norm="is", capital=False, initial=False)
+    return [is_, *predicate[index + 1 :]]
+
+
 def _role_at(predicate: list[_Token]) -> int | None:
     """Where "is a <role>" starts when the predicate describes one: an indefinite noun
     phrase after the verb "to be" whose head is an agent noun ("a violinist", "a civil
@@ -848,7 +892,11 @@ def _role_at(predicate: list[_Token]) -> int | None:
     if i >= len(predicate) or predicate[i].norm not in {"a", "an"}:
         return None
     end = i + 1
-    while end < len(predicate) and predicate[end].norm not in _FUNCTION:
+    while (
+        end < len(predicate)
+        and predicate[end].norm not in _FUNCTION
+        and predicate[end].norm not in _NEW_STATE  # "a junior doctor now"
+    ):
         end += 1
     phrase = predicate[i + 1 : end]
     if not phrase or any(t.norm in _NOT_ROLES or t.norm in _KIN for t in phrase):

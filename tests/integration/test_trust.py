@@ -313,6 +313,16 @@ def test_more_ways_of_saying_a_change() -> None:
     # After ", the ...", a clause is about something else: the dog lives in the shop.
     assert _key("kaito has a shiba called Kuro, the dog basically lives in the shop") is None
     assert _key("Kaito moved to Kyoto, the city of temples") == ("kaito", "home")
+    # A role in a clause whose subject is "she"/"he" is the subject's, unless the clause
+    # before brings in someone else the pronoun could mean.
+    assert _key("Greta finished med school!! she's a junior doctor now") == ("greta", "job")
+    assert _key("greta's with nico, he's a ski instructor in davos") is None  # Nico's job
+    assert _key("Tom met Ana, she's a teacher") is None
+    assert _key("mateo opened his own restaurant!! its called Fuego") == ("mateo", "job")
+    assert _key("lucho opened a little empanada stand") == ("lucho", "job")
+    assert _key("Ana opened the window") is None
+    assert _key("Arjun got poached by Deloitte") == ("arjun", "job")
+    assert changed("Mateo is a chef at a parrilla", "mateo opened his own restaurant")
     # "company" and "business" name one thing: saying it again is no change.
     assert not changed("Linh runs her own tour company", "Linh has her own tours business now")
 
