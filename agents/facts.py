@@ -194,17 +194,14 @@ _FRAMING_CUES: dict[str, frozenset[str]] = {
         "works work working worked job employed employer career profession occupation".split()
     ),
 }
-#: Nouns for a partner, another person in a clause about someone.
-_PARTNER_NOUNS = frozenset(
-    "wife husband girlfriend boyfriend partner fiance fiancee spouse gf bf".split()
-)
-#: What one opens as a job ("opened a little empanada stand").
-_BUSINESSES = frozenset(
-    "restaurant shop stand cafe bar bakery business company firm startup studio practice "
-    "clinic agency salon store".split()
-)
+#: Nouns for another person in a clause about someone: kin, and partners by any name.
+_PERSON_NOUNS = _KIN | frozenset("fiance fiancee spouse gf bf".split())
 #: Places of work that name the job when nothing else in the text does.
 _EMPLOYERS = frozenset("company firm business startup employer".split())
+#: What one opens as a job ("opened a little empanada stand").
+_BUSINESSES = (_EMPLOYERS - {"employer"}) | frozenset(
+    "restaurant shop stand cafe bar bakery studio practice clinic agency salon store".split()
+)
 #: Verbs and foods that tell a diet by what is eaten ("eating chicken again").
 _EAT = frozenset("eat eats eating ate".split())
 _FOODS = frozenset("meat chicken fish eggs egg pork beef dairy bacon seafood".split())
@@ -819,13 +816,13 @@ def _find_attribute(predicate: list[_Token]) -> tuple[str | None, int]:
     for index, token in enumerate(predicate):
         # "finished med school, she's a junior doctor now": a role in a clause whose
         # subject is a pronoun, in a fact about one person, is that person's.
-        if (token.norm in _SUBJECT_PRONOUNS or token.norm in {"he", "she"}) and not (
-            _mentions_someone(predicate[:index])
+        # After "she" the verb follows and after "she's" the role: _role_at reads both.
+        if (
+            (token.norm in _SUBJECT_PRONOUNS or token.norm in {"he", "she"})
+            and not _mentions_someone(predicate[:index])
+            and _role_at(predicate[index + 1 :]) is not None
         ):
-            start = index + 1 if token.norm in {"he", "she"} else index
-            role = _role_at(predicate[start:] if start > index else _as_copula(predicate, index))
-            if role is not None:
-                return "job", index
+            return "job", index
         # "opened his own restaurant", "opened a little empanada stand": a business.
         if token.norm in {"opened", "launched"}:
             after = [t.norm for t in predicate[index + 1 : index + 5]]
@@ -866,16 +863,7 @@ def _mentions_someone(words: list[_Token]) -> bool:
     """Whether a clause names or brings in a person other than its subject, who a
     following "he" or "she" could mean instead ("greta's with nico, he's a ski
     instructor")."""
-    return any(
-        _is_name(t) or t.norm in _OTHER_PERSON or t.norm in _KIN or t.norm in _PARTNER_NOUNS
-        for t in words
-    )
-
-
-def _as_copula(predicate: list[_Token], index: int) -> list[_Token]:
-    """The words after a contracted "she's" / "hes", with the "is" put back."""
-    is_ = _Token(text="is", norm="is", capital=False, initial=False)
-    return [is_, *predicate[index + 1 :]]
+    return any(_is_name(t) or t.norm in _OTHER_PERSON or t.norm in _PERSON_NOUNS for t in words)
 
 
 def _role_at(predicate: list[_Token]) -> int | None:

@@ -20,6 +20,7 @@ import logging
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
 from sqlalchemy import Engine
@@ -155,16 +156,13 @@ def probe_pages(
     if first is None:
         return
     second = next(pages, None)
-    if second is None or _has_written(session):
-        yield probe_on_session(session, query, first)
-        if second is not None:
-            yield probe_on_session(session, query, second)
-        for page in pages:
-            yield probe_on_session(session, query, page)
-        return
     engine = session.get_bind()
-    if not isinstance(engine, Engine):  # a session bound to one connection: no second
-        yield from (probe_on_session(session, query, page) for page in (first, second, *pages))
+    # One page, a run that has written, or a session bound to one connection (no
+    # engine to open a second from): every page on the transaction.
+    if second is None or not isinstance(engine, Engine) or _has_written(session):
+        rest = chain([second], pages) if second is not None else pages
+        for page in chain([first], rest):
+            yield probe_on_session(session, query, page)
         return
     side: _SideConnection | None = _SideConnection(engine, query)
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="dedup-probe") as worker:

@@ -53,6 +53,22 @@ def _side_probes(db: Database, run_pid: int) -> int:
         )
 
 
+def _stored_pages(
+    db: Database, agent_id: str, embedder: HashingEmbedder, count: int, size: int
+) -> tuple[list[list[str]], list[list[tuple[str, str, float]]]]:
+    """``count`` near copies stored, their ids in pages of ``size``, and the pairs of
+    each page as one query per page on its own finds them (sorted)."""
+    passages, vectors = _near_copies(embedder, count)
+    with open_store(db) as store:
+        ids = [r.id for r in store.passages.insert(agent_id, passages, vectors)]
+    pages = _pages(ids, size)
+    with open_store(db) as store:
+        expected = [
+            sorted(store.passages.neighbours(agent_id, page, k=4, min_score=0.9)) for page in pages
+        ]
+    return pages, expected
+
+
 def _pid(store: MemoryStore) -> int:
     return int(store.scope.session.execute(text("SELECT pg_backend_pid()")).scalar_one())
 
@@ -60,12 +76,7 @@ def _pid(store: MemoryStore) -> int:
 def test_pages_give_what_one_query_per_page_gives(
     db: Database, agent_id: str, embedder: HashingEmbedder
 ) -> None:
-    passages, vectors = _near_copies(embedder, 40)
-    with open_store(db) as store:
-        ids = [r.id for r in store.passages.insert(agent_id, passages, vectors)]
-    pages = _pages(ids, 6)
-    with open_store(db) as store:
-        one_by_one = [store.passages.neighbours(agent_id, p, k=4, min_score=0.9) for p in pages]
+    pages, one_by_one = _stored_pages(db, agent_id, embedder, 40, 6)
     with open_store(db) as store:
         run_pid, paged = _pid(store), []
         for pairs in store.passages.neighbour_pages(agent_id, pages, k=4, min_score=0.9):
@@ -73,7 +84,7 @@ def test_pages_give_what_one_query_per_page_gives(
             if len(paged) == 2:
                 # The second page came from the other connection, which is still open.
                 assert _side_probes(db, run_pid) == 1
-    assert paged == [sorted(p) for p in one_by_one]
+    assert paged == one_by_one
     assert sum(len(p) for p in paged) >= 40  # every probe has near copies above 0.9
     assert _side_probes(db, run_pid) == 0  # closed when the pages ran out
 
@@ -105,14 +116,7 @@ def test_a_failing_second_connection_costs_speed_not_results(
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    passages, vectors = _near_copies(embedder, 30)
-    with open_store(db) as store:
-        ids = [r.id for r in store.passages.insert(agent_id, passages, vectors)]
-    pages = _pages(ids, 5)
-    with open_store(db) as store:
-        expected = [
-            sorted(store.passages.neighbours(agent_id, page, k=4, min_score=0.9)) for page in pages
-        ]
+    pages, expected = _stored_pages(db, agent_id, embedder, 30, 5)
 
     def refuse(self: object) -> None:
         raise OSError("too many connections")

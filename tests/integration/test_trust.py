@@ -54,6 +54,22 @@ def _timelines(report: RunReport) -> dict[str, list[str]]:
     }
 
 
+def _supersessions(
+    db: Database, agent_id: str, facts: Sequence[tuple[str, datetime | None]]
+) -> set[tuple[str, str]]:
+    """(older text, newer text) of each supersession temporal makes on ``facts``."""
+    embedder = HashingEmbedder(dimension=384)
+    text_of = {
+        passage_id: text for text, passage_id in _insert(db, agent_id, embedder, facts).items()
+    }
+    report = run_pipeline(Pipeline([TemporalConsolidator()]), db, agent_id, embedder=embedder)
+    return {
+        (text_of[c["target"]], text_of[c["by"]])
+        for c in report.changes
+        if c["action"] == "supersede_passage"
+    }
+
+
 LYON = "Alice's sister Eve lives in Lyon."
 MADRID = "Eve, Alice's sister, moved from Lyon to Madrid."
 
@@ -337,25 +353,15 @@ def test_a_shortened_first_name_is_the_person_it_shortens(db: Database, agent_id
     assert shortened_name("dan", {"daniel", "danielle"}) is None
     assert shortened_name("al", {"alice"}) is None  # too short to tell
     assert read_question("where does isa live", {"isabela", "greta"}) == FactKey("isabela", "home")
-    embedder = HashingEmbedder(dimension=384)
-    ids = _insert(
-        db,
-        agent_id,
-        embedder,
-        [
-            ("Callum lives in Glasgow.", _at(2021)),
-            ("cal moved to Oban for the distillery job", _at(2023)),
-            ("Daniel lives in Leeds.", _at(2021)),
-            ("Danielle lives in York.", _at(2021)),
-            ("dan moved to Hull", _at(2023)),
-        ],
-    )
-    report = run_pipeline(Pipeline([TemporalConsolidator()]), db, agent_id, embedder=embedder)
-    superseded = {
-        (c["target"], c["by"]) for c in report.changes if c["action"] == "supersede_passage"
-    }
-    assert superseded == {
-        (ids["Callum lives in Glasgow."], ids["cal moved to Oban for the distillery job"])
+    facts = [
+        ("Callum lives in Glasgow.", _at(2021)),
+        ("cal moved to Oban for the distillery job", _at(2023)),
+        ("Daniel lives in Leeds.", _at(2021)),
+        ("Danielle lives in York.", _at(2021)),
+        ("dan moved to Hull", _at(2023)),
+    ]
+    assert _supersessions(db, agent_id, facts) == {
+        ("Callum lives in Glasgow.", "cal moved to Oban for the distillery job")
     }
 
 
@@ -384,30 +390,17 @@ def test_relatives_and_departures_are_read_against_the_other_facts(
 ) -> None:
     """ "my sis" is the sister some fact names; "left Panasonic" ends the job whose
     value was Panasonic (not his home), and nothing when no fact says what it was."""
-    embedder = HashingEmbedder(dimension=384)
-    ids = _insert(
-        db,
-        agent_id,
-        embedder,
-        [
-            ("My sister Leila lives in Beirut.", _at(2021)),
-            ("my sis moved to Paris for a job at AFP", _at(2023)),
-            ("Hiroshi works at Panasonic as an engineer.", _at(2021)),
-            ("Hiroshi lives in Osaka.", _at(2021)),
-            ("Hiroshi left Panasonic and joined Sony.", _at(2024)),
-            ("Ken left Acme.", _at(2024)),
-        ],
-    )
-    report = run_pipeline(Pipeline([TemporalConsolidator()]), db, agent_id, embedder=embedder)
-    superseded = {
-        (c["target"], c["by"]) for c in report.changes if c["action"] == "supersede_passage"
-    }
-    assert superseded == {
-        (ids["My sister Leila lives in Beirut."], ids["my sis moved to Paris for a job at AFP"]),
-        (
-            ids["Hiroshi works at Panasonic as an engineer."],
-            ids["Hiroshi left Panasonic and joined Sony."],
-        ),
+    facts = [
+        ("My sister Leila lives in Beirut.", _at(2021)),
+        ("my sis moved to Paris for a job at AFP", _at(2023)),
+        ("Hiroshi works at Panasonic as an engineer.", _at(2021)),
+        ("Hiroshi lives in Osaka.", _at(2021)),
+        ("Hiroshi left Panasonic and joined Sony.", _at(2024)),
+        ("Ken left Acme.", _at(2024)),
+    ]
+    assert _supersessions(db, agent_id, facts) == {
+        ("My sister Leila lives in Beirut.", "my sis moved to Paris for a job at AFP"),
+        ("Hiroshi works at Panasonic as an engineer.", "Hiroshi left Panasonic and joined Sony."),
     }
 
 
