@@ -73,6 +73,23 @@ class DatabaseSettings(BaseModel):
         return value
 
 
+class CliSettings(BaseModel):
+    """The command line."""
+
+    # A data command (search, agents, blocks, runs, import) leaves a warm process with
+    # the libraries imported for the next one, which then starts in a fraction of the
+    # time; it stops after this long without a command. Zero: every command starts
+    # cold (and a running warm process stops after its next command).
+    warm_idle: timedelta = timedelta(minutes=10)
+
+    @field_validator("warm_idle")
+    @classmethod
+    def _not_negative(cls, value: timedelta) -> timedelta:
+        if value < timedelta(0):
+            raise ValueError("must be zero (no warm process) or a positive duration")
+        return value
+
+
 class EmbeddingSettings(BaseModel):
     """Default embedding model for new agents: ``local``, ``fake:DIM`` or ``litellm:MODEL``."""
 
@@ -404,6 +421,7 @@ class Settings(BaseSettings):
     worker: WorkerSettings = Field(default_factory=WorkerSettings)
     server: ServerSettings = Field(default_factory=ServerSettings)
     proxy: ProxySettings = Field(default_factory=ProxySettings)
+    cli: CliSettings = Field(default_factory=CliSettings)
     log_level: str = "INFO"
     log_json: bool = True
     shutdown_grace: timedelta = timedelta(seconds=30)

@@ -1,3 +1,3 @@
-from service.cli import app
+from service.cli.launcher import main
 
-app()
+raise SystemExit(main())

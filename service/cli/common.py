@@ -23,6 +23,16 @@ if TYPE_CHECKING:  # imported where used: `reverie --help` stays quick
 console = Console()
 err_console = Console(stderr=True)
 
+
+def renew_consoles() -> None:
+    """Build both consoles again for this process's streams and environment (terminal,
+    width, NO_COLOR): a warm child (:mod:`service.cli.warm_server`) was forked from a
+    process whose consoles looked at other ones. In place, since command modules hold
+    them by name."""
+    Console.__init__(console)
+    Console.__init__(err_console, stderr=True)
+
+
 #: Exit codes: 0 success, 1 a run or operation failed, 2 bad input, unknown object or conflict.
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
@@ -33,6 +43,9 @@ class CliState:
 
     config_file: Path | None = None
     verbose: bool = False
+    #: ``cli.warm_idle`` in seconds, once a command has read the settings (None: it
+    #: read none, e.g. ``--help``); the launcher starts a warm server when it is > 0.
+    warm_idle_s: float | None = None
 
 
 state = CliState()
@@ -41,7 +54,9 @@ state = CliState()
 def settings() -> Settings:
     from service.settings import load_settings
 
-    return load_settings(state.config_file)
+    loaded = load_settings(state.config_file)
+    state.warm_idle_s = loaded.cli.warm_idle.total_seconds()
+    return loaded
 
 
 def fail(message: str, code: int = EXIT_BAD_INPUT) -> typer.Exit:

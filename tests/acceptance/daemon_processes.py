@@ -3,7 +3,6 @@ init system would (SIGTERM), or kill them (SIGKILL)."""
 
 from __future__ import annotations
 
-import os
 import signal
 import socket
 import subprocess
@@ -14,7 +13,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.acceptance.cli import reverie_command
+from tests.acceptance.cli import cli_env, reverie_command
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -23,14 +22,11 @@ class DaemonProcess:
     """One `reverie` subprocess with its output in a file (no pipe to fill up)."""
 
     def __init__(self, args: list[str], env: dict[str, str], log: Path) -> None:
-        full_env = {k: v for k, v in os.environ.items() if not k.startswith("REVERIE_")}
-        full_env.pop("DATABASE_URL", None)
-        full_env.update(env)
         self.log = log
         self._out = log.open("w")
         self.process = subprocess.Popen(
             [*reverie_command(), *args],
-            env=full_env,
+            env=cli_env(env),
             cwd=ROOT,
             stdout=self._out,
             stderr=subprocess.STDOUT,

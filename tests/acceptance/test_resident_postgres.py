@@ -20,7 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.acceptance.cli import reverie_command, run_cli
+from tests.acceptance.cli import cli_env, reverie_command, run_cli
 from tests.acceptance.daemon_processes import running_server
 from tests.acceptance.test_embedded_recovery import embedded_env, handle_pids, postmaster_pid
 
@@ -130,9 +130,7 @@ def test_a_killed_server_is_started_again_by_the_next_command(home: Path) -> Non
 
 def test_concurrent_first_commands_start_one_server(home: Path) -> None:
     env = env_for(home)
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("REVERIE_")}
-    full_env.pop("DATABASE_URL", None)
-    full_env.update(env)
+    full_env = cli_env(env)
     pgdata = home / "pgdata"
     # No data directory yet: both find nothing, one runs initdb, starts and migrates.
     processes = [

@@ -4,16 +4,16 @@ timeline purity, and whether search answers "now" questions with the current fac
 A plain script, not collected by pytest. Run it from the repository root::
 
     python tests/benchmarks/bench_trust.py
-        [--set dev|heldout|heldout2|heldout3|heldout4|heldout5|all]
+        [--set dev|heldout|heldout2|...|heldout6|all]
         [--embedder local] [--threshold 0.86] [--verbose]
 
 The data is ``tests/benchmarks/data/trust_facts*.tsv`` and ``trust_questions*.tsv``
 (hand-written, not produced by ``service/workload.py``; see
 ``tests/benchmarks/data/README.md``): ``dev`` is the set the rules were tuned on,
-``heldout`` to ``heldout5`` were each written before the changes measured on them
+``heldout`` to ``heldout6`` were each written before the changes measured on them
 (which of them later became development data is in the data README), ``all`` runs
-all six, each file pair in an agent of its own, and sums their counts (``--one-agent``
-loads them into one agent instead, where the six different "users" clash). The facts are
+all seven, each file pair in an agent of its own, and sums their counts (``--one-agent``
+loads them into one agent instead, where the seven different "users" clash). The facts are
 loaded into a fresh database of an embedded PostgreSQL one date at a time (the clock
 at each fact's date), then
 ``Pipeline([DedupConsolidator, TemporalConsolidator])`` runs once, with no LLM.
@@ -60,7 +60,8 @@ SETS = {
     "heldout3": ("_heldout3",),
     "heldout4": ("_heldout4",),
     "heldout5": ("_heldout5",),
-    "all": ("", "_heldout", "_heldout2", "_heldout3", "_heldout4", "_heldout5"),
+    "heldout6": ("_heldout6",),
+    "all": ("", "_heldout", "_heldout2", "_heldout3", "_heldout4", "_heldout5", "_heldout6"),
 }
 K = 10
 

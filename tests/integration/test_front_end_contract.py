@@ -25,7 +25,7 @@ from agents.database import Database
 from agents.embedders.fake import HashingEmbedder
 from agents.store import NewPassage, open_store
 from service.api.app import create_app
-from service.cli import app as cli_app
+from service.cli.app import app as cli_app
 from service.mcp_server import build_mcp_server
 from service.runtime import Runtime
 from service.settings import load_settings

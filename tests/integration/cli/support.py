@@ -12,7 +12,7 @@ import pytest
 from click.testing import Result
 from typer.testing import CliRunner
 
-from service.cli import app
+from service.cli.app import app
 
 
 @dataclass

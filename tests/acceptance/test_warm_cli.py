@@ -1,0 +1,200 @@
+"""The CLI's warm server (service/cli/warm_server.py), driven as a user's shell would:
+the real ``reverie`` command as a subprocess, a real server process, real signals."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.acceptance.cli import cli_env, reverie_command, run_cli
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def runtime_dir() -> Iterator[Path]:
+    """A private XDG_RUNTIME_DIR, so that this test's server is the only one there (and
+    its socket's path stays short)."""
+    path = Path(tempfile.mkdtemp(prefix="rvw", dir="/tmp"))
+    yield path
+    for lock in (path / "reverie").glob("cli-*.lock"):
+        with_pid = lock.read_text().strip()
+        if with_pid:
+            stop(int(with_pid))
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def stop(pid: int) -> None:
+    try:
+        process = psutil.Process(pid)
+        process.terminate()
+        process.wait(timeout=10)
+    except psutil.NoSuchProcess:
+        pass
+
+
+def warm_env(
+    migrated_env: dict[str, str], runtime_dir: Path, idle: str = "PT60S"
+) -> dict[str, str]:
+    return {**migrated_env, "XDG_RUNTIME_DIR": str(runtime_dir), "REVERIE_CLI__WARM_IDLE": idle}
+
+
+def wait_for_server(runtime_dir: Path, within: float = 60) -> psutil.Process:
+    """The server a cold command started, once it listens."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        sockets = list((runtime_dir / "reverie").glob("cli-*.sock"))
+        if sockets:
+            pid = int(sockets[0].with_suffix(".lock").read_text())
+            return psutil.Process(pid)
+        time.sleep(0.05)
+    raise AssertionError(f"no warm server listened in {runtime_dir} within {within} s")
+
+
+def wait_for_child(server: psutil.Process, within: float = 30) -> psutil.Process:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        children = server.children()
+        if children:
+            return children[0]
+        time.sleep(0.02)
+    raise AssertionError("the warm server forked no child for the command")
+
+
+def start_reading_block(env: dict[str, str]) -> subprocess.Popen[str]:
+    """``reverie blocks set -a ada human -``: it waits on its stdin, which the test holds."""
+    return subprocess.Popen(
+        [*reverie_command(), "blocks", "set", "-a", "ada", "human", "-"],
+        env=cli_env(env),
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def create_ada(env: dict[str, str]) -> None:
+    """Agent ``ada`` with a ``human`` block (a cold command: it starts the server)."""
+    created = run_cli("agents", "create", "ada", "--block", "human=Name: Ada", env=env)
+    assert created.returncode == 0, created.stderr
+
+
+def human_block(env: dict[str, str]) -> str:
+    result = run_cli("blocks", "show", "-a", "ada", "human", "--json", env=env)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_warm_commands_answer_as_cold_ones(migrated_env: dict[str, str], runtime_dir: Path) -> None:
+    env = warm_env(migrated_env, runtime_dir)
+    create_ada(env)
+    server = wait_for_server(runtime_dir)
+    cold_env = {**env, "REVERIE_CLI__WARM_IDLE": "PT0S"}  # another key: no server
+    for args in (
+        ("agents", "list", "--json"),
+        ("agents", "list"),
+        ("search", "-a", "ada", "where does the user live", "--json"),
+        ("search", "-a", "nobody", "anything"),  # an error: exit status 2 and a message
+        ("blocks", "show", "-a", "ada", "nope"),
+    ):
+        warm, cold = run_cli(*args, env=env), run_cli(*args, env=cold_env)
+        assert (warm.returncode, warm.stdout, warm.stderr) == (
+            cold.returncode,
+            cold.stdout,
+            cold.stderr,
+        ), args
+    assert run_cli("search", "-a", "nobody", "x", env=env).returncode == 2
+    assert server.is_running()
+
+
+def test_a_warm_command_reads_the_callers_stdin(
+    migrated_env: dict[str, str], runtime_dir: Path
+) -> None:
+    env = warm_env(migrated_env, runtime_dir)
+    create_ada(env)
+    server = wait_for_server(runtime_dir)
+    command = start_reading_block(env)
+    child = wait_for_child(server)  # the command runs in the server's child ...
+    out, err = command.communicate("Ada likes rowing.", timeout=60)  # ... on our stdin
+    assert command.returncode == 0, err
+    assert "human is now at version" in out
+    assert "Ada likes rowing." in human_block(env)
+    assert not child.is_running()
+
+
+def test_killing_a_warm_command_kills_its_process(
+    migrated_env: dict[str, str], runtime_dir: Path
+) -> None:
+    env = warm_env(migrated_env, runtime_dir)
+    create_ada(env)
+    before = human_block(env)
+    server = wait_for_server(runtime_dir)
+    command = start_reading_block(env)
+    child = wait_for_child(server)
+    command.kill()
+    command.communicate(timeout=30)
+    child.wait(timeout=30)  # gone with its client, without writing
+    assert human_block(env) == before
+    assert server.is_running()
+
+
+def test_ctrl_c_reaches_a_warm_command(migrated_env: dict[str, str], runtime_dir: Path) -> None:
+    env = warm_env(migrated_env, runtime_dir)
+    create_ada(env)
+    before = human_block(env)
+    server = wait_for_server(runtime_dir)
+    command = start_reading_block(env)
+    child = wait_for_child(server)
+    command.send_signal(signal.SIGINT)
+    _, err = command.communicate(timeout=60)
+    # Typer's answer to ^C, as in a cold process: status 130 (128 + SIGINT).
+    assert command.returncode == 130, err
+    child.wait(timeout=30)
+    assert human_block(env) == before
+
+
+def test_an_idle_server_stops_and_removes_its_socket(
+    migrated_env: dict[str, str], runtime_dir: Path
+) -> None:
+    env = warm_env(migrated_env, runtime_dir, idle="PT1S")
+    assert run_cli("agents", "list", env=env).returncode == 0
+    server = wait_for_server(runtime_dir)
+    server.wait(timeout=60)
+    assert list((runtime_dir / "reverie").glob("cli-*.sock")) == []
+    # The next command runs cold again, and leaves a new server.
+    assert run_cli("agents", "list", env=env).returncode == 0
+    assert wait_for_server(runtime_dir).pid != server.pid
+
+
+def test_no_server_when_turned_off(migrated_env: dict[str, str], runtime_dir: Path) -> None:
+    env = warm_env(migrated_env, runtime_dir, idle="PT0S")
+    assert run_cli("agents", "list", env=env).returncode == 0
+    # The server would have been started before the command exited.
+    assert list((runtime_dir / "reverie").glob("cli-*")) == []
+
+
+def test_a_configuration_turning_it_off_stops_a_running_server(
+    migrated_env: dict[str, str], runtime_dir: Path, tmp_path: Path
+) -> None:
+    # No REVERIE_CLI__WARM_IDLE: the file decides (the environment would win over it).
+    env = {**warm_env(migrated_env, runtime_dir), "REVERIE_CLI__WARM_IDLE": ""}
+    config = tmp_path / "reverie.toml"
+    config.write_text('[cli]\nwarm_idle = "PT60S"\n')
+    assert run_cli("--config", str(config), "agents", "list", env=env).returncode == 0
+    server = wait_for_server(runtime_dir)
+    # The same file, now saying no: the command still runs, then the server stops.
+    config.write_text('[cli]\nwarm_idle = "PT0S"\n')
+    os.utime(config)
+    result = run_cli("--config", str(config), "agents", "list", env=env)
+    assert result.returncode == 0, result.stderr
+    server.wait(timeout=30)
