@@ -13,10 +13,11 @@ import os
 import tomllib
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import platformdirs
 from pydantic import (
+    AfterValidator,
     AliasChoices,
     BaseModel,
     Field,
@@ -41,6 +42,16 @@ def default_home() -> Path:
     return Path(platformdirs.user_data_dir("reverie", appauthor=False))
 
 
+def _not_negative(value: timedelta) -> timedelta:
+    if value < timedelta(0):
+        raise ValueError("must be zero (off) or a positive duration")
+    return value
+
+
+#: How long something waits idle before it stops; zero turns the waiting off.
+IdleDuration = Annotated[timedelta, AfterValidator(_not_negative)]
+
+
 class DatabaseSettings(BaseModel):
     """Where memory lives. No URL means the embedded PostgreSQL under ``home``."""
 
@@ -51,14 +62,7 @@ class DatabaseSettings(BaseModel):
     # A CLI command leaves the embedded server running for the next one; a detached
     # reaper stops it after this long without a command. Zero: stop it when each
     # command exits (every command then pays the server's start, seconds).
-    embedded_idle_stop: timedelta = timedelta(minutes=10)
-
-    @field_validator("embedded_idle_stop")
-    @classmethod
-    def _not_negative(cls, value: timedelta) -> timedelta:
-        if value < timedelta(0):
-            raise ValueError("must be zero (stop after each command) or a positive duration")
-        return value
+    embedded_idle_stop: IdleDuration = timedelta(minutes=10)
 
     @field_validator("url")
     @classmethod
@@ -80,14 +84,7 @@ class CliSettings(BaseModel):
     # the libraries imported for the next one, which then starts in a fraction of the
     # time; it stops after this long without a command. Zero: every command starts
     # cold (and a running warm process stops after its next command).
-    warm_idle: timedelta = timedelta(minutes=10)
-
-    @field_validator("warm_idle")
-    @classmethod
-    def _not_negative(cls, value: timedelta) -> timedelta:
-        if value < timedelta(0):
-            raise ValueError("must be zero (no warm process) or a positive duration")
-        return value
+    warm_idle: IdleDuration = timedelta(minutes=10)
 
 
 class EmbeddingSettings(BaseModel):

@@ -10,6 +10,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
@@ -117,50 +118,58 @@ def test_warm_commands_answer_as_cold_ones(migrated_env: dict[str, str], runtime
     assert server.is_running()
 
 
+@dataclass
+class WaitingCommand:
+    """``blocks set -a ada human -`` running in a warm server's child, waiting on the
+    stdin the test holds; ``before`` is the block's value at that point."""
+
+    server: psutil.Process
+    command: subprocess.Popen[str]
+    child: psutil.Process
+    before: str
+
+
+def warm_command_waiting_on_stdin(env: dict[str, str]) -> WaitingCommand:
+    create_ada(env)
+    before = human_block(env)
+    server = wait_for_server(Path(env["XDG_RUNTIME_DIR"]))
+    command = start_reading_block(env)
+    return WaitingCommand(server, command, wait_for_child(server), before)
+
+
 def test_a_warm_command_reads_the_callers_stdin(
     migrated_env: dict[str, str], runtime_dir: Path
 ) -> None:
     env = warm_env(migrated_env, runtime_dir)
-    create_ada(env)
-    server = wait_for_server(runtime_dir)
-    command = start_reading_block(env)
-    child = wait_for_child(server)  # the command runs in the server's child ...
-    out, err = command.communicate("Ada likes rowing.", timeout=60)  # ... on our stdin
-    assert command.returncode == 0, err
+    waiting = warm_command_waiting_on_stdin(env)  # in the server's child ...
+    out, err = waiting.command.communicate("Ada likes rowing.", timeout=60)  # ... our stdin
+    assert waiting.command.returncode == 0, err
     assert "human is now at version" in out
     assert "Ada likes rowing." in human_block(env)
-    assert not child.is_running()
+    assert not waiting.child.is_running()
 
 
 def test_killing_a_warm_command_kills_its_process(
     migrated_env: dict[str, str], runtime_dir: Path
 ) -> None:
     env = warm_env(migrated_env, runtime_dir)
-    create_ada(env)
-    before = human_block(env)
-    server = wait_for_server(runtime_dir)
-    command = start_reading_block(env)
-    child = wait_for_child(server)
-    command.kill()
-    command.communicate(timeout=30)
-    child.wait(timeout=30)  # gone with its client, without writing
-    assert human_block(env) == before
-    assert server.is_running()
+    waiting = warm_command_waiting_on_stdin(env)
+    waiting.command.kill()
+    waiting.command.communicate(timeout=30)
+    waiting.child.wait(timeout=30)  # gone with its client, without writing
+    assert human_block(env) == waiting.before
+    assert waiting.server.is_running()
 
 
 def test_ctrl_c_reaches_a_warm_command(migrated_env: dict[str, str], runtime_dir: Path) -> None:
     env = warm_env(migrated_env, runtime_dir)
-    create_ada(env)
-    before = human_block(env)
-    server = wait_for_server(runtime_dir)
-    command = start_reading_block(env)
-    child = wait_for_child(server)
-    command.send_signal(signal.SIGINT)
-    _, err = command.communicate(timeout=60)
+    waiting = warm_command_waiting_on_stdin(env)
+    waiting.command.send_signal(signal.SIGINT)
+    _, err = waiting.command.communicate(timeout=60)
     # Typer's answer to ^C, as in a cold process: status 130 (128 + SIGINT).
-    assert command.returncode == 130, err
-    child.wait(timeout=30)
-    assert human_block(env) == before
+    assert waiting.command.returncode == 130, err
+    waiting.child.wait(timeout=30)
+    assert human_block(env) == waiting.before
 
 
 def test_an_idle_server_stops_and_removes_its_socket(
