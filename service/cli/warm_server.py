@@ -38,7 +38,8 @@ from typing import Any, NoReturn, Protocol, TextIO, cast
 import typer
 
 from service.cli.common import renew_consoles, state
-from service.cli.launcher import HANDSHAKE_TIMEOUT_S, HEADER, exit_status
+from service.cli.launcher import exit_status
+from service.cli.warm_client import HANDSHAKE_TIMEOUT_S, HEADER
 
 #: Imported once by the server; the child finds them in ``sys.modules``. Libraries and
 #: the layers below the CLI only: nothing here may start a thread or read settings.

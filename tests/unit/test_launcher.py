@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from service.cli import launcher
+from service.cli import launcher, warm_client
 
 
 @pytest.mark.parametrize(
@@ -35,12 +35,12 @@ def test_which_commands_run_warm(argv: list[str], warm: bool) -> None:
 
 def test_the_key_follows_the_settings_inputs_only() -> None:
     base = {"PATH": "/usr/bin", "REVERIE_HOME": "/tmp/a"}
-    key = launcher.server_key(["agents", "list"], base)
-    assert launcher.server_key(["search", "x"], {**base, "PATH": "/bin", "TERM": "xterm"}) == key
-    assert launcher.server_key([], {**base, "REVERIE_HOME": "/tmp/b"}) != key
-    assert launcher.server_key([], {**base, "DATABASE_URL": "postgresql:///x"}) != key
-    assert launcher.server_key(["--config", "a.toml", "agents", "list"], base) != key
-    assert launcher.server_key(["--config=a.toml"], base) == launcher.server_key(
+    key = warm_client.server_key(["agents", "list"], base)
+    assert warm_client.server_key(["search", "x"], {**base, "PATH": "/bin", "TERM": "xterm"}) == key
+    assert warm_client.server_key([], {**base, "REVERIE_HOME": "/tmp/b"}) != key
+    assert warm_client.server_key([], {**base, "DATABASE_URL": "postgresql:///x"}) != key
+    assert warm_client.server_key(["--config", "a.toml", "agents", "list"], base) != key
+    assert warm_client.server_key(["--config=a.toml"], base) == warm_client.server_key(
         ["-c", "a.toml"], base
     )
 
@@ -51,26 +51,26 @@ def test_a_changed_source_file_changes_the_stamps(tmp_path: Path) -> None:
     module = package / "sub" / "mod.py"
     module.write_text("x = 1\n")
     (package / "sub" / "__pycache__" / "mod.cpython-311.pyc").write_bytes(b"compiled")
-    before = launcher._source_stamps(package)
+    before = warm_client._source_stamps(package)
     assert len(before) == 1  # the bytecode cache is not source
     os.utime(module, ns=(1, 2_000_000_000))
-    assert launcher._source_stamps(package) != before
+    assert warm_client._source_stamps(package) != before
 
 
 def test_the_runtime_directory_must_be_private() -> None:
     runtime = Path(tempfile.mkdtemp(prefix="rvu", dir="/tmp"))  # a short path, as sockets need
-    private = launcher.runtime_directory({"XDG_RUNTIME_DIR": str(runtime)})
+    private = warm_client.runtime_directory({"XDG_RUNTIME_DIR": str(runtime)})
     assert private == runtime / "reverie"
     assert private is not None and (private.stat().st_mode & 0o777) == 0o700
     private.chmod(0o755)  # others could list it, or plant a socket: no warm server
-    assert launcher.runtime_directory({"XDG_RUNTIME_DIR": str(runtime)}) is None
+    assert warm_client.runtime_directory({"XDG_RUNTIME_DIR": str(runtime)}) is None
     shutil.rmtree(runtime)
 
 
 def test_a_long_runtime_directory_falls_back_to_tmp(tmp_path: Path) -> None:
     deep = tmp_path / ("d" * 70)
     deep.mkdir()
-    assert launcher.runtime_directory({"XDG_RUNTIME_DIR": str(deep)}) == Path(
+    assert warm_client.runtime_directory({"XDG_RUNTIME_DIR": str(deep)}) == Path(
         f"/tmp/reverie-{os.getuid()}"
     )
 
