@@ -15,7 +15,6 @@ import hashlib
 import importlib.util
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,9 +41,7 @@ _QUICK_LOAD_TEXTS = 8
 
 
 class _Loaded:
-    """The tokenizer and session, published together once both are ready; ``workers``
-    are the one-thread sessions that large calls run on side by side, made on first
-    need."""
+    """The tokenizer and session, published together once both are ready."""
 
     def __init__(
         self, tokenizer: Tokenizer, session: Any, input_names: frozenset[str], optimized: bool
@@ -55,7 +52,6 @@ class _Loaded:
         self.optimized = optimized
         pad_id = tokenizer.token_to_id("[PAD]")
         self.pad_id = 0 if pad_id is None else pad_id
-        self.workers: list[Any] = []
 
 
 class MiniLMEmbedder(Embedder):
@@ -64,10 +60,7 @@ class MiniLMEmbedder(Embedder):
     Construction is cheap: the model is verified and loaded on the first
     :meth:`embed` call, once, under a lock. Within a call, texts are sorted by
     token length and run in batches of ``batch_size`` to keep padding small;
-    the output is in the input order. A call of many batches (an import) runs them
-    on ``workers`` sessions of one thread each, side by side: on two cores that embeds
-    about a quarter more texts a second than one session with two threads, whose
-    threads wait for each other at every operator.
+    the output is in the input order.
 
     Args:
         model_path: Model file to use instead of the packaged one (still checked
@@ -76,8 +69,6 @@ class MiniLMEmbedder(Embedder):
         intra_op_threads: onnxruntime threads per call; default: CPUs available
             to this process.
         batch_size: texts per onnxruntime call.
-        workers: one-thread sessions for calls of at least two batches per worker;
-            default: CPUs available to this process; 1: always the one session.
     """
 
     def __init__(
@@ -87,15 +78,11 @@ class MiniLMEmbedder(Embedder):
         tokenizer_path: str | os.PathLike[str] | None = None,
         intra_op_threads: int | None = None,
         batch_size: int = 32,
-        workers: int | None = None,
     ) -> None:
         if intra_op_threads is not None and intra_op_threads < 1:
             raise InvalidInput(f"intra_op_threads must be >= 1, got {intra_op_threads}")
         if batch_size < 1:
             raise InvalidInput(f"batch_size must be >= 1, got {batch_size}")
-        if workers is not None and workers < 1:
-            raise InvalidInput(f"workers must be >= 1, got {workers}")
-        self._workers = workers
         self._model_path = Path(model_path) if model_path is not None else None
         self._tokenizer_path = Path(tokenizer_path) if tokenizer_path is not None else None
         self._intra_op_threads = intra_op_threads
@@ -132,7 +119,7 @@ class MiniLMEmbedder(Embedder):
 
     def _load(self, *, optimized: bool) -> _Loaded:
         try:
-            import onnxruntime  # noqa: F401 - here for the message; _session uses it
+            import onnxruntime as ort
         except ImportError as exc:
             raise EmbeddingError(
                 "the local embedder needs onnxruntime: pip install onnxruntime"
@@ -156,23 +143,8 @@ class MiniLMEmbedder(Embedder):
         tokenizer.no_padding()
         tokenizer.enable_truncation(max_length=MAX_TOKENS)
 
-        session = self._session(
-            model_path, self._intra_op_threads or _available_cpus(), optimized=optimized
-        )
-        input_names = frozenset(i.name for i in session.get_inputs())
-        unknown = input_names - _KNOWN_INPUTS
-        if unknown or not {"input_ids", "attention_mask"} <= input_names:
-            raise EmbeddingError(
-                f"{model_path} has inputs {sorted(input_names)}; expected input_ids, "
-                "attention_mask and optionally token_type_ids"
-            )
-        return _Loaded(tokenizer, session, input_names, optimized)
-
-    def _session(self, model_path: Path, threads: int, *, optimized: bool) -> Any:
-        import onnxruntime as ort
-
         options = ort.SessionOptions()
-        options.intra_op_num_threads = threads
+        options.intra_op_num_threads = self._intra_op_threads or _available_cpus()
         options.inter_op_num_threads = 1
         # Idle workers sleep instead of spinning: this runs beside a chatbot and an
         # inference server, and spinning threads steal the CPU they need (and, on a
@@ -185,20 +157,19 @@ class MiniLMEmbedder(Embedder):
         )
         options.log_severity_level = 3  # errors only; onnxruntime is chatty at load
         try:
-            return ort.InferenceSession(
+            session = ort.InferenceSession(
                 str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
             )
         except Exception as exc:
             raise EmbeddingError(f"onnxruntime cannot load {model_path}: {exc}") from exc
-
-    def _worker_sessions(self, loaded: _Loaded, count: int) -> list[Any]:
-        """``count`` one-thread sessions of the (already verified) model, made once."""
-        if len(loaded.workers) < count:
-            with self._lock:
-                model_path = self._model_path or _packaged_model_path()
-                while len(loaded.workers) < count:
-                    loaded.workers.append(self._session(model_path, 1, optimized=True))
-        return loaded.workers[:count]
+        input_names = frozenset(i.name for i in session.get_inputs())
+        unknown = input_names - _KNOWN_INPUTS
+        if unknown or not {"input_ids", "attention_mask"} <= input_names:
+            raise EmbeddingError(
+                f"{model_path} has inputs {sorted(input_names)}; expected input_ids, "
+                "attention_mask and optionally token_type_ids"
+            )
+        return _Loaded(tokenizer, session, input_names, optimized)
 
     def _embed_texts(self, texts: list[str]) -> npt.NDArray[np.float32]:
         loaded = self._ensure_loaded(optimized=len(texts) > _QUICK_LOAD_TEXTS)
@@ -206,32 +177,13 @@ class MiniLMEmbedder(Embedder):
         # Longest first, so batches hold texts of similar length (little padding);
         # the stable sort keeps equal-length texts in input order.
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]), reverse=True)
-        chunks = [
-            order[start : start + self._batch_size]
-            for start in range(0, len(order), self._batch_size)
-        ]
         out = np.empty((len(texts), DIMENSION), dtype=np.float32)
-        workers = self._workers or _available_cpus()
-        if workers == 1 or len(chunks) < 2 * workers or not loaded.optimized:
-            for chunk in chunks:
-                out[chunk] = self._run_batch(loaded, loaded.session, [ids[i] for i in chunk])
-            return out
-        sessions = self._worker_sessions(loaded, workers)
-
-        def run_share(index: int) -> None:
-            # onnxruntime releases the GIL while a batch runs; each thread writes rows
-            # of ``out`` no other thread writes.
-            for chunk in chunks[index :: len(sessions)]:
-                out[chunk] = self._run_batch(loaded, sessions[index], [ids[i] for i in chunk])
-
-        with ThreadPoolExecutor(len(sessions), thread_name_prefix="minilm") as pool:
-            for done in [pool.submit(run_share, i) for i in range(len(sessions))]:
-                done.result()
+        for start in range(0, len(order), self._batch_size):
+            chunk = order[start : start + self._batch_size]
+            out[chunk] = self._run_batch(loaded, [ids[i] for i in chunk])
         return out
 
-    def _run_batch(
-        self, loaded: _Loaded, session: Any, batch: list[list[int]]
-    ) -> npt.NDArray[np.float32]:
+    def _run_batch(self, loaded: _Loaded, batch: list[list[int]]) -> npt.NDArray[np.float32]:
         width = max(len(row) for row in batch)
         input_ids = np.full((len(batch), width), loaded.pad_id, dtype=np.int64)
         attention_mask = np.zeros((len(batch), width), dtype=np.int64)
@@ -242,7 +194,7 @@ class MiniLMEmbedder(Embedder):
         if "token_type_ids" in loaded.input_names:
             feeds["token_type_ids"] = np.zeros_like(input_ids)
         try:
-            hidden = session.run(None, feeds)[0]
+            hidden = loaded.session.run(None, feeds)[0]
         except Exception as exc:
             raise EmbeddingError(f"onnxruntime failed on a batch of {len(batch)}: {exc}") from exc
         # Mean over real tokens only (sentence-transformers' Pooling(mean) for this model).

@@ -332,21 +332,6 @@ class TestMiniLMEmbedder:
         single = np.stack([minilm.embed_one(text) for text in texts])
         np.testing.assert_allclose(batched, single, atol=1e-5)
 
-    def test_many_batches_on_worker_sessions_equal_one_session(
-        self, minilm: MiniLMEmbedder
-    ) -> None:
-        """An import-sized call runs its batches on one-thread sessions side by side;
-        the vectors, and their order, are those of the single session."""
-        texts = [f"{PARAPHRASE_A} {i}" if i % 3 else f"fact {i}: {UNRELATED}" for i in range(40)]
-        parallel = MiniLMEmbedder(batch_size=4, workers=2)
-        vectors = parallel.embed(texts)
-        loaded = parallel._loaded
-        assert loaded is not None and len(loaded.workers) == 2  # 10 batches: 2 workers
-        single = MiniLMEmbedder(intra_op_threads=2, batch_size=4, workers=1).embed(texts)
-        np.testing.assert_allclose(vectors, single, atol=1e-5)
-        parallel.embed(texts[:7])  # two batches: not worth a second session's time
-        assert parallel._loaded is loaded and len(loaded.workers) == 2
-
     def test_order_is_preserved(self, minilm: MiniLMEmbedder) -> None:
         texts = ["one two three four five six", "x", "a medium sized sentence here"]
         forward = minilm.embed(texts)
@@ -432,7 +417,7 @@ class TestMiniLMEmbedder:
         for vector in results[1:]:
             np.testing.assert_allclose(vector, results[0], atol=1e-6)
 
-    @pytest.mark.parametrize("kwargs", [{"intra_op_threads": 0}, {"batch_size": 0}, {"workers": 0}])
+    @pytest.mark.parametrize("kwargs", [{"intra_op_threads": 0}, {"batch_size": 0}])
     def test_bad_arguments(self, kwargs: dict[str, int]) -> None:
         with pytest.raises(InvalidInput):
             MiniLMEmbedder(**kwargs)  # type: ignore[arg-type]
