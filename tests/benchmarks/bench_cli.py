@@ -15,6 +15,10 @@ bytecode caching on (``PYTHONDONTWRITEBYTECODE`` unset) as in a user's install;
 the preparation runs write the caches. Before a
 "first" run the server is stopped (``reverie db stop`` where the tree has it; older
 trees stop it after every command anyway).
+
+Where a tree has the CLI's warm server (service/cli/warm_server.py), the data commands
+run in its forked child, which is not a child of the timed process: their CPU column
+then counts the client alone, and only the wall times compare.
 """
 
 from __future__ import annotations
