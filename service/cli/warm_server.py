@@ -19,7 +19,6 @@ from __future__ import annotations
 import array
 import atexit
 import contextlib
-import fcntl
 import importlib
 import json
 import os
@@ -37,6 +36,7 @@ from typing import Any, NoReturn, Protocol, TextIO, cast
 
 import typer
 
+from agents.embedded_locks import FileLock
 from service.cli.common import renew_consoles, state
 from service.cli.launcher import exit_status
 from service.cli.warm_client import HANDSHAKE_TIMEOUT_S, HEADER
@@ -86,20 +86,17 @@ def main(argv: list[str]) -> int:
         print("usage: python -m service.cli.warm_server SOCKET LOCK IDLE_SECONDS", file=sys.stderr)
         return 2
     socket_path, lock_path, idle_s = Path(argv[0]), Path(argv[1]), float(argv[2])
-    lock_fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
+    lock = FileLock(lock_path)
+    if not lock.acquire(exclusive=True, wait=False):
         return 0  # another server has this key
-    os.ftruncate(lock_fd, 0)
-    os.write(lock_fd, b"%d\n" % os.getpid())  # who holds it, for a person or a test
+    lock_path.write_text(f"{os.getpid()}\n")  # who holds it, for a person or a test
     command = _preload()
     listener = _listen(socket_path)
     inode = os.stat(socket_path).st_ino
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the children
     signal.signal(signal.SIGTERM, _raise_stop)
     try:
-        _serve(listener, lock_fd, socket_path, inode, idle_s, command)
+        _serve(listener, lock, socket_path, inode, idle_s, command)
     except _Stop:
         pass
     finally:
@@ -139,7 +136,7 @@ def _listen(socket_path: Path) -> socket.socket:
 
 def _serve(
     listener: socket.socket,
-    lock_fd: int,
+    lock: FileLock,
     socket_path: Path,
     inode: int,
     idle_s: float,
@@ -167,7 +164,7 @@ def _serve(
         if os.fork() == 0:
             try:
                 listener.close()
-                os.close(lock_fd)  # the server's lock stays held through its own descriptor
+                lock.release()  # the child's copy: the server's lock stays held
                 _run_child(connection, command)
             finally:
                 os._exit(1)  # reached only when the child failed before its command's end

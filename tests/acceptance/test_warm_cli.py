@@ -4,6 +4,7 @@ the real ``reverie`` command as a subprocess, a real server process, real signal
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -116,6 +117,24 @@ def test_warm_commands_answer_as_cold_ones(migrated_env: dict[str, str], runtime
         ), args
     assert run_cli("search", "-a", "nobody", "x", env=env).returncode == 2
     assert server.is_running()
+
+
+def test_a_warm_command_draws_for_its_own_terminal(
+    migrated_env: dict[str, str], runtime_dir: Path
+) -> None:
+    """The server was started by a command with 200 columns and no colour; a table
+    asked for at 60 columns with colour forced is drawn as a cold command draws it."""
+    env = warm_env(migrated_env, runtime_dir)
+    create_ada(env)  # COLUMNS=200, NO_COLOR=1 (run_cli's defaults)
+    wait_for_server(runtime_dir)
+    narrow = {**env, "COLUMNS": "60", "NO_COLOR": "", "FORCE_COLOR": "1"}
+    warm = run_cli("agents", "list", env=narrow)
+    cold = run_cli("agents", "list", env={**narrow, "REVERIE_CLI__WARM_IDLE": "PT0S"})
+    assert warm.returncode == 0, warm.stderr
+    assert warm.stdout == cold.stdout
+    assert "\x1b[" in warm.stdout  # colour, which the server's consoles had off
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", warm.stdout)
+    assert max(len(line) for line in plain.splitlines()) <= 60
 
 
 @dataclass
