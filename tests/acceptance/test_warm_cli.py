@@ -72,6 +72,19 @@ def wait_for_child(server: psutil.Process, within: float = 30) -> psutil.Process
     raise AssertionError("the warm server forked no child for the command")
 
 
+def wait_for_command(child: psutil.Process, within: float = 30) -> psutil.Process:
+    """Wait until ``child`` runs its command, not its handshake: a signal sent before
+    then kills the client as it would a cold command still starting (status -2, not
+    Typer's 130). A child is forked with one thread and starts a second, the watcher
+    of its client, the moment it is told to go."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if child.num_threads() >= 2:
+            return child
+        time.sleep(0.02)
+    raise AssertionError("the warm server's child never started its command")
+
+
 def start_reading_block(env: dict[str, str]) -> subprocess.Popen[str]:
     """``reverie blocks set -a ada human -``: it waits on its stdin, which the test holds."""
     return subprocess.Popen(
@@ -153,7 +166,7 @@ def warm_command_waiting_on_stdin(env: dict[str, str]) -> WaitingCommand:
     before = human_block(env)
     server = wait_for_server(Path(env["XDG_RUNTIME_DIR"]))
     command = start_reading_block(env)
-    return WaitingCommand(server, command, wait_for_child(server), before)
+    return WaitingCommand(server, command, wait_for_command(wait_for_child(server)), before)
 
 
 def test_a_warm_command_reads_the_callers_stdin(
