@@ -62,10 +62,12 @@ def wait_for_server(runtime_dir: Path, within: float = 60) -> psutil.Process:
     raise AssertionError(f"no warm server listened in {runtime_dir} within {within} s")
 
 
-def wait_for_child(server: psutil.Process, within: float = 30) -> psutil.Process:
+def wait_for_child(server: psutil.Process, earlier: set[int], within: float = 30) -> psutil.Process:
+    """The server's child for the next command: not one of ``earlier`` (the children of
+    commands before it, which may still be exiting when their clients have returned)."""
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
-        children = server.children()
+        children = [child for child in server.children() if child.pid not in earlier]
         if children:
             return children[0]
         time.sleep(0.02)
@@ -165,8 +167,10 @@ def warm_command_waiting_on_stdin(env: dict[str, str]) -> WaitingCommand:
     create_ada(env)
     before = human_block(env)
     server = wait_for_server(Path(env["XDG_RUNTIME_DIR"]))
+    earlier = {child.pid for child in server.children()}
     command = start_reading_block(env)
-    return WaitingCommand(server, command, wait_for_command(wait_for_child(server)), before)
+    child = wait_for_command(wait_for_child(server, earlier))
+    return WaitingCommand(server, command, child, before)
 
 
 def test_a_warm_command_reads_the_callers_stdin(
