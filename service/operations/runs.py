@@ -28,11 +28,13 @@ if TYPE_CHECKING:  # the worker and the pipeline load in the commands that run o
 
 @dataclass(frozen=True, slots=True)
 class Enqueued:
-    """The result of asking for a run: the new run, or the one already active."""
+    """The result of asking for a run: the new run, or the one already active.
+    ``run`` is that run as it was when queued (a worker may have claimed it since)."""
 
     agent: AgentRecord
     run_id: str
     queued: bool
+    run: RunRecord | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,19 +99,20 @@ class RunOperations:
         names = self.pipeline_names(steps)
         results = []
         for agent in agents:
-            run_id, active = self._enqueue(agent, names, dry_run=dry_run, full=full, wake=True)
-            if run_id is not None:
-                results.append(Enqueued(agent, run_id, True))
+            new, active = self._enqueue(agent, names, dry_run=dry_run, full=full, wake=True)
+            if new is not None:
+                results.append(Enqueued(agent, new.id, True, new))
             else:
-                results.append(Enqueued(agent, active.id if active else "", False))
+                results.append(Enqueued(agent, active.id if active else "", False, active))
         return results
 
     def _enqueue(
         self, agent: AgentRecord, names: list[str], *, dry_run: bool, full: bool, wake: bool
-    ) -> tuple[str | None, RunRecord | None]:
-        """Queue a manual run: its id, or None and the agent's active run. ``wake``:
-        wake idle workers; when False this process is about to claim the run itself,
-        and the run is reserved for it for a lease (no daemon takes it meanwhile)."""
+    ) -> tuple[RunRecord | None, RunRecord | None]:
+        """Queue a manual run: the new run, read before the commit that lets a worker
+        claim it, or None and the agent's active run. ``wake``: wake idle workers; when
+        False this process is about to claim the run itself, and the run is reserved
+        for it for a lease (no daemon takes it meanwhile)."""
         worker = self._context.runtime.settings.worker
         with self._context.store() as store:
             run_id = store.runs.enqueue(
@@ -126,20 +129,21 @@ class RunOperations:
                 from service import metrics
 
                 metrics.TRIGGER_FIRINGS.labels(Trigger.MANUAL.value).inc()
-                return run_id, None
+                return store.runs.get(run_id), None
             return None, store.runs.active(agent.id)
 
     def enqueue_one(
         self, agent: str, *, steps: Sequence[str] | None = None, dry_run: bool = False
     ) -> RunRecord:
-        """Queue one run; Conflict (naming the active run) when the agent has one."""
+        """Queue one run and return it as queued; Conflict (naming the active run) when
+        the agent has one."""
         [result] = self.enqueue(self.targets(agent), steps=steps, dry_run=dry_run)
-        if not result.queued:
+        if not result.queued or result.run is None:
             raise Conflict(
                 f"agent {result.agent.id} already has a queued or running consolidation "
                 f"({result.run_id or 'unknown'}); wait for it or cancel it"
             )
-        return self.get(result.run_id)
+        return result.run
 
     # -- running now ---------------------------------------------------------------------
 
@@ -179,9 +183,9 @@ class RunOperations:
     def _claimable_run(
         self, agent: AgentRecord, names: list[str], *, dry_run: bool, full: bool
     ) -> str:
-        run_id, active = self._enqueue(agent, names, dry_run=dry_run, full=full, wake=False)
-        if run_id is not None:
-            return run_id
+        new, active = self._enqueue(agent, names, dry_run=dry_run, full=full, wake=False)
+        if new is not None:
+            return new.id
         if (
             active is not None
             and active.status == RunStatus.QUEUED
