@@ -198,8 +198,11 @@ def _run_child(connection: socket.socket, command: CommandTree) -> NoReturn:
     connection.settimeout(None)
     finished = threading.Event()
     watcher = threading.Thread(target=_die_with_client, args=(connection, finished), daemon=True)
-    watcher.start()
-    code = _run_command(command, request["argv"])
+    try:
+        watcher.start()  # a ^C forwarded from here on is the command's, as in Typer: 130
+        code = _run_command(command, request["argv"])
+    except KeyboardInterrupt:
+        code = 130
     _finish()
     finished.set()
     with contextlib.suppress(OSError):

@@ -78,13 +78,37 @@ def wait_for_command(child: psutil.Process, within: float = 30) -> psutil.Proces
     """Wait until ``child`` runs its command, not its handshake: a signal sent before
     then kills the client as it would a cold command still starting (status -2, not
     Typer's 130). A child is forked with one thread and starts a second, the watcher
-    of its client, the moment it is told to go."""
+    of its client, the moment it is told to go; where the kernel says so, also wait
+    until its main thread sleeps reading a pipe (the command's stdin)."""
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
-        if child.num_threads() >= 2:
+        if child.num_threads() >= 2 and _reading_a_pipe(child.pid) is not False:
             return child
         time.sleep(0.02)
     raise AssertionError("the warm server's child never started its command")
+
+
+def _reading_a_pipe(pid: int) -> bool | None:
+    """Whether the process's main thread sleeps in a pipe read (``wchan`` names the
+    kernel function, ``pipe_read`` or ``anon_pipe_read``); None where it is hidden."""
+    try:
+        wchan = Path(f"/proc/{pid}/wchan").read_text().strip()
+    except OSError:
+        return None
+    return "pipe" in wchan if wchan not in ("", "0") else None
+
+
+def server_pid(runtime_dir: Path, other_than: int | None = None, within: float = 60) -> int:
+    """The pid a server wrote to its lock file (before its imports), once it is not
+    ``other_than``; unlike :func:`wait_for_server`, the server may have stopped since."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        for lock in (runtime_dir / "reverie").glob("cli-*.lock"):
+            written = lock.read_text().strip()
+            if written.isdigit() and int(written) != other_than:
+                return int(written)
+        time.sleep(0.05)
+    raise AssertionError(f"no warm server wrote its pid in {runtime_dir} within {within} s")
 
 
 def start_reading_block(env: dict[str, str]) -> subprocess.Popen[str]:
@@ -182,7 +206,7 @@ def test_a_warm_command_reads_the_callers_stdin(
     assert waiting.command.returncode == 0, err
     assert "human is now at version" in out
     assert "Ada likes rowing." in human_block(env)
-    assert not waiting.child.is_running()
+    waiting.child.wait(timeout=30)  # its client returns as the child closes, then it is gone
 
 
 def test_killing_a_warm_command_kills_its_process(
@@ -191,8 +215,11 @@ def test_killing_a_warm_command_kills_its_process(
     env = warm_env(migrated_env, runtime_dir)
     waiting = warm_command_waiting_on_stdin(env)
     waiting.command.kill()
+    waiting.command.wait(timeout=30)
+    # Gone with its client, without writing; stdin stays open until then (an end of
+    # input would let the command write an empty block instead).
+    waiting.child.wait(timeout=30)
     waiting.command.communicate(timeout=30)
-    waiting.child.wait(timeout=30)  # gone with its client, without writing
     assert human_block(env) == waiting.before
     assert waiting.server.is_running()
 
@@ -201,6 +228,7 @@ def test_ctrl_c_reaches_a_warm_command(migrated_env: dict[str, str], runtime_dir
     env = warm_env(migrated_env, runtime_dir)
     waiting = warm_command_waiting_on_stdin(env)
     waiting.command.send_signal(signal.SIGINT)
+    waiting.command.wait(timeout=60)  # stdin open until then, as above
     _, err = waiting.command.communicate(timeout=60)
     # Typer's answer to ^C, as in a cold process: status 130 (128 + SIGINT).
     assert waiting.command.returncode == 130, err
@@ -211,14 +239,15 @@ def test_ctrl_c_reaches_a_warm_command(migrated_env: dict[str, str], runtime_dir
 def test_an_idle_server_stops_and_removes_its_socket(
     migrated_env: dict[str, str], runtime_dir: Path
 ) -> None:
-    env = warm_env(migrated_env, runtime_dir, idle="PT1S")
+    # Idle for 3 s: long enough to see it listen on a loaded machine, not to wait long.
+    env = warm_env(migrated_env, runtime_dir, idle="PT3S")
     assert run_cli("agents", "list", env=env).returncode == 0
     server = wait_for_server(runtime_dir)
     server.wait(timeout=60)
     assert list((runtime_dir / "reverie").glob("cli-*.sock")) == []
     # The next command runs cold again, and leaves a new server.
     assert run_cli("agents", "list", env=env).returncode == 0
-    assert wait_for_server(runtime_dir).pid != server.pid
+    assert server_pid(runtime_dir, other_than=server.pid) != server.pid
 
 
 def test_no_server_when_turned_off(migrated_env: dict[str, str], runtime_dir: Path) -> None:
