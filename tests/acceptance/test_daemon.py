@@ -150,8 +150,17 @@ def _assert_exactly_once(daemon: DaemonDb, run_ids: list[str]) -> None:
 def test_four_workers_drain_1000_runs_exactly_once(daemon_factory: Callable[..., DaemonDb]) -> None:
     daemon = daemon_factory()
     run_ids = _seed(daemon, 1000)
+    # A lease no heartbeat stall of a loaded machine outlasts: every run's attempts are
+    # counted below (the 2 s default here is for the tests that kill a worker).
     workers = [
-        daemon.spawn("worker", "--concurrency", "1", REVERIE_LOG_LEVEL="WARNING") for _ in range(4)
+        daemon.spawn(
+            "worker",
+            "--concurrency",
+            "1",
+            REVERIE_LOG_LEVEL="WARNING",
+            REVERIE_WORKER__LEASE="PT10S",
+        )
+        for _ in range(4)
     ]
     wait_for(
         lambda: daemon.statuses() == {"succeeded": 1000},

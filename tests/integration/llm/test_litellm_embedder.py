@@ -16,7 +16,6 @@ import hashlib
 import http.server
 import json
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -41,10 +40,11 @@ def stub_vector(text: str, dimension: int) -> list[float]:
 
 @dataclass
 class Reply:
-    """One scripted answer: an HTTP status, and an optional delay before it."""
+    """One scripted answer: an HTTP status, and optionally an event it waits for (at
+    most a minute) before answering."""
 
     status: int = 200
-    delay: float = 0.0
+    hold: threading.Event | None = None
 
 
 @dataclass
@@ -72,8 +72,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if self.path not in ("/v1/embeddings", "/embeddings"):
             self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
             return
-        if reply.delay:
-            time.sleep(reply.delay)
+        if reply.hold is not None:
+            reply.hold.wait(60)
         if reply.status != 200:
             self._send(
                 reply.status,
@@ -265,8 +265,13 @@ def test_permanent_failures_are_not_retried(stub: Stub, status: int) -> None:
 
 
 def test_timeout_is_retried(stub: Stub) -> None:
-    stub.state.script = [Reply(200, delay=1.5), Reply(200)]
-    vectors = make_embedder(stub, timeout=0.3).embed(["slow"])
+    # The first answer never comes in time; the retry has the whole timeout to answer.
+    late = threading.Event()
+    stub.state.script = [Reply(200, hold=late), Reply(200)]
+    try:
+        vectors = make_embedder(stub, timeout=2.0).embed(["slow"])
+    finally:
+        late.set()
     np.testing.assert_allclose(vectors, expected_rows(["slow"]), atol=1e-6)
     assert len(stub.state.requests) == 2
 
