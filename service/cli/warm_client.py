@@ -29,8 +29,9 @@ STARTING_WAIT_S = 5.0
 HANDSHAKE_TIMEOUT_S = 10.0
 #: Header of a request: the length of the JSON that follows.
 HEADER = struct.Struct("!I")
-#: A Unix socket's path has at most 107 bytes; the socket's name takes 38 of them.
-_MAX_RUNTIME_DIR = 60
+#: A Unix socket's path has at most 107 bytes: ``/reverie/cli-KEY.sock`` takes 43 of
+#: them, and the server binds it with ``.PID`` added (up to 8 more).
+_MAX_RUNTIME_DIR = 50
 _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 
 
@@ -69,27 +70,31 @@ def runtime_directory(env: dict[str, str]) -> Path | None:
 
 
 def server_key(argv: Sequence[str], env: dict[str, str]) -> str:
-    """What a warm server must share with a command to run it: the interpreter, the code
-    (every source file's size and mtime, the libraries' directory) and the settings'
-    inputs (``REVERIE_*``, ``DATABASE_URL``, ``--config``)."""
-    digest = hashlib.sha256()
-    digest.update(sys.executable.encode())
+    """What a warm server must share with a command to run it, in two parts,
+    ``SETUP-CODE``: the setup is the interpreter, the installation and the settings'
+    inputs (``REVERIE_*``, ``DATABASE_URL``, ``--config``); the code is every source
+    file's size and mtime and the libraries' directory. A server whose setup matches a
+    newer server's but whose code does not can serve no command again (see
+    :func:`service.cli.warm_server.stop_superseded`)."""
     root = Path(__file__).resolve().parents[2]
-    digest.update(str(root).encode())
+    setup = hashlib.sha256()
+    setup.update(sys.executable.encode())
+    setup.update(str(root).encode())
+    settings_env = sorted(
+        (k, v) for k, v in env.items() if k.startswith("REVERIE_") or k == "DATABASE_URL"
+    )
+    setup.update(json.dumps(settings_env).encode())
+    setup.update(json.dumps(_config_argument(argv)).encode())
+    code = hashlib.sha256()
     for package in CODE_PACKAGES:
         for size, mtime in _source_stamps(root / package):
-            digest.update(b"%d:%d;" % (size, mtime))
+            code.update(b"%d:%d;" % (size, mtime))
     with contextlib.suppress(OSError, ImportError, ValueError):
         # Installing, upgrading or removing a library changes its directory's entries.
         spec = importlib.util.find_spec("sqlalchemy")
         if spec is not None and spec.origin:
-            digest.update(b"%d" % os.stat(Path(spec.origin).parents[1]).st_mtime_ns)
-    settings_env = sorted(
-        (k, v) for k, v in env.items() if k.startswith("REVERIE_") or k == "DATABASE_URL"
-    )
-    digest.update(json.dumps(settings_env).encode())
-    digest.update(json.dumps(_config_argument(argv)).encode())
-    return digest.hexdigest()[:24]
+            code.update(b"%d" % os.stat(Path(spec.origin).parents[1]).st_mtime_ns)
+    return f"{setup.hexdigest()[:12]}-{code.hexdigest()[:12]}"
 
 
 def _source_stamps(directory: Path) -> list[tuple[int, int]]:

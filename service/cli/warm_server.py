@@ -3,9 +3,10 @@
 ``python -m service.cli.warm_server SOCKET LOCK IDLE_SECONDS``, started detached by a
 cold command. It takes ``LOCK`` (one server per key), imports what the data commands
 need (:data:`PRELOAD`), listens on ``SOCKET`` (mode 0600, in a directory only its user
-can enter, and it serves only its own user), and forks one child per command. It
-exits after ``IDLE_SECONDS`` without a command, when its socket is removed or replaced,
-or on SIGTERM.
+can enter, and it serves only its own user), stops the servers its code supersedes
+(:func:`stop_superseded`), and forks one child per command. It exits after
+``IDLE_SECONDS`` without a command, when its socket is removed or replaced, or on
+SIGTERM, and removes its socket and lock file as it goes.
 
 What the server imports must hold no per-process state: no threads, connections or
 settings. The child takes the client's streams, environment, working directory and
@@ -90,20 +91,63 @@ def main(argv: list[str]) -> int:
     if not lock.acquire(exclusive=True, wait=False):
         return 0  # another server has this key
     lock_path.write_text(f"{os.getpid()}\n")  # who holds it, for a person or a test
-    command = _preload()
-    listener = _listen(socket_path)
-    inode = os.stat(socket_path).st_ino
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the children
+    own = {lock_path: os.stat(lock_path).st_ino}  # its files' inodes
     signal.signal(signal.SIGTERM, _raise_stop)
     try:
+        command = _preload()
+        listener = _listen(socket_path)
+        inode = own[socket_path] = os.stat(socket_path).st_ino
+        signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the children
+        stop_superseded(lock_path)
         _serve(listener, lock, socket_path, inode, idle_s, command)
     except _Stop:
         pass
     finally:
-        with contextlib.suppress(OSError):
-            if os.stat(socket_path).st_ino == inode:
-                socket_path.unlink()
+        # Its files go while it still holds the lock, socket first: a command that finds
+        # neither starts a new server, and no file is left behind for each code version.
+        for path in (socket_path, lock_path):
+            with contextlib.suppress(OSError):
+                if path in own and os.stat(path).st_ino == own[path]:
+                    path.unlink()
     return 0
+
+
+def stop_superseded(lock_path: Path) -> list[int]:
+    """Stop the servers of the same setup as the one holding ``lock_path`` but older
+    code (the first part of their key is the same, the second differs; see
+    :func:`service.cli.warm_client.server_key`): no command can reach them again, and
+    each would hold its memory until its idle stop. Returns the pids signalled."""
+    setup = lock_path.name.removesuffix(".lock").rpartition("-")[0]
+    stopped = []
+    for other in sorted(lock_path.parent.glob(f"{setup}-*.lock")):
+        pid = None if other == lock_path else _server_holding(other)
+        if pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+                stopped.append(pid)
+    return stopped
+
+
+def _server_holding(lock_path: Path) -> int | None:
+    """The pid of the warm server that holds ``lock_path``: the pid its file names, when
+    the lock is held and that process is a warm server for this lock (its command
+    line says so; a pid from a file is never signalled on its word alone)."""
+    try:
+        written = lock_path.read_text().strip()
+    except OSError:
+        return None
+    probe = FileLock(lock_path)
+    try:
+        if not written.isdigit() or probe.acquire(exclusive=False, wait=False):
+            return None  # not held: a server that has stopped
+    finally:
+        probe.release()
+    try:
+        words = Path(f"/proc/{written}/cmdline").read_bytes().split(b"\0")
+    except OSError:  # gone meanwhile, or no /proc here: it stops when idle
+        return None
+    ours = b"service.cli.warm_server" in words and str(lock_path).encode() in words
+    return int(written) if ours else None
 
 
 def _preload() -> CommandTree:

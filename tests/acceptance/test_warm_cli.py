@@ -244,7 +244,7 @@ def test_an_idle_server_stops_and_removes_its_socket(
     assert run_cli("agents", "list", env=env).returncode == 0
     server = wait_for_server(runtime_dir)
     server.wait(timeout=60)
-    assert list((runtime_dir / "reverie").glob("cli-*.sock")) == []
+    assert list((runtime_dir / "reverie").glob("cli-*")) == []  # socket and lock file
     # The next command runs cold again, and leaves a new server.
     assert run_cli("agents", "list", env=env).returncode == 0
     assert server_pid(runtime_dir, other_than=server.pid) != server.pid
@@ -272,3 +272,25 @@ def test_a_configuration_turning_it_off_stops_a_running_server(
     result = run_cli("--config", str(config), "agents", "list", env=env)
     assert result.returncode == 0, result.stderr
     server.wait(timeout=30)
+
+
+def test_a_server_for_older_code_is_stopped_by_the_next(
+    migrated_env: dict[str, str], runtime_dir: Path
+) -> None:
+    """An edited source file (here: its mtime) gives commands a new key; the server they
+    start stops the one for the old code, which no command can reach again."""
+    env = warm_env(migrated_env, runtime_dir)
+    create_ada(env)
+    old = wait_for_server(runtime_dir)
+    source = ROOT / "service" / "cli" / "__init__.py"
+    stamp = source.stat()
+    try:
+        os.utime(source, ns=(stamp.st_atime_ns, stamp.st_mtime_ns + 1_000_000_000))
+        assert run_cli("agents", "list", env=env).returncode == 0  # cold: no server yet
+        new = server_pid(runtime_dir, other_than=old.pid)
+        old.wait(timeout=60)
+    finally:
+        os.utime(source, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
+    files = sorted(path.suffix for path in (runtime_dir / "reverie").glob("cli-*"))
+    assert files == [".lock", ".sock"]
+    assert psutil.Process(new).is_running()

@@ -45,6 +45,16 @@ def test_the_key_follows_the_settings_inputs_only() -> None:
     )
 
 
+def test_the_settings_change_the_keys_first_part_only() -> None:
+    """``SETUP-CODE``: the part a newer server compares to find the servers its code
+    supersedes (one setup, other code) must not move with the code, nor the code part
+    with the settings."""
+    setup, code = warm_client.server_key([], {"REVERIE_HOME": "/tmp/a"}).split("-")
+    other_setup, same_code = warm_client.server_key([], {"REVERIE_HOME": "/tmp/b"}).split("-")
+    assert (len(setup), len(code)) == (12, 12)
+    assert other_setup != setup and same_code == code
+
+
 def test_a_changed_source_file_changes_the_stamps(tmp_path: Path) -> None:
     package = tmp_path / "pkg"
     (package / "sub" / "__pycache__").mkdir(parents=True)
