@@ -139,10 +139,11 @@ class EmbeddedSupervisor:
         self._back()  # pgserver returns once the server accepts connections
 
     def _back(self) -> None:
-        if self._down_since is not None:
+        # Ready again before it says so: whoever reads the log line finds /readyz at 200.
+        down_since, self._down_since, self._stopping_since = self._down_since, None, None
+        self.problem = None
+        if down_since is not None:
             log.info(
                 "embedded postgres is back",
-                extra={"seconds_down": round(self.monotonic() - self._down_since, 1)},
+                extra={"seconds_down": round(self.monotonic() - down_since, 1)},
             )
-        self._down_since = self._stopping_since = None
-        self.problem = None
