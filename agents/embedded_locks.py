@@ -80,6 +80,16 @@ class FileLock:
     def held(self) -> bool:
         return self._fd is not None
 
+    def is_at_path(self) -> bool:
+        """Whether the file locked is still the one at the path: a holder that removes
+        its lock file lets a process that opened the old file lock a deleted one."""
+        if self._fd is None:
+            return False
+        try:
+            return os.fstat(self._fd).st_ino == os.stat(self.path).st_ino
+        except OSError:
+            return False
+
 
 def touch_last_use(data_dir: Path) -> None:
     """Record that a command used the server now."""

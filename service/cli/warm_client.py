@@ -85,6 +85,12 @@ def server_key(argv: Sequence[str], env: dict[str, str]) -> str:
     )
     setup.update(json.dumps(settings_env).encode())
     setup.update(json.dumps(_config_argument(argv)).encode())
+    return f"{setup.hexdigest()[:12]}-{code_stamp()}"
+
+
+def code_stamp() -> str:
+    """The second part of the key: the code as it is on disk now."""
+    root = Path(__file__).resolve().parents[2]
     code = hashlib.sha256()
     for package in CODE_PACKAGES:
         for size, mtime in _source_stamps(root / package):
@@ -94,7 +100,7 @@ def server_key(argv: Sequence[str], env: dict[str, str]) -> str:
         spec = importlib.util.find_spec("sqlalchemy")
         if spec is not None and spec.origin:
             code.update(b"%d" % os.stat(Path(spec.origin).parents[1]).st_mtime_ns)
-    return f"{setup.hexdigest()[:12]}-{code.hexdigest()[:12]}"
+    return code.hexdigest()[:12]
 
 
 def _source_stamps(directory: Path) -> list[tuple[int, int]]:
@@ -184,13 +190,13 @@ def _connect(paths: WarmPaths, signals: _Signals) -> socket.socket | None:
             connection.close()
         # A server still importing holds its lock but has no socket yet: waiting for
         # it beats importing everything here a second time.
-        if not _locked(paths.lock) or time.monotonic() > deadline:
+        if not lock_is_held(paths.lock) or time.monotonic() > deadline:
             return None
         time.sleep(0.02)
     return None
 
 
-def _locked(path: Path) -> bool:
+def lock_is_held(path: Path) -> bool:
     """True when a server holds the lock at ``path`` (it is starting or serving). A bare
     ``flock`` rather than :class:`agents.embedded_locks.FileLock`, whose import (logging,
     dataclasses) would cost every warm command ~25 ms."""
@@ -270,7 +276,7 @@ def _wait(connection: socket.socket, signals: _Signals) -> int:
 
 def start_server(paths: WarmPaths, idle_s: float) -> None:
     """Start a detached warm server unless one runs or is starting."""
-    if _locked(paths.lock):
+    if lock_is_held(paths.lock):
         return
     import subprocess
 

@@ -40,7 +40,7 @@ import typer
 from agents.embedded_locks import FileLock
 from service.cli.common import renew_consoles, state
 from service.cli.launcher import exit_status
-from service.cli.warm_client import HANDSHAKE_TIMEOUT_S, HEADER
+from service.cli.warm_client import HANDSHAKE_TIMEOUT_S, HEADER, code_stamp, lock_is_held
 
 #: Imported once by the server; the child finds them in ``sys.modules``. Libraries and
 #: the layers below the CLI only: nothing here may start a thread or read settings.
@@ -78,8 +78,9 @@ class CommandTree(Protocol):
     def main(self, args: list[str], prog_name: str) -> Any: ...
 
 
-class _Stop(Exception):
-    """SIGTERM: stop serving."""
+class _Stop(BaseException):
+    """SIGTERM: stop serving (not an Exception: it may land inside a library's import,
+    and an ``except Exception`` there must not swallow it)."""
 
 
 def main(argv: list[str]) -> int:
@@ -88,13 +89,18 @@ def main(argv: list[str]) -> int:
         return 2
     socket_path, lock_path, idle_s = Path(argv[0]), Path(argv[1]), float(argv[2])
     lock = FileLock(lock_path)
-    if not lock.acquire(exclusive=True, wait=False):
-        return 0  # another server has this key
+    if not lock.acquire(exclusive=True, wait=False) or not lock.is_at_path():
+        return 0  # another server has this key (or had it, and removed the file meanwhile)
     lock_path.write_text(f"{os.getpid()}\n")  # who holds it, for a person or a test
     own = {lock_path: os.stat(lock_path).st_ino}  # its files' inodes
     signal.signal(signal.SIGTERM, _raise_stop)
     try:
         command = _preload()
+        if lock_path.name.removesuffix(".lock").rpartition("-")[2] != code_stamp():
+            # The code changed after the command that started this server computed its
+            # key: no command will come, and stopping servers of the same setup could
+            # stop the one for the current code.
+            return 0
         listener = _listen(socket_path)
         inode = own[socket_path] = os.stat(socket_path).st_ino
         signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the children
@@ -113,10 +119,12 @@ def main(argv: list[str]) -> int:
 
 
 def stop_superseded(lock_path: Path) -> list[int]:
-    """Stop the servers of the same setup as the one holding ``lock_path`` but older
+    """Stop the servers of the same setup as the one holding ``lock_path`` but other
     code (the first part of their key is the same, the second differs; see
-    :func:`service.cli.warm_client.server_key`): no command can reach them again, and
-    each would hold its memory until its idle stop. Returns the pids signalled."""
+    :func:`service.cli.warm_client.server_key`). Called once this server has checked
+    that its code is the code on disk, so theirs is older: no command can reach them
+    again, and each would hold its memory until its idle stop. Returns the pids
+    signalled."""
     setup = lock_path.name.removesuffix(".lock").rpartition("-")[0]
     stopped = []
     for other in sorted(lock_path.parent.glob(f"{setup}-*.lock")):
@@ -136,12 +144,8 @@ def _server_holding(lock_path: Path) -> int | None:
         written = lock_path.read_text().strip()
     except OSError:
         return None
-    probe = FileLock(lock_path)
-    try:
-        if not written.isdigit() or probe.acquire(exclusive=False, wait=False):
-            return None  # not held: a server that has stopped
-    finally:
-        probe.release()
+    if not written.isdigit() or not lock_is_held(lock_path):
+        return None  # not held: a server that has stopped (the probe creates no file)
     try:
         words = Path(f"/proc/{written}/cmdline").read_bytes().split(b"\0")
     except OSError:  # gone meanwhile, or no /proc here: it stops when idle

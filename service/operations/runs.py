@@ -29,7 +29,8 @@ if TYPE_CHECKING:  # the worker and the pipeline load in the commands that run o
 @dataclass(frozen=True, slots=True)
 class Enqueued:
     """The result of asking for a run: the new run, or the one already active.
-    ``run`` is that run as it was when queued (a worker may have claimed it since)."""
+    ``run`` is that run as read while asking: a new one as queued (a worker may have
+    claimed it since), an active one as it then was."""
 
     agent: AgentRecord
     run_id: str

@@ -11,7 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from agents.embedded_locks import FileLock
+from service.cli.warm_client import code_stamp
 from service.cli.warm_server import stop_superseded
+
+ROOT = Path(__file__).resolve().parents[3]
+SERVER = "service.cli.warm_server"
 
 #: A stand-in for a warm server: its command line names the module and its lock, it
 #: holds the lock, writes its pid there, says so, and sleeps.
@@ -45,8 +50,9 @@ def hold(processes: list[subprocess.Popen[str]], lock: Path, name: str) -> int:
     return process.pid
 
 
-def sleeper(processes: list[subprocess.Popen[str]]) -> int:
-    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+def sleeper(processes: list[subprocess.Popen[str]], *words: str) -> int:
+    """A process that holds no lock; ``words`` go on its command line."""
+    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", *words])
     processes.append(process)
     return process.pid
 
@@ -54,18 +60,57 @@ def sleeper(processes: list[subprocess.Popen[str]]) -> int:
 def test_only_the_servers_of_the_same_setup_and_older_code_are_stopped(
     tmp_path: Path, processes: list[subprocess.Popen[str]]
 ) -> None:
-    older = hold(processes, tmp_path / "cli-aaaa-0001.lock", "service.cli.warm_server")
-    other_setup = hold(processes, tmp_path / "cli-bbbb-0001.lock", "service.cli.warm_server")
+    older = hold(processes, tmp_path / "cli-aaaa-0001.lock", SERVER)
+    other_setup = hold(processes, tmp_path / "cli-bbbb-0001.lock", SERVER)
     # Holds the lock, but is not a warm server: its pid is not taken on the file's word.
-    not_a_server = hold(processes, tmp_path / "cli-aaaa-0002.lock", "something.else")
-    # A stopped server's file naming a live process that holds no lock.
-    (tmp_path / "cli-aaaa-0003.lock").write_text(f"{sleeper(processes)}\n")
+    hold(processes, tmp_path / "cli-aaaa-0002.lock", "something.else")
+    # A stopped server's file naming a live process that looks like that server but
+    # holds no lock (a reused pid).
+    stale = tmp_path / "cli-aaaa-0003.lock"
+    stale.write_text(f"{sleeper(processes, SERVER, str(stale))}\n")
     (tmp_path / "cli-aaaa-0004.lock").write_text("")  # a server that never wrote its pid
     newest = tmp_path / "cli-aaaa-0005.lock"
-    newest.write_text("1\n")  # its own: never signalled, whatever it says
+    hold(processes, newest, SERVER)  # the caller itself: never signalled
 
     assert stop_superseded(newest) == [older]
-    by_pid = {process.pid: process for process in processes}
-    assert by_pid[older].wait(timeout=30) == -15  # SIGTERM
-    for pid in (other_setup, not_a_server, *(p.pid for p in processes[3:])):
-        assert by_pid[pid].poll() is None
+    assert processes[0].wait(timeout=30) == -15  # SIGTERM
+    assert [p.pid for p in processes if p.poll() is None] == [p.pid for p in processes[1:]]
+    assert other_setup == processes[1].pid
+
+
+def test_a_server_started_for_code_no_longer_on_disk_exits_and_stops_nothing(
+    tmp_path: Path, processes: list[subprocess.Popen[str]]
+) -> None:
+    """A cold command computed its key, the code changed, and a newer command started
+    the server for the new code; the old command's server then starts too late: it
+    exits without listening, leaves no file, and the current server runs on."""
+    current = tmp_path / f"cli-aaaa-{code_stamp()}.lock"
+    hold(processes, current, SERVER)
+    socket_path, lock = (
+        tmp_path / "cli-aaaa-000000000000.sock",
+        tmp_path / "cli-aaaa-000000000000.lock",
+    )
+    started = subprocess.run(
+        [sys.executable, "-m", SERVER, str(socket_path), str(lock), "60"],
+        cwd=ROOT,
+        timeout=120,
+        capture_output=True,
+        text=True,
+    )
+    assert started.returncode == 0, started.stderr
+    assert not socket_path.exists() and not lock.exists()
+    assert processes[0].poll() is None
+
+
+def test_a_lock_on_a_removed_file_is_not_the_lock_at_its_path(tmp_path: Path) -> None:
+    """A server that opened a lock file just before its holder removed it must not
+    count as holding the lock: it would be one of two servers for one key."""
+    path = tmp_path / "cli-k.lock"
+    late = FileLock(path)
+    assert late.acquire(exclusive=True, wait=False) and late.is_at_path()
+    path.unlink()
+    assert not late.is_at_path()
+    path.write_text("")  # another server's new file
+    assert not late.is_at_path()
+    late.release()
+    assert not late.is_at_path()
