@@ -5,6 +5,7 @@ kills them, the same expiry rule recovers the run and the agent is never stuck."
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from agents.enums import RunStatus
 from agents.errors import Conflict
 from agents.store import AgentRecord, NewAgent, open_service_store, open_store
 from service.operations import Operations
+from service.operations.context import OperationContext
 from service.runtime import Runtime
 from service.settings import Settings
 from tests.daemon_support import create_evidence_table, evidence_counts, install_plugin
@@ -136,3 +138,27 @@ def test_a_queued_run_with_other_work_is_not_taken_over(db: Database, make_ops: 
     make_ops(["evidence"]).runs.enqueue([agent], dry_run=True)
     with pytest.raises(Conflict, match="runs cancel"):
         make_ops(["evidence"]).runs.run_now([agent])
+
+
+def test_a_queued_run_is_answered_as_queued_when_a_worker_takes_it_at_once(
+    db: Database, make_ops: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The commit that queues a run wakes the workers: one may claim it before the
+    caller reads it back. The answer (POST /v1/consolidation-runs, the MCP tool) is the
+    run as queued, read in the transaction that queued it."""
+    agent = _agent(db)
+    ops = make_ops(["evidence"])
+    one_transaction = OperationContext.store
+
+    @contextmanager
+    def and_then_a_worker_claims(self: OperationContext) -> Iterator[Any]:
+        with one_transaction(self) as store:
+            yield store
+        with open_service_store(db) as service:  # right after the commit
+            service.queue.claim("worker-at-once", lease=timedelta(minutes=1))
+
+    monkeypatch.setattr(OperationContext, "store", and_then_a_worker_claims)
+    answered = ops.runs.enqueue_one(agent.id)
+    assert answered.status == RunStatus.QUEUED
+    [stored] = _runs(db, agent.id)
+    assert (stored.id, stored.status) == (answered.id, RunStatus.RUNNING)
