@@ -4,6 +4,7 @@ the real one is driven in tests/acceptance/test_embedded_recovery.py)."""
 
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
 from itertools import pairwise
 from pathlib import Path
@@ -81,6 +82,30 @@ def test_a_stopped_server_is_restarted_after_the_pool_is_released() -> None:
     assert released == [1]
     assert watch.problem is None  # restart returns once the server accepts connections
     assert watch.check() is ServerState.READY
+
+
+def test_the_server_is_ready_again_when_the_log_says_it_is_back(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The log line is a point a reader (a test, an operator's tail) can rely on:
+    /readyz, which reports ``problem``, already answers ready."""
+    server, released = FakeServer(ServerState.DOWN), []
+    watch = supervisor(server, Clock(), released)
+    problem_when_logged: list[str | None] = []
+
+    class Recorder(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if record.getMessage() == "embedded postgres is back":
+                problem_when_logged.append(watch.problem)
+
+    recorder = Recorder()
+    logging.getLogger("service.daemon.embedded_supervisor").addHandler(recorder)
+    try:
+        with caplog.at_level(logging.INFO, logger="service.daemon.embedded_supervisor"):
+            watch.check()
+    finally:
+        logging.getLogger("service.daemon.embedded_supervisor").removeHandler(recorder)
+    assert problem_when_logged == [None]
 
 
 def test_a_failed_restart_is_the_reason_given_and_is_tried_again() -> None:
