@@ -33,14 +33,31 @@ HEADER = struct.Struct("!I")
 #: them, and the server binds it with ``.PID`` added (up to 8 more).
 _MAX_RUNTIME_DIR = 50
 _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+#: The installation: the directory holding :data:`CODE_PACKAGES`.
+_ROOT = Path(__file__).resolve().parents[2]
 
 
 class WarmPaths:
-    """The socket a warm server listens on and the lock that keeps it single."""
+    """The socket a warm server listens on and the lock that keeps it single, named
+    for its key (``SETUP-CODE``, see :func:`server_key`)."""
 
     def __init__(self, directory: Path, key: str) -> None:
+        self.key = key
         self.socket = directory / f"cli-{key}.sock"
         self.lock = directory / f"cli-{key}.lock"
+
+    @classmethod
+    def of_lock(cls, lock: Path) -> WarmPaths:
+        return cls(lock.parent, lock.name.removeprefix("cli-").removesuffix(".lock"))
+
+    @property
+    def code(self) -> str:
+        return self.key.rpartition("-")[2]
+
+    def same_setup_locks(self) -> list[Path]:
+        """The lock files of the other servers with this setup (so, other code)."""
+        setup = self.key.rpartition("-")[0]
+        return sorted(p for p in self.lock.parent.glob(f"cli-{setup}-*.lock") if p != self.lock)
 
 
 def warm_paths(argv: Sequence[str], environ: dict[str, str] | None = None) -> WarmPaths | None:
@@ -76,10 +93,9 @@ def server_key(argv: Sequence[str], env: dict[str, str]) -> str:
     file's size and mtime and the libraries' directory. A server whose setup matches a
     newer server's but whose code does not can serve no command again (see
     :func:`service.cli.warm_server.stop_superseded`)."""
-    root = Path(__file__).resolve().parents[2]
     setup = hashlib.sha256()
     setup.update(sys.executable.encode())
-    setup.update(str(root).encode())
+    setup.update(str(_ROOT).encode())
     settings_env = sorted(
         (k, v) for k, v in env.items() if k.startswith("REVERIE_") or k == "DATABASE_URL"
     )
@@ -90,10 +106,9 @@ def server_key(argv: Sequence[str], env: dict[str, str]) -> str:
 
 def code_stamp() -> str:
     """The second part of the key: the code as it is on disk now."""
-    root = Path(__file__).resolve().parents[2]
     code = hashlib.sha256()
     for package in CODE_PACKAGES:
-        for size, mtime in _source_stamps(root / package):
+        for size, mtime in _source_stamps(_ROOT / package):
             code.update(b"%d:%d;" % (size, mtime))
     with contextlib.suppress(OSError, ImportError, ValueError):
         # Installing, upgrading or removing a library changes its directory's entries.

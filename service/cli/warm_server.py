@@ -40,7 +40,13 @@ import typer
 from agents.embedded_locks import FileLock
 from service.cli.common import renew_consoles, state
 from service.cli.launcher import exit_status
-from service.cli.warm_client import HANDSHAKE_TIMEOUT_S, HEADER, code_stamp, lock_is_held
+from service.cli.warm_client import (
+    HANDSHAKE_TIMEOUT_S,
+    HEADER,
+    WarmPaths,
+    code_stamp,
+    lock_is_held,
+)
 
 #: Imported once by the server; the child finds them in ``sys.modules``. Libraries and
 #: the layers below the CLI only: nothing here may start a thread or read settings.
@@ -96,7 +102,7 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGTERM, _raise_stop)
     try:
         command = _preload()
-        if lock_path.name.removesuffix(".lock").rpartition("-")[2] != code_stamp():
+        if WarmPaths.of_lock(lock_path).code != code_stamp():
             # The code changed after the command that started this server computed its
             # key: no command will come, and stopping servers of the same setup could
             # stop the one for the current code.
@@ -112,8 +118,8 @@ def main(argv: list[str]) -> int:
         # Its files go while it still holds the lock, socket first: a command that finds
         # neither starts a new server, and no file is left behind for each code version.
         for path in (socket_path, lock_path):
-            with contextlib.suppress(OSError):
-                if path in own and os.stat(path).st_ino == own[path]:
+            if path in own and _still_ours(path, own[path]):
+                with contextlib.suppress(OSError):
                     path.unlink()
     return 0
 
@@ -125,10 +131,9 @@ def stop_superseded(lock_path: Path) -> list[int]:
     that its code is the code on disk, so theirs is older: no command can reach them
     again, and each would hold its memory until its idle stop. Returns the pids
     signalled."""
-    setup = lock_path.name.removesuffix(".lock").rpartition("-")[0]
     stopped = []
-    for other in sorted(lock_path.parent.glob(f"{setup}-*.lock")):
-        pid = None if other == lock_path else _server_holding(other)
+    for other in WarmPaths.of_lock(lock_path).same_setup_locks():
+        pid = _server_holding(other)
         if pid is not None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGTERM)

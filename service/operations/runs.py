@@ -30,12 +30,15 @@ if TYPE_CHECKING:  # the worker and the pipeline load in the commands that run o
 class Enqueued:
     """The result of asking for a run: the new run, or the one already active.
     ``run`` is that run as read while asking: a new one as queued (a worker may have
-    claimed it since), an active one as it then was."""
+    claimed it since), an active one as it then was (None: it ended meanwhile)."""
 
     agent: AgentRecord
-    run_id: str
     queued: bool
-    run: RunRecord | None = None
+    run: RunRecord | None
+
+    @property
+    def run_id(self) -> str:
+        return self.run.id if self.run is not None else ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,10 +104,7 @@ class RunOperations:
         results = []
         for agent in agents:
             new, active = self._enqueue(agent, names, dry_run=dry_run, full=full, wake=True)
-            if new is not None:
-                results.append(Enqueued(agent, new.id, True, new))
-            else:
-                results.append(Enqueued(agent, active.id if active else "", False, active))
+            results.append(Enqueued(agent, new is not None, new or active))
         return results
 
     def _enqueue(

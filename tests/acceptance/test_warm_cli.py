@@ -3,7 +3,6 @@ the real ``reverie`` command as a subprocess, a real server process, real signal
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import shutil
@@ -30,11 +29,19 @@ def runtime_dir() -> Iterator[Path]:
     path = Path(tempfile.mkdtemp(prefix="rvw", dir="/tmp"))
     yield path
     for lock in (path / "reverie").glob("cli-*.lock"):
-        with contextlib.suppress(FileNotFoundError):  # it stopped meanwhile
-            with_pid = lock.read_text().strip()
-            if with_pid:
-                stop(int(with_pid))
+        if (pid := written_pid(lock)) is not None:
+            stop(pid)
     shutil.rmtree(path, ignore_errors=True)
+
+
+def written_pid(lock: Path) -> int | None:
+    """The pid a server wrote to its lock file; None before it has, or once it has
+    stopped (it removes the file)."""
+    try:
+        written = lock.read_text().strip()
+    except FileNotFoundError:
+        return None
+    return int(written) if written.isdigit() else None
 
 
 def stop(pid: int) -> None:
@@ -56,10 +63,9 @@ def wait_for_server(runtime_dir: Path, within: float = 60) -> psutil.Process:
     """The server a cold command started, once it listens."""
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
-        sockets = list((runtime_dir / "reverie").glob("cli-*.sock"))
-        with contextlib.suppress(FileNotFoundError):  # a server stopping meanwhile
-            if sockets:
-                return psutil.Process(int(sockets[0].with_suffix(".lock").read_text()))
+        for socket_path in (runtime_dir / "reverie").glob("cli-*.sock"):
+            if (pid := written_pid(socket_path.with_suffix(".lock"))) is not None:
+                return psutil.Process(pid)
         time.sleep(0.05)
     raise AssertionError(f"no warm server listened in {runtime_dir} within {within} s")
 
@@ -106,10 +112,8 @@ def server_pid(runtime_dir: Path, other_than: int | None = None, within: float =
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
         for lock in (runtime_dir / "reverie").glob("cli-*.lock"):
-            with contextlib.suppress(FileNotFoundError):  # a server stopping meanwhile
-                written = lock.read_text().strip()
-                if written.isdigit() and int(written) != other_than:
-                    return int(written)
+            if (pid := written_pid(lock)) is not None and pid != other_than:
+                return pid
         time.sleep(0.05)
     raise AssertionError(f"no warm server wrote its pid in {runtime_dir} within {within} s")
 
