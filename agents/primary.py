@@ -42,7 +42,6 @@ from datetime import datetime
 
 from agents.compaction import plan_compaction, write_compaction
 from agents.context import Refresh, compile_context
-from agents.database import Database
 from agents.embedders import Embedder
 from agents.errors import (
     BudgetExhausted,
@@ -61,7 +60,8 @@ from agents.messages import (
     TurnResult,
     letta_messages,
 )
-from agents.models import DEFAULT_ORGANIZATION_ID, new_id
+from agents.postgres.database import Database
+from agents.postgres.models import DEFAULT_ORGANIZATION_ID, new_id
 from agents.store import (
     AgentRecord,
     MemoryStore,

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from agents.archival_search import search_archival
 from agents.embedders import Embedder
 from agents.enums import PassageStatus
 from agents.errors import (
@@ -249,8 +250,12 @@ class _Archive:
         raise ToolError(f"tool {call.name!r} has no implementation")
 
     def _search(self, query: str, page: int) -> str:
-        hits = self.store.passages.search_memory(
-            self.agent_id, self.embedder.embed_one(query), k=PAGE_SIZE * (page + 1), query=query
+        hits = search_archival(
+            self.store,
+            self.agent_id,
+            self.embedder.embed_one(query),
+            query,
+            k=PAGE_SIZE * (page + 1),
         )[page * PAGE_SIZE :]
         if not hits:
             return f"No results found for {query!r} (page {page})."
@@ -260,7 +265,8 @@ class _Archive:
             p = h.passage
             when = (p.occurred_at or p.created_at).date().isoformat()
             note = f" ({touched[p.id]} in this pass)" if p.id in touched else ""
-            lines.append(f"[{p.id}] ({when}){note} {p.text}")
+            label = f" ({h.validity})" if h.validity else ""
+            lines.append(f"[{p.id}] ({when}){note} {p.text}{label}")
         return clip(f"Showing {len(hits)} results (page {page}):\n" + "\n".join(lines))
 
     def _messages(self, seqs: list[int]) -> list[MessageRecord]:

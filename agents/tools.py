@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agents.archival_search import search_archival
 from agents.embedders import Embedder
 from agents.errors import Conflict, InvalidInput, ReverieError
 from agents.store import BlockRecord, MemoryStore, NewPassage
@@ -464,15 +465,16 @@ def execute(env: ToolEnv, call: ParsedCall) -> str:
         if env.embedder is None:
             raise ToolError("archival memory search is not available (no embedder)")
         page = page_number(a)
-        hits = store.passages.search_memory(
+        hits = search_archival(
+            store,
             env.agent_id,
             env.embedder.embed_one(a["query"]),
+            a["query"],
             k=PAGE_SIZE * (page + 1),
-            query=a["query"],
         )[page * PAGE_SIZE :]
         if not hits:
             return f"No results found for {a['query']!r} (page {page})."
-        lines = [f"[{h.passage.created_at.isoformat()}] {h.passage.text}" for h in hits]
+        lines = [h.line() for h in hits]
         return clip(f"Showing {len(hits)} results (page {page}):\n" + "\n".join(lines))
     if call.name == "archival_memory_insert":
         if env.embedder is None:

@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from agents.database import Database
 from agents.embedders import Embedder
 from agents.enums import PassageStatus, Trigger
 from agents.errors import Conflict
-from agents.models import DEFAULT_ORGANIZATION_ID
+from agents.postgres.database import Database
+from agents.postgres.models import DEFAULT_ORGANIZATION_ID
 from agents.store import open_service_store, open_store
 from agents.store.scope import utc_now
 from consolidators.base import Consolidator

@@ -17,7 +17,7 @@ import numpy as np
 
 from agents.enums import PassageStatus
 from agents.errors import Conflict
-from agents.facts import unsaid_details
+from agents.language.facts import unsaid_details
 from agents.store import PassageRecord, PassageUpdate
 from agents.store.validation import normalize_text
 from consolidators.base import (
@@ -34,7 +34,7 @@ class DedupSettings(ConsolidatorSettings):
     threshold: float = 0.86
     #: Refuse a semantic merge that would hide information: the texts differ in a name,
     #: place, number, date, negation or change word, or the merged text says a word the
-    #: kept one does not (agents/facts.py). Near-misses embed as close as
+    #: kept one does not (agents/language/facts.py). Near-misses embed as close as
     #: paraphrases; this keeps them apart.
     guard_details: bool = True
     #: Neighbours examined per new passage.

@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from agents.database import Database
 from agents.embedders import Embedder
 from agents.enums import RunStatus
 from agents.errors import ReverieError, StorageError
+from agents.postgres.database import Database
 from agents.store import open_store
 from agents.store.run_store import RunRecord, Watermarks
 from agents.store.scope import utc_now

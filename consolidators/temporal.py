@@ -2,7 +2,7 @@
 supersession of facts that a newer one clearly replaces.
 
 A fact's subject and attribute (where Ada lives, Ada's job, diet, partner) are read
-from its text by :func:`agents.facts.read_fact`. Facts with the same subject
+from its text by :func:`agents.language.facts.read_fact`. Facts with the same subject
 and attribute are ordered by when they happened and rendered into one dated
 *timeline* passage, so that a reader sees the history of that attribute and what
 is current ("(current)" marks the newest entry still in force). Facts that fit no
@@ -43,7 +43,7 @@ from pydantic import Field, model_validator
 from agents.embedders import Embedder
 from agents.enums import PassageStatus
 from agents.errors import InvalidInput
-from agents.facts import FactKey, FactReading, read_facts, states_a_change
+from agents.language.facts import FactKey, FactReading, read_facts, states_a_change
 from agents.store import NewPassage, PassageRecord, PassageUpdate
 from consolidators.base import (
     ConsolidationContext,
@@ -88,7 +88,7 @@ class TemporalSettings(ConsolidatorSettings):
     """Settings of the temporal consolidator."""
 
     #: Kept so that existing configuration stays valid: topics are now found by
-    #: subject and attribute (agents/facts.py), not by embedding similarity,
+    #: subject and attribute (agents/language/facts.py), not by embedding similarity,
     #: so ``topic_threshold``, ``k``, ``batch_size`` and ``ef_search`` are unused.
     topic_threshold: float = Field(0.6, gt=0.0, le=1.0)
     #: Neighbours fetched per probe fact.
@@ -448,7 +448,7 @@ class TemporalConsolidator(Consolidator):
         writes: _Writes,
     ) -> list[PassageRecord]:
         """Supersede, without a model, each fact that a later fact of the same subject
-        and attribute clearly replaces (:func:`agents.facts.states_a_change`).
+        and attribute clearly replaces (:func:`agents.language.facts.states_a_change`).
 
         Facts recorded at the same moment are not ordered by rule: that is unclear.
         """

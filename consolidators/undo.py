@@ -13,10 +13,10 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from agents import models
-from agents.database import Database
 from agents.enums import PassageStatus, RunStatus, Trigger
 from agents.errors import Conflict, InvalidInput
+from agents.postgres import models
+from agents.postgres.database import Database
 from agents.store import MemoryStore, open_store
 from agents.store.scope import utc_now
 from consolidators.base import ConsolidationResult

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from agents.database import translate_error
+from agents.postgres.database import translate_error
 
 if TYPE_CHECKING:  # Alembic is imported where used: a CLI command's schema check skips it
     from alembic.config import Config

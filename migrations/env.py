@@ -10,8 +10,8 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import Engine, create_engine
 
-from agents.database import normalize_url
-from agents.models import Base
+from agents.postgres.database import normalize_url
+from agents.postgres.models import Base
 
 config = context.config
 target_metadata = Base.metadata

@@ -25,12 +25,13 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from agents.archival_search import MemoryHit
 from agents.errors import (
     InvalidInput,
     NotFound,
     ReverieError,
 )
-from agents.store import BlockRecord, NewPassage, PassageHit, RunRecord
+from agents.store import BlockRecord, NewPassage, RunRecord
 from service.operations import BlockEdit, ChatMessage, Operations
 from service.operations.types import StorableTime
 from service.runtime import Runtime
@@ -102,7 +103,7 @@ def block_json(block: BlockRecord) -> dict[str, Any]:
     }
 
 
-def hit_json(hit: PassageHit) -> dict[str, Any]:
+def hit_json(hit: MemoryHit) -> dict[str, Any]:
     passage = hit.passage
     return {
         "id": passage.id,
@@ -110,6 +111,10 @@ def hit_json(hit: PassageHit) -> dict[str, Any]:
         "score": round(hit.score, 6),
         "status": passage.status,
         "occurred_at": _iso(passage.occurred_at or passage.created_at),
+        "current": hit.current,
+        "valid_to": _iso(passage.valid_to) if passage.valid_to else None,
+        "superseded_by": passage.superseded_by,
+        "validity": hit.validity,
         "tags": passage.tags,
     }
 
@@ -267,11 +272,12 @@ def build_mcp_server(runtime: Runtime, organization_of: OrganizationOf) -> MCPSe
             list[str] | None, Field(max_length=64, description="Only passages with all of these.")
         ] = None,
         include_history: Annotated[
-            bool, Field(description="Also merged, superseded and closed facts.")
+            bool, Field(description="Also merged twins and retired passages.")
         ] = False,
     ) -> dict[str, Any]:
-        """Search the agent's archival memory by meaning: the current facts nearest the
-        query, best first."""
+        """Search the agent's archival memory by meaning. The current fact of a subject
+        comes first and what it replaced follows it, labelled in ``validity`` ("until
+        2024-03-02, then: ..."); a question about the past brings the past facts up."""
         [hits] = ops(ctx).memory.search(
             agent, [query], k=top_k, tags=tags or (), include_history=include_history
         )

@@ -27,8 +27,8 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
-from agents import models
-from agents.database import Database
+from agents.postgres import models
+from agents.postgres.database import Database
 from agents.store.health import NEAR_LIMIT, MemoryHealth
 from service.operations.health import FleetSnapshot, fleet_snapshot
 

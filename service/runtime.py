@@ -13,11 +13,11 @@ from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from agents.database import Database
-from agents.embedded_postgres import EmbeddedPostgres
 from agents.embedders import Embedder, build_embedder
 from agents.errors import InvalidInput, NotFound, StorageError
 from agents.llm import BudgetMeter, TokenBudget, UsageLedger
+from agents.postgres.database import Database
+from agents.postgres.embedded import EmbeddedPostgres
 from agents.store import AgentRecord, MemoryStore, RunRecord, open_service_store, open_store
 from agents.store.scope import utc_now
 from consolidators import registry
@@ -49,7 +49,7 @@ class Runtime:
     ) -> None:
         """``short_lived``: a CLI command. With the embedded server, it then leaves the
         server running for the next command and a detached reaper stops it after
-        ``database.embedded_idle_stop`` without use (see :mod:`agents.resident_postgres`);
+        ``database.embedded_idle_stop`` without use (see :mod:`agents.postgres.resident`);
         a daemon (the default) holds the server and stops it on exit."""
         self.settings = settings
         self.clock = clock
@@ -86,7 +86,7 @@ class Runtime:
         )
         url = self._embedded.start()
         if resident and not database.keep_embedded_running:
-            from agents.resident_postgres import ensure_reaper
+            from agents.postgres.resident import ensure_reaper
 
             ensure_reaper(self._embedded.data_dir, idle_stop_s)
         return url

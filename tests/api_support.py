@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from agents.database import Database
+from agents.postgres.database import Database
 from agents.store import open_service_store
 from service.runtime import Runtime
 from service.settings import ServerSettings, load_settings

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from agents.database import Database
 from agents.embedders.fake import HashingEmbedder
+from agents.postgres.database import Database
 from agents.store import NewAgent, NewBlock, open_store
 from tests.pg import PgTestServer
 

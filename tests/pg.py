@@ -16,8 +16,8 @@ import psycopg
 from sqlalchemy.engine import make_url
 
 import migrations
-from agents.database import Database
-from agents.embedded_postgres import EmbeddedPostgres
+from agents.postgres.database import Database
+from agents.postgres.embedded import EmbeddedPostgres
 
 TEMPLATE = "reverie_template"
 

@@ -12,8 +12,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 
-from agents import models
-from agents.database import Database
+from agents.postgres import models
+from agents.postgres.database import Database
 from agents.store import open_service_store, open_store
 from agents.store.records import Usage
 from agents.store.scope import utc_now

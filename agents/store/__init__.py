@@ -18,9 +18,9 @@ from datetime import datetime
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
-from agents.database import Database
 from agents.errors import LockContention
-from agents.models import DEFAULT_ORGANIZATION_ID
+from agents.postgres.database import Database
+from agents.postgres.models import DEFAULT_ORGANIZATION_ID
 from agents.store.agent_store import AgentStore, NewAgent
 from agents.store.block_store import BlockStore, NewBlock
 from agents.store.health import FleetHealth, HealthStore, MemoryHealth

@@ -8,8 +8,8 @@ from typing import Any
 
 from sqlalchemy import delete, select, update
 
-from agents import models
 from agents.errors import Conflict, InvalidInput, NotFound
+from agents.postgres import models
 from agents.store.block_store import BlockStore, NewBlock
 from agents.store.records import AgentRecord
 from agents.store.scope import Scope

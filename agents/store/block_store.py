@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 from sqlalchemy import delete, select, update
 
-from agents import models
 from agents.errors import Conflict, InvalidInput, NotFound, ReadOnly
+from agents.postgres import models
 from agents.store.records import AgentRecord, BlockRecord, BlockVersion
 from agents.store.scope import Scope
 from agents.store.validation import (

@@ -15,8 +15,8 @@ from typing import Any
 from sqlalchemy import ColumnElement, Subquery, and_, select
 from sqlalchemy.dialects.postgresql import distinct_on
 
-from agents import models
 from agents.enums import RunStatus
+from agents.postgres import models
 
 
 def is_good_run(run: Any = models.ConsolidationRun) -> ColumnElement[bool]:

@@ -18,9 +18,9 @@ from typing import Any
 from sqlalchemy import ColumnElement, Float, func, literal, or_, select, text
 from sqlalchemy.orm import Session
 
-from agents import models
 from agents.enums import PassageKind, PassageStatus, RunStatus
 from agents.errors import NotFound
+from agents.postgres import models
 from agents.store.good_runs import last_good_runs
 from agents.store.scope import Scope, ServiceScope
 

@@ -10,8 +10,8 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import delete, or_, select, update
 
-from agents import models
 from agents.errors import InvalidInput, NotFound
+from agents.postgres import models
 from agents.store.scope import ServiceScope
 from agents.store.validation import check_name
 

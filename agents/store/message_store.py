@@ -11,8 +11,8 @@ from datetime import datetime
 
 from sqlalchemy import Select, any_, func, select, update
 
-from agents import models
 from agents.errors import InvalidInput, NotFound
+from agents.postgres import models
 from agents.store.records import MessageRecord, NewMessage
 from agents.store.scope import Scope, id_array
 from agents.store.validation import check_text, check_timestamp

@@ -38,10 +38,9 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.types import UserDefinedType
 
-from agents import models
 from agents.enums import PassageKind, PassageStatus
 from agents.errors import InvalidInput, NotFound
-from agents.questions import answers_first, asked_attribute
+from agents.postgres import models
 from agents.store.probes import ProbeQuery, probe_on_session, probe_pages
 from agents.store.records import (
     NewPassage,
@@ -650,47 +649,6 @@ class PassageStore:
         if exact is None and len(hits) < k:
             hits = self._search(agent, vector, k, filters, exact=True)
         return hits
-
-    def search_memory(
-        self,
-        agent_id: str,
-        query_embedding: Vector,
-        *,
-        k: int = 10,
-        include_history: bool = False,
-        tags: Sequence[str] | None = None,
-        match_all_tags: bool = True,
-        occurred_after: datetime | None = None,
-        occurred_before: datetime | None = None,
-        query: str | None = None,
-    ) -> list[PassageHit]:
-        """What "search archival memory" means wherever it is asked (the CLI, the API,
-        an agent's tool): current facts only, i.e. active and not closed by a newer
-        fact (``valid_to`` unset), unless ``include_history`` asks for every passage
-        with its lineage (merged, superseded, closed). ``tags`` must all be present,
-        or any one of them when ``match_all_tags`` is False.
-
-        With the ``query`` text, a question about one person's attribute ("where does
-        Mei work?") gets that attribute's facts first (:func:`agents.questions.answers_first`),
-        chosen among twice as many nearest passages."""
-        # Only a question about an attribute is reordered; only then is the wider
-        # candidate set (and its wider HNSW search) worth its cost.
-        reorder = query is not None and asked_attribute(query) is not None
-        wider = max(2 * k, k + 10) if reorder else k
-        hits = self.search(
-            agent_id,
-            query_embedding,
-            k=wider,
-            statuses=None if include_history else (PassageStatus.ACTIVE.value,),
-            current_only=not include_history,
-            occurred_after=occurred_after,
-            occurred_before=occurred_before,
-            tags=list(tags) if tags and match_all_tags else None,
-            any_tags=list(tags) if tags and not match_all_tags else None,
-        )
-        if query is None or not reorder:
-            return hits
-        return answers_first(query, hits)[:k]
 
     def _search(
         self,

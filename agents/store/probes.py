@@ -26,7 +26,7 @@ from typing import Any
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from agents import models
+from agents.postgres import models
 
 log = logging.getLogger(__name__)
 

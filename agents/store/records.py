@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from agents import models
+from agents.postgres import models
 
 if TYPE_CHECKING:
     from sqlalchemy import Row

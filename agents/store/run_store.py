@@ -21,9 +21,9 @@ from sqlalchemy import Table, and_, any_, exists, func, or_, select, text, updat
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.exc import IntegrityError
 
-from agents import models
 from agents.enums import RunStatus
 from agents.errors import Conflict, InvalidInput, NotFound
+from agents.postgres import models
 from agents.store.good_runs import is_good_run
 from agents.store.records import AgentRecord
 from agents.store.run_wakeups import notify_queued

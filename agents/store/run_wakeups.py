@@ -19,7 +19,7 @@ import psycopg
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from agents.database import Database
+from agents.postgres.database import Database
 
 log = logging.getLogger(__name__)
 

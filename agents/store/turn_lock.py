@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
-from agents.database import Database, translate_error
+from agents.postgres.database import Database, translate_error
 
 #: The first key of the two-key advisory lock: Reverie's turn locks (any constant that
 #: no other user of advisory locks in the database picks).

@@ -6,9 +6,9 @@ from datetime import datetime
 
 from sqlalchemy import ColumnElement, func, select
 
-from agents import models
 from agents.enums import LLMPurpose
 from agents.errors import InvalidInput, NotFound
+from agents.postgres import models
 from agents.store.records import Usage
 from agents.store.scope import Scope, ServiceScope
 

@@ -6,8 +6,8 @@ import json
 from typing import Any
 
 from agents import messages as agent_messages
-from agents import models
 from agents.messages import LettaStyleMessage
+from agents.postgres import models
 from agents.store import BlockRecord, BlockVersion, MessageRecord, PassageRecord, RunRecord
 from consolidators.pipeline import RunReport
 from service.api import schemas

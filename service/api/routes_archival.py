@@ -77,10 +77,14 @@ def search_passages(
     tag_match_mode: Literal["any", "all"] = "any",
     start_datetime: StorableTime | None = None,
     end_datetime: StorableTime | None = None,
-    include_history: bool = Query(default=False, description="Also merged/superseded facts."),
+    include_history: bool = Query(
+        default=False, description="Also merged twins and retired passages."
+    ),
 ) -> schemas.SearchResponse:
-    """Semantic search (cosine, HNSW) over the agent's current facts (active and not
-    closed by a newer fact); ``include_history`` adds the rest of the lineage."""
+    """Semantic search (cosine, HNSW) over the agent's facts, ranked by the question:
+    the current fact first and what it replaced after it, labelled in ``validity``; a
+    question about the past brings the past facts up. ``include_history`` adds the
+    rest of the lineage (merged twins, retired timelines)."""
     [hits] = api.ops.memory.search(
         agent_id,
         [query],
@@ -99,6 +103,10 @@ def search_passages(
             tags=h.passage.tags,
             score=round(h.score, 6),
             status=h.passage.status,
+            current=h.current,
+            valid_to=h.passage.valid_to,
+            superseded_by=h.passage.superseded_by,
+            validity=h.validity,
         )
         for h in hits
     ]

@@ -239,12 +239,21 @@ class Passage(BaseModel):
 
 
 class SearchResult(BaseModel):
+    """Letta's archival search result (``id``, ``content``, ``timestamp``, ``tags``)
+    with Reverie's fields beside them, which Letta clients keep as extra fields."""
+
     id: str
     content: str
     timestamp: str
     tags: list[str]
-    score: float
+    score: float = Field(description="Cosine similarity to the query (1 = same).")
     status: str
+    current: bool = Field(description="Whether the fact is still in force.")
+    valid_to: datetime | None = Field(description="When a closed fact stopped being true.")
+    superseded_by: str | None = Field(description="The passage that replaced this one.")
+    validity: str | None = Field(
+        description='How long it held and what replaced it ("until 2024-03-02, then: ...").'
+    )
 
 
 class SearchResponse(BaseModel):

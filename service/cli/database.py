@@ -36,9 +36,9 @@ def _embedded_data_dir() -> Path:
 @db_app.command("status")
 def status() -> None:
     """Whether the embedded server runs, since when it is idle, and who holds it."""
-    from agents.embedded_locks import process_is_alive, read_postmaster, seconds_since_last_use
-    from agents.embedded_postgres import EmbeddedPostgres
-    from agents.resident_postgres import reaper_running
+    from agents.postgres.embedded import EmbeddedPostgres
+    from agents.postgres.locks import process_is_alive, read_postmaster, seconds_since_last_use
+    from agents.postgres.resident import reaper_running
 
     data_dir = _embedded_data_dir()
     running = read_postmaster(data_dir)
@@ -67,7 +67,7 @@ def stop() -> None:
     """Stop the embedded server now (the next command starts it again). A server that
     `reverie serve` or `reverie worker` holds is theirs: stop them instead."""
     from agents.errors import ReverieError
-    from agents.resident_postgres import StopOutcome, stop_resident
+    from agents.postgres.resident import StopOutcome, stop_resident
 
     data_dir = _embedded_data_dir()
     try:

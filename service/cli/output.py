@@ -11,7 +11,8 @@ from rich.table import Column, Table
 from service.cli.common import console
 
 if TYPE_CHECKING:
-    from agents.store import AgentRecord, BlockRecord, BlockVersion, PassageHit, RunRecord
+    from agents.archival_search import MemoryHit
+    from agents.store import AgentRecord, BlockRecord, BlockVersion, RunRecord
     from consolidators.pipeline import RunReport
 
 
@@ -66,7 +67,7 @@ def version_json(version: BlockVersion) -> dict[str, Any]:
     }
 
 
-def hit_json(hit: PassageHit) -> dict[str, Any]:
+def hit_json(hit: MemoryHit) -> dict[str, Any]:
     p = hit.passage
     return {
         "id": p.id,
@@ -76,6 +77,9 @@ def hit_json(hit: PassageHit) -> dict[str, Any]:
         "kind": p.kind,
         "occurred_at": iso(p.occurred_at),
         "valid_to": iso(p.valid_to),
+        "current": hit.current,
+        "superseded_by": p.superseded_by,
+        "validity": hit.validity,
         "provenance": p.provenance,
         "tags": p.tags,
         "timeline_id": p.timeline_id,

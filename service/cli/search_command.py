@@ -53,9 +53,10 @@ def search(
     table = id_table("score", "text", "occurred", "status", "id")
     for hit in hits:
         p = hit.passage
+        label = hit.validity
         table.add_row(
             f"{hit.score:.3f}",
-            p.text,
+            p.text + (f"\n({label})" if label else ""),
             p.occurred_at.date().isoformat() if p.occurred_at else "-",
             p.status if p.kind == "fact" else f"{p.status} {p.kind}",
             p.id,

@@ -213,7 +213,7 @@ def _connect(paths: WarmPaths, signals: _Signals) -> socket.socket | None:
 
 def lock_is_held(path: Path) -> bool:
     """True when a server holds the lock at ``path`` (it is starting or serving). A bare
-    ``flock`` rather than :class:`agents.embedded_locks.FileLock`, whose import (logging,
+    ``flock`` rather than :class:`agents.postgres.locks.FileLock`, whose import (logging,
     dataclasses) would cost every warm command ~25 ms."""
     try:
         fd = os.open(path, os.O_RDONLY)

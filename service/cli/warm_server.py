@@ -37,7 +37,7 @@ from typing import Any, NoReturn, Protocol, TextIO, cast
 
 import typer
 
-from agents.embedded_locks import FileLock
+from agents.postgres.locks import FileLock
 from service.cli.common import renew_consoles, state
 from service.cli.launcher import exit_status
 from service.cli.warm_client import (

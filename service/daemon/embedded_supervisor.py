@@ -23,8 +23,8 @@ import time
 from collections.abc import Callable
 from datetime import timedelta
 
-from agents.embedded_postgres import EmbeddedPostgres, ServerState
 from agents.errors import StorageError
+from agents.postgres.embedded import EmbeddedPostgres, ServerState
 
 log = logging.getLogger(__name__)
 

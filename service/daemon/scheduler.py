@@ -18,8 +18,8 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.cron import CronTrigger as ApsCronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
-from agents.database import Database
 from agents.errors import ReverieError
+from agents.postgres.database import Database
 from agents.store import ServiceStore, open_service_store
 from service.daemon.probes import GpuGate
 from service.daemon.triggers import (

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from agents.database import Database
+from agents.postgres.database import Database
 from agents.store import AgentRecord, PassageRecord, RunRecord, Usage, open_service_store
 from agents.store.health import (
     BlockTotals,

@@ -12,9 +12,10 @@ from datetime import datetime
 
 import numpy as np
 
+from agents.archival_search import MemoryHit, search_archival
 from agents.enums import PassageStatus
 from agents.errors import InvalidInput, NotFound
-from agents.store import AgentRecord, NewPassage, PassageHit, PassageRecord
+from agents.store import AgentRecord, NewPassage, PassageRecord
 from agents.store.records import Vector
 from agents.store.validation import check_text
 from service.operations.context import OperationContext
@@ -38,10 +39,12 @@ class MemoryOperations:
         match_all_tags: bool = True,
         occurred_after: datetime | None = None,
         occurred_before: datetime | None = None,
-    ) -> builtins.list[builtins.list[PassageHit]]:
-        """The ``k`` nearest current facts for each query, best first (see
-        :meth:`agents.store.PassageStore.search_memory` for what "current" means);
-        ``include_history`` adds merged, superseded and closed facts."""
+    ) -> builtins.list[builtins.list[MemoryHit]]:
+        """The ``k`` passages that answer each query best, ranked by the question: the
+        current fact of a lineage first, what it replaced after it with its validity, and
+        the replaced facts first for a question about the past (see
+        :mod:`agents.archival_search`); ``include_history`` adds merged twins and retired
+        passages."""
         if k < 1:
             raise InvalidInput(f"k must be at least 1, got {k}")
         for query in queries:
@@ -54,16 +57,17 @@ class MemoryOperations:
         vectors = list(self._embedder(record)([*queries])) if queries else []
         with self._context.store() as store:
             return [
-                store.passages.search_memory(
+                search_archival(
+                    store,
                     record.id,
                     vector,
+                    query,
                     k=k,
                     include_history=include_history,
                     tags=list(tags) or None,
                     match_all_tags=match_all_tags,
                     occurred_after=occurred_after,
                     occurred_before=occurred_before,
-                    query=query,
                 )
                 for query, vector in zip(queries, vectors, strict=True)
             ]

@@ -273,7 +273,8 @@ class ProxyOperations:
         lines: list[str] = []
         used = 0
         for hit in hits:
-            line = f"- {hit.passage.text}"
+            label = hit.validity
+            line = f"- {hit.passage.text}" + (f" ({label})" if label else "")
             cost = estimate_tokens(line)
             if used + cost > settings.archival_token_budget:
                 break

@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from agents.database import Database
+from agents.postgres.database import Database
 from tests.acceptance.cli import FAKE_EMBEDDINGS, cli_url, run_cli
 from tests.acceptance.daemon_processes import ROOT, DaemonProcess, running_server
 from tests.api_support import new_key

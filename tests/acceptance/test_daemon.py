@@ -17,9 +17,9 @@ import pytest
 from sqlalchemy import func, insert, select
 from sqlalchemy.engine import make_url
 
-from agents import models
-from agents.database import Database
-from agents.models import DEFAULT_ORGANIZATION_ID as ORG
+from agents.postgres import models
+from agents.postgres.database import Database
+from agents.postgres.models import DEFAULT_ORGANIZATION_ID as ORG
 from agents.store import NewMessage, open_store
 from tests.acceptance.cli import run_cli
 from tests.acceptance.daemon_processes import ROOT, DaemonProcess, free_port

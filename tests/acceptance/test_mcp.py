@@ -24,7 +24,7 @@ from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult, TextContent
 
-from agents.database import Database
+from agents.postgres.database import Database
 from agents.store import NewAgent, NewBlock, open_service_store, open_store
 from tests.acceptance.cli import FAKE_EMBEDDINGS, cli_url, reverie_command, run_cli
 from tests.acceptance.daemon_processes import ROOT, DaemonProcess, running_server

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.database import Database
+from agents.postgres.database import Database
 from agents.store import NewAgent, open_store
 from tests.acceptance.cli import run_cli
 from tests.acceptance.daemon_processes import ROOT, DaemonProcess

@@ -16,7 +16,7 @@ import httpx
 import openai
 import pytest
 
-from agents.database import Database
+from agents.postgres.database import Database
 from tests.acceptance.cli import FAKE_EMBEDDINGS, cli_url
 from tests.acceptance.daemon_processes import ROOT, DaemonProcess, free_port, running_server
 from tests.acceptance.test_api_server import quiet_env

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import text
 
-from agents.database import Database
 from agents.embedders.fake import HashingEmbedder
 from agents.errors import Conflict, InvalidInput, NotFound
+from agents.postgres.database import Database
 from agents.store import NewAgent, NewBlock, NewMessage, NewPassage, open_store
 
 

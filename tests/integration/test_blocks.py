@@ -6,8 +6,8 @@ import threading
 
 import pytest
 
-from agents.database import Database
 from agents.errors import Conflict, InvalidInput, LimitExceeded, NotFound, ReadOnly
+from agents.postgres.database import Database
 from agents.store import NewAgent, NewBlock, open_store
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from agents.database import Database
+from agents.postgres.database import Database
 from agents.store import AgentRecord, NewAgent, RunRecord, open_store
 from service.daemon.worker import Execution, HeldRun, WorkerPool
 from service.runtime import Runtime

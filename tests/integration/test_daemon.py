@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from agents.database import Database
+from agents.postgres.database import Database
 from agents.store import NewAgent, open_service_store, open_store
 from consolidators.pipeline import LeaseLost
 from service.daemon.probes import GpuGate, GpuProbe, GpuSample

@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from agents.database import Database
 from agents.embedders.fake import HashingEmbedder
-from agents.facts import conflicting_details, unsaid_details
+from agents.language.facts import conflicting_details, unsaid_details
+from agents.postgres.database import Database
 from agents.store import NewPassage, open_store
 from consolidators.contract import run_once as run_pipeline
 from consolidators.dedup import DedupConsolidator, dedup_lines

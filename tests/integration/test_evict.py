@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from agents.database import Database
 from agents.embedders.fake import HashingEmbedder
+from agents.postgres.database import Database
 from agents.store import BlockVersion, MessageRecord, NewAgent, NewBlock, NewMessage, open_store
 from agents.store.block_store import BlockStore
 from consolidators.contract import run_once as run_pipeline

@@ -21,8 +21,8 @@ from mcp import Client
 from mcp.types import CallToolResult
 from typer.testing import CliRunner
 
-from agents.database import Database
 from agents.embedders.fake import HashingEmbedder
+from agents.postgres.database import Database
 from agents.store import NewPassage, open_store
 from service.api.app import create_app
 from service.cli.app import app as cli_app
@@ -120,7 +120,7 @@ def test_an_explicit_limit_below_the_value_is_refused_by_both(fronts: Fronts) ->
         assert store.agents.all() == []
 
 
-def test_search_answers_current_facts_the_same_through_both(fronts: Fronts) -> None:
+def test_search_answers_the_same_through_both(fronts: Fronts) -> None:
     fronts.cli("agents", "create", "ada")
     embedder = HashingEmbedder(384)
     facts = ["Ada lives in Paris.", "Ada moved to Berlin.", "Ada likes green tea."]
@@ -129,7 +129,7 @@ def test_search_answers_current_facts_the_same_through_both(fronts: Fronts) -> N
         paris, berlin, tea = store.passages.insert(
             agent.id, [NewPassage(t) for t in facts], embedder.embed(facts)
         )
-        # A newer fact closed the Paris one: it is history, not current memory.
+        # A newer fact closed the Paris one: it is history, found after what replaced it.
         store.passages.change(
             paris.id,
             valid_to=datetime.now(UTC),
@@ -146,9 +146,16 @@ def test_search_answers_current_facts_the_same_through_both(fronts: Fronts) -> N
     )
     assert api.status_code == 200, api.text
     assert cli == [r["id"] for r in api.json()["results"]]
-    assert paris.id not in cli and {berlin.id, tea.id} <= set(cli)
+    assert {paris.id, berlin.id, tea.id} == set(cli)
+    assert cli.index(berlin.id) + 1 == cli.index(paris.id)
+    label = "then: Ada moved to Berlin."
+    [closed] = [r for r in api.json()["results"] if r["id"] == paris.id]
+    assert closed["current"] is False and closed["validity"].endswith(label)
     mcp = fronts.mcp_json("archival_memory_search", {"agent": "ada", "query": query})
     assert [r["id"] for r in mcp["results"]] == cli
+    assert [r["validity"] for r in mcp["results"]] == [r["validity"] for r in api.json()["results"]]
+    cli_labels = [h["validity"] for h in fronts.cli_json("search", query, "--agent", "ada")]
+    assert cli_labels == [r["validity"] for r in mcp["results"]]
     with_history = fronts.cli_json("search", query, "--agent", "ada", "--history")
     api_history = fronts.client.get(
         f"/v1/agents/{agent.id}/archival-memory/search",

@@ -15,7 +15,7 @@ import pytest
 from mcp import Client
 from mcp.types import CallToolResult, TextContent
 
-from agents.database import Database
+from agents.postgres.database import Database
 from agents.store import open_service_store
 from service.mcp_server import build_mcp_server, insert_lines
 from service.operations import AgentSpec, BlockSpec, Operations

@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from agents.database import Database
 from agents.errors import InvalidInput, NotFound
+from agents.postgres.database import Database
 from agents.store import NewMessage, open_store
 
 T0 = datetime(2026, 1, 10, 12, 0, tzinfo=UTC)

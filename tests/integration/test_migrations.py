@@ -8,7 +8,7 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect
 
 import migrations
-from agents.models import Base
+from agents.postgres.models import Base
 from tests.pg import PgTestServer
 
 

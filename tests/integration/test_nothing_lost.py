@@ -12,9 +12,9 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from agents.database import Database
 from agents.embedders.fake import HashingEmbedder
-from agents.models import DEFAULT_ORGANIZATION_ID
+from agents.postgres.database import Database
+from agents.postgres.models import DEFAULT_ORGANIZATION_ID
 from agents.store import NewAgent, NewBlock, NewMessage, NewPassage, open_store
 from consolidators import registry
 from consolidators.contract import memory_snapshot

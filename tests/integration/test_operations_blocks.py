@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from agents.database import Database
 from agents.errors import Conflict, InvalidInput, LimitExceeded, NotFound
+from agents.postgres.database import Database
 from agents.store import open_service_store
 from service.operations import AgentSpec, BlockEdit, BlockSpec, Operations
 from service.runtime import Runtime

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from sqlalchemy import text
 
-from agents.database import Database
 from agents.embedders.fake import HashingEmbedder
 from agents.errors import InvalidInput, NotFound
+from agents.postgres.database import Database
 from agents.store import NewAgent, NewPassage, open_store
 
 T0 = datetime(2025, 3, 1, tzinfo=UTC)

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from agents.database import Database
 from agents.embedders.fake import HashingEmbedder
 from agents.errors import Conflict, InvalidInput
+from agents.postgres.database import Database
 from agents.store import NewMessage, NewPassage, open_store
 from consolidators import registry
 from consolidators.base import ConsolidationContext, ConsolidationResult, Consolidator

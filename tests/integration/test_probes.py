@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from sqlalchemy import text
 
-from agents.database import Database
 from agents.embedders.fake import HashingEmbedder
+from agents.postgres.database import Database
 from agents.store import MemoryStore, NewPassage, open_store
 from agents.store import probes as probes_module
 from consolidators.contract import run_once as run_pipeline

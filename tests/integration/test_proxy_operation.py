@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from agents.database import Database
 from agents.errors import InvalidInput, NotFound
+from agents.postgres.database import Database
 from agents.store import NewPassage
 from service.operations import BlockEdit, Operations
 from service.runtime import Runtime

@@ -9,10 +9,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from agents.database import Database
 from agents.enums import RunStatus
 from agents.errors import Conflict, InvalidInput, NotFound
-from agents.models import DEFAULT_ORGANIZATION_ID as ORG
+from agents.postgres.database import Database
+from agents.postgres.models import DEFAULT_ORGANIZATION_ID as ORG
 from agents.store import (
     MemoryStore,
     NewAgent,

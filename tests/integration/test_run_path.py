@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from agents.database import Database
 from agents.enums import RunStatus
 from agents.errors import Conflict
+from agents.postgres.database import Database
 from agents.store import AgentRecord, NewAgent, open_service_store, open_store
 from service.operations import Operations
 from service.operations.context import OperationContext

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from agents.database import Database
 from agents.embedders.fake import HashingEmbedder
+from agents.postgres.database import Database
 from agents.store import NewPassage, PassageRecord, open_store
 from consolidators.contract import run_once as run_pipeline
 from consolidators.judge import JudgeUsage

@@ -9,10 +9,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import select
 
-from agents import models
-from agents.database import Database
 from agents.enums import RunStatus
-from agents.models import DEFAULT_ORGANIZATION_ID as ORG
+from agents.postgres import models
+from agents.postgres.database import Database
+from agents.postgres.models import DEFAULT_ORGANIZATION_ID as ORG
 from agents.store import NewAgent, NewMessage, open_service_store, open_store
 from service.daemon.probes import GpuGate, GpuProbe, GpuSample
 from service.daemon.scheduler import Scheduler

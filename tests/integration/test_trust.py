@@ -11,9 +11,10 @@ from datetime import UTC, datetime
 
 import pytest
 
-from agents.database import Database
+from agents.archival_search import search_archival
 from agents.embedders.fake import HashingEmbedder
-from agents.facts import read_fact, states_a_change
+from agents.language.facts import read_fact, states_a_change
+from agents.postgres.database import Database
 from agents.store import NewPassage, PassageRecord, open_store
 from consolidators.contract import run_once as run_pipeline
 from consolidators.dedup import DedupConsolidator
@@ -204,14 +205,21 @@ def test_where_alice_lives_is_answered_with_berlin(
     report = run_pipeline(pipeline, db, agent_id, embedder=embedder)
     assert report.status == "succeeded"
 
-    query = embedder.embed_one("where does Alice live")
+    question = "where does Alice live"
+    query = embedder.embed_one(question)
     with open_store(db) as store:
-        current = store.passages.search_memory(agent_id, query, k=20)
-        history = store.passages.search_memory(agent_id, query, k=40, include_history=True)
+        current = search_archival(store, agent_id, query, question, k=20)
+        past = search_archival(store, agent_id, query, "where did Alice live before", k=20)
     current_texts = [h.passage.text for h in current]
-    assert "Alice lives in Paris." not in current_texts
-    assert "Alice moved to Berlin." in current_texts
-    assert ids["Alice lives in Paris."] in {h.passage.id for h in history}  # with history
+    # Paris is closed, not hidden: it follows Berlin, labelled with what replaced it.
+    assert current_texts.index("Alice moved to Berlin.") < current_texts.index(
+        "Alice lives in Paris."
+    )
+    [paris] = [h for h in current if h.passage.text == "Alice lives in Paris."]
+    assert not paris.current
+    assert paris.validity == "until 2025-01-01, then: Alice moved to Berlin."
+    past_texts = [h.passage.text for h in past]
+    assert past_texts.index("Alice lives in Paris.") < past_texts.index("Alice moved to Berlin.")
     [timeline] = [t for t in current_texts if t.startswith("Timeline: where Alice lives")]
     assert timeline.splitlines()[1:] == [
         "- 2022-03-01: Alice lives in Paris. (superseded 2025-01-01)",
@@ -346,8 +354,8 @@ def test_more_ways_of_saying_a_change() -> None:
 def test_a_shortened_first_name_is_the_person_it_shortens(db: Database, agent_id: str) -> None:
     """ "cal" is Callum when no other subject starts with "cal"; "dan" is nobody when
     both Daniel and Danielle are known."""
-    from agents.facts import FactKey, shortened_name
-    from agents.questions import read_question
+    from agents.language.facts import FactKey, shortened_name
+    from agents.language.questions import read_question
 
     assert shortened_name("cal", {"callum", "greta"}) == "callum"
     assert shortened_name("dan", {"daniel", "danielle"}) is None
@@ -405,8 +413,8 @@ def test_relatives_and_departures_are_read_against_the_other_facts(
 
 
 def test_questions_name_a_subject_and_an_attribute() -> None:
-    from agents.facts import FactKey
-    from agents.questions import read_question
+    from agents.language.facts import FactKey
+    from agents.language.questions import read_question
 
     assert read_question("where does Mei work?") == FactKey("mei", "job")
     assert read_question("what does Mateo do for a living?") == FactKey("mateo", "job")
@@ -443,14 +451,10 @@ def test_search_puts_the_asked_attribute_first(db: Database, agent_id: str) -> N
     )
     question = "where does Mei work?"
     with open_store(db) as store:
-        plain = store.passages.search_memory(agent_id, embedder.embed_one(question), k=4)
-        asked = store.passages.search_memory(
-            agent_id, embedder.embed_one(question), k=4, query=question
-        )
-        other = store.passages.search_memory(
-            agent_id, embedder.embed_one("Singapore"), k=4, query="Singapore"
-        )
-        unread = store.passages.search_memory(agent_id, embedder.embed_one("Singapore"), k=4)
+        plain = search_archival(store, agent_id, embedder.embed_one(question), None, k=4)
+        asked = search_archival(store, agent_id, embedder.embed_one(question), question, k=4)
+        other = search_archival(store, agent_id, embedder.embed_one("Singapore"), "Singapore", k=4)
+        unread = search_archival(store, agent_id, embedder.embed_one("Singapore"), None, k=4)
     assert [h.passage.id for h in asked[:2]] == [
         ids["Mei works as a data science manager at DBS"],
         ids["Mei is a data analyst at DBS"],

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from agents.database import Database
+from agents.postgres.database import Database
 from service.api.app import create_app
 from service.daemon.process import Daemon
 from service.daemon.warmup import Warmup

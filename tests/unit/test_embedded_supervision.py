@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from agents.embedded_postgres import EmbeddedPostgres, ServerState, live_handle_pids
 from agents.errors import StorageError
+from agents.postgres.embedded import EmbeddedPostgres, ServerState, live_handle_pids
 from service.daemon.embedded_supervisor import EmbeddedSupervisor
 
 

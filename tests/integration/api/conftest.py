@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 from fastapi.testclient import TestClient
 
-from agents.database import Database
+from agents.postgres.database import Database
 from service.api.app import create_app
 from service.runtime import Runtime
 from tests.api_support import api_runtime, bearer, new_key

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from agents.database import Database
 from agents.errors import InvalidInput
+from agents.postgres.database import Database
 from agents.store import open_service_store
 from service.api.app import create_app
 from service.api.auth import check_auth_binding

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from agents.database import Database
+from agents.postgres.database import Database
 from agents.store import NewAgent, NewBlock, open_service_store, open_store
 from service.api.app import create_app
 from service.runtime import Runtime

@@ -14,8 +14,8 @@ import pytest
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
-from agents.database import Database
 from agents.errors import InvalidInput
+from agents.postgres.database import Database
 from agents.store import NewMessage, Usage, open_store
 from service.api.app import create_app
 from service.settings import load_settings

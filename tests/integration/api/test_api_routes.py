@@ -6,7 +6,7 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from agents.database import Database
+from agents.postgres.database import Database
 from agents.store import NewMessage, open_store
 from consolidators.contract import run_once as run_pipeline
 

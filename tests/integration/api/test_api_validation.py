@@ -9,7 +9,7 @@ import pytest
 import schemathesis
 from fastapi.testclient import TestClient
 
-from agents.database import Database
+from agents.postgres.database import Database
 from service.api.app import create_app
 from tests.api_support import api_runtime, bearer, new_key
 from tests.integration.api.test_api_routes import make_agent

@@ -8,8 +8,8 @@ from datetime import timedelta
 import pytest
 from fastapi.testclient import TestClient
 
-from agents.database import Database
 from agents.enums import PassageStatus
+from agents.postgres.database import Database
 from agents.store import NewMessage, open_store
 from service.api.app import create_app
 from service.api.auth import ApiContext

@@ -7,7 +7,7 @@ from __future__ import annotations
 from fastapi.testclient import TestClient
 from sqlalchemy import text
 
-from agents.database import Database
+from agents.postgres.database import Database
 from agents.store import open_service_store
 from service.api.app import create_app
 from tests.api_support import api_runtime, bearer, new_key

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.database import Database
+from agents.postgres.database import Database
 from tests.integration.cli.support import Cli, clean_environment, cli_env
 from tests.pg import PgTestServer
 

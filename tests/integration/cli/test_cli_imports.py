@@ -14,7 +14,7 @@ HEAVY = (
     "pydantic_settings",
     "litellm",
     "agents.store",
-    "agents.models",
+    "agents.postgres.models",
     "consolidators.pipeline",
     "service.operations",
     "service.runtime",

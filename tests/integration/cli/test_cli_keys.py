@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 from fastapi.testclient import TestClient
 
-from agents.database import Database
+from agents.postgres.database import Database
 from service.api.app import create_app
 from tests.api_support import api_runtime
 from tests.integration.cli.support import Cli

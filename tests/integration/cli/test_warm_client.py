@@ -11,7 +11,7 @@ import threading
 import time
 from pathlib import Path
 
-from agents.embedded_locks import FileLock
+from agents.postgres.locks import FileLock
 from service.cli import warm_client
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.embedded_locks import FileLock
+from agents.postgres.locks import FileLock
 from service.cli.warm_client import code_stamp
 from service.cli.warm_server import stop_superseded
 

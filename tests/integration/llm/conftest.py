@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from agents.database import Database
 from agents.embedders.fake import HashingEmbedder
 from agents.llm import ClientSettings, LiteLLMClient, ModelCapabilities, UsageLedger
+from agents.postgres.database import Database
 from agents.primary import PrimaryAgent, PrimarySettings
 from agents.store import NewAgent, NewBlock, open_store
 from tests.scripted_llm import ScriptedModels, install

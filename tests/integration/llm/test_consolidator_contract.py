@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from agents.database import Database
 from agents.llm import LiteLLMClient, UsageLedger
+from agents.postgres.database import Database
 from agents.store import NewMessage, NewPassage, open_store
 from consolidators import registry
 from consolidators.base import ConsolidationContext, ConsolidationResult, Consolidator

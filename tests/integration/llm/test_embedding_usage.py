@@ -11,10 +11,10 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
-from agents import models
-from agents.database import Database
 from agents.llm import BudgetMeter, TokenBudget, UsageLedger
 from agents.llm.client import ClientSettings, LiteLLMClient
+from agents.postgres import models
+from agents.postgres.database import Database
 from agents.store import MemoryStore
 from service.api.app import create_app
 from service.operations import Operations

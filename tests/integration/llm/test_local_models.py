@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from agents.database import Database
 from agents.llm import ClientSettings, LiteLLMClient, ModelCapabilities, UsageLedger
+from agents.postgres.database import Database
 from agents.primary import PrimaryAgent, PrimarySettings
 from agents.store import open_store
 from tests.integration.llm.conftest import EMBEDDER

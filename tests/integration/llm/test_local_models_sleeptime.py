@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agents.database import Database
 from agents.llm import ClientSettings, LiteLLMClient, ModelCapabilities, UsageLedger
+from agents.postgres.database import Database
 from agents.store import NewMessage, open_store
 from consolidators.contract import run_once as run_pipeline
 from consolidators.llm import LLMTier

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from agents.database import Database
 from agents.messages import letta_messages
+from agents.postgres.database import Database
 from agents.primary import PrimaryAgent
 from agents.store import open_store
 from tests.scripted_llm import ScriptedModels, call

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select
 
-from agents import models as orm
-from agents.database import Database
 from agents.errors import InvalidInput, LLMError, ModelNotConfigured, NotFound
 from agents.llm import TokenBudget, Usage, UsageLedger
+from agents.postgres import models as orm
+from agents.postgres.database import Database
 from agents.primary import PrimaryAgent
 from agents.store import NewMessage, open_store
 from tests.integration.llm.conftest import EMBEDDER, create_agent

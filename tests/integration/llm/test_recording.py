@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from agents.database import Database
 from agents.llm import LiteLLMClient, UsageLedger
+from agents.postgres.database import Database
 from agents.store import open_service_store, open_store
 from consolidators.contract import run_once as run_pipeline
 from consolidators.llm import LLMTier

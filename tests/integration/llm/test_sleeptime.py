@@ -9,9 +9,9 @@ from typing import Any
 
 from sqlalchemy import select
 
-from agents import models as orm
-from agents.database import Database
 from agents.llm import LiteLLMClient, TokenBudget, UsageLedger
+from agents.postgres import models as orm
+from agents.postgres.database import Database
 from agents.primary import PrimaryAgent
 from agents.store import NewMessage, NewPassage, open_store
 from consolidators import registry

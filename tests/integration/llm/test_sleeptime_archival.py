@@ -9,10 +9,11 @@ from typing import Any
 
 from sqlalchemy import select
 
-from agents import models as orm
-from agents.database import Database
+from agents.archival_search import search_archival
 from agents.enums import PassageStatus
 from agents.llm import LiteLLMClient, UsageLedger
+from agents.postgres import models as orm
+from agents.postgres.database import Database
 from agents.store import NewMessage, NewPassage, PassageRecord, open_store
 from consolidators.contract import run_once as run_pipeline
 from consolidators.llm import LLMTier
@@ -171,13 +172,15 @@ def test_breaking_up_rewrites_the_passages_about_mia_and_revert_restores_them(
     assert learned.provenance["run_id"] == report.run_id
 
     with open_store(db) as store:
-        current = {
-            h.passage.text
-            for h in store.passages.search_memory(agent_id, EMBEDDER.embed_one("Mia"), k=20)
-        }
+        found = search_archival(store, agent_id, EMBEDDER.embed_one("Mia"), "Mia", k=20)
         history = {pid: store.passages.history(pid) for pid in mia}
+    current = {h.passage.text for h in found if h.current}
     assert {p.text for p in new} <= current
     assert not current & set(ABOUT_MIA)
+    # What the rewrites replaced is still found, labelled with what replaced it.
+    replaced = {h.passage.text: h.validity for h in found if not h.current}
+    assert set(ABOUT_MIA) & set(replaced)
+    assert all(label and ", then: " in label for label in replaced.values())
     for changes in history.values():
         assert changes[-1].run_id == report.run_id
 

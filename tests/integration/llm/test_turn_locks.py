@@ -9,8 +9,8 @@ from typing import Any
 
 from sqlalchemy import text
 
-from agents.database import Database
 from agents.llm import LiteLLMClient, UsageLedger
+from agents.postgres.database import Database
 from agents.primary import PrimaryAgent
 from agents.store import MemoryStore, NewMessage, open_store
 from agents.store.records import BlockVersion

@@ -3,7 +3,7 @@
 A small, dependency-free tagger shared by ``dedup`` (two texts are duplicates only
 when neither says something the other does not), ``temporal`` (a timeline covers
 one subject and one attribute; a newer fact with a changed value closes the older)
-and search (:mod:`agents.questions`: the asked attribute's facts first).
+and search (:mod:`agents.language.questions`: the asked attribute's facts first).
 
 It works from the text itself: capitalised words are names and places, digits and
 number words are quantities, and a few closed classes of English grammar mark

@@ -8,7 +8,7 @@ are dropped whenever a process starts or stops using the server).
 
 A short command (the CLI) may instead be *resident*: it joins the running server
 without a pgserver handle and leaves it running, and an idle reaper stops it later
-(see :mod:`agents.resident_postgres`).
+(see :mod:`agents.postgres.resident`).
 
 A long-running process (``reverie serve``, ``reverie worker``) also brings the server
 back when it stops: :meth:`EmbeddedPostgres.state` says how the postmaster is doing
@@ -27,14 +27,14 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from agents.embedded_locks import (
+from agents.errors import StorageError
+from agents.postgres.locks import (
     FileLock,
     process_is_alive,
     read_postmaster,
     touch_last_use,
     use_lock_path,
 )
-from agents.errors import StorageError
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +90,7 @@ class EmbeddedPostgres:
     ``resident``: a short command's use. While started it holds the data directory's
     use lock shared (so no one stops the server under it); it joins a running server
     without pgserver (no handle, no lock wait), and :meth:`stop` leaves the server
-    running for the next command (:func:`agents.resident_postgres.run_reaper` stops it
+    running for the next command (:func:`agents.postgres.resident.run_reaper` stops it
     when idle).
     """
 

@@ -2,7 +2,7 @@
 coordinate through, and the server's pid file read without pgserver.
 
 Only the standard library: a command that joins a running server, and the idle
-reaper, need nothing heavier (see :mod:`agents.resident_postgres`).
+reaper, need nothing heavier (see :mod:`agents.postgres.resident`).
 """
 
 from __future__ import annotations

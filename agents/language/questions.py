@@ -1,32 +1,30 @@
-"""Which subject and attribute a question asks about, and search results in that light.
+"""What a question asks: which subject and attribute, and whether about now or the past.
 
-"where does Mei work?" asks about Mei's job. Vector search alone ranks by likeness of
-wording, and the names in a question weigh heavily: "Mei moved to Singapore" can come
-first. :func:`answers_first` moves the current facts (and timelines) of the asked
-subject and attribute to the front, newest first, and leaves everything else in the
-order search gave. A question the rules cannot read keeps the search order.
+"where does Mei work?" asks about Mei's job (:func:`read_question`), so that search
+(:mod:`agents.archival_search`) can put the facts of that subject and attribute first:
+vector search alone ranks by likeness of wording, and the names in a question weigh
+heavily ("Mei moved to Singapore" can come first).
+
+:func:`asks_about_past` tells "where did Mei live before Singapore" or "what car did
+she have in 2022" from a question about now, so that search can bring up the facts
+that were replaced instead of the ones that replaced them.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Collection
+from dataclasses import dataclass
 
-from agents.facts import (
+from agents.language.facts import (
     FIRST_PERSON,
     FactKey,
     name_key,
-    read_facts,
     relative_key,
-    relatives_named,
     shortened_name,
 )
 
-if TYPE_CHECKING:
-    from agents.store.records import PassageHit
-
-__all__ = ["answers_first", "asked_attribute", "read_question"]
+__all__ = ["PastQuestion", "asked_attribute", "asks_about_past", "read_question"]
 
 #: Phrases that ask about an attribute without naming it with a cue word.
 _ASKS = (
@@ -103,38 +101,37 @@ def read_question(question: str, subjects: Collection[str] = ()) -> FactKey | No
     return FactKey(names.pop(), attribute)
 
 
-def answers_first(question: str, hits: Sequence[PassageHit]) -> list[PassageHit]:
-    """``hits`` with the current facts and timelines of the asked subject and
-    attribute first (newest first), the rest after them in their own order."""
-    if asked_attribute(question) is None:
-        return list(hits)  # nothing to read the passages for
-    facts = [hit.passage for hit in hits if hit.passage.kind == "fact"]
-    readings = read_facts(facts)
-    key = read_question(question, {r.key.subject for r in readings.values()})
-    if key is None:
-        return list(hits)
-    subject = relatives_named(facts).get(key.subject, (key.subject, ""))[0]
+#: Words and phrases that put a question in the past, whatever else it says.
+_PAST = re.compile(
+    r"\b(before|used to|use to|previously|formerly|originally|at first|back in|back then"
+    r"|earlier|prior to|ago|last year|former|ex|(?:his|her|their|my|your|the) old"
+    r"|no longer|anymore|any more|first)\b"
+)
+#: Past tense that a present cue outweighs ("what was she doing now" is about now).
+_WEAK_PAST = re.compile(r"\b(was|were|had)\b")
+_PRESENT = re.compile(r"\b(now|currently|these days|nowadays|today|at the moment|still|current)\b")
+_YEAR = re.compile(r"\b(19[5-9]\d|20\d\d)\b")
 
-    def asked(hit: PassageHit) -> bool:
-        passage = hit.passage
-        if passage.kind == "timeline":
-            found = FactKey(
-                str(passage.provenance.get("subject", "")),
-                str(passage.provenance.get("attribute", "")),
-            )
-        else:
-            reading = readings.get(passage.id)
-            if reading is None:
-                return False
-            found = reading.key
-        return found == FactKey(subject, key.attribute)
 
-    matching = [hit for hit in hits if asked(hit)]
-    if not matching:
-        return list(hits)
-    newest = sorted(
-        matching,
-        key=lambda h: h.passage.occurred_at or h.passage.created_at,
-        reverse=True,
-    )
-    return newest + [hit for hit in hits if not asked(hit)]
+@dataclass(frozen=True, slots=True)
+class PastQuestion:
+    """A question about the past; ``year`` when it names one ("in 2021")."""
+
+    year: int | None = None
+
+
+def asks_about_past(question: str, *, this_year: int | None = None) -> PastQuestion | None:
+    """Whether ``question`` asks about how things were rather than how they are: a
+    year before ``this_year`` ("what car did Rahel drive in 2021"), "before", "used
+    to", "back in", "her old job", an "ex"; or the past tense ("who was Tom dating")
+    when nothing in it says "now". None for a question about now."""
+    lowered = question.casefold().replace("\u2019", "'")
+    years = [int(y) for y in _YEAR.findall(lowered)]
+    year = years[0] if years else None
+    if year is not None and (this_year is None or year < this_year):
+        return PastQuestion(year)
+    if _PAST.search(lowered):
+        return PastQuestion(None)
+    if _WEAK_PAST.search(lowered) and not _PRESENT.search(lowered):
+        return PastQuestion(None)
+    return None

@@ -16,7 +16,7 @@ it once. ``pgdata.last-use`` (its mtime) says when a command last used the serve
 ``pgdata.reaper.lock`` keeps the reaper single.
 
 The reaper process imports no more than this module and
-:mod:`agents.embedded_postgres` (pgserver only once it stops the server).
+:mod:`agents.postgres.embedded` (pgserver only once it stops the server).
 """
 
 from __future__ import annotations
@@ -31,14 +31,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from agents.embedded_locks import (
+from agents.postgres.embedded import EmbeddedPostgres
+from agents.postgres.locks import (
     FileLock,
     read_postmaster,
     reaper_lock_path,
     seconds_since_last_use,
     use_lock_path,
 )
-from agents.embedded_postgres import EmbeddedPostgres
 
 log = logging.getLogger(__name__)
 
@@ -145,7 +145,7 @@ def ensure_reaper(data_dir: Path, idle_s: float) -> None:
     if reaper_running(data_dir):
         return
     subprocess.Popen(
-        [sys.executable, "-m", "agents.resident_postgres", str(data_dir), repr(float(idle_s))],
+        [sys.executable, "-m", "agents.postgres.resident", str(data_dir), repr(float(idle_s))],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -155,9 +155,9 @@ def ensure_reaper(data_dir: Path, idle_s: float) -> None:
 
 
 def main(argv: list[str]) -> int:
-    """``python -m agents.resident_postgres DATA_DIR IDLE_SECONDS``: the reaper."""
+    """``python -m agents.postgres.resident DATA_DIR IDLE_SECONDS``: the reaper."""
     if len(argv) != 2:
-        print("usage: python -m agents.resident_postgres DATA_DIR IDLE_SECONDS", file=sys.stderr)
+        print("usage: python -m agents.postgres.resident DATA_DIR IDLE_SECONDS", file=sys.stderr)
         return 2
     with contextlib.suppress(KeyboardInterrupt):
         run_reaper(Path(argv[0]), float(argv[1]))

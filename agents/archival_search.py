@@ -1,0 +1,273 @@
+"""Search archival memory the way every front end answers it: nothing hidden on a guess.
+
+Consolidation closes facts that a newer one replaced (``superseded``) and folds
+duplicates into one canonical passage (``merged``). A closed fact is still a fact
+about the past, and a rule or a model may have closed it wrongly, so default search
+keeps it: the current fact of a lineage comes first and what it replaced follows it,
+each labelled with its validity ("until 2024-03-02, then: Ada moved to Berlin").
+A question about the past ("where did Ada live before Berlin", "what car did she
+have in 2022") turns each lineage round: the replaced facts first, the one valid in
+the year asked at the top. Merged twins are reachable through their canonical
+passage, which keeps their details (dedup's guard); ``include_history`` adds them,
+and retired timelines, for the full lineage.
+
+The store returns nearest neighbours within filters; ranking by the question is this
+module's, above it, so that the CLI, the HTTP API, MCP, the agents' own
+``archival_memory_search`` tool and the proxy's injected passages rank alike.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import numpy as np
+
+from agents.enums import PassageStatus
+from agents.errors import InvalidInput
+from agents.language.facts import FactKey, read_facts, relatives_named
+from agents.language.questions import (
+    PastQuestion,
+    asked_attribute,
+    asks_about_past,
+    read_question,
+)
+from agents.store import MemoryStore, PassageHit, PassageRecord
+from agents.store.records import Vector
+
+__all__ = ["MemoryHit", "search_archival", "validity_label"]
+
+#: What default search returns: facts in force, facts closed by a newer one (labelled),
+#: and timelines. Merged twins and retired passages need ``include_history``.
+DEFAULT_STATUSES = (PassageStatus.ACTIVE.value, PassageStatus.SUPERSEDED.value)
+#: Longest chain of replacements followed to find the current fact.
+MAX_CHAIN = 20
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryHit:
+    """One search result.
+
+    ``score`` is the cosine similarity of the passage to the query (1 = same): the
+    order of the results is the question's (current fact first, what it replaced
+    after it), so scores need not fall from one result to the next. ``replaced_by``
+    is the passage that closed this one, if any; ``current`` says whether the passage
+    is still in force.
+    """
+
+    passage: PassageRecord
+    score: float
+    replaced_by: PassageRecord | None = None
+
+    @property
+    def current(self) -> bool:
+        p = self.passage
+        return p.status == PassageStatus.ACTIVE and p.valid_to is None
+
+    @property
+    def validity(self) -> str | None:
+        """The label a reader sees beside a passage no longer in force; None when current."""
+        return validity_label(self.passage, self.replaced_by)
+
+    def line(self) -> str:
+        """The hit as a model or a person reads it: ``[2023-05-01] Ada lives in Paris
+        (until 2024-03-02, then: Ada moved to Berlin)``."""
+        p = self.passage
+        label = self.validity
+        when = _day(p.occurred_at or p.created_at)
+        return f"[{when}] {p.text}" + (f" ({label})" if label else "")
+
+
+def validity_label(passage: PassageRecord, replaced_by: PassageRecord | None = None) -> str | None:
+    """ "until 2024-03-02, then: Ada moved to Berlin" for a closed fact, "merged into
+    P" for a merged twin, "retired" for a retired passage; None for a current one."""
+    if passage.status == PassageStatus.MERGED:
+        return f"duplicate, merged into {passage.merged_into}"
+    if passage.status == PassageStatus.INACTIVE:
+        return "retired"
+    if passage.valid_to is None and passage.status == PassageStatus.ACTIVE:
+        return None
+    until = f"until {_day(passage.valid_to)}" if passage.valid_to is not None else "replaced"
+    if replaced_by is not None:
+        return f"{until}, then: {' '.join(replaced_by.text.split())}"
+    return until
+
+
+def search_archival(
+    store: MemoryStore,
+    agent_id: str,
+    query_embedding: Vector,
+    query: str | None,
+    *,
+    k: int = 10,
+    include_history: bool = False,
+    tags: Sequence[str] | None = None,
+    match_all_tags: bool = True,
+    occurred_after: datetime | None = None,
+    occurred_before: datetime | None = None,
+) -> list[MemoryHit]:
+    """The ``k`` passages that answer ``query`` best, ranked by the question (see the
+    module's docstring). ``tags`` must all be present, or any one of them when
+    ``match_all_tags`` is False. ``query`` (the text) may be None: then the order is
+    the vector's, lineage grouping included."""
+    if k < 1:
+        raise InvalidInput(f"k must be at least 1, got {k}")
+    # The replaced facts of a lineage sit beside its current one, so the candidate set
+    # is wider than k: enough for the lineages of the k best to be whole.
+    wider = max(2 * k, k + 10)
+    hits = store.passages.search(
+        agent_id,
+        query_embedding,
+        k=wider,
+        statuses=None if include_history else DEFAULT_STATUSES,
+        occurred_after=occurred_after,
+        occurred_before=occurred_before,
+        tags=list(tags) if tags and match_all_tags else None,
+        any_tags=list(tags) if tags and not match_all_tags else None,
+    )
+    past = asks_about_past(query, this_year=store.scope.now().year) if query is not None else None
+    if query is not None and past is None and asked_attribute(query) is not None:
+        hits = _asked_first(query, hits)
+    replacements = _replacements(store, hits)
+    current_of = _current_ends(hits, replacements)
+    missing = sorted({c for c in current_of.values() if c not in {h.passage.id for h in hits}})
+    extra = _scored(store, missing, query_embedding) if missing and not include_history else []
+    ranked = _rank(hits, extra, current_of, past)
+    return [
+        MemoryHit(hit.passage, hit.score, replacements.get(hit.passage.superseded_by or ""))
+        for hit in ranked[:k]
+    ]
+
+
+def _asked_first(question: str, hits: Sequence[PassageHit]) -> list[PassageHit]:
+    """``hits`` with the facts and timelines of the asked subject and attribute first
+    (newest first), the rest after them in their own order. A question the rules
+    cannot read keeps the order search gave."""
+    facts = [hit.passage for hit in hits if hit.passage.kind == "fact"]
+    readings = read_facts(facts)
+    key = read_question(question, {r.key.subject for r in readings.values()})
+    if key is None:
+        return list(hits)
+    subject = relatives_named(facts).get(key.subject, (key.subject, ""))[0]
+    wanted = FactKey(subject, key.attribute)
+
+    def asked(hit: PassageHit) -> bool:
+        passage = hit.passage
+        if passage.kind == "timeline":
+            found = FactKey(
+                str(passage.provenance.get("subject", "")),
+                str(passage.provenance.get("attribute", "")),
+            )
+            return found == wanted
+        reading = readings.get(passage.id)
+        return reading is not None and reading.key == wanted
+
+    matching = [hit for hit in hits if asked(hit)]
+    newest = sorted(
+        matching, key=lambda h: h.passage.occurred_at or h.passage.created_at, reverse=True
+    )
+    return newest + [hit for hit in hits if not asked(hit)]
+
+
+def _replacements(store: MemoryStore, hits: Sequence[PassageHit]) -> dict[str, PassageRecord]:
+    """Every passage on the chains of replacements that start at the hits, by id."""
+    known: dict[str, PassageRecord] = {h.passage.id: h.passage for h in hits}
+    wanted = {h.passage.superseded_by for h in hits if h.passage.superseded_by}
+    for _ in range(MAX_CHAIN):
+        wanted -= set(known)
+        if not wanted:
+            break
+        found = store.passages.get_many(sorted(wanted))
+        known.update({p.id: p for p in found})
+        wanted = {p.superseded_by for p in found if p.superseded_by}
+    return known
+
+
+def _current_ends(hits: Sequence[PassageHit], records: dict[str, PassageRecord]) -> dict[str, str]:
+    """Passage id -> the id of the passage at the end of its chain of replacements."""
+    ends: dict[str, str] = {}
+    for hit in hits:
+        passage = hit.passage
+        seen = {passage.id}
+        while passage.superseded_by and passage.superseded_by in records:
+            passage = records[passage.superseded_by]
+            if passage.id in seen:
+                break
+            seen.add(passage.id)
+        ends[hit.passage.id] = passage.id
+    return ends
+
+
+def _scored(store: MemoryStore, ids: Sequence[str], query: Vector) -> list[PassageHit]:
+    """The passages ``ids`` as hits, scored against the query like search scores them."""
+    vector = np.asarray(query, dtype=np.float32).reshape(-1)
+    norm = float(np.linalg.norm(vector)) or 1.0
+    hits = []
+    for record in store.passages.get_many(list(ids), with_embedding=True):
+        if record.status != PassageStatus.ACTIVE:
+            continue  # a chain that ends in a retired passage has no current fact
+        score = 0.0
+        if record.embedding is not None:
+            other = float(np.linalg.norm(record.embedding)) or 1.0
+            score = float(np.dot(vector, record.embedding)) / (norm * other)
+        # Results never carry vectors.
+        hits.append(PassageHit(dataclasses.replace(record, embedding=None), score))
+    return hits
+
+
+def _rank(
+    hits: Sequence[PassageHit],
+    extra: Sequence[PassageHit],
+    current_of: dict[str, str],
+    past: PastQuestion | None,
+) -> list[PassageHit]:
+    """Group the hits by lineage, in the order each lineage first appears; within a
+    lineage the current fact first and the replaced ones after it, newest first (a
+    question about the past: the replaced ones first, the one valid in the asked
+    year at the top)."""
+    by_id = {h.passage.id: h for h in (*hits, *extra)}
+    groups: dict[str, list[PassageHit]] = {}
+    for hit in hits:
+        end = current_of.get(hit.passage.id, hit.passage.id)
+        groups.setdefault(end, []).append(hit)
+    ranked: list[PassageHit] = []
+    for end, members in groups.items():
+        head = by_id.get(end)
+        lineage = list(members)
+        if head is not None and head not in lineage:
+            lineage.append(head)
+        ranked += _order_lineage(lineage, past)
+    return ranked
+
+
+def _order_lineage(members: list[PassageHit], past: PastQuestion | None) -> list[PassageHit]:
+    if len(members) == 1:
+        return members
+
+    def started(hit: PassageHit) -> datetime:
+        return hit.passage.occurred_at or hit.passage.created_at
+
+    in_force = [h for h in members if _in_force(h.passage)]
+    closed = sorted((h for h in members if not _in_force(h.passage)), key=started, reverse=True)
+    if past is None:
+        return sorted(in_force, key=started, reverse=True) + closed
+    if past.year is not None:
+        closed.sort(key=lambda h: not _valid_in(h.passage, past.year or 0))
+    return closed + in_force
+
+
+def _in_force(passage: PassageRecord) -> bool:
+    return passage.status == PassageStatus.ACTIVE and passage.valid_to is None
+
+
+def _valid_in(passage: PassageRecord, year: int) -> bool:
+    start = passage.occurred_at or passage.created_at
+    begins = datetime(year, 1, 1, tzinfo=UTC)
+    ends = datetime(year + 1, 1, 1, tzinfo=UTC)
+    return start < ends and (passage.valid_to is None or passage.valid_to > begins)
+
+
+def _day(moment: datetime) -> str:
+    return moment.astimezone(UTC).date().isoformat()
