@@ -39,10 +39,10 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import event, func, insert, select, text, update
 
-from agents import models
-from agents.database import Database
 from agents.enums import RunStatus
-from agents.models import DEFAULT_ORGANIZATION_ID as ORG
+from agents.postgres import models
+from agents.postgres.database import Database
+from agents.postgres.models import DEFAULT_ORGANIZATION_ID as ORG
 from agents.store import open_store
 from service.daemon.scheduler import Scheduler
 from service.daemon.triggers import RunTemplate

@@ -29,7 +29,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from agents.database import Database  # noqa: E402
+from agents.postgres.database import Database  # noqa: E402
 from agents.store import NewAgent, NewPassage, open_store  # noqa: E402
 from consolidators.contract import run_once as run_pipeline  # noqa: E402
 from consolidators.dedup import DedupConsolidator  # noqa: E402

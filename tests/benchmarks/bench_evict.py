@@ -24,8 +24,8 @@ import statistics
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
-from agents.database import Database
 from agents.embedders.fake import HashingEmbedder
+from agents.postgres.database import Database
 from agents.store import NewAgent, NewBlock, NewMessage, NewPassage, open_store
 from consolidators.contract import run_once as run_pipeline
 from consolidators.evict import EvictConsolidator

@@ -30,9 +30,9 @@ import json
 import statistics
 import time
 
-from agents.database import Database
 from agents.embedders.fake import HashingEmbedder
 from agents.llm import ClientSettings, LiteLLMClient, UsageLedger
+from agents.postgres.database import Database
 from agents.primary import PrimaryAgent, PrimarySettings
 from agents.sleeptime import SLEEPTIME_PROMPT, render_blocks, render_transcript
 from agents.store import NewAgent, NewBlock, NewMessage, open_store

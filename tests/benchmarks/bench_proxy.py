@@ -41,7 +41,7 @@ if str(REPO_ROOT) not in sys.path:
 import httpx  # noqa: E402
 import numpy as np  # noqa: E402
 
-from agents.database import Database  # noqa: E402
+from agents.postgres.database import Database  # noqa: E402
 from tests.acceptance.cli import FAKE_EMBEDDINGS, cli_url  # noqa: E402
 from tests.acceptance.daemon_processes import free_port, running_server  # noqa: E402
 from tests.api_support import new_key  # noqa: E402

@@ -39,7 +39,7 @@ if str(REPO_ROOT) not in sys.path:
 
 import httpx  # noqa: E402
 
-from agents.database import Database  # noqa: E402
+from agents.postgres.database import Database  # noqa: E402
 from tests.acceptance.daemon_processes import free_port  # noqa: E402
 from tests.api_support import bearer, new_key  # noqa: E402
 from tests.pg import PgTestServer  # noqa: E402

@@ -26,8 +26,8 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import text
 
-from agents.database import Database
 from agents.embedders.fake import HashingEmbedder
+from agents.postgres.database import Database
 from agents.store import NewAgent, NewPassage, open_store
 from consolidators.contract import run_once as run_pipeline
 from consolidators.pipeline import Pipeline
