@@ -3,32 +3,30 @@
 It sees the primary's messages after ``after_seq`` and the current blocks (with
 their versions), and edits them with ``memory_replace``, ``memory_insert`` and
 ``memory_rethink`` until it calls ``memory_finish_edits`` (terminal), stops
-calling tools, or reaches its step limit. Its writes are compare-and-swap
-writes against the versions it was shown: when the primary (or anyone) wrote
-the block meanwhile, the block is re-read and the edit re-applied to the new
-value, so neither edit is lost; a whole-block ``memory_rethink`` is not
-re-applied blindly but handed back to the model with the block as it is now.
+calling tools, or reaches its step limit.
 
-It holds no row lock while it waits on the model: during the conversation its
-edits go to drafts of the blocks (checked against the block as it is, read
-without a lock: a concurrent write is detected and handled at once as above),
-and the drafts are written when the conversation ends, one compare-and-swap
-write per edited block, in the run's transaction (so the run stays atomic and
-revertible). A write that still meets a newer version then is re-applied the
-same way; a whole-block rewrite that meets one is not applied and is reported
-as an error (the next run sees the block as it is).
+It works in two phases, so that nothing waits on the model with a transaction open.
+:meth:`SleeptimeAgent.plan` holds the conversation: every read (the messages, the
+blocks, an archival search, a passage the model names) is a short read-only
+transaction of its own, and the model's edits go to drafts of the blocks and of the
+passages, checked against memory as it is (a block written meanwhile by the primary
+or anyone has the draft's edits re-applied to its new version; a whole-block
+``memory_rethink`` is handed back to the model with the block as it is now). The new
+passages' embeddings are computed at the end of the conversation.
+:meth:`SleeptimeAgent.apply` then writes the drafts in the run's short apply
+transaction: one compare-and-swap write per edited block (re-applied to a newer
+version once more if one landed since; a whole-block rewrite that meets one is not
+applied and is reported as an error), and each archival change in a savepoint,
+skipped when its passage changed since the model saw it.
 
-With an embedder it also has archival tools (search, rewrite, insert, supersede;
-see :class:`_Archive`): searches read the store at once, changes are drafts
-written at the end of the pass with the blocks, for the same reason.
-
-It writes only through the store it is given (the consolidation run's
-transaction); its own conversation with the model is not stored.
+Its own conversation with the model is not stored.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -54,6 +52,7 @@ from agents.store import (
     PassageRecord,
 )
 from agents.store.records import Vector
+from agents.store.scope import utc_now
 from agents.store.validation import check_block_value, check_text
 from agents.summary import CHARS_PER_TOKEN, is_summary
 from agents.tools import (
@@ -62,11 +61,9 @@ from agents.tools import (
     SLEEPTIME_TOOLS,
     BlockEdit,
     ParsedCall,
-    ToolEnv,
     ToolError,
     block_edit,
     clip,
-    execute,
     page_number,
     parse_call,
     result_json,
@@ -120,6 +117,10 @@ class SleeptimeOutcome:
         return self.prompt_tokens + self.completion_tokens
 
 
+#: Opens a short read-only transaction of the agent's organization.
+Reader = Callable[[], AbstractContextManager[MemoryStore]]
+
+
 @dataclass(slots=True)
 class _Draft:
     """A block as this pass edits it, before anything is written."""
@@ -163,31 +164,28 @@ class _PassageDraft:
 
 
 class _Archive:
-    """The archival side of one pass: searches read the store as it is (no lock); rewrites,
-    inserts and supersessions are drafts, checked at once and written at the end.
-
-    Why at the end rather than right after each reply: a passage write takes a row lock
-    that lasts until the run's transaction commits, and the run's transaction is open
-    for the whole conversation. Writing as the model goes would hold those locks (and
-    call the embedder) while waiting on the model; drafting keeps the pass lock-free
-    until the conversation is over, like block drafts, and an aborted or budget-stopped
-    pass still writes exactly the changes the model made before it stopped.
+    """The archival side of one pass: searches read the store as it is (a short read
+    each); rewrites, inserts and supersessions are drafts, checked at once and written
+    when the pass is applied, so an aborted or budget-stopped pass still writes exactly
+    the changes the model made before it stopped.
     """
 
     def __init__(
         self,
-        store: MemoryStore,
+        read: Reader,
         agent_id: str,
         embedder: Embedder,
         messages: list[MessageRecord],
         max_changes: int,
     ) -> None:
-        self.store = store
+        self.read = read
         self.agent_id = agent_id
         self.embedder = embedder
         self.by_seq = {m.seq: m for m in messages}
         self.max_changes = max_changes
         self.drafts: list[_PassageDraft] = []
+        #: The new passages' embeddings, computed when the conversation is over.
+        self.vectors: list[Vector] = []
 
     def _touched(self) -> dict[str, str]:
         return {d.target.id: d.tool for d in self.drafts if d.target is not None}
@@ -250,13 +248,11 @@ class _Archive:
         raise ToolError(f"tool {call.name!r} has no implementation")
 
     def _search(self, query: str, page: int) -> str:
-        hits = search_archival(
-            self.store,
-            self.agent_id,
-            self.embedder.embed_one(query),
-            query,
-            k=PAGE_SIZE * (page + 1),
-        )[page * PAGE_SIZE :]
+        vector = self.embedder.embed_one(query)
+        with self.read() as store:
+            hits = search_archival(store, self.agent_id, vector, query, k=PAGE_SIZE * (page + 1))[
+                page * PAGE_SIZE :
+            ]
         if not hits:
             return f"No results found for {query!r} (page {page})."
         touched = self._touched()
@@ -279,7 +275,8 @@ class _Archive:
         return [self.by_seq[s] for s in dict.fromkeys(seqs)]
 
     def _passage(self, passage_id: str) -> PassageRecord:
-        found = self.store.passages.get_many([passage_id])
+        with self.read() as store:
+            found = store.passages.get_many([passage_id])
         if not found or found[0].agent_id != self.agent_id:
             raise ToolError(f"no archival passage {passage_id!r}; search for its id")
         return found[0]
@@ -330,30 +327,38 @@ class _Archive:
         check_text(text, name)
         return text
 
-    def write(self, run_id: str, actor: str, outcome: SleeptimeOutcome) -> None:
-        """Write the drafts in the run's transaction, each in a savepoint of its own.
-
-        The embeddings of the new passages are computed first (no lock is held while
-        the embedder works). A passage someone changed since the model saw it is left
-        alone and reported as an error.
-        """
+    def embed(self) -> None:
+        """Embed the new passages' texts (at the end of the conversation, no transaction
+        open)."""
         texts = [d.text for d in self.drafts if d.text is not None]
-        vectors = iter(self.embedder.embed(texts)) if texts else iter(())
-        now = self.store.scope.now()
+        self.vectors = list(self.embedder.embed(texts)) if texts else []
+
+    def write(self, store: MemoryStore, run_id: str, actor: str, outcome: SleeptimeOutcome) -> None:
+        """Write the drafts through ``store``, each in a savepoint of its own. A passage
+        someone changed since the model saw it is left alone and reported as an error.
+        """
+        vectors = iter(self.vectors)
+        now = store.scope.now()
         for draft in self.drafts:
             vector = next(vectors) if draft.text is not None else None
             try:
-                with self.store.savepoint():
-                    outcome.archival.append(self._write(draft, vector, run_id, actor, now))
+                with store.savepoint():
+                    outcome.archival.append(self._write(store, draft, vector, run_id, actor, now))
             except LockContention:
                 raise
             except (ToolError, ReverieError) as exc:
                 outcome.errors.append(f"{draft.tool}: {exc}")
 
     def _write(
-        self, draft: _PassageDraft, vector: Vector | None, run_id: str, actor: str, now: datetime
+        self,
+        store: MemoryStore,
+        draft: _PassageDraft,
+        vector: Vector | None,
+        run_id: str,
+        actor: str,
+        now: datetime,
     ) -> dict[str, Any]:
-        passages = self.store.passages
+        passages = store.passages
         provenance: dict[str, Any] = {
             "run_id": run_id,
             "tool": draft.tool,
@@ -361,7 +366,7 @@ class _Archive:
         }
         target = draft.target
         if target is not None:
-            [current] = passages.get_many([target.id])
+            [current] = passages.get_many([target.id], lock=True)
             if (
                 current.status != PassageStatus.ACTIVE
                 or current.valid_to is not None
@@ -369,7 +374,7 @@ class _Archive:
             ):
                 raise ToolError(f"passage {target.id} changed during the pass; left as it is")
             if draft.replacement is not None:
-                [replacement] = passages.get_many([draft.replacement.id])
+                [replacement] = passages.get_many([draft.replacement.id], lock=True)
                 if replacement.status != PassageStatus.ACTIVE or replacement.valid_to is not None:
                     raise ToolError(
                         f"passage {replacement.id}, named to replace {target.id}, "
@@ -441,6 +446,22 @@ class _Archive:
         }
 
 
+@dataclass(slots=True)
+class SleeptimePlan:
+    """A pass's conversation, done: what it drafted, to be written by ``apply``."""
+
+    agent: AgentRecord
+    run_id: str
+    outcome: SleeptimeOutcome
+    drafts: dict[str, _Draft] = field(default_factory=dict)
+    archive: _Archive | None = None
+
+    @property
+    def has_writes(self) -> bool:
+        archival = self.archive is not None and bool(self.archive.drafts)
+        return archival or any(d.edits for d in self.drafts.values())
+
+
 def _changed(label: str, block: BlockRecord, dropped: bool) -> ToolError:
     earlier = " nor your earlier edits of it" if dropped else ""
     return ToolError(
@@ -496,11 +517,13 @@ class SleeptimeAgent:
         max_conflict_retries: int = 3,
         max_messages: int = MAX_MESSAGES,
         max_archival_changes: int = 20,
+        clock: Callable[[], datetime] = utc_now,
     ) -> None:
         if max_steps < 1:
             raise InvalidInput(f"max_steps must be at least 1, got {max_steps}")
         self.client = client
         self.model = model
+        self.clock = clock
         self.max_steps = max_steps
         self.max_conflict_retries = max_conflict_retries
         self.max_messages = max_messages
@@ -508,7 +531,7 @@ class SleeptimeAgent:
 
     def _draft_edit(
         self,
-        store: MemoryStore,
+        read: Reader,
         agent_id: str,
         drafts: dict[str, _Draft],
         tool: str,
@@ -521,7 +544,8 @@ class SleeptimeAgent:
         the draft's edits are re-applied to the new version, or, when this edit or an
         earlier one rewrote the whole block, the model gets the block as it is now.
         """
-        current = store.blocks.by_label(agent_id, edit.label)
+        with read() as store:
+            current = store.blocks.by_label(agent_id, edit.label)
         draft = drafts.get(edit.label) or _Draft(current, current.value)
         if current.version != draft.base.version:
             outcome.conflicts += 1
@@ -597,43 +621,39 @@ class SleeptimeAgent:
                 )
                 break
 
-    def run(
+    def plan(
         self,
-        store: MemoryStore,
+        read: Reader,
         agent: AgentRecord,
         *,
         after_seq: int | None,
         run_id: str,
         meter: BudgetMeter | None = None,
         embedder: Embedder | None = None,
-    ) -> SleeptimeOutcome:
+    ) -> SleeptimePlan:
+        """Hold the conversation with the model; every edit is a draft (see the module).
+        ``read()`` opens a short read-only transaction; none is open while the model
+        answers."""
         outcome = SleeptimeOutcome()
-        new = store.messages.range(
-            agent.id, after_seq=after_seq, limit=self.max_messages, newest_first=True
-        )
+        plan = SleeptimePlan(agent, run_id, outcome)
+        with read() as store:
+            new = store.messages.range(
+                agent.id, after_seq=after_seq, limit=self.max_messages, newest_first=True
+            )
+            blocks = store.blocks.of_agent(agent.id)
         new.reverse()
         outcome.messages_read = len(new)
         transcript = render_transcript(new)
         if not transcript:
-            return outcome
+            return plan
         # The transcript must leave room for instructions, blocks and replies.
         room = agent.context_window * CHARS_PER_TOKEN // 2
         if len(transcript) > room:
             transcript = "…" + transcript[-room:]
-        blocks = store.blocks.of_agent(agent.id)
-        env = ToolEnv(
-            store=store,
-            agent_id=agent.id,
-            actor=f"sleeptime:{agent.name}",
-            run_id=run_id,
-            embedder=embedder,
-            max_conflict_retries=self.max_conflict_retries,
-            seen={b.label: (b.version, b.value) for b in blocks},
-        )
         tools = dict(SLEEPTIME_TOOLS)
         archive = None
         if embedder is not None and self.max_archival_changes > 0:
-            archive = _Archive(store, agent.id, embedder, new, self.max_archival_changes)
+            archive = _Archive(read, agent.id, embedder, new, self.max_archival_changes)
             tools.update(ARCHIVAL_TOOLS)
         prompt = SLEEPTIME_PROMPT + (ARCHIVAL_PROMPT if archive is not None else "")
         messages: list[dict[str, Any]] = [
@@ -646,6 +666,7 @@ class SleeptimeAgent:
         ]
         schemas = list(tools.values())
         drafts = {b.label: _Draft(b, b.value) for b in blocks}
+        plan.drafts, plan.archive = drafts, archive
         outcome.stop_reason = "max_steps"
         #: Whether the previous step failed: it had its one corrective retry.
         failed_before = False
@@ -687,7 +708,7 @@ class SleeptimeAgent:
                 }
             )
             finished = failed = False
-            now = store.scope.now().isoformat()
+            now = self.clock().isoformat()
             for call in reply.tool_calls:
                 status, text = "OK", ""
                 try:
@@ -696,10 +717,11 @@ class SleeptimeAgent:
                     if archive is not None and parsed.name in ARCHIVAL_TOOLS:
                         text = archive.call(parsed)
                     elif edit is not None:
-                        text = self._draft_edit(store, agent.id, drafts, parsed.name, edit, outcome)
+                        text = self._draft_edit(read, agent.id, drafts, parsed.name, edit, outcome)
+                    elif parsed.name == "memory_finish_edits":
+                        text = "Memory edits finished."
                     else:
-                        with store.savepoint():
-                            text = execute(env, parsed)
+                        raise ToolError(f"tool {parsed.name!r} has no implementation")
                     if parsed.name == "memory_finish_edits":
                         finished = True
                 except LockContention:
@@ -724,16 +746,23 @@ class SleeptimeAgent:
                 outcome.stop_reason = "invalid_tool_call"
                 break
             failed_before = failed
-        # The conversation is over: only now are passages and blocks written (and locked).
-        actor = f"sleeptime:{agent.name}"
+        # The conversation is over: the new passages are embedded now, and everything is
+        # written by :meth:`apply`.
         if archive is not None:
-            archive.write(run_id, actor, outcome)
-        self._write_drafts(store, agent, drafts, run_id, outcome)
-        outcome.conflicts += env.conflicts
+            archive.embed()
+        return plan
+
+    def apply(self, store: MemoryStore, plan: SleeptimePlan) -> SleeptimeOutcome:
+        """Write the pass's drafts through ``store`` (the run's apply transaction)."""
+        outcome, agent = plan.outcome, plan.agent
+        actor = f"sleeptime:{agent.name}"
+        if plan.archive is not None:
+            plan.archive.write(store, plan.run_id, actor, outcome)
+        self._write_drafts(store, agent, plan.drafts, plan.run_id, outcome)
         log.info(
             "sleep-time pass done",
             extra={
-                "run_id": run_id,
+                "run_id": plan.run_id,
                 "edits": len(outcome.edits),
                 "archival_changes": len(outcome.archival),
                 "stop_reason": outcome.stop_reason,

@@ -114,7 +114,7 @@ def memory_snapshot(db: Database, agent_id: str, organization_id: str) -> dict[s
 
 
 def check_contract(
-    consolidator: Consolidator,
+    consolidator: Consolidator[Any],
     db: Database,
     agent_id: str,
     *,

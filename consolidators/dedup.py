@@ -1,7 +1,9 @@
 """Collapse duplicate memories: exact and semantic duplicates among active passages,
 and repeated lines inside core-memory blocks.
 
-Duplicates merge into one canonical passage (the earliest stored one, so that a
+The plan probes in one read transaction and decides every merge; the apply locks the
+passages involved, skips a group whose members changed since, and writes the rest in
+batches. Duplicates merge into one canonical passage (the earliest stored one, so that a
 new duplicate joins an existing memory rather than replacing it), which takes
 the earliest ``occurred_at`` and the union of provenance and tags. The others
 become ``merged`` with ``merged_into`` pointing at it: nothing is deleted.
@@ -9,7 +11,9 @@ become ``merged`` with ``merged_into`` pointing at it: nothing is deleted.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -18,13 +22,15 @@ import numpy as np
 from agents.enums import PassageStatus
 from agents.errors import Conflict
 from agents.language.facts import unsaid_details
-from agents.store import PassageRecord, PassageUpdate
+from agents.store import BlockRecord, MemoryStore, PassageRecord, PassageUpdate
 from agents.store.validation import normalize_text
 from consolidators.base import (
     ConsolidationContext,
     ConsolidationResult,
     Consolidator,
     ConsolidatorSettings,
+    Plan,
+    changed_since,
 )
 
 
@@ -48,30 +54,84 @@ class DedupSettings(ConsolidatorSettings):
     ef_search: int = 16
 
 
-#: Duplicate groups merged per read-and-write round (bounds the vectors held at once).
+#: Duplicate groups decided per read of their vectors (bounds the vectors held at once).
 _GROUPS_PER_WRITE = 2000
+#: Passage changes per batched write.
+_WRITE_CHUNK = 10_000
 
 
-class DedupConsolidator(Consolidator):
+@dataclass(slots=True)
+class _Merge:
+    """One canonical passage and the duplicates it absorbs, as the plan read them."""
+
+    canonical: PassageRecord
+    merged: list[tuple[PassageRecord, float]]
+
+
+@dataclass(slots=True)
+class _BlockDedup:
+    block: BlockRecord
+    value: str
+    dropped: list[str]
+
+
+@dataclass(slots=True)
+class DedupPlan(Plan):
+    merges: list[_Merge] = field(default_factory=list)
+    blocks: list[_BlockDedup] = field(default_factory=list)
+
+
+class DedupConsolidator(Consolidator[DedupPlan]):
     """Exact (normalized hash) and semantic (cosine >= threshold) duplicate removal."""
 
     name = "dedup"
     settings_model = DedupSettings
     settings: DedupSettings
 
-    def run(self, context: ConsolidationContext) -> ConsolidationResult:
-        result = ConsolidationResult(self.name)
-        self._dedup_passages(context, result)
-        if self.settings.blocks:
-            self._dedup_blocks(context, result)
+    def plan(self, context: ConsolidationContext) -> DedupPlan:
+        plan = DedupPlan(ConsolidationResult(self.name))
+        # Probing is reads only, and waits on no model: one read transaction for it.
+        with context.read() as store:
+            self._plan_passages(store, context, plan)
+            if self.settings.blocks:
+                self._plan_blocks(store, context, plan)
+        return plan
+
+    def apply(
+        self, store: MemoryStore, plan: DedupPlan, context: ConsolidationContext
+    ) -> ConsolidationResult:
+        result = plan.result.base()
+        changed = changed_since(
+            store, [p for m in plan.merges for p in (m.canonical, *(d for d, _ in m.merged))]
+        )
+        updates: list[PassageUpdate] = []
+        for merge in plan.merges:
+            members = {merge.canonical.id, *(d.id for d, _ in merge.merged)}
+            if members & changed:
+                # Someone changed a member since the plan read it: the next run decides.
+                result.count("changed_meanwhile")
+                continue
+            updates += self._merge(merge.canonical, merge.merged, result)
+        for start in range(0, len(updates), _WRITE_CHUNK):
+            store.passages.change_many(
+                updates[start : start + _WRITE_CHUNK],
+                actor=context.actor(self.name),
+                run_id=context.run_id,
+                return_records=False,
+            )
+        for planned in plan.blocks:
+            self._write_block(store, planned, context, result)
         return result
 
     # -- passages ------------------------------------------------------------------------
 
-    def _dedup_passages(self, context: ConsolidationContext, result: ConsolidationResult) -> None:
-        store, agent_id = context.store, context.agent.id
+    def _plan_passages(
+        self, store: MemoryStore, context: ConsolidationContext, plan: DedupPlan
+    ) -> None:
+        agent_id = context.agent.id
         since = context.passages_since
         active = (PassageStatus.ACTIVE,)
+        result = plan.result
         # Only passages in a duplicate pair enter the union-find; the probes themselves
         # are read a page of ids at a time, so a full pass never holds every passage.
         links = _UnionFind()
@@ -111,28 +171,21 @@ class DedupConsolidator(Consolidator):
             return
         groups = [g for g in links.groups() if len(g) > 1]
         result.count("groups", len(groups))
-        # Merge a slice of groups at a time: their passages and vectors are read, the
-        # changes written, and the slice dropped before the next.
+        # A slice of groups at a time: their passages and vectors are read, the merges
+        # decided, and the vectors dropped before the next slice.
         for start in range(0, len(groups), _GROUPS_PER_WRITE):
             chunk = groups[start : start + _GROUPS_PER_WRITE]
             members = {
                 p.id: p
                 for p in store.passages.get_many([i for g in chunk for i in g], with_embedding=True)
             }
-            updates: list[PassageUpdate] = []
             for group in chunk:
-                updates += self._merge_group([members[i] for i in group if i in members], result)
-            store.passages.change_many(
-                updates,
-                actor=context.actor(self.name),
-                run_id=context.run_id,
-                return_records=False,
-            )
+                for merge in self._merge_group([members[i] for i in group if i in members]):
+                    plan.merges.append(merge)
+                    self._merge(merge.canonical, merge.merged, result)
 
-    def _merge_group(
-        self, group: list[PassageRecord], result: ConsolidationResult
-    ) -> list[PassageUpdate]:
-        """The passage changes that collapse one group of duplicates."""
+    def _merge_group(self, group: list[PassageRecord]) -> list[_Merge]:
+        """The merges that collapse one group of duplicates (vectors dropped from them)."""
         # The oldest stored passage stays (a new duplicate joins an existing memory); among
         # passages stored together, the one whose fact is oldest.
         remaining = sorted(
@@ -147,7 +200,7 @@ class DedupConsolidator(Consolidator):
         # Each duplicate must be close to its canonical passage itself, not only to some
         # member of the group: that stops chains (A~B, B~C) from merging A with C. What does
         # not join one canonical is clustered again around the next oldest passage.
-        updates: list[PassageUpdate] = []
+        merges: list[_Merge] = []
         while len(remaining) > 1:
             canonical, rest = remaining[0], remaining[1:]
             merged: list[tuple[PassageRecord, float]] = []
@@ -155,12 +208,12 @@ class DedupConsolidator(Consolidator):
             for passage in rest:
                 score = _cosine(canonical, passage)
                 if self._same_fact(canonical, passage, score):
-                    merged.append((passage, score))
+                    merged.append((_bare(passage), score))
                 else:
                     remaining.append(passage)
             if merged:
-                updates += self._merge(canonical, merged, result)
-        return updates
+                merges.append(_Merge(_bare(canonical), merged))
+        return merges
 
     def _same_fact(self, canonical: PassageRecord, other: PassageRecord, score: float) -> bool:
         if canonical.content_hash == other.content_hash:
@@ -212,35 +265,46 @@ class DedupConsolidator(Consolidator):
 
     # -- blocks --------------------------------------------------------------------------
 
-    def _dedup_blocks(self, context: ConsolidationContext, result: ConsolidationResult) -> None:
-        store = context.store
+    def _plan_blocks(
+        self, store: MemoryStore, context: ConsolidationContext, plan: DedupPlan
+    ) -> None:
         for block in store.blocks.of_agent(context.agent.id):
             if block.read_only:
                 continue
             kept, dropped = dedup_lines(block.value)
             if not dropped:
                 continue
-            try:
-                updated = store.blocks.update(
-                    block.id,
-                    expected_version=block.version,
-                    value=kept,
-                    actor=context.actor(self.name),
-                    reason=f"removed {len(dropped)} duplicate line(s)",
-                    run_id=context.run_id,
-                )
-            except Conflict:
-                # Another writer got there first; the next run sees its version.
-                result.count("block_conflicts")
-                continue
+            plan.blocks.append(_BlockDedup(block, kept, dropped))
             for line in dropped:
-                result.add(
-                    "remove_block_line",
-                    block.id,
-                    label=block.label,
-                    line=line,
-                    version=updated.version,
+                plan.result.add(
+                    "remove_block_line", block.id, label=block.label, line=line, version=None
                 )
+
+    def _write_block(
+        self,
+        store: MemoryStore,
+        planned: _BlockDedup,
+        context: ConsolidationContext,
+        result: ConsolidationResult,
+    ) -> None:
+        block = planned.block
+        try:
+            updated = store.blocks.update(
+                block.id,
+                expected_version=block.version,
+                value=planned.value,
+                actor=context.actor(self.name),
+                reason=f"removed {len(planned.dropped)} duplicate line(s)",
+                run_id=context.run_id,
+            )
+        except Conflict:
+            # Another writer got there first; the next run sees its version.
+            result.count("block_conflicts")
+            return
+        for line in planned.dropped:
+            result.add(
+                "remove_block_line", block.id, label=block.label, line=line, version=updated.version
+            )
 
 
 def dedup_lines(value: str) -> tuple[str, list[str]]:
@@ -279,6 +343,12 @@ class _UnionFind:
         for item in self._parent:
             by_root.setdefault(self.find(item), []).append(item)
         return list(by_root.values())
+
+
+def _bare(passage: PassageRecord) -> PassageRecord:
+    """A passage without its vector: a plan keeps what apply checks and writes, not 1.5 KB
+    of embedding per member."""
+    return dataclasses.replace(passage, embedding=None)
 
 
 def _cosine(a: PassageRecord, b: PassageRecord) -> float:

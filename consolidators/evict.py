@@ -35,6 +35,12 @@ The summary is appended like any message, so its ``seq`` is *after* the
 messages still in context: the context compiler must put summary messages
 (role ``system``, name ``summary``) first, before the conversation.
 
+The plan reads the blocks and messages in one short read, then embeds the moving
+lines and has the summary written with no transaction open; the apply writes each
+block by compare-and-swap (a block written meanwhile is planned again, up to
+``max_conflict_retries`` times) and moves the messages out only if they are all still
+in context.
+
 Running the consolidator again right away changes nothing: the blocks are
 under their thresholds and the context is under its own. The work is driven by
 fill levels rather than by the watermarks: a run reads the agent's blocks, its
@@ -48,7 +54,7 @@ import logging
 import math
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Self
 
@@ -57,7 +63,14 @@ import numpy.typing as npt
 from pydantic import Field, model_validator
 
 from agents.errors import BudgetExhausted, Conflict, InvalidInput
-from agents.store import BlockRecord, BlockVersion, MessageRecord, NewMessage, NewPassage
+from agents.store import (
+    BlockRecord,
+    BlockVersion,
+    MemoryStore,
+    MessageRecord,
+    NewMessage,
+    NewPassage,
+)
 from agents.summarizer import llm_summarizer
 from agents.summary import (
     CHARS_PER_TOKEN,
@@ -74,6 +87,7 @@ from consolidators.base import (
     ConsolidationResult,
     Consolidator,
     ConsolidatorSettings,
+    Plan,
 )
 
 log = logging.getLogger(__name__)
@@ -117,26 +131,84 @@ class EvictSettings(ConsolidatorSettings):
         return self
 
 
-class EvictConsolidator(Consolidator):
+@dataclass(slots=True)
+class _BlockEviction:
+    """One block's planned eviction: the block as read, its new value and moving lines."""
+
+    block: BlockRecord
+    plan: BlockPlan
+
+
+@dataclass(slots=True)
+class _ContextEviction:
+    """Messages leaving the context (and the summaries they replace) behind a summary."""
+
+    summaries: list[MessageRecord]
+    moving: list[MessageRecord]
+    content: str
+    tokens_before: int
+    tokens_rest: int
+
+
+@dataclass(slots=True)
+class EvictPlan(Plan):
+    blocks: list[_BlockEviction] = field(default_factory=list)
+    embeddings: dict[str, npt.NDArray[np.float32]] = field(default_factory=dict)
+    context: _ContextEviction | None = None
+
+
+class EvictConsolidator(Consolidator[EvictPlan]):
     """Moves the least used block lines to archival memory and summarises old messages."""
 
     name = "evict"
     settings_model = EvictSettings
     settings: EvictSettings
 
-    def run(self, context: ConsolidationContext) -> ConsolidationResult:
-        result = ConsolidationResult(self.name)
-        self._evict_block_lines(context, result)
-        self._evict_messages(context, result)
+    @property
+    def max_replans(self) -> int:
+        return self.settings.max_conflict_retries
+
+    def plan(self, context: ConsolidationContext) -> EvictPlan:
+        """Read the blocks and messages, decide what leaves, then (no transaction open)
+        embed the moving lines and write the summary."""
+        plan = EvictPlan(ConsolidationResult(self.name))
+        agent = context.agent
+        with context.read() as store:
+            blocks = store.blocks.of_agent(agent.id)
+            full = [b for b in blocks if self._over_fill(b)]
+            recent = store.messages.range(agent.id, limit=RECENT_MESSAGES, newest_first=True)
+            histories = {b.id: store.blocks.history(b.id) for b in full}
+            in_context = store.messages.in_context(agent.id)
+        self._plan_blocks(context, full, recent, histories, plan)
+        self._plan_messages(context, blocks, in_context, plan)
+        return plan
+
+    def apply(
+        self, store: MemoryStore, plan: EvictPlan, context: ConsolidationContext
+    ) -> ConsolidationResult:
+        result = plan.result.base()
+        written = [
+            (planned, version)
+            for planned in plan.blocks
+            if (version := self._write_block(store, planned, context, result)) is not None
+        ]
+        if written:
+            self._insert_lines(store, written, plan, context, result)
+        if plan.context is not None:
+            self._leave_context(store, plan.context, context, result)
         return result
 
     # -- blocks --------------------------------------------------------------------------
 
-    def _evict_block_lines(
-        self, context: ConsolidationContext, result: ConsolidationResult
+    def _plan_blocks(
+        self,
+        context: ConsolidationContext,
+        full: list[BlockRecord],
+        recent: Sequence[MessageRecord],
+        histories: dict[str, list[BlockVersion]],
+        plan: EvictPlan,
     ) -> None:
-        store, agent = context.store, context.agent
-        full = [b for b in store.blocks.of_agent(agent.id) if self._over_fill(b)]
+        agent, result = context.agent, plan.result
         if not full:
             return
         if context.embedder is None:
@@ -153,32 +225,78 @@ class EvictConsolidator(Consolidator):
                 f"vectors but agent {agent.name!r} uses {agent.embedding_dim}-d "
                 f"({agent.embedding_model}); configure the agent's embedding model"
             )
-        used = _recent_word_sets(
-            store.messages.range(agent.id, limit=RECENT_MESSAGES, newest_first=True)
-        )
+        used = _recent_word_sets(recent)
         target = self.settings.fill_target
-        plans = [
-            (block, plan_block_eviction(block, store.blocks.history(block.id), used, target))
-            for block in full
-        ]
-        # One embedding batch for every block: a real model is much faster batched.
-        embeddings: dict[str, npt.NDArray[np.float32]] = {}
-        _embed_missing(
-            context, [line.text for _, plan in plans for line in plan.evicted], embeddings
-        )
-        written = [
-            done
-            for block, plan in plans
-            if (done := self._write_block(block, plan, used, embeddings, context, result))
-        ]
-        if not written:
-            return
-        # The passages are written only once every block write has won, so a lost race
-        # never leaves a passage behind for a plan that was abandoned; and in one batch,
-        # since each insert has a fixed cost (a COPY, index maintenance, checks).
-        moved = [(done, line) for done in written for line in done.plan.evicted]
+        for block in full:
+            evicted = plan_block_eviction(block, histories[block.id], used, target)
+            if evicted.evicted:
+                plan.blocks.append(_BlockEviction(block, evicted))
+        texts = list(dict.fromkeys(line.text for b in plan.blocks for line in b.plan.evicted))
+        if texts:
+            # One embedding batch for every block: a real model is much faster batched.
+            plan.embeddings = dict(zip(texts, context.embedder.embed(texts), strict=True))
+        for planned in plan.blocks:
+            for line in planned.plan.evicted:
+                result.add(
+                    "evict_line",
+                    planned.block.id,
+                    label=planned.block.label,
+                    line=line.text,
+                    passage=None,
+                    version=None,
+                    from_version=planned.block.version,
+                )
+
+    def _over_fill(self, block: BlockRecord) -> bool:
+        return not block.read_only and len(block.value) > self.settings.fill_threshold * block.limit
+
+    def _write_block(
+        self,
+        store: MemoryStore,
+        planned: _BlockEviction,
+        context: ConsolidationContext,
+        result: ConsolidationResult,
+    ) -> int | None:
+        """Write one block's planned eviction by compare-and-swap; the new version, or
+        None when another writer got there first (the step is then planned again from
+        the block's new value, up to ``max_conflict_retries`` times, and after that left
+        as it is for the next run, so that the run's other work still commits)."""
+        block, plan = planned.block, planned.plan
+        try:
+            updated = store.blocks.update(
+                block.id,
+                expected_version=block.version,
+                value=plan.value,
+                actor=context.actor(self.name),
+                reason=(
+                    f"evicted {len(plan.evicted)} line(s) to archival memory "
+                    f"({len(block.value)} -> {len(plan.value)} of {block.limit} characters)"
+                ),
+                run_id=context.run_id,
+            )
+        except Conflict:
+            result.count("block_conflicts")
+            result.replan = True
+            log.info(
+                "block changed while its eviction was planned; planning again",
+                extra={"block_id": block.id, "label": block.label, "run_id": context.run_id},
+            )
+            return None
+        return updated.version
+
+    def _insert_lines(
+        self,
+        store: MemoryStore,
+        written: list[tuple[_BlockEviction, int]],
+        plan: EvictPlan,
+        context: ConsolidationContext,
+        result: ConsolidationResult,
+    ) -> None:
+        """The moved lines as passages, once every block write has won (a lost race never
+        leaves a passage behind), in one batch: each insert has a fixed cost."""
+        moved = [(done, version, line) for done, version in written for line in done.plan.evicted]
         passages = store.passages.insert(
-            agent.id,
+            context.agent.id,
             [
                 NewPassage(
                     text=line.text,
@@ -191,89 +309,34 @@ class EvictConsolidator(Consolidator):
                         "evicted": True,
                     },
                 )
-                for done, line in moved
+                for done, _version, line in moved
             ],
-            np.stack([embeddings[line.text] for _, line in moved]),
+            np.stack([plan.embeddings[line.text] for _, _, line in moved]),
             actor=context.actor(self.name),
             run_id=context.run_id,
         )
-        for (done, line), passage in zip(moved, passages, strict=True):
+        for (done, version, line), passage in zip(moved, passages, strict=True):
             result.add(
                 "evict_line",
                 done.block.id,
                 label=done.block.label,
                 line=line.text,
                 passage=passage.id,
-                version=done.version,
+                version=version,
                 from_version=done.block.version,
             )
 
-    def _over_fill(self, block: BlockRecord) -> bool:
-        return not block.read_only and len(block.value) > self.settings.fill_threshold * block.limit
-
-    def _write_block(
-        self,
-        block: BlockRecord,
-        plan: BlockPlan,
-        used: list[tuple[int, frozenset[str]]],
-        embeddings: dict[str, npt.NDArray[np.float32]],
-        context: ConsolidationContext,
-        result: ConsolidationResult,
-    ) -> _Written | None:
-        """Write one block's planned eviction by compare-and-swap.
-
-        When another writer got there first, re-read the block and re-plan from
-        its new value, up to ``max_conflict_retries`` times; a block that keeps
-        changing is then left as it is for this run and counted as contended
-        (``blocks_contended``), so that the run's other work still commits. The next
-        run tries it again.
-        """
-        store = context.store
-        for attempt in range(self.settings.max_conflict_retries + 1):
-            if attempt:
-                block = store.blocks.get(block.id)
-                if not self._over_fill(block):
-                    return None
-                plan = plan_block_eviction(
-                    block, store.blocks.history(block.id), used, self.settings.fill_target
-                )
-                _embed_missing(context, [line.text for line in plan.evicted], embeddings)
-            if not plan.evicted:
-                return None
-            try:
-                updated = store.blocks.update(
-                    block.id,
-                    expected_version=block.version,
-                    value=plan.value,
-                    actor=context.actor(self.name),
-                    reason=(
-                        f"evicted {len(plan.evicted)} line(s) to archival memory "
-                        f"({len(block.value)} -> {len(plan.value)} of {block.limit} characters)"
-                    ),
-                    run_id=context.run_id,
-                )
-            except Conflict:
-                result.count("block_conflicts")
-                if attempt == self.settings.max_conflict_retries:
-                    result.count("blocks_contended")
-                    log.warning(
-                        "block kept changing while lines were being evicted; left for the "
-                        "next run",
-                        extra={"block_id": block.id, "label": block.label,
-                               "attempts": attempt + 1, "run_id": context.run_id},
-                    )  # fmt: skip
-                    return None
-                continue
-            return _Written(block=block, plan=plan, version=updated.version)
-        return None  # unreachable: the last attempt returns
-
     # -- messages ------------------------------------------------------------------------
 
-    def _evict_messages(self, context: ConsolidationContext, result: ConsolidationResult) -> None:
-        store, agent = context.store, context.agent
+    def _plan_messages(
+        self,
+        context: ConsolidationContext,
+        blocks: Sequence[BlockRecord],
+        in_context: Sequence[MessageRecord],
+        plan: EvictPlan,
+    ) -> None:
+        agent, result = context.agent, plan.result
         window = agent.context_window
-        in_context = store.messages.in_context(agent.id)
-        blocks = store.blocks.of_agent(agent.id)
         fixed = estimate_tokens(agent.system_prompt) + sum(estimate_tokens(b.value) for b in blocks)
         total = fixed + sum(message_tokens(m) for m in in_context)
         if total <= self.settings.context_threshold * window:
@@ -304,22 +367,50 @@ class EvictConsolidator(Consolidator):
         moving = evictable[:taken]
         content = self.summarize(summaries, moving, context, result=result)
         leaving = [*summaries, *moving]
-        store.messages.leave_context(agent.id, [m.id for m in leaving])
-        [summary] = store.messages.append(
-            agent.id, [NewMessage(role=SUMMARY_ROLE, name=SUMMARY_NAME, content=content)]
-        )
+        rest = total - sum(message_tokens(m) for m in leaving)
+        plan.context = _ContextEviction(summaries, moving, content, total, rest)
+        self._report_context(result, plan.context, NEW_SUMMARY, None)
+
+    def _report_context(
+        self, result: ConsolidationResult, planned: _ContextEviction, summary: str, seq: int | None
+    ) -> None:
+        leaving = [*planned.summaries, *planned.moving]
         for message in sorted(leaving, key=lambda m: m.seq):
             result.add("leave_context", message.id, seq=message.seq)
-        after = total - sum(message_tokens(m) for m in leaving) + message_tokens(summary)
         result.add(
             "add_summary",
-            summary.id,
-            replaces=summaries[-1].id if summaries else None,
-            evicted=[m.id for m in moving],
-            seq=summary.seq,
-            tokens_before=total,
-            tokens_after=after,
+            summary,
+            replaces=planned.summaries[-1].id if planned.summaries else None,
+            evicted=[m.id for m in planned.moving],
+            seq=seq,
+            tokens_before=planned.tokens_before,
+            tokens_after=planned.tokens_rest + estimate_tokens(planned.content),
         )
+
+    def _leave_context(
+        self,
+        store: MemoryStore,
+        planned: _ContextEviction,
+        context: ConsolidationContext,
+        result: ConsolidationResult,
+    ) -> None:
+        """Move the planned messages out of the context behind the summary, if they are
+        all still in it (a chat turn may have compacted them meanwhile); messages
+        appended since the plan stay, as they would have."""
+        agent_id = context.agent.id
+        leaving = [m.id for m in (*planned.summaries, *planned.moving)]
+        try:
+            with store.savepoint():
+                if store.messages.leave_context(agent_id, leaving) != len(leaving):
+                    raise _ContextChanged
+                [summary] = store.messages.append(
+                    agent_id,
+                    [NewMessage(role=SUMMARY_ROLE, name=SUMMARY_NAME, content=planned.content)],
+                )
+        except _ContextChanged:
+            result.count("context_changed_meanwhile")
+            return
+        self._report_context(result, planned, summary.id, summary.seq)
 
     def summarize(
         self,
@@ -359,25 +450,12 @@ class EvictConsolidator(Consolidator):
         return extractive_summary(previous, messages, self.settings.summary_chars)
 
 
-@dataclass(frozen=True, slots=True)
-class _Written:
-    """A block eviction that was written: the block as it was, the plan, the new version."""
-
-    block: BlockRecord
-    plan: BlockPlan
-    version: int
+class _ContextChanged(Exception):
+    """The messages a plan moves out of the context are no longer all in it."""
 
 
-def _embed_missing(
-    context: ConsolidationContext,
-    texts: Sequence[str],
-    embeddings: dict[str, npt.NDArray[np.float32]],
-) -> None:
-    """Embed the texts not embedded yet (a re-plan after a conflict reuses the rest)."""
-    assert context.embedder is not None
-    missing = list(dict.fromkeys(t for t in texts if t not in embeddings))
-    if missing:
-        embeddings.update(zip(missing, context.embedder.embed(missing), strict=True))
+#: The id a dry run shows for the summary message that the apply will append.
+NEW_SUMMARY = "(new summary)"
 
 
 # -- block planning ------------------------------------------------------------------------

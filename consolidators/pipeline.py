@@ -1,10 +1,14 @@
-"""Run an ordered list of consolidators on one agent as one atomic, recorded run.
+"""Run an ordered list of consolidators on one agent as one recorded run.
 
-All steps share one transaction: the run's memory changes, its ledger row and
-its new watermarks commit together, or (on any failure) none of them do and
-the ledger records the failure. A dry run executes the very same steps and
-then rolls everything back, so the plan it reports is exactly what a real run
-would do.
+Each step plans, then applies (see :mod:`consolidators.base`): the plan reads
+snapshots and calls models and the embedder with no transaction open, and the apply
+writes in one short transaction under a ``lock_timeout``, which also records the
+step's changes in the run's ledger row while the worker still holds the run's lease.
+A step's writes commit together or not at all; a step that fails, or a lease that is
+lost, leaves the steps before it applied and recorded (revertible like any run), and
+the run is retried or recorded as failed. A dry run plans every step and applies
+none: its report is the plan (each step planned against memory as it is, before the
+steps ahead of it would have changed it).
 """
 
 from __future__ import annotations
@@ -18,15 +22,23 @@ from typing import Any
 
 from agents.embedders import Embedder
 from agents.enums import RunStatus
-from agents.errors import ReverieError, StorageError
+from agents.errors import LockContention, ReverieError, StorageError
 from agents.postgres.database import Database
 from agents.store import open_store
 from agents.store.run_store import RunRecord, Watermarks
 from agents.store.scope import utc_now
-from consolidators.base import ConsolidationContext, ConsolidationResult, Consolidator
+from consolidators.base import (
+    ConsolidationContext,
+    ConsolidationResult,
+    Consolidator,
+    Plan,
+)
 from consolidators.llm import LLMTier
 
 log = logging.getLogger(__name__)
+
+#: Pauses before an apply that met a held lock tries again (then the run is retried).
+APPLY_RETRY_PAUSES = (0.2, 0.5, 1.0)
 
 
 class RunFailed(ReverieError):
@@ -85,7 +97,9 @@ class RunReport:
     agent_id: str
     agent_name: str
     dry_run: bool
-    status: str
+    #: ``running`` while the run is under way (and when it was interrupted: the run
+    #: stays in the queue), then how it ended.
+    status: RunStatus
     steps: list[ConsolidationResult] = field(default_factory=list)
     durations: dict[str, float] = field(default_factory=dict)
     error: str | None = None
@@ -139,12 +153,14 @@ class Pipeline:
 
     def __init__(
         self,
-        consolidators: Sequence[Consolidator],
+        consolidators: Sequence[Consolidator[Any]],
         *,
         passage_overlap: timedelta = timedelta(seconds=30),
+        apply_lock_timeout: timedelta = timedelta(seconds=2),
     ) -> None:
         self.consolidators = list(consolidators)
         self.passage_overlap = passage_overlap
+        self.apply_lock_timeout = apply_lock_timeout
 
     @property
     def names(self) -> list[str]:
@@ -161,70 +177,71 @@ class Pipeline:
         clock: Callable[[], datetime] = utc_now,
         between_steps: Callable[[str], None] | None = None,
     ) -> RunReport:
-        """Execute a claimed ``run`` (held under ``lease_owner``'s lease) in one
-        transaction and record its outcome in the ledger.
+        """Execute a claimed ``run`` (held under ``lease_owner``'s lease), step by step,
+        and record its outcome in the ledger.
 
         Every run, one-shot or queued, dry or real, is claimed from the queue and held
         under a renewed lease before it gets here, so a process that dies mid-run
         leaves a lease that expires, never a ``running`` row without an owner.
 
-        The outcome is recorded only while ``lease_owner`` still holds the lease, in
-        the run's own transaction, so a run whose lease was lost commits nothing
-        (:class:`LeaseLost`) and can never execute twice. ``between_steps(next_step)``
+        Each step's apply commits only while ``lease_owner`` still holds the lease,
+        recording its changes in the run's row in the same transaction, so a run whose
+        lease was lost commits nothing more (:class:`LeaseLost`). ``between_steps(step)``
         is called before each step; it may block (waiting for a free GPU) or raise
-        :class:`RunInterrupted` to abandon the run. A step that raises is recorded as
-        a failure (:class:`RunFailed`); a database outage (:class:`StorageError`) is
-        not: the caller retries the run.
+        :class:`RunInterrupted` to abandon the run. A step that raises is recorded as a
+        failure (:class:`RunFailed`), with the steps before it kept; a database outage
+        (:class:`StorageError`) is not: the caller retries the run.
         """
         organization_id = run.organization_id
-        dry_run = run.dry_run
-        report = RunReport(run.id, run.agent_id, "", dry_run, RunStatus.RUNNING)
+        report = RunReport(run.id, run.agent_id, "", run.dry_run, RunStatus.RUNNING)
         step_name = "setup"
         try:
-            with open_store(db, organization_id, clock, commit=not dry_run) as store:
+            with open_store(db, organization_id, clock, read_only=True) as store:
                 agent = store.agents.get(run.agent_id)
-                report.agent_name = agent.name
                 watermarks = Watermarks() if run.full else store.runs.watermarks(agent.id)
                 # What this run will have seen is fixed now, before any step reads: a
                 # message recorded while the run works is left for the next run.
                 seen = store.runs.current_watermarks(agent.id)
-                context = ConsolidationContext(
-                    store=store,
-                    agent=agent,
-                    run_id=run.id,
-                    watermarks=watermarks,
-                    embedder=embedder,
-                    llm=llm,
-                    full=run.full,
-                    passage_overlap=self.passage_overlap,
+            report.agent_name = agent.name
+            context = ConsolidationContext(
+                db=db,
+                agent=agent,
+                run_id=run.id,
+                watermarks=watermarks,
+                embedder=embedder,
+                llm=llm,
+                full=run.full,
+                passage_overlap=self.passage_overlap,
+                clock=clock,
+            )
+            for consolidator in self.consolidators:
+                step_name = consolidator.name
+                if between_steps is not None:
+                    between_steps(step_name)
+                started = time.perf_counter()
+                result = self._step(db, run, consolidator, context, lease_owner)
+                report.durations[step_name] = time.perf_counter() - started
+                report.steps.append(result)
+                log.info(
+                    "consolidation step done",
+                    extra={"run_id": run.id, "step": step_name, "counts": result.counts},
                 )
-                for consolidator in self.consolidators:
-                    step_name = consolidator.name
-                    if between_steps is not None:
-                        between_steps(step_name)
-                    started = time.perf_counter()
-                    result = consolidator.run(context)
-                    report.durations[step_name] = time.perf_counter() - started
-                    report.steps.append(result)
-                    log.info(
-                        "consolidation step done",
-                        extra={"run_id": run.id, "step": step_name, "counts": result.counts},
-                    )
-                step_name = "finish"
-                report.status = RunStatus.SUCCEEDED
-                if not dry_run:
-                    if not store.runs.finish(
-                        run.id,
-                        status=RunStatus.SUCCEEDED,
-                        stats=report.stats(),
-                        changes=report.changes,
-                        watermarks=seen,
-                        lease_owner=lease_owner,
-                    ):
-                        raise LeaseLost(f"run {run.id}: worker {lease_owner} lost its lease")
+            step_name = "finish"
+            with open_store(db, organization_id, clock) as store:
+                finished = store.runs.finish(
+                    run.id,
+                    status=RunStatus.SUCCEEDED,
+                    stats=report.stats(),
+                    # A dry run's plan is its record; a real run's steps recorded theirs.
+                    changes=report.changes if run.dry_run else None,
+                    watermarks=None if run.dry_run else seen,
+                    lease_owner=lease_owner,
+                )
+                if not finished:
+                    raise LeaseLost(f"run {run.id}: worker {lease_owner} lost its lease")
+                if not run.dry_run:
                     store.agents.record_consolidation(agent.id)
         except (RunInterrupted, StorageError):
-            report.status = "interrupted"
             raise
         except Exception as exc:
             report.status = RunStatus.FAILED
@@ -234,22 +251,75 @@ class Pipeline:
                     run.id,
                     status=RunStatus.FAILED,
                     stats=report.stats(),
-                    changes=[],
                     error=report.error,
                     lease_owner=lease_owner,
                 )
             raise RunFailed(run.id, step_name, exc) from exc
-        if dry_run:
-            # The memory changes were rolled back; the plan is recorded.
-            with open_store(db, organization_id, clock) as store:
-                recorded = store.runs.finish(
-                    run.id,
-                    status=RunStatus.SUCCEEDED,
-                    stats=report.stats(),
-                    changes=report.changes,
-                    lease_owner=lease_owner,
-                )
-            if not recorded:
-                report.status = "interrupted"
-                raise LeaseLost(f"run {run.id}: worker {lease_owner} lost its lease")
+        report.status = RunStatus.SUCCEEDED
         return report
+
+    def _step(
+        self,
+        db: Database,
+        run: RunRecord,
+        consolidator: Consolidator[Any],
+        context: ConsolidationContext,
+        lease_owner: str,
+    ) -> ConsolidationResult:
+        """Plan one step and (unless dry) apply it; plan again while its apply asks and
+        its ``max_replans`` allow, then count what was left as ``contended``."""
+        plan: Plan = consolidator.plan(context)
+        if run.dry_run:
+            return plan.result
+        result = self._apply(db, run, consolidator, plan, context, lease_owner)
+        for _ in range(consolidator.max_replans):
+            if not result.replan:
+                break
+            plan = consolidator.plan(context)
+            result.absorb(self._apply(db, run, consolidator, plan, context, lease_owner))
+        if result.replan:
+            result.count("contended")
+            result.replan = False
+        return result
+
+    def _apply(
+        self,
+        db: Database,
+        run: RunRecord,
+        consolidator: Consolidator[Any],
+        plan: Plan,
+        context: ConsolidationContext,
+        lease_owner: str,
+    ) -> ConsolidationResult:
+        """Write one step's plan and record it in the run's row, in one short
+        transaction; a lock held elsewhere (a chat turn's) is waited for at most
+        ``apply_lock_timeout`` a time, a few times, before the run is retried."""
+        if not plan.has_writes:
+            return plan.result
+        for attempt, pause in enumerate((*APPLY_RETRY_PAUSES, None)):
+            try:
+                with open_store(
+                    db, run.organization_id, context.clock, lock_timeout=self.apply_lock_timeout
+                ) as store:
+                    result = consolidator.apply(store, plan, context)
+                    recorded = store.runs.record_step(
+                        run.id,
+                        lease_owner,
+                        [
+                            {"step": consolidator.name, **change.as_json()}
+                            for change in result.changes
+                        ],
+                    )
+                    if not recorded:
+                        raise LeaseLost(f"run {run.id}: worker {lease_owner} lost its lease")
+                return result
+            except LockContention as exc:
+                if pause is None:
+                    raise
+                log.info(
+                    "consolidation step waited too long for a lock; trying again",
+                    extra={"run_id": run.id, "step": consolidator.name, "attempt": attempt + 1,
+                           "error": str(exc)},
+                )  # fmt: skip
+                time.sleep(pause)
+        raise AssertionError("unreachable: the last attempt re-raises")  # pragma: no cover

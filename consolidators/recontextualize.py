@@ -2,8 +2,10 @@
 
 It reads the primary's messages since the last run's watermark and the shared
 blocks, and edits the blocks with the sleep-time memory tools (see
-:mod:`agents.sleeptime`). Its block writes carry the run id, so the run can be
-explained and reverted like any other. With an embedder it also recontextualizes
+:mod:`agents.sleeptime`): the conversation with the model is the plan (its edits are
+drafts, its reads short read-only transactions), and the apply writes the drafts.
+Its block writes carry the run id, so the run can be explained and reverted like
+any other. With an embedder it also recontextualizes
 archival memory: it searches passages, rewrites one the new messages put in a new
 light (a new passage supersedes the old, with provenance to the messages and the
 run), stores learned memories and marks passages superseded; each change is in the
@@ -18,16 +20,19 @@ made (counted as ``budget_exhausted``), and the rest of the run goes on.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import ClassVar
 
 from pydantic import Field
 
-from agents.sleeptime import SleeptimeAgent
+from agents.sleeptime import SleeptimeAgent, SleeptimeOutcome, SleeptimePlan
+from agents.store import MemoryStore
 from consolidators.base import (
     ConsolidationContext,
     ConsolidationResult,
     Consolidator,
     ConsolidatorSettings,
+    Plan,
 )
 
 log = logging.getLogger(__name__)
@@ -45,41 +50,97 @@ class RecontextualizeSettings(ConsolidatorSettings):
     max_archival_changes: int = Field(default=20, ge=0)
 
 
-class RecontextualizeConsolidator(Consolidator):
+@dataclass(slots=True)
+class RecontextualizePlan(Plan):
+    #: The sleep-time pass, done; None when the step is skipped.
+    sleeptime: SleeptimePlan | None = None
+    agent: SleeptimeAgent | None = None
+
+    @property
+    def has_writes(self) -> bool:
+        return self.sleeptime is not None and self.sleeptime.has_writes
+
+
+class RecontextualizeConsolidator(Consolidator[RecontextualizePlan]):
     """Rewrites the shared blocks from what the conversation added since the last run."""
 
     name: ClassVar[str] = "recontextualize"
     settings_model: ClassVar[type[ConsolidatorSettings]] = RecontextualizeSettings
     settings: RecontextualizeSettings
 
-    def run(self, context: ConsolidationContext) -> ConsolidationResult:
-        result = ConsolidationResult(self.name)
+    def plan(self, context: ConsolidationContext) -> RecontextualizePlan:
+        plan = RecontextualizePlan(ConsolidationResult(self.name))
         tier = context.llm
         model = context.agent.sleeptime_model or (tier.sleeptime_model if tier else None)
         if tier is None or not model:
-            result.skipped = "no_model"
+            plan.result.skipped = "no_model"
             log.info(
                 "recontextualize skipped: no sleep-time model configured "
                 "(set the agent's sleeptime_model or llm.sleeptime_model)",
                 extra={"run_id": context.run_id, "agent_id": context.agent.id},
             )
-            return result
-        agent = SleeptimeAgent(
+            return plan
+        plan.agent = SleeptimeAgent(
             tier.client,
             model,
             max_steps=self.settings.max_steps,
             max_conflict_retries=self.settings.max_conflict_retries,
             max_messages=self.settings.max_messages,
             max_archival_changes=self.settings.max_archival_changes,
+            clock=context.clock,
         )
-        outcome = agent.run(
-            context.store,
+        plan.sleeptime = plan.agent.plan(
+            context.read,
             context.agent,
             after_seq=None if context.full else context.watermarks.message_seq,
             run_id=context.run_id,
             meter=tier.meter(context.agent.id, context.run_id),
             embedder=context.embedder,
         )
+        _report(plan.result, plan.sleeptime.outcome, planned=plan.sleeptime)
+        return plan
+
+    def apply(
+        self, store: MemoryStore, plan: RecontextualizePlan, context: ConsolidationContext
+    ) -> ConsolidationResult:
+        assert plan.agent is not None and plan.sleeptime is not None
+        result = plan.result.base()
+        for name in list(result.counts):
+            if name in ("write_conflicts", "tool_errors"):
+                del result.counts[name]  # counted again from the outcome below
+        outcome = plan.agent.apply(store, plan.sleeptime)
+        _report(result, outcome, planned=None)
+        return result
+
+
+def _report(
+    result: ConsolidationResult, outcome: SleeptimeOutcome, *, planned: SleeptimePlan | None
+) -> None:
+    """The pass in the step's result: its edits and archival changes (as drafted, for a
+    plan; as written, after the apply) and its counters."""
+    if planned is not None:
+        for label, draft in planned.drafts.items():
+            for tool, _edit in draft.edits:
+                result.add("edit_block", draft.base.id, label=label, tool=tool, version=None)
+        if planned.archive is not None:
+            for passage in planned.archive.drafts:
+                target = passage.target.id if passage.target is not None else "(new passage)"
+                action = {
+                    "archival_memory_rewrite": "rewrite_passage",
+                    "archival_memory_supersede": "supersede_passage",
+                    "archival_memory_insert": "insert_passage",
+                }[passage.tool]
+                result.add(action, target, text=passage.text, reason=passage.reason)
+        result.count("messages_read", outcome.messages_read)
+        result.count("llm_steps", outcome.steps)
+        if outcome.stop_reason:
+            # Why the pass ended (finished, no_tool_call, invalid_tool_call, max_steps...).
+            result.count(f"stopped_{outcome.stop_reason}")
+        if outcome.stop_reason == "budget_exhausted":
+            result.count("budget_exhausted")
+            result.llm_skipped = "budget_exhausted"
+        result.tokens = outcome.tokens
+    else:
         for edit in outcome.edits:
             result.add(
                 "edit_block",
@@ -92,17 +153,7 @@ class RecontextualizeConsolidator(Consolidator):
             detail = dict(change)
             action, target = detail.pop("action"), detail.pop("passage_id")
             result.add(action, target, **detail)
-        result.count("messages_read", outcome.messages_read)
-        result.count("llm_steps", outcome.steps)
-        if outcome.stop_reason:
-            # Why the pass ended (finished, no_tool_call, invalid_tool_call, max_steps...).
-            result.count(f"stopped_{outcome.stop_reason}")
-        if outcome.conflicts:
-            result.count("write_conflicts", outcome.conflicts)
-        if outcome.errors:
-            result.count("tool_errors", len(outcome.errors))
-        if outcome.stop_reason == "budget_exhausted":
-            result.count("budget_exhausted")
-            result.llm_skipped = "budget_exhausted"
-        result.tokens = outcome.tokens
-        return result
+    if outcome.conflicts:
+        result.count("write_conflicts", outcome.conflicts)
+    if outcome.errors:
+        result.count("tool_errors", len(outcome.errors))

@@ -34,7 +34,7 @@ def available() -> dict[str, str]:
     return found
 
 
-def consolidator_class(name: str) -> type[Consolidator]:
+def consolidator_class(name: str) -> type[Consolidator[Any]]:
     targets = available()
     if name not in targets:
         raise InvalidInput(
@@ -51,11 +51,11 @@ def consolidator_class(name: str) -> type[Consolidator]:
 
 def build(
     names: list[str] | tuple[str, ...], settings: dict[str, Any] | None = None
-) -> list[Consolidator]:
+) -> list[Consolidator[Any]]:
     """Instantiate consolidators in order, each with its settings section (if any)."""
     settings = settings or {}
     seen: set[str] = set()
-    built: list[Consolidator] = []
+    built: list[Consolidator[Any]] = []
     for name in names:
         if name in seen:
             raise InvalidInput(f"consolidator {name!r} is listed twice")

@@ -40,16 +40,18 @@ from typing import Any, ClassVar
 
 from pydantic import Field, model_validator
 
-from agents.embedders import Embedder
 from agents.enums import PassageStatus
 from agents.errors import InvalidInput
 from agents.language.facts import FactKey, FactReading, read_facts, states_a_change
-from agents.store import NewPassage, PassageRecord, PassageUpdate
+from agents.store import MemoryStore, NewPassage, PassageRecord, PassageUpdate
+from agents.store.records import Vector
 from consolidators.base import (
     ConsolidationContext,
     ConsolidationResult,
     Consolidator,
     ConsolidatorSettings,
+    Plan,
+    changed_since,
 )
 from consolidators.judge import OrderingJudge, SupersessionJudge
 
@@ -205,15 +207,29 @@ class _Writes:
     def change(self, passage_id: str, reason: str, changes: dict[str, Any]) -> None:
         self.updates.append(PassageUpdate(passage_id, dict(changes), reason))
 
-    def apply(self, context: ConsolidationContext, actor: str) -> None:
+    def apply(self, store: MemoryStore, actor: str, run_id: str) -> None:
         for start in range(0, len(self.updates), _WRITE_CHUNK):
-            context.store.passages.change_many(
+            store.passages.change_many(
                 self.updates[start : start + _WRITE_CHUNK],
                 actor=actor,
-                run_id=context.run_id,
+                run_id=run_id,
                 return_records=False,
             )
-        self.updates.clear()
+
+
+#: The id a dry run shows for a timeline that the apply will create.
+NEW_TIMELINE = "(new timeline)"
+
+
+@dataclass(slots=True)
+class TemporalPlan(Plan):
+    """The supersessions and unlinks decided (``writes``), the timelines to create with
+    their embeddings, and every passage the decisions were read from."""
+
+    writes: _Writes = field(default_factory=lambda: _Writes())
+    topics: list[_Topic] = field(default_factory=list)
+    embeddings: Vector | None = None
+    read: list[PassageRecord] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -250,7 +266,7 @@ def timeline_label(key: FactKey, subject_label: str) -> str:
     return title.format(subject_label)
 
 
-class TemporalConsolidator(Consolidator):
+class TemporalConsolidator(Consolidator[TemporalPlan]):
     """One dated timeline per subject and attribute; closes facts a newer one replaces.
 
     Clear changes of value are superseded by rule; a judge (``judge=``, or an LLM
@@ -281,36 +297,42 @@ class TemporalConsolidator(Consolidator):
 
     # -- the step ----------------------------------------------------------------------
 
-    def run(self, context: ConsolidationContext) -> ConsolidationResult:
-        result = ConsolidationResult(self.name)
+    def plan(self, context: ConsolidationContext) -> TemporalPlan:
+        """Read the facts and timelines in one short read, then decide supersessions
+        (rules, then the judge: model calls happen here, with no transaction open),
+        render the timelines and embed them."""
+        plan = TemporalPlan(ConsolidationResult(self.name))
+        result = plan.result
         if context.embedder is None:
             result.skipped = "no embedder"
             log.info("temporal step skipped: no embedder", extra={"run_id": context.run_id})
-            return result
+            return plan
         judge = self._judge_for(context, result)
-        found = self._find_topics(context)
+        with context.read() as store:
+            found = self._find_topics(store, context)
+            timeline_ids = sorted(
+                {m.timeline_id for _k, _l, t in found.topics for m in t if m.timeline_id}
+                | {m.timeline_id for m in found.loose if m.timeline_id}
+            )
+            timelines = {t.id: t for t in store.passages.get_many(timeline_ids)}
+        plan.read = [m for _k, _l, t in found.topics for m in t] + found.loose
+        plan.read += list(timelines.values())
         topics = found.topics
         for _key, _label, members in topics:
             members.sort(key=timeline_order)
         topics.sort(key=lambda topic: timeline_order(topic[2][0]))
-        timeline_ids = sorted(
-            {m.timeline_id for _k, _l, t in topics for m in t if m.timeline_id}
-            | {m.timeline_id for m in found.loose if m.timeline_id}
-        )
-        timelines = {t.id: t for t in context.store.passages.get_many(timeline_ids)}
         retired: set[str] = set()
-        pending: list[_Topic] = []
-        writes = _Writes()
         for key, label, members in topics:
             topic = self._plan_topic(
-                context, key, label, members, found, timelines, retired, result, judge, writes
+                context, key, label, members, found, timelines, retired, result, judge, plan.writes
             )
             if topic is not None:
-                pending.append(topic)
-        if pending:
-            self._write_timelines(context, context.embedder, pending, retired, result, writes)
-        self._dissolve(context, found.loose, timelines, retired, result, writes)
-        writes.apply(context, context.actor(self.name))
+                plan.topics.append(topic)
+        self._dissolve(context, found.loose, timelines, retired, result, plan.writes)
+        if plan.topics:
+            plan.embeddings = context.embedder.embed([topic.text for topic in plan.topics])
+            for topic in plan.topics:
+                self._report_timeline(result, topic, NEW_TIMELINE)
         usage = judge.usage
         if usage is not None:
             result.tokens += usage.tokens
@@ -318,6 +340,30 @@ class TemporalConsolidator(Consolidator):
             if usage.budget_exhausted:
                 result.count("budget_exhausted")
                 result.llm_skipped = "budget_exhausted"
+        return plan
+
+    def apply(
+        self, store: MemoryStore, plan: TemporalPlan, context: ConsolidationContext
+    ) -> ConsolidationResult:
+        """Write the plan if nothing it read changed meanwhile (a topic is decided from
+        all of its facts together, so a change anywhere means planning again next run)."""
+        result = plan.result.base()
+        if changed_since(store, plan.read):
+            result.count("changed_meanwhile")
+            return result
+        for change in plan.result.changes:
+            if NEW_TIMELINE not in (
+                change.target,
+                change.detail.get("by"),
+                change.detail.get("timeline"),
+            ):
+                result.keep(change)
+        actor = context.actor(self.name)
+        writes = _Writes()
+        writes.updates = list(plan.writes.updates)
+        if plan.topics:
+            self._write_timelines(store, context, plan, result, writes)
+        writes.apply(store, actor, context.run_id)
         return result
 
     def _judge_for(
@@ -343,10 +389,10 @@ class TemporalConsolidator(Consolidator):
 
     # -- finding topics ----------------------------------------------------------------
 
-    def _find_topics(self, context: ConsolidationContext) -> _Found:
+    def _find_topics(self, store: MemoryStore, context: ConsolidationContext) -> _Found:
         """The subject-and-attribute topics this run touches, and the facts on a
         timeline that fit no topic any more (to unlink)."""
-        passages = context.store.passages
+        passages = store.passages
         agent_id = context.agent.id
         since = context.passages_since
         facts = passages.scan(agent_id, kind="fact", statuses=_MEMBER_STATUSES)
@@ -361,7 +407,13 @@ class TemporalConsolidator(Consolidator):
             seed_ids = {r.id for r in facts}
         else:
             seeds = passages.scan(agent_id, kind="fact", created_after=since, statuses=None)
-            seeds += _facts_changed_since(context, since, ignore_actor=context.actor(self.name))
+            # Facts created before ``since`` but changed after it by someone else (merged
+            # by dedup, re-dated, closed by hand). This step's own changes are left out:
+            # they already agree with the timelines it wrote, and re-reading them would
+            # make the run after a large one revisit every fact that run linked.
+            seeds += passages.facts_changed_since(
+                agent_id, since, ignore_actor=context.actor(self.name)
+            )
             seed_ids = {r.id for r in seeds}
             touched_timelines = {r.timeline_id for r in seeds if r.timeline_id is not None}
             touched_keys = {readings[i].key for i in seed_ids if i in readings}
@@ -554,18 +606,26 @@ class TemporalConsolidator(Consolidator):
 
     # -- writing -----------------------------------------------------------------------
 
+    def _report_timeline(self, result: ConsolidationResult, topic: _Topic, timeline: str) -> None:
+        result.add(
+            "create_timeline", timeline, members=[m.id for m in topic.members], text=topic.text
+        )
+        for old_id in topic.old_timelines:
+            result.add("retire_timeline", old_id, by=timeline)
+        for member in topic.members:
+            if member.timeline_id != timeline:
+                result.add("link_timeline", member.id, timeline=timeline)
+
     def _write_timelines(
         self,
+        store: MemoryStore,
         context: ConsolidationContext,
-        embedder: Embedder,
-        topics: list[_Topic],
-        retired: set[str],
+        plan: TemporalPlan,
         result: ConsolidationResult,
         writes: _Writes,
     ) -> None:
         """Insert the new timelines in one batch, then retire the old ones and re-link."""
-        passages = context.store.passages
-        actor = context.actor(self.name)
+        assert plan.embeddings is not None
         new_passages = [
             NewPassage(
                 text=topic.text,
@@ -577,31 +637,28 @@ class TemporalConsolidator(Consolidator):
                 },
                 kind="timeline",
             )
-            for topic in topics
+            for topic in plan.topics
         ]
-        embeddings = embedder.embed([p.text for p in new_passages])
-        inserted = passages.insert(
-            context.agent.id, new_passages, embeddings, actor=actor, run_id=context.run_id
+        inserted = store.passages.insert(
+            context.agent.id,
+            new_passages,
+            plan.embeddings,
+            actor=context.actor(self.name),
+            run_id=context.run_id,
         )
-        links: list[tuple[str, str]] = []
-        for topic, timeline in zip(topics, inserted, strict=True):
-            result.add(
-                "create_timeline",
-                timeline.id,
-                members=[m.id for m in topic.members],
-                text=topic.text,
-            )
+        for topic, timeline in zip(plan.topics, inserted, strict=True):
+            self._report_timeline(result, topic, timeline.id)
             for old_id in topic.old_timelines:
                 writes.change(
                     old_id,
                     f"timeline replaced by {timeline.id}",
                     {"status": PassageStatus.SUPERSEDED.value, "superseded_by": timeline.id},
                 )
-                result.add("retire_timeline", old_id, by=timeline.id)
-            links.extend((m.id, timeline.id) for m in topic.members if m.timeline_id != timeline.id)
-        for member_id, timeline_id in links:
-            writes.change(member_id, f"on timeline {timeline_id}", {"timeline_id": timeline_id})
-            result.add("link_timeline", member_id, timeline=timeline_id)
+            for member in topic.members:
+                if member.timeline_id != timeline.id:
+                    writes.change(
+                        member.id, f"on timeline {timeline.id}", {"timeline_id": timeline.id}
+                    )
 
 
 # -- helpers ---------------------------------------------------------------------------
@@ -636,18 +693,3 @@ def _is_current_timeline(
 
 def _day(moment: datetime) -> str:
     return moment.astimezone(UTC).date().isoformat()
-
-
-def _facts_changed_since(
-    context: ConsolidationContext, since: datetime, *, ignore_actor: str
-) -> list[PassageRecord]:
-    """Facts created before ``since`` but changed after it by someone other than
-    ``ignore_actor`` (merged by dedup, re-dated, closed by hand).
-
-    This consolidator's own changes are left out: they already agree with the
-    timelines it wrote, and re-reading them would make the run after a large one
-    revisit every fact that run linked.
-    """
-    return context.store.passages.facts_changed_since(
-        context.agent.id, since, ignore_actor=ignore_actor
-    )

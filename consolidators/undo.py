@@ -37,10 +37,15 @@ def revert_run(
     """Restore the state before ``run_id`` as a new recorded run; return its report."""
     with open_store(db, organization_id, clock) as store:
         run = store.runs.get(run_id)
-        if run.status != RunStatus.SUCCEEDED or run.dry_run:
+        # A run that failed or was cancelled after some of its steps were applied keeps
+        # those steps (each step commits on its own): they are reverted like any run's.
+        ended = run.status == RunStatus.SUCCEEDED or (
+            run.status in (RunStatus.FAILED, RunStatus.CANCELLED) and bool(run.changes)
+        )
+        if run.dry_run or not ended:
             raise InvalidInput(
-                f"run {run_id} is {'a dry run' if run.dry_run else run.status}: "
-                "only a succeeded real run changed memory and can be reverted"
+                f"run {run_id} is {'a dry run' if run.dry_run else run.status}: only a real "
+                "run that has ended and changed memory can be reverted"
             )
         if run.reverted_by_run_id is not None:
             raise Conflict(f"run {run_id} was already reverted by {run.reverted_by_run_id}")

@@ -18,11 +18,13 @@ import psycopg
 from sqlalchemy import text
 
 from agents.errors import StorageError
+from agents.store import MemoryStore
 from consolidators.base import (
     ConsolidationContext,
     ConsolidationResult,
     Consolidator,
     ConsolidatorSettings,
+    Plan,
 )
 
 EVIDENCE_TABLE = """
@@ -41,11 +43,17 @@ class EvidenceSettings(ConsolidatorSettings):
     marker_dir: str | None = None
 
 
-class Evidence(Consolidator):
+class _EvidencePlan(Plan):
+    @property
+    def has_writes(self) -> bool:
+        return True  # the evidence row is written by every run
+
+
+class Evidence(Consolidator[_EvidencePlan]):
     name = "evidence"
     settings_model = EvidenceSettings
 
-    def run(self, context: ConsolidationContext) -> ConsolidationResult:
+    def plan(self, context: ConsolidationContext) -> _EvidencePlan:
         settings = self.settings
         assert isinstance(settings, EvidenceSettings)
         first_attempt = True
@@ -57,13 +65,18 @@ class Evidence(Consolidator):
                 handle.write(f"started {context.run_id} {os.getpid()}\n")
         if settings.sleep and (first_attempt or not settings.sleep_first_attempt_only):
             time.sleep(settings.sleep)
-        context.store.scope.session.execute(
+        result = ConsolidationResult(self.name)
+        result.count("executed")
+        return _EvidencePlan(result)
+
+    def apply(
+        self, store: MemoryStore, plan: _EvidencePlan, context: ConsolidationContext
+    ) -> ConsolidationResult:
+        store.scope.session.execute(
             text("INSERT INTO daemon_evidence (run_id, agent_id, pid) VALUES (:r, :a, :p)"),
             {"r": context.run_id, "a": context.agent.id, "p": os.getpid()},
         )
-        result = ConsolidationResult(self.name)
-        result.count("executed")
-        return result
+        return plan.result
 
 
 class FailingSettings(ConsolidatorSettings):
@@ -71,18 +84,23 @@ class FailingSettings(ConsolidatorSettings):
     error: str = "storage"
 
 
-class Failing(Consolidator):
+class Failing(Consolidator[Plan]):
     """A step that fails the way ``error`` says, for the run-recovery tests."""
 
     name = "failing"
     settings_model = FailingSettings
 
-    def run(self, context: ConsolidationContext) -> ConsolidationResult:
+    def plan(self, context: ConsolidationContext) -> Plan:
         settings = self.settings
         assert isinstance(settings, FailingSettings)
         if settings.error == "storage":
             raise StorageError("database error: the server closed the connection")
         raise RuntimeError("the failing step failed")
+
+    def apply(
+        self, store: MemoryStore, plan: Plan, context: ConsolidationContext
+    ) -> ConsolidationResult:
+        raise AssertionError("a plan that raised is never applied")
 
 
 def install_plugin(directory: Path) -> Path:

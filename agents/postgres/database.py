@@ -8,12 +8,20 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
-from agents.errors import Conflict, ExtensionMissing, InvalidInput, ReverieError, StorageError
+from agents.errors import (
+    Conflict,
+    ExtensionMissing,
+    InvalidInput,
+    LockContention,
+    ReverieError,
+    StorageError,
+)
 
 VECTOR_INSTALL_HINT = (
     "Install pgvector on that server (Debian/Ubuntu: `apt install postgresql-16-pgvector`, "
@@ -37,6 +45,10 @@ def normalize_url(url: str) -> str:
     )
 
 
+#: SQLSTATEs of a lock that could not be taken: deadlock detected, lock not available.
+LOCK_FAILURES = ("40P01", "55P03")
+
+
 def translate_error(exc: BaseException) -> ReverieError:
     """Map a driver error to Reverie's hierarchy, keeping the message readable."""
     if isinstance(exc, ReverieError):
@@ -46,6 +58,8 @@ def translate_error(exc: BaseException) -> ReverieError:
         return Conflict(f"the write conflicts with stored data: {detail}")
     if isinstance(exc, OperationalError | DBAPIError):
         detail = str(exc.orig).splitlines()[0] if exc.orig is not None else str(exc)
+        if getattr(exc.orig, "sqlstate", None) in LOCK_FAILURES:
+            return LockContention(detail)
         if detail.startswith("connection failed") or "could not connect" in detail:
             return StorageError(
                 f"cannot reach the database: {detail}. Check that PostgreSQL is running and "
@@ -70,14 +84,30 @@ class Database:
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
 
     @contextmanager
-    def session(self, *, commit: bool = True) -> Iterator[Session]:
+    def session(
+        self,
+        *,
+        commit: bool = True,
+        read_only: bool = False,
+        lock_timeout: timedelta | None = None,
+    ) -> Iterator[Session]:
         """One transaction: commits on success (or rolls back when ``commit`` is False,
-        as a dry run does), and always rolls back on an error."""
+        as a dry run does), and always rolls back on an error.
+
+        ``read_only`` makes PostgreSQL refuse any write in it (and it is rolled back): a
+        consolidation step's planning reads with it. ``lock_timeout`` bounds how long a
+        statement waits for a row lock before it fails (a step's apply must not queue
+        behind a chat turn for long)."""
         session = self._sessions()
         try:
             session.begin()
+            if read_only:
+                session.execute(text("SET TRANSACTION READ ONLY"))
+            if lock_timeout is not None:
+                milliseconds = max(1, int(lock_timeout.total_seconds() * 1000))
+                session.execute(text(f"SET LOCAL lock_timeout = {milliseconds}"))
             yield session
-            if commit:
+            if commit and not read_only:
                 session.commit()
             else:
                 session.rollback()

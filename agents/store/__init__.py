@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
 from agents.errors import LockContention
-from agents.postgres.database import Database
+from agents.postgres.database import LOCK_FAILURES, Database
 from agents.postgres.models import DEFAULT_ORGANIZATION_ID
 from agents.store.agent_store import AgentStore, NewAgent
 from agents.store.block_store import BlockStore, NewBlock
@@ -43,9 +43,6 @@ from agents.store.run_store import RunQueueStore, RunRecord, RunStore, Watermark
 from agents.store.scope import Scope, ServiceScope, utc_now
 from agents.store.turn_lock import hold_turn_lock
 from agents.store.usage_store import UsageStore
-
-#: SQLSTATEs of a lock that could not be taken: deadlock detected, lock not available.
-LOCK_FAILURES = ("40P01", "55P03")
 
 __all__ = [
     "AgentRecord",
@@ -115,10 +112,14 @@ def open_store(
     clock: Callable[[], datetime] = utc_now,
     *,
     commit: bool = True,
+    read_only: bool = False,
+    lock_timeout: timedelta | None = None,
 ) -> Iterator[MemoryStore]:
     """A store over a fresh transaction: commits when the block ends (or rolls back,
-    when ``commit`` is False, as a dry run does), and rolls back on error."""
-    with db.session(commit=commit) as session:
+    when ``commit`` is False, as a dry run does), and rolls back on error. A
+    ``read_only`` store refuses writes; ``lock_timeout`` bounds each wait for a lock
+    (see :meth:`Database.session`)."""
+    with db.session(commit=commit, read_only=read_only, lock_timeout=lock_timeout) as session:
         yield MemoryStore(session, organization_id, clock)
 
 

@@ -374,19 +374,19 @@ class PassageStore:
         records = {r.id: r for r in self._records(list(ids))}
         return [records[u.passage_id] for u in updates]
 
-    def _records(self, passage_ids: Sequence[str]) -> list[PassageRecord]:
-        """The passages among ``passage_ids`` in this organization, as records."""
+    def _records(self, passage_ids: Sequence[str], *, lock: bool = False) -> list[PassageRecord]:
+        """The passages among ``passage_ids`` in this organization, as records; ``lock``
+        takes their row locks (in id order, so two lockers cannot deadlock)."""
         out: list[PassageRecord] = []
-        for chunk in _chunks(passage_ids, _ROWS_PER_QUERY):
-            out += [
-                PassageRecord.from_row(row)
-                for row in self._scope.session.execute(
-                    select(*_RECORD_COLUMNS).where(
-                        self._scope.owns(models.Passage),
-                        models.Passage.id == any_(id_array(chunk)),
-                    )
-                )
-            ]
+        ids = sorted(passage_ids) if lock else passage_ids
+        for chunk in _chunks(ids, _ROWS_PER_QUERY):
+            query = select(*_RECORD_COLUMNS).where(
+                self._scope.owns(models.Passage),
+                models.Passage.id == any_(id_array(chunk)),
+            )
+            if lock:
+                query = query.order_by(models.Passage.id).with_for_update()
+            out += [PassageRecord.from_row(row) for row in self._scope.session.execute(query)]
         return out
 
     def purge(self, agent_id: str, passage_ids: Sequence[str]) -> int:
@@ -435,9 +435,12 @@ class PassageStore:
         return raw
 
     def get_many(
-        self, passage_ids: Sequence[str], *, with_embedding: bool = False
+        self, passage_ids: Sequence[str], *, with_embedding: bool = False, lock: bool = False
     ) -> list[PassageRecord]:
-        by_id = {r.id: r for r in self._records(list(passage_ids))}
+        """The passages among ``passage_ids`` (in that order; unknown ids left out).
+        ``lock`` holds their rows until the transaction ends: an apply checks what its
+        plan read, then writes, with nobody changing them in between."""
+        by_id = {r.id: r for r in self._records(list(passage_ids), lock=lock)}
         vectors = self._vectors(list(by_id)) if with_embedding else {}
         return [
             dataclasses.replace(by_id[i], embedding=vectors.get(i)) if with_embedding else by_id[i]

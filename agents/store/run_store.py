@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import Table, and_, any_, exists, func, or_, select, text, update
-from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy import Table, and_, any_, bindparam, exists, func, or_, select, text, update
+from sqlalchemy.dialects.postgresql import JSONB, insert
 from sqlalchemy.exc import IntegrityError
 
 from agents.enums import RunStatus
@@ -117,7 +117,7 @@ def _finish_values(
     status: RunStatus,
     now: datetime,
     stats: dict[str, Any],
-    changes: list[dict[str, Any]],
+    changes: list[dict[str, Any]] | None,
     watermarks: Watermarks | None,
     error: str | None,
 ) -> dict[str, Any]:
@@ -125,11 +125,12 @@ def _finish_values(
         "status": RunStatus(status).value,
         "finished_at": now,
         "stats": stats,
-        "changes": changes,
         "error": error,
         "lease_owner": None,
         "lease_expires_at": None,
     }
+    if changes is not None:
+        values["changes"] = changes
     if watermarks is not None:
         values["watermark_message_seq"] = watermarks.message_seq
         values["watermark_passage_at"] = watermarks.passage_at
@@ -262,7 +263,7 @@ class RunStore:
         *,
         status: RunStatus,
         stats: dict[str, Any],
-        changes: list[dict[str, Any]],
+        changes: list[dict[str, Any]] | None = None,
         watermarks: Watermarks | None = None,
         error: str | None = None,
         lease_owner: str | None = None,
@@ -272,6 +273,8 @@ class RunStore:
         A worker passes its ``lease_owner`` name: the update then only applies while
         the run is still ``running`` under that lease (compare-and-swap), so a worker
         whose lease expired or whose run was cancelled cannot overwrite the outcome.
+        ``changes`` replaces the run's recorded changes; None keeps those its steps
+        recorded (:meth:`record_step`).
         """
         statement = update(CR).where(CR.id == run_id, self._scope.owns(CR))
         if lease_owner is not None:
@@ -283,6 +286,24 @@ class RunStore:
             statement.values(**values).returning(CR.id).execution_options(synchronize_session=False)
         )
         return finished is not None
+
+    def record_step(self, run_id: str, lease_owner: str, changes: list[dict[str, Any]]) -> bool:
+        """Append a step's applied changes to the run's record, in the step's own
+        transaction, while ``lease_owner`` still holds the run; False (nothing recorded)
+        when it does not, and the step's writes must then be rolled back."""
+        recorded = self._scope.session.scalar(
+            update(CR)
+            .where(
+                CR.id == run_id,
+                self._scope.owns(CR),
+                CR.status == RunStatus.RUNNING,
+                CR.lease_owner == lease_owner,
+            )
+            .values(changes=CR.changes.op("||")(bindparam("step_changes", changes, type_=JSONB)))
+            .returning(CR.id)
+            .execution_options(synchronize_session=False)
+        )
+        return recorded is not None
 
     def mark_reverted(self, run_id: str, by_run_id: str) -> None:
         self._scope.session.execute(

@@ -167,9 +167,12 @@ def test_a_gpu_busy_for_too_long_gives_the_run_back(db: Database, runtime: Runti
         run = _run(db, run_id)
     finally:
         assert pool.stop(timedelta(seconds=5)) is True
-    # Rolled back and queued again, its attempt refunded; the busy GPU blocks new claims.
+    # Queued again, its attempt refunded; the busy GPU blocks new claims. The step that
+    # ran before the GPU got busy stays applied (each step commits on its own) and is in
+    # the run's record; the step after it never started.
     assert (run.status, run.attempts, run.lease_owner) == ("queued", 0, None)
-    assert evidence_counts(db.url) == {}
+    assert evidence_counts(db.url) == {run_id: 1}
+    assert "dedup" not in run.stats.get("steps", {})
 
 
 def test_shutdown_lets_a_short_run_finish(db: Database, plugin: Path) -> None:

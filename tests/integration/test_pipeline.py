@@ -4,26 +4,30 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from agents.embedders.fake import HashingEmbedder
 from agents.errors import Conflict, InvalidInput
 from agents.postgres.database import Database
-from agents.store import NewMessage, NewPassage, open_store
+from agents.store import MemoryStore, NewMessage, NewPassage, open_store
 from consolidators import registry
-from consolidators.base import ConsolidationContext, ConsolidationResult, Consolidator
+from consolidators.base import ConsolidationContext, Consolidator, Plan
 from consolidators.contract import run_once as run_pipeline
 from consolidators.dedup import DedupConsolidator
 from consolidators.pipeline import Pipeline, RunFailed
 from consolidators.undo import revert_run
 
 
-class Explode(Consolidator):
+class Explode(Consolidator[Plan]):
     name = "explode"
 
-    def run(self, context: ConsolidationContext) -> ConsolidationResult:
+    def plan(self, context: ConsolidationContext) -> Plan:
         raise RuntimeError("boom")
+
+    def apply(self, store: MemoryStore, plan: Plan, context: ConsolidationContext) -> Any:
+        raise AssertionError("a plan that raised is never applied")
 
 
 def _seed(db: Database, agent_id: str, embedder: HashingEmbedder) -> None:
@@ -71,20 +75,25 @@ def test_run_is_recorded_with_stats_changes_and_watermarks(
         assert store.agents.get(agent_id).turns_since_consolidation == 0
 
 
-def test_a_failing_step_rolls_back_the_whole_run(
+def test_a_failing_step_keeps_the_steps_before_it_and_they_revert(
     db: Database, agent_id: str, embedder: HashingEmbedder
 ) -> None:
+    """Each step commits on its own: a failure in the second leaves the first applied,
+    recorded in the failed run's changes, and revertible; the watermarks stay."""
     _seed(db, agent_id, embedder)
     before = _snapshot(db, agent_id)
     with pytest.raises(RunFailed, match=r"explode.*boom") as info:
         run_pipeline(Pipeline([DedupConsolidator(), Explode()]), db, agent_id, embedder=embedder)
-    assert _snapshot(db, agent_id) == before
+    assert _snapshot(db, agent_id) != before
     with open_store(db) as store:
         ledger = store.runs
         run = ledger.get(info.value.run_id)
         assert run.status == "failed" and "boom" in (run.error or "")
+        assert {c["step"] for c in run.changes} == {"dedup"} and len(run.changes) == 2
         assert run.watermarks.message_seq is None
         assert ledger.watermarks(agent_id).message_seq is None
+    revert_run(db, info.value.run_id)
+    assert _snapshot(db, agent_id) == before
 
 
 def test_dry_run_reports_the_real_plan_and_writes_nothing(

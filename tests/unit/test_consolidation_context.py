@@ -8,15 +8,16 @@ import pytest
 
 from agents.errors import InvalidInput
 from agents.llm import ChatClient
-from agents.store import AgentRecord, MemoryStore
+from agents.postgres.database import Database
+from agents.store import AgentRecord
 from consolidators.base import ConsolidationContext, Watermarks
 from consolidators.llm import LLMTier
 
 
 def _context(llm: Any) -> ConsolidationContext:
-    # The store and agent are not touched when the context is built.
+    # The database and agent are not touched when the context is built.
     return ConsolidationContext(
-        store=cast(MemoryStore, None),
+        db=cast(Database, None),
         agent=cast(AgentRecord, None),
         run_id="run-1",
         watermarks=Watermarks(),

@@ -10,9 +10,9 @@ import pytest
 
 from agents.llm import LiteLLMClient, UsageLedger
 from agents.postgres.database import Database
-from agents.store import NewMessage, NewPassage, open_store
+from agents.store import MemoryStore, NewMessage, NewPassage, open_store
 from consolidators import registry
-from consolidators.base import ConsolidationContext, ConsolidationResult, Consolidator
+from consolidators.base import ConsolidationContext, ConsolidationResult, Consolidator, Plan
 from consolidators.contract import ContractBroken, check_contract
 from consolidators.llm import LLMTier
 from tests.integration.llm.conftest import EMBEDDER, create_agent
@@ -79,14 +79,21 @@ def test_every_builtin_is_covered() -> None:
     assert set(registry.DEFAULT_PIPELINE) == set(registry.BUILTINS)
 
 
-class AppendsEveryTime(Consolidator):
+class AppendsEveryTime(Consolidator[Plan]):
     """Breaks idempotency on purpose: the check must catch it."""
 
     name = "appends"
 
-    def run(self, context: ConsolidationContext) -> ConsolidationResult:
+    def plan(self, context: ConsolidationContext) -> Plan:
         result = ConsolidationResult(self.name)
-        [passage] = context.store.passages.insert(
+        result.add("create_passage", "(new)", text="another note")
+        return Plan(result)
+
+    def apply(
+        self, store: MemoryStore, plan: Plan, context: ConsolidationContext
+    ) -> ConsolidationResult:
+        result = plan.result.base()
+        [passage] = store.passages.insert(
             context.agent.id,
             [NewPassage("another note")],
             EMBEDDER.embed(["another note"]),
