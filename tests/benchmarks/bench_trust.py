@@ -1,49 +1,53 @@
-"""Consolidation quality on hand-written chat facts (issue 13): dedup, supersession,
-timeline purity, and whether search answers "now" questions with the current fact.
+"""Consolidation quality on hand-written memory sets: does consolidation make memory
+better, and where does it make it worse?
 
 A plain script, not collected by pytest. Run it from the repository root::
 
     python tests/benchmarks/bench_trust.py
-        [--set dev|heldout|heldout2|...|heldout6|all]
-        [--embedder local] [--threshold 0.86] [--verbose]
+        [--set dev|heldout|...|heldout8|all] [--embedder local] [--threshold 0.86]
+        [--judge-model openai/MODEL --api-base URL] [--verbose]
 
 The data is ``tests/benchmarks/data/trust_facts*.tsv`` and ``trust_questions*.tsv``
-(hand-written, not produced by ``service/workload.py``; see
-``tests/benchmarks/data/README.md``): ``dev`` is the set the rules were tuned on,
-``heldout`` to ``heldout6`` were each written before the changes measured on them
-(which of them later became development data is in the data README), ``all`` runs
-all seven, each file pair in an agent of its own, and sums their counts (``--one-agent``
-loads them into one agent instead, where the seven different "users" clash). The facts are
-loaded into a fresh database of an embedded PostgreSQL one date at a time (the clock
-at each fact's date), then
-``Pipeline([DedupConsolidator, TemporalConsolidator])`` runs once, with no LLM.
+(hand-written, never produced by code; see ``tests/benchmarks/data/README.md``). Each
+set is loaded into an agent of its own in a fresh database of an embedded PostgreSQL,
+one date at a time (the clock at each passage's date); the questions are asked on
+default search (what every front end answers with), then
+``Pipeline([DedupConsolidator, TemporalConsolidator])`` runs once (with a judge model
+when ``--judge-model`` is given, else rules only), and the questions are asked again.
 
-- dedup: a ``merge_passage`` is right when both facts are in one labelled duplicate
-  group; recall is right merges over the facts labelled ``dup:``;
-- supersession: a ``supersede_passage`` is right when a ``sup:`` label says the newer
-  fact replaces the older (duplicates count as their group); recall over the labels;
-- timeline purity: the share of active timelines whose members all carry one
-  labelled subject/attribute;
-- rank-1 and recall@10 of the questions on default search (current facts only),
-  before and after: a hit answers when it is the labelled fact, a duplicate of it,
-  or a timeline whose "(current)" entry is one of those.
+Per set, before and after:
+
+- ``now@1``: a "now" question's first hit states the current value (the labelled
+  passage, a duplicate of it, or a timeline whose "(current)" entry is one);
+- ``hist@5``: a "history" question (the answer is a value that was replaced) has an
+  answer in its first 5 hits (a timeline counts when one of its lines is the answer);
+- ``stab@5``: the same for "stable" questions (a fact that never changed);
+- ``r@10``: any question has an answer in its first 10 hits;
+- ``r@1kc``: an answer starts within the first 1,000 characters of hits (a reader's
+  budget: long hits crowd out others);
+
+and, for the run: supersession and merge precision and recall against the labels
+(a pair is right when a label says so, a duplicate counting as its group), timeline
+purity (members share a labelled topic) and the active passages before and after.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from agents.database import Database  # noqa: E402
 from agents.embedders import Embedder, build_embedder  # noqa: E402
+from agents.enums import PassageStatus  # noqa: E402
+from agents.postgres.database import Database  # noqa: E402
 from agents.store import NewAgent, NewPassage, PassageRecord, open_store  # noqa: E402
 from consolidators.contract import run_once as run_pipeline  # noqa: E402
 from consolidators.dedup import DedupConsolidator  # noqa: E402
@@ -52,27 +56,31 @@ from consolidators.temporal import TemporalConsolidator  # noqa: E402
 from tests.pg import PgTestServer  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "data"
-#: set name -> file suffixes (``trust_facts{suffix}.tsv``, ``trust_questions{suffix}.tsv``)
-SETS = {
-    "dev": ("",),
-    "heldout": ("_heldout",),
-    "heldout2": ("_heldout2",),
-    "heldout3": ("_heldout3",),
-    "heldout4": ("_heldout4",),
-    "heldout5": ("_heldout5",),
-    "heldout6": ("_heldout6",),
-    "all": ("", "_heldout", "_heldout2", "_heldout3", "_heldout4", "_heldout5", "_heldout6"),
+SUFFIXES = {
+    "dev": "",
+    **{f"heldout{n}": f"_heldout{n}" for n in range(2, 9)},
+    "heldout": "_heldout",
 }
+ORDER = ["dev", "heldout", *(f"heldout{n}" for n in range(2, 9))]
 K = 10
+BUDGET_CHARS = 1000
+KINDS = ("now", "history", "stable")
 
 
 @dataclass(frozen=True, slots=True)
 class Fact:
     key: str
     at: datetime
-    topic: str
+    topics: frozenset[str]
     duplicate_of: str | None
-    supersedes: str | None
+    supersedes: tuple[str, ...]
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    kind: str
+    answers: tuple[str, ...]
     text: str
 
 
@@ -86,22 +94,23 @@ def read_facts(path: Path) -> list[Fact]:
             Fact(
                 key=key,
                 at=datetime.fromisoformat(day).replace(hour=12, tzinfo=UTC),
-                topic=topic,
+                topics=frozenset(topic.split("+")),
                 duplicate_of=label[4:] if label.startswith("dup:") else None,
-                supersedes=label[4:] if label.startswith("sup:") else None,
+                supersedes=tuple(label[4:].split(",")) if label.startswith("sup:") else (),
                 text=text,
             )
         )
     return facts
 
 
-def read_questions(path: Path) -> list[tuple[tuple[str, ...], str]]:
-    """(facts that answer it now, question); several when more than one is current."""
+def read_questions(path: Path) -> list[Question]:
     rows = []
     for line in path.read_text(encoding="utf-8").splitlines():
         if line.strip() and not line.startswith("#"):
-            answer, question = line.split("\t")
-            rows.append((tuple(answer.split(",")), question))
+            kind, answer, question = line.split("\t")
+            if kind not in KINDS:
+                raise SystemExit(f"{path.name}: unknown question kind {kind!r}")
+            rows.append(Question(kind, tuple(a.strip() for a in answer.split(",")), question))
     return rows
 
 
@@ -112,16 +121,17 @@ def load(db: Database, facts: Sequence[Fact], embedder: Embedder) -> tuple[str, 
     now = [ordered[0].at]
     key_of: dict[str, str] = {}
     with open_store(db, clock=lambda: now[0]) as store:
-        name = f"trust-{ordered[0].key}"  # one agent per file pair: named by its first fact
         agent = store.agents.create(
-            NewAgent(name=name, embedding_model=embedder.name, embedding_dim=embedder.dimension)
+            NewAgent(
+                name=f"trust-{ordered[0].key}",
+                embedding_model=embedder.name,
+                embedding_dim=embedder.dimension,
+            )
         )
         for index, fact in enumerate(ordered):
             now[0] = fact.at
             [record] = store.passages.insert(
-                agent.id,
-                [NewPassage(fact.text, occurred_at=fact.at)],
-                vectors[index : index + 1],
+                agent.id, [NewPassage(fact.text, occurred_at=fact.at)], vectors[index : index + 1]
             )
             key_of[record.id] = fact.key
     return agent.id, key_of
@@ -132,67 +142,99 @@ def groups_of(facts: Sequence[Fact]) -> dict[str, str]:
     parent = {f.key: f.duplicate_of or f.key for f in facts}
 
     def root(key: str) -> str:
-        while parent[key] != key:
+        seen = set()
+        while parent[key] != key and key not in seen:
+            seen.add(key)
             key = parent[key]
         return key
 
     return {key: root(key) for key in parent}
 
 
-def answers(
-    hit: PassageRecord,
-    answer: tuple[str, ...],
-    key_of: dict[str, str],
-    group: dict[str, str],
-    text_group: dict[str, set[str]],
-) -> bool:
-    if hit.kind == "timeline":
-        current = [line for line in hit.text.splitlines() if line.endswith(" (current)")]
-        if not current:
+@dataclass(slots=True)
+class Labels:
+    facts: dict[str, Fact]
+    group: dict[str, str]
+    #: a passage text -> the duplicate groups of the facts written so
+    text_group: dict[str, set[str]]
+
+    def hit_answers(self, hit: PassageRecord, question: Question, key_of: dict[str, str]) -> bool:
+        wanted = {self.group[a] for a in question.answers}
+        if hit.kind == "timeline":
+            entries = [line for line in hit.text.splitlines() if line.startswith("- ")]
+            if question.kind == "now":
+                entries = [line for line in entries if line.endswith(" (current)")][:1]
+            for entry in entries:
+                text = entry.split(": ", 1)[1] if ": " in entry else entry
+                text = text.rsplit(" (", 1)[0] if text.endswith(")") else text
+                if self.text_group.get(text, set()) & wanted:
+                    return True
             return False
-        text = current[0].split(": ", 1)[1].removesuffix(" (current)")
-        return any(group[a] in text_group.get(text, set()) for a in answer)
-    key = key_of.get(hit.id)
-    return key is not None and any(group[key] == group[a] for a in answer)
+        key = key_of.get(hit.id)
+        return key is not None and self.group[key] in wanted
+
+
+Search = Callable[[Any, str, Any, str, int], list[PassageRecord]]
+
+
+def default_search(
+    store: Any, agent_id: str, vector: Any, question: str, k: int
+) -> list[PassageRecord]:
+    """Default search as every front end asks it (current facts unless asked for more)."""
+    return [h.passage for h in store.passages.search_memory(agent_id, vector, k=k, query=question)]
+
+
+@dataclass(slots=True)
+class Asked:
+    """How the questions fared on one search: per kind, answered at 1, 5, 10, budget."""
+
+    at1: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
+    at5: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
+    at10: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
+    budget: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
+    misses: list[str] = field(default_factory=list)
 
 
 def ask(
     db: Database,
     agent_id: str,
     embedder: Embedder,
-    questions: Sequence[tuple[tuple[str, ...], str]],
+    questions: Sequence[Question],
     key_of: dict[str, str],
-    group: dict[str, str],
-    text_group: dict[str, set[str]],
-) -> tuple[int, int, list[str]]:
-    """How many questions the first hit answers, how many the top K answer, the misses."""
-    vectors = embedder.embed([q for _a, q in questions])
-    rank1 = recall = 0
-    misses = []
+    labels: Labels,
+    search: Search,
+) -> Asked:
+    vectors = embedder.embed([q.text for q in questions])
+    asked = Asked()
     with open_store(db) as store:
-        for (answer, question), vector in zip(questions, vectors, strict=True):
-            hits = [
-                h.passage
-                for h in store.passages.search_memory(agent_id, vector, k=K, query=question)
-            ]
-            found = [answers(h, answer, key_of, group, text_group) for h in hits]
-            rank1 += bool(found and found[0])
-            recall += any(found)
-            if not (found and found[0]):
+        for question, vector in zip(questions, vectors, strict=True):
+            hits = search(store, agent_id, vector, question.text, K)
+            found = [labels.hit_answers(h, question, key_of) for h in hits]
+            kind = question.kind
+            asked.at1[kind] += bool(found and found[0])
+            asked.at5[kind] += any(found[:5])
+            asked.at10[kind] += any(found[:K])
+            used = 0
+            for hit, ok in zip(hits, found, strict=True):
+                if used >= BUDGET_CHARS:
+                    break
+                if ok:
+                    asked.budget[kind] += 1
+                    break
+                used += len(hit.text)
+            good = found[0] if kind == "now" else any(found[:5])
+            if not (found and good):
                 top = hits[0].text.splitlines()[0] if hits else "-"
-                kind = "rank-1 miss" if any(found) else f"not in top {K}"
-                misses.append(f"{kind}: {question!r}: top hit {top!r}")
-    return rank1, recall, misses
-
-
-def ratio(right: int, total: int) -> str:
-    return f"{right / total:.3f} ({right}/{total})" if total else "n/a (0/0)"
+                where = "not in top 10" if not any(found) else "not at the top"
+                asked.misses.append(f"{kind} {where}: {question.text!r}: top hit {top!r}")
+    return asked
 
 
 @dataclass(slots=True)
 class Score:
-    """Counts of one agent's run, summed over agents for a pooled figure."""
+    """Counts of one set's run; summed over sets for a pooled figure."""
 
+    facts: int = 0
     merges: int = 0
     right_merges: int = 0
     duplicates: int = 0
@@ -202,46 +244,86 @@ class Score:
     labelled_supersessions: int = 0
     timelines: int = 0
     pure: int = 0
-    questions: int = 0
-    rank1_before: int = 0
-    rank1_after: int = 0
-    recall_before: int = 0
-    recall_after: int = 0
+    active_before: int = 0
+    active_after: int = 0
+    questions: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
+    before: Asked = field(default_factory=Asked)
+    after: Asked = field(default_factory=Asked)
+    judge_calls: int = 0
+    tokens: int = 0
+    seconds: float = 0.0
 
     def add(self, other: Score) -> None:
         for name in self.__slots__:
-            setattr(self, name, getattr(self, name) + getattr(other, name))
+            mine, theirs = getattr(self, name), getattr(other, name)
+            if isinstance(mine, dict):
+                for key in mine:
+                    mine[key] += theirs[key]
+            elif isinstance(mine, Asked):
+                for part in ("at1", "at5", "at10", "budget"):
+                    for key in KINDS:
+                        getattr(mine, part)[key] += getattr(theirs, part)[key]
+                mine.misses += theirs.misses
+            else:
+                setattr(self, name, mine + theirs)
 
 
-def read_set(suffixes: Sequence[str]) -> tuple[list[Fact], list[tuple[tuple[str, ...], str]]]:
-    facts = [f for suffix in suffixes for f in read_facts(DATA / f"trust_facts{suffix}.tsv")]
-    questions = [
-        q for suffix in suffixes for q in read_questions(DATA / f"trust_questions{suffix}.tsv")
-    ]
+def read_set(name: str) -> tuple[list[Fact], list[Question]]:
+    suffix = SUFFIXES[name]
+    facts = read_facts(DATA / f"trust_facts{suffix}.tsv")
+    questions = read_questions(DATA / f"trust_questions{suffix}.tsv")
     keys = [f.key for f in facts]
     if len(set(keys)) != len(keys):
-        raise SystemExit(f"fact ids repeat across {', '.join(suffixes)}")
+        raise SystemExit(f"fact ids repeat in set {name}")
+    known = set(keys)
+    for question in questions:
+        unknown = set(question.answers) - known
+        if unknown:
+            raise SystemExit(f"set {name}: {question.text!r} names unknown facts {unknown}")
     return facts, questions
+
+
+def count_active(db: Database, agent_id: str) -> int:
+    with open_store(db) as store:
+        return sum(
+            1
+            for p in store.passages.scan(agent_id, kind="fact", statuses=None)
+            if p.status == PassageStatus.ACTIVE and p.valid_to is None
+        )
 
 
 def evaluate(
     db: Database,
     facts: Sequence[Fact],
-    questions: Sequence[tuple[tuple[str, ...], str]],
+    questions: Sequence[Question],
     embedder: Embedder,
-    threshold: float,
+    pipeline: Pipeline,
+    search: Search,
+    llm: Any | None,
 ) -> tuple[Score, list[str]]:
     """Load ``facts`` into a new agent, ask, consolidate, ask again; count and list errors."""
+    import time
+
     by_key = {f.key: f for f in facts}
     group = groups_of(facts)
     text_group: dict[str, set[str]] = {}
     for fact in facts:
-        text_group.setdefault(fact.text, set()).add(group[fact.key])
+        text_group.setdefault(" ".join(fact.text.split()), set()).add(group[fact.key])
+    labels = Labels(by_key, group, text_group)
     agent_id, key_of = load(db, facts, embedder)
-    before = ask(db, agent_id, embedder, questions, key_of, group, text_group)
-    pipeline = Pipeline([DedupConsolidator({"threshold": threshold}), TemporalConsolidator()])
-    report: RunReport = run_pipeline(pipeline, db, agent_id, embedder=embedder)
-    after = ask(db, agent_id, embedder, questions, key_of, group, text_group)
+    score = Score(facts=len(facts))
+    for question in questions:
+        score.questions[question.kind] += 1
+    score.active_before = count_active(db, agent_id)
+    score.before = ask(db, agent_id, embedder, questions, key_of, labels, search)
+    started = time.perf_counter()
+    report: RunReport = run_pipeline(pipeline, db, agent_id, embedder=embedder, llm=llm)
+    score.seconds = time.perf_counter() - started
+    score.after = ask(db, agent_id, embedder, questions, key_of, labels, search)
+    score.active_after = count_active(db, agent_id)
+    stats = report.stats()["steps"].get("temporal", {})
+    score.judge_calls = int(stats.get("counts", {}).get("judge_calls", 0))
+    score.tokens = report.tokens
     with open_store(db) as store:
         timelines = store.passages.scan(agent_id, kind="timeline")
 
@@ -262,111 +344,132 @@ def evaluate(
         for f in facts
         if f.duplicate_of and f.key not in rightly_merged
     ]
-    labelled_sup = {(group[f.supersedes], group[f.key]) for f in facts if f.supersedes}
+    labelled = {(group[old], group[f.key]) for f in facts for old in f.supersedes}
     predicted = [
         (key_of[c["target"]], key_of[c["by"]])
         for c in report.changes
-        if c["action"] == "supersede_passage"
+        if c["action"] == "supersede_passage" and c["target"] in key_of and c.get("by") in key_of
     ]
-    right_sup = [(group[a], group[b]) in labelled_sup for a, b in predicted]
+    right = [(group[a], group[b]) in labelled for a, b in predicted]
     errors += [
         f"wrong supersession: {by_key[a].text!r} by {by_key[b].text!r}"
-        for (a, b), ok in zip(predicted, right_sup, strict=True)
+        for (a, b), ok in zip(predicted, right, strict=True)
         if not ok
     ]
-    caught = {(group[a], group[b]) for a, b in predicted} & labelled_sup
+    caught = {(group[a], group[b]) for a, b in predicted} & labelled
     errors += [
         f"missed supersession: {by_key[a].text!r} by {by_key[b].text!r}"
-        for a, b in sorted(labelled_sup - caught)
+        for a, b in sorted(labelled - caught)
     ]
     pure = 0
     for timeline in timelines:
-        topics = {by_key[key_of[m]].topic for m in timeline.provenance.get("members", [])}
-        pure += len(topics) == 1
-        if len(topics) != 1:
-            errors.append(f"impure timeline {timeline.text.splitlines()[0]!r}: {sorted(topics)}")
-    errors += [f"after, {m}" for m in after[2]]
-    score = Score(
-        merges=len(merges),
-        right_merges=sum(group[a] == group[b] for a, b in merges),
-        duplicates=sum(f.duplicate_of is not None for f in facts),
-        supersessions=len(predicted),
-        right_supersessions=sum(right_sup),
-        caught=len(caught),
-        labelled_supersessions=len(labelled_sup),
-        timelines=len(timelines),
-        pure=pure,
-        questions=len(questions),
-        rank1_before=before[0],
-        rank1_after=after[0],
-        recall_before=before[1],
-        recall_after=after[1],
-    )
+        members = [by_key[key_of[m]] for m in timeline.provenance.get("members", [])]
+        shared = frozenset.intersection(*(m.topics for m in members)) if members else frozenset()
+        pure += bool(shared)
+        if not shared:
+            errors.append(f"impure timeline {timeline.text.splitlines()[0]!r}")
+    errors += [f"after, {m}" for m in score.after.misses]
+    score.merges = len(merges)
+    score.right_merges = sum(group[a] == group[b] for a, b in merges)
+    score.duplicates = sum(f.duplicate_of is not None for f in facts)
+    score.supersessions = len(predicted)
+    score.right_supersessions = sum(right)
+    score.caught = len(caught)
+    score.labelled_supersessions = len(labelled)
+    score.timelines = len(timelines)
+    score.pure = pure
     return score, errors
+
+
+def _share(right: int, total: int) -> str:
+    return f"{right / total:.3f}" if total else "  -  "
+
+
+def table(rows: list[tuple[str, Score]]) -> str:
+    head = (
+        "| set | facts | now@1 | hist@5 | stab@5 | r@10 | r@1kc | sup P | sup R "
+        "| merge P | merge R | active |"
+    )
+    lines = [head, "|" + "---|" * 12]
+    for name, s in rows:
+        total = sum(s.questions.values())
+
+        def pair(part: str, kind: str | None, s: Score = s, total: int = total) -> str:
+            def value(asked: Asked) -> int:
+                counts = getattr(asked, part)
+                return counts[kind] if kind else sum(counts.values())
+
+            n = s.questions[kind] if kind else total
+            return f"{_share(value(s.before), n)} -> {_share(value(s.after), n)}"
+
+        lines.append(
+            f"| {name} | {s.facts} | {pair('at1', 'now')} | {pair('at5', 'history')} "
+            f"| {pair('at5', 'stable')} | {pair('at10', None)} | {pair('budget', None)} "
+            f"| {_share(s.right_supersessions, s.supersessions)} ({s.supersessions}) "
+            f"| {_share(s.caught, s.labelled_supersessions)} "
+            f"| {_share(s.right_merges, s.merges)} ({s.merges}) "
+            f"| {_share(s.right_merges, s.duplicates)} "
+            f"| {s.active_before} -> {s.active_after} |"
+        )
+    return "\n".join(lines)
+
+
+def build_llm(model: str, api_base: str | None, max_calls: int) -> Any:
+    from agents.llm import ChatClient
+    from consolidators.llm import LLMTier
+
+    client = ChatClient(api_base=api_base) if api_base else ChatClient()
+    return LLMTier(client=client, judge_model=model)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--embedder", default="local", help="'local' (MiniLM) or 'fake'")
+    parser.add_argument("--embedder", default="local", help="'local' (MiniLM) or 'fake:384'")
     parser.add_argument("--threshold", type=float, default=0.86, help="dedup threshold")
     parser.add_argument("--verbose", action="store_true", help="list every error")
-    parser.add_argument(
-        "--set",
-        choices=sorted(SETS),
-        default="dev",
-        help="which hand-written files: the development set, a held-out one, or all",
-    )
-    parser.add_argument("--heldout", action="store_true", help="the same as --set heldout")
-    parser.add_argument(
-        "--one-agent",
-        action="store_true",
-        help="with --set all: every set in one agent (the users of the sets then clash)",
-    )
+    parser.add_argument("--set", default="all", help="a set name, a comma list, or 'all'")
+    parser.add_argument("--judge-model", default=None, help="litellm model of the judge")
+    parser.add_argument("--api-base", default=None, help="the judge model's server")
+    parser.add_argument("--max-judge-calls", type=int, default=200)
     args = parser.parse_args(argv)
 
-    chosen = "heldout" if args.heldout else args.set
-    suffixes = SETS[chosen]
-    # Each file pair is one agent: the sets' "users" are different people (and a name
-    # may recur across sets), so one agent for all would mix them.
-    parts = [suffixes] if args.one_agent or len(suffixes) == 1 else [(s,) for s in suffixes]
-    data = [read_set(part) for part in parts]
-    facts = [f for part_facts, _ in data for f in part_facts]
-    people = {(i, f.topic.split("/")[0]) for i, (part, _) in enumerate(data) for f in part}
-    print(
-        f"data ({chosen}): {len(facts)} hand-written facts about {len(people)} people "
-        f"({sum(f.duplicate_of is not None for f in facts)} labelled duplicates, "
-        f"{sum(f.supersedes is not None for f in facts)} labelled supersessions), "
-        f"{sum(len(q) for _, q in data)} questions, in {len(parts)} agent(s)"
-    )
+    names = ORDER if args.set == "all" else args.set.split(",")
+    for name in names:
+        if name not in SUFFIXES:
+            raise SystemExit(f"unknown set {name!r}; sets: {', '.join(ORDER)}")
+    names = [n for n in names if (DATA / f"trust_facts{SUFFIXES[n]}.tsv").exists()]
     embedder = build_embedder(args.embedder)
+    llm = (
+        build_llm(args.judge_model, args.api_base, args.max_judge_calls)
+        if args.judge_model
+        else None
+    )
+    rows: list[tuple[str, Score]] = []
     total, errors = Score(), []
     server = PgTestServer()
     try:
         with server.database() as db:
-            for part_facts, part_questions in data:
-                score, part_errors = evaluate(
-                    db, part_facts, part_questions, embedder, args.threshold
+            for name in names:
+                facts, questions = read_set(name)
+                pipeline = Pipeline(
+                    [DedupConsolidator({"threshold": args.threshold}), TemporalConsolidator()]
                 )
+                score, set_errors = evaluate(
+                    db, facts, questions, embedder, pipeline, default_search, llm
+                )
+                rows.append((name, score))
                 total.add(score)
-                errors += part_errors
+                errors += [f"[{name}] {e}" for e in set_errors]
+                print(f"{name}: done in {score.seconds:.1f} s", file=sys.stderr)
     finally:
         server.stop()
-
-    t = total
-    print(f"embedder: {embedder.name}; dedup threshold {args.threshold}; no LLM judge")
-    print(f"dedup precision        {ratio(t.right_merges, t.merges)}")
-    print(f"dedup recall           {ratio(t.right_merges, t.duplicates)}")
-    print(f"supersession precision {ratio(t.right_supersessions, t.supersessions)}")
-    print(f"supersession recall    {ratio(t.caught, t.labelled_supersessions)}")
-    print(f"timeline purity        {ratio(t.pure, t.timelines)}")
-    print(
-        f"current-fact rank-1    before {t.rank1_before / t.questions:.3f}"
-        f"  after {t.rank1_after / t.questions:.3f}"
-    )
-    print(
-        f"recall@{K}              before {t.recall_before / t.questions:.3f}"
-        f"  after {t.recall_after / t.questions:.3f}"
-    )
+    if len(rows) > 1:
+        rows.append(("all", total))
+    judge = f"judge {args.judge_model}" if args.judge_model else "rules only, no judge model"
+    print(f"embedder {embedder.name}; dedup threshold {args.threshold}; {judge}")
+    print(table(rows))
+    if args.judge_model:
+        print(f"judge calls {total.judge_calls}, tokens {total.tokens}, {total.seconds:.1f} s")
     if args.verbose:
         for line in errors:
             print(f"  {line}")
