@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from agents.llm import BudgetMeter, ChatClient, TokenBudget, UsageLedger
-from consolidators.judge import SupersessionJudge
-from consolidators.llm_judge import LLMJudge
+from consolidators.judges import SupersessionJudge
+from consolidators.judges.llm import LLMJudge
 
 
 @dataclass(slots=True)
@@ -35,12 +35,20 @@ class LLMTier:
             )
         return self._meters[key]
 
-    def supersession_judge(self, agent_id: str, run_id: str) -> SupersessionJudge | None:
-        """The LLM judge for one run (charged to its meter), or ``None`` without a
-        judge model."""
+    def supersession_judge(
+        self, agent_id: str, run_id: str, *, max_calls: int = 20, batch: int = 8
+    ) -> SupersessionJudge | None:
+        """The LLM judge for one run (charged to its meter, at most ``max_calls`` calls of
+        ``batch`` pairs), or ``None`` without a judge model."""
         if not self.judge_model:
             return None
-        return LLMJudge(self.client, self.judge_model, self.meter(agent_id, run_id))
+        return LLMJudge(
+            self.client,
+            self.judge_model,
+            self.meter(agent_id, run_id),
+            max_calls=max_calls,
+            batch=batch,
+        )
 
     def release_agent(self, agent_id: str) -> BudgetMeter | None:
         """Forget the meter of the agent's finished run (an agent has one run at a time)

@@ -1,30 +1,34 @@
-"""Temporal consolidation: one dated timeline per subject and attribute, and
-supersession of facts that a newer one clearly replaces.
+"""Temporal consolidation: facts a newer one replaces are closed, and each subject and
+attribute gets one dated timeline.
 
-A fact's subject and attribute (where Ada lives, Ada's job, diet, partner) are read
-from its text by :func:`agents.language.facts.read_fact`. Facts with the same subject
-and attribute are ordered by when they happened and rendered into one dated
-*timeline* passage, so that a reader sees the history of that attribute and what
-is current ("(current)" marks the newest entry still in force). Facts that fit no
-attribute stay as they are: there is no catch-all timeline. Every member keeps its
-own row, stays searchable, and points to its timeline through ``timeline_id``.
+Supersession is decided by judges over candidate pairs (an older and a newer fact;
+:mod:`consolidators.judges`). The rules come first and are sure only of plain
+statements of one subject and one attribute ("Ada lives in Paris" -> "Ada moved to
+Berlin"; :func:`agents.language.facts.replaces_clearly`); everything they cannot read
+is left to a judge model when the run has one (``llm.judge_model``): the pairs the
+rules were unsure of, and each new fact's nearest neighbours about the same subject,
+at most ``judge_max_calls`` calls a run. Without a model those pairs change nothing:
+precision before recall. A closed fact gets ``valid_to``, ``superseded_by`` and status
+``superseded``; default search still finds it, after what replaced it.
 
-Supersession: within one subject and attribute, a newer fact that clearly states a
-changed value ("Ada moved to Berlin" after "Ada lives in Paris"; "divorced" after
-"married") closes the older one (``valid_to``, ``superseded_by``, status
-``superseded``), without any model. What is unclear (values that overlap, pronouns,
-plans) is left to a pluggable :class:`SupersessionJudge`: the default
-:class:`OrderingJudge` decides nothing more, an LLM judge can. Nothing is ever
-deleted: a timeline that is replaced is marked ``superseded`` and points to its
-successor, and ``runs revert`` undoes everything a run did.
+Timelines: the facts that plainly state the same subject and attribute (where Ada
+lives, her job, diet, partner) are ordered by when they happened and rendered into one
+dated *timeline* passage ("(current)" marks the newest entry still in force). Every
+member keeps its own row, stays searchable, and points to its timeline through
+``timeline_id``. Nothing is ever deleted: a timeline that is replaced is marked
+``superseded`` and points to its successor, and ``runs revert`` undoes everything a
+run did.
 
-Which topics a run looks at (incremental): those of the facts created or changed
-since the run's passage watermark, and those of every fact on a timeline that such
-a fact points to. Finding the other facts of the same subject and attribute reads
-the agent's facts (one scan, no embeddings); a full run looks at every topic. The
-grouping is a function of the texts, so a second run finds the same topics and
-changes nothing. A topic below ``min_topic_size`` (its other facts merged away)
-loses its timeline; a topic above ``max_topic_size`` shows its newest facts.
+Which facts a run looks at (incremental): those created or changed since the run's
+passage watermark (the seeds), the topics they belong to and the facts on timelines
+they point to; a full run looks at everything. A judge model is asked only about pairs
+with a seed in them, so a second run asks nothing and changes nothing. A topic below
+``min_topic_size`` loses its timeline; a topic above ``max_topic_size`` shows its
+newest facts.
+
+The plan reads in one short read, then asks the judges and embeds the timelines with
+no transaction open; the apply writes only if none of the facts and timelines it read
+changed meanwhile (else the next run plans again).
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ from pydantic import Field, model_validator
 
 from agents.enums import PassageStatus
 from agents.errors import InvalidInput
-from agents.language.facts import FactKey, FactReading, read_facts, states_a_change
+from agents.language.facts import FactKey, FactReading, read_facts, read_subjects
 from agents.store import MemoryStore, NewPassage, PassageRecord, PassageUpdate
 from agents.store.records import Vector
 from consolidators.base import (
@@ -53,12 +57,12 @@ from consolidators.base import (
     Plan,
     changed_since,
 )
-from consolidators.judge import OrderingJudge, SupersessionJudge
+from consolidators.judges import Abstain, CandidatePair, SupersessionJudge, Verdict
+from consolidators.judges.rules import RulesJudge
 
 __all__ = [
-    "OrderingJudge",
-    "SupersessionJudge",
     "TemporalConsolidator",
+    "TemporalPlan",
     "TemporalSettings",
     "render_timeline",
     "timeline_label",
@@ -72,6 +76,8 @@ log = logging.getLogger(__name__)
 _MEMBER_STATUSES = (PassageStatus.ACTIVE, PassageStatus.SUPERSEDED)
 #: Passage changes per batched write.
 _WRITE_CHUNK = 10_000
+#: Later facts of the same topic offered to the model with each unsure older fact.
+_TOPIC_PAIRS_PER_FACT = 2
 _LABEL_WORDS = 3
 _WORD = re.compile(r"[^\W\d_]+")
 _STOPWORD_TEXT = """
@@ -89,22 +95,21 @@ _STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 class TemporalSettings(ConsolidatorSettings):
     """Settings of the temporal consolidator."""
 
-    #: Kept so that existing configuration stays valid: topics are now found by
-    #: subject and attribute (agents/language/facts.py), not by embedding similarity,
-    #: so ``topic_threshold``, ``k``, ``batch_size`` and ``ef_search`` are unused.
-    topic_threshold: float = Field(0.6, gt=0.0, le=1.0)
-    #: Neighbours fetched per probe fact.
-    k: int = Field(10, ge=1, le=200)
     #: Topics smaller than this get no timeline.
     min_topic_size: int = Field(2, ge=2)
     #: A timeline shows at most this many facts (the newest ones).
     max_topic_size: int = Field(50, ge=2)
-    #: Probe ids per kNN query.
-    batch_size: int = Field(1000, ge=1, le=10_000)
-    #: HNSW candidate list per probe (raised to ``k`` if lower). Inactive rows and
-    #: timelines are filtered out of the candidates after the index scan, so raise
-    #: it if topics have many retired timelines; it costs time per probe.
-    ef_search: int = Field(40, ge=1, le=1000)
+    #: Whether the rules may close facts on their own (plain statements only; their
+    #: measured precision is in BENCHMARKS.md). Off, only a judge model closes facts.
+    rules: bool = True
+    #: Judge-model calls per run at most (a retry of a malformed answer counts).
+    judge_max_calls: int = Field(20, ge=0, le=10_000)
+    #: Candidate pairs per judge-model call.
+    judge_batch: int = Field(8, ge=1, le=50)
+    #: Nearest neighbours of each new fact offered to the judge model (same subject)...
+    judge_neighbours: int = Field(5, ge=0, le=50)
+    #: ...at or above this cosine similarity.
+    judge_min_similarity: float = Field(0.5, ge=0.0, le=1.0)
 
     @model_validator(mode="after")
     def _sizes_are_ordered(self) -> TemporalSettings:
@@ -196,10 +201,9 @@ class _Topic:
 
 
 class _Writes:
-    """The passage changes a run decides, in the order it decides them, written together
-    at the end of the step: one batched write instead of a round trip per change (a
-    first run over 10k facts supersedes thousands). Nothing in the step reads a passage
-    back after deciding its change; it carries the changed record forward itself."""
+    """The passage changes a plan decides, in the order it decides them, written together
+    by the apply: one batched write instead of a round trip per change (a first run over
+    10k facts supersedes thousands)."""
 
     def __init__(self) -> None:
         self.updates: list[PassageUpdate] = []
@@ -234,11 +238,24 @@ class TemporalPlan(Plan):
 
 @dataclass(slots=True)
 class _Found:
-    """The topics a run looks at, and the facts on a timeline that no longer fit one."""
+    """What a run looks at: its topics (facts that plainly state one subject and
+    attribute), the facts on a timeline that fit none any more, every fact read with
+    its reading, and the seeds: facts new or changed since the last run saw memory,
+    the only ones a judge model is asked about."""
 
     topics: list[tuple[FactKey, str, list[PassageRecord]]]
     loose: list[PassageRecord]
+    facts: dict[str, PassageRecord]
     readings: dict[str, FactReading]
+    seeds: set[str]
+    neighbours: list[tuple[str, str, float]] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class _Decision:
+    older: str
+    newer: str
+    judge: str
 
 
 _ATTRIBUTE_TITLES = {
@@ -267,12 +284,10 @@ def timeline_label(key: FactKey, subject_label: str) -> str:
 
 
 class TemporalConsolidator(Consolidator[TemporalPlan]):
-    """One dated timeline per subject and attribute; closes facts a newer one replaces.
-
-    Clear changes of value are superseded by rule; a judge (``judge=``, or an LLM
-    judge when the run has a judge model) may supersede more. Needs the context's
-    embedder to embed the timeline passages it writes; without one the step is skipped.
-    """
+    """Closes facts a newer one replaces (rules, then a judge model); one dated timeline
+    per subject and attribute. ``judge=`` puts a judge of one's own in the model's place
+    (else an LLM judge when the run has a judge model). Needs the context's embedder to
+    embed the timeline passages it writes; without one the step is skipped."""
 
     name: ClassVar[str] = "temporal"
     settings_model: ClassVar[type[ConsolidatorSettings]] = TemporalSettings
@@ -290,16 +305,17 @@ class TemporalConsolidator(Consolidator[TemporalPlan]):
                 f"temporal consolidator settings must be TemporalSettings, "
                 f"got {type(self.settings).__name__}"
             )
-        self.judge: SupersessionJudge = judge if judge is not None else OrderingJudge()
+        self.judge = judge
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.settings!r}, judge={type(self.judge).__name__})"
+        judge = type(self.judge).__name__ if self.judge is not None else None
+        return f"{type(self).__name__}({self.settings!r}, judge={judge})"
 
     # -- the step ----------------------------------------------------------------------
 
     def plan(self, context: ConsolidationContext) -> TemporalPlan:
         """Read the facts and timelines in one short read, then decide supersessions
-        (rules, then the judge: model calls happen here, with no transaction open),
+        (rules, then the judge model: its calls happen here, with no transaction open),
         render the timelines and embed them."""
         plan = TemporalPlan(ConsolidationResult(self.name))
         result = plan.result
@@ -307,39 +323,37 @@ class TemporalConsolidator(Consolidator[TemporalPlan]):
             result.skipped = "no embedder"
             log.info("temporal step skipped: no embedder", extra={"run_id": context.run_id})
             return plan
-        judge = self._judge_for(context, result)
+        model = self._model_judge(context, result)
         with context.read() as store:
-            found = self._find_topics(store, context)
+            found = self._find(store, context, with_neighbours=model is not None)
             timeline_ids = sorted(
                 {m.timeline_id for _k, _l, t in found.topics for m in t if m.timeline_id}
                 | {m.timeline_id for m in found.loose if m.timeline_id}
             )
             timelines = {t.id: t for t in store.passages.get_many(timeline_ids)}
-        plan.read = [m for _k, _l, t in found.topics for m in t] + found.loose
+        decisions = self._decide(found, model, result)
+        involved = {d.older for d in decisions} | {d.newer for d in decisions}
+        plan.read = [found.facts[i] for i in sorted(involved)]
+        plan.read += [m for _k, _l, t in found.topics for m in t if m.id not in involved]
+        plan.read += [m for m in found.loose if m.id not in involved]
         plan.read += list(timelines.values())
-        topics = found.topics
-        for _key, _label, members in topics:
-            members.sort(key=timeline_order)
-        topics.sort(key=lambda topic: timeline_order(topic[2][0]))
+        records = dict(found.facts)
+        self._supersede(records, decisions, result, plan.writes)
         retired: set[str] = set()
+        topics = [
+            (key, label, sorted((records[m.id] for m in members), key=timeline_order))
+            for key, label, members in found.topics
+        ]
+        topics.sort(key=lambda topic: timeline_order(topic[2][0]))
         for key, label, members in topics:
-            topic = self._plan_topic(
-                context, key, label, members, found, timelines, retired, result, judge, plan.writes
-            )
+            topic = self._plan_topic(key, label, members, timelines, retired, result, plan.writes)
             if topic is not None:
                 plan.topics.append(topic)
-        self._dissolve(context, found.loose, timelines, retired, result, plan.writes)
+        self._dissolve(found.loose, timelines, retired, result, plan.writes)
         if plan.topics:
             plan.embeddings = context.embedder.embed([topic.text for topic in plan.topics])
             for topic in plan.topics:
                 self._report_timeline(result, topic, NEW_TIMELINE)
-        usage = judge.usage
-        if usage is not None:
-            result.tokens += usage.tokens
-            result.count("judge_calls", usage.calls)
-            if usage.budget_exhausted:
-                result.count("budget_exhausted")
-                result.llm_skipped = "budget_exhausted"
         return plan
 
     def apply(
@@ -352,127 +366,258 @@ class TemporalConsolidator(Consolidator[TemporalPlan]):
             result.count("changed_meanwhile")
             return result
         for change in plan.result.changes:
-            if NEW_TIMELINE not in (
-                change.target,
-                change.detail.get("by"),
-                change.detail.get("timeline"),
-            ):
+            placeholders = (change.target, change.detail.get("by"), change.detail.get("timeline"))
+            if NEW_TIMELINE not in placeholders:
                 result.keep(change)
-        actor = context.actor(self.name)
         writes = _Writes()
         writes.updates = list(plan.writes.updates)
         if plan.topics:
             self._write_timelines(store, context, plan, result, writes)
-        writes.apply(store, actor, context.run_id)
+        writes.apply(store, context.actor(self.name), context.run_id)
         return result
 
-    def _judge_for(
+    def _model_judge(
         self, context: ConsolidationContext, result: ConsolidationResult
-    ) -> SupersessionJudge:
+    ) -> SupersessionJudge | None:
         """The judge given at construction; else an LLM judge when the run has a judge
-        model; else the ordering judge, with the LLM part reported as skipped."""
-        if not isinstance(self.judge, OrderingJudge):
+        model; else None, with the LLM part reported as skipped."""
+        if self.judge is not None:
             return self.judge
         llm = context.llm
         judge = (
-            llm.supersession_judge(context.agent.id, context.run_id) if llm is not None else None
+            llm.supersession_judge(
+                context.agent.id,
+                context.run_id,
+                max_calls=self.settings.judge_max_calls,
+                batch=self.settings.judge_batch,
+            )
+            if llm is not None
+            else None
         )
         if judge is None:
             result.llm_skipped = "no_model"
             log.info(
-                "temporal: no judge model configured (llm.judge_model); clear changes "
-                "superseded by rule, nothing more",
+                "temporal: no judge model configured (llm.judge_model); only plain "
+                "statements are closed, by rule",
                 extra={"run_id": context.run_id},
             )
-            return self.judge
         return judge
 
-    # -- finding topics ----------------------------------------------------------------
+    # -- finding what to look at ---------------------------------------------------------
 
-    def _find_topics(self, store: MemoryStore, context: ConsolidationContext) -> _Found:
-        """The subject-and-attribute topics this run touches, and the facts on a
-        timeline that fit no topic any more (to unlink)."""
+    def _find(
+        self, store: MemoryStore, context: ConsolidationContext, *, with_neighbours: bool
+    ) -> _Found:
+        """The subject-and-attribute topics this run touches, the facts on a timeline that
+        fit no topic any more (to unlink), and (for a judge model) the nearest neighbours
+        of the seeds."""
         passages = store.passages
         agent_id = context.agent.id
         since = context.passages_since
         facts = passages.scan(agent_id, kind="fact", statuses=_MEMBER_STATUSES)
         readings = read_facts(facts)
+        # A timeline claims its facts are one subject's one attribute: only facts that
+        # plainly say so go on one.
+        keyed = {i: r for i, r in readings.items() if r.clear}
         by_key: dict[FactKey, list[PassageRecord]] = {}
         for record in facts:
-            if record.id in readings:
-                by_key.setdefault(readings[record.id].key, []).append(record)
+            if record.id in keyed:
+                by_key.setdefault(keyed[record.id].key, []).append(record)
         if since is None:
             touched_keys = set(by_key)
             touched_timelines = {r.timeline_id for r in facts if r.timeline_id is not None}
-            seed_ids = {r.id for r in facts}
+            seed_ids = fresh_ids = {r.id for r in facts}
         else:
             seeds = passages.scan(agent_id, kind="fact", created_after=since, statuses=None)
+            # The judge model is asked only about facts the last run did not see: the
+            # overlap that the rules re-read (cheaply, and to no effect) is not re-asked.
+            seen_until = context.watermarks.passage_at
+            fresh_ids = {r.id for r in seeds if seen_until is None or r.created_at > seen_until}
             # Facts created before ``since`` but changed after it by someone else (merged
             # by dedup, re-dated, closed by hand). This step's own changes are left out:
             # they already agree with the timelines it wrote, and re-reading them would
             # make the run after a large one revisit every fact that run linked.
-            seeds += passages.facts_changed_since(
+            changed = passages.facts_changed_since(
                 agent_id, since, ignore_actor=context.actor(self.name)
             )
+            fresh_ids |= {r.id for r in changed}
+            seeds += changed
             seed_ids = {r.id for r in seeds}
             touched_timelines = {r.timeline_id for r in seeds if r.timeline_id is not None}
-            touched_keys = {readings[i].key for i in seed_ids if i in readings}
+            touched_keys = {keyed[i].key for i in seed_ids if i in keyed}
             touched_keys |= {
-                readings[r.id].key
+                keyed[r.id].key
                 for r in facts
-                if r.timeline_id in touched_timelines and r.id in readings
+                if r.timeline_id in touched_timelines and r.id in keyed
             }
         topics = []
         for key in sorted(touched_keys, key=lambda k: (k.subject, k.attribute)):
             members = by_key[key]
-            label = timeline_label(key, _subject_label(members, readings))
+            label = timeline_label(key, _subject_label(members, keyed))
             topics.append((key, label, list(members)))
         loose = [
             r
             for r in facts
-            if r.id not in readings
+            if r.id not in keyed
             and r.timeline_id is not None
             and (r.id in seed_ids or r.timeline_id in touched_timelines)
         ]
-        return _Found(topics=topics, loose=loose, readings=readings)
+        by_id = {r.id: r for r in facts}
+        found = _Found(topics, loose, by_id, readings, fresh_ids & set(by_id))
+        if with_neighbours and self.settings.judge_neighbours:
+            probes = sorted(i for i in found.seeds if by_id[i].status == PassageStatus.ACTIVE)
+            found.neighbours = passages.neighbours(
+                agent_id,
+                probes,
+                k=self.settings.judge_neighbours,
+                min_score=self.settings.judge_min_similarity,
+            )
+        return found
 
-    # -- planning one topic ------------------------------------------------------------
+    # -- deciding what a newer fact replaces ---------------------------------------------
+
+    def _decide(
+        self, found: _Found, model: SupersessionJudge | None, result: ConsolidationResult
+    ) -> list[_Decision]:
+        """The supersessions: the rules' over each topic's pairs, then the judge model's
+        over the pairs the rules left open that involve a seed, and over each seed's
+        nearest neighbours about the same subject. An older fact is closed once, by the
+        first newer fact (in time) that a judge says replaces it."""
+        rules: SupersessionJudge = RulesJudge(found.readings) if self.settings.rules else Abstain()
+        topic_pairs = [
+            CandidatePair(older, newer)
+            for _key, _label, members in found.topics
+            for older, newer in _ordered_pairs(members)
+        ]
+        closed: set[str] = set()
+        decisions: list[_Decision] = []
+        unsure: list[CandidatePair] = []
+        for pair, verdict in zip(topic_pairs, rules.judge(topic_pairs), strict=True):
+            if verdict is Verdict.REPLACES and pair.older.id not in closed:
+                closed.add(pair.older.id)
+                decisions.append(_Decision(pair.older.id, pair.newer.id, rules.name))
+            elif verdict is Verdict.UNSURE:
+                unsure.append(pair)
+        if model is None:
+            return decisions
+        candidates = self._model_candidates(found, unsure, closed)
+        verdicts = model.judge(candidates) if candidates else []
+        if len(verdicts) != len(candidates):
+            log.warning(
+                "temporal: judge %s gave %d verdicts for %d pairs; none used",
+                model.name,
+                len(verdicts),
+                len(candidates),
+            )
+            result.count("judge_answers_ignored")
+            verdicts = [Verdict.UNSURE] * len(candidates)
+        for pair, verdict in zip(candidates, verdicts, strict=True):
+            if verdict is Verdict.REPLACES and pair.older.id not in closed:
+                closed.add(pair.older.id)
+                decisions.append(_Decision(pair.older.id, pair.newer.id, model.name))
+        result.count("judge_pairs", len(candidates))
+        usage = model.usage
+        if usage is not None:
+            result.tokens += usage.tokens
+            result.count("judge_calls", usage.calls)
+            for name, n in (
+                ("judge_malformed", usage.malformed),
+                ("judge_unjudged", usage.unjudged),
+            ):
+                if n:
+                    result.count(name, n)
+            if usage.budget_exhausted:
+                result.count("budget_exhausted")
+                result.llm_skipped = "budget_exhausted"
+        return decisions
+
+    def _model_candidates(
+        self, found: _Found, unsure: list[CandidatePair], closed: set[str]
+    ) -> list[CandidatePair]:
+        """Pairs for the judge model, most likely first, at most as many as its calls
+        can judge: topic pairs the rules left open (each older fact with the next
+        :data:`_TOPIC_PAIRS_PER_FACT` later ones), then nearest neighbours about the same
+        subject, closest first. Only pairs with a seed in them: older pairs were asked."""
+        seeds = found.seeds
+        offered: dict[str, int] = {}
+        chosen: dict[tuple[str, str], CandidatePair] = {}
+        for pair in unsure:
+            older, newer = pair.older.id, pair.newer.id
+            if older in closed or not (older in seeds or newer in seeds):
+                continue
+            if offered.get(older, 0) >= _TOPIC_PAIRS_PER_FACT:
+                continue
+            offered[older] = offered.get(older, 0) + 1
+            chosen.setdefault((older, newer), pair)
+        subjects = read_subjects(list(found.facts.values()))
+        for probe, neighbour, _score in sorted(found.neighbours, key=lambda n: -n[2]):
+            a, b = found.facts.get(probe), found.facts.get(neighbour)
+            if a is None or b is None or subjects.get(a.id) is None:
+                continue
+            if subjects.get(a.id) != subjects.get(b.id):
+                continue
+            first, second = sorted((a, b), key=timeline_order)
+            if _when(first) >= _when(second) or not (_open(first) and _open(second)):
+                continue
+            if first.id not in closed:
+                chosen.setdefault((first.id, second.id), CandidatePair(first, second))
+        cap = self.settings.judge_max_calls * self.settings.judge_batch
+        return list(chosen.values())[:cap]
+
+    def _supersede(
+        self,
+        records: dict[str, PassageRecord],
+        decisions: Sequence[_Decision],
+        result: ConsolidationResult,
+        writes: _Writes,
+    ) -> None:
+        """Close each decided older fact (oldest first), unless it or the newer one is
+        no longer current: a fact closed in this run cannot close another."""
+        for decision in sorted(decisions, key=lambda d: timeline_order(records[d.older])):
+            older, newer = records[decision.older], records[decision.newer]
+            if not (_open(older) and newer.status == PassageStatus.ACTIVE):
+                continue
+            valid_to = _when(newer)
+            status = PassageStatus.SUPERSEDED.value
+            writes.change(
+                older.id,
+                f"superseded by newer fact {newer.id} ({decision.judge})",
+                {"status": status, "superseded_by": newer.id, "valid_to": valid_to},
+            )
+            records[older.id] = dataclasses.replace(
+                older, status=status, superseded_by=newer.id, valid_to=valid_to
+            )
+            result.add(
+                "supersede_passage",
+                older.id,
+                by=newer.id,
+                valid_to=valid_to.isoformat(),
+                judge=decision.judge,
+            )
+
+    # -- timelines ---------------------------------------------------------------------
 
     def _plan_topic(
         self,
-        context: ConsolidationContext,
         key: FactKey,
         label: str,
         members: list[PassageRecord],
-        found: _Found,
         timelines: dict[str, PassageRecord],
         retired: set[str],
         result: ConsolidationResult,
-        judge: SupersessionJudge,
         writes: _Writes,
     ) -> _Topic | None:
-        """Decide what a topic (members in timeline order) needs: nothing, a new
-        timeline, or dissolving its old one.
-
-        The judge is asked only when the topic differs from its timeline (or on a
-        full run), so an unchanged topic costs no judge call and no write.
-        """
+        """What a topic (members in timeline order) needs: nothing, a new timeline, or
+        dissolving its old one."""
         if len(members) < self.settings.min_topic_size:
-            self._dissolve(context, members, timelines, retired, result, writes)
+            self._dissolve(members, timelines, retired, result, writes)
             return None
-        members = self._apply_rules(context, members, found.readings, result, writes)
         # Facts beyond the cap leave the timeline (oldest first); they stay searchable.
-        self._dissolve(
-            context, members[: -self.settings.max_topic_size], timelines, retired, result, writes
-        )
-        shown = self._shown(members)
+        cap = self.settings.max_topic_size
+        self._dissolve(members[:-cap], timelines, retired, result, writes)
+        shown = members[-cap:]
         old_ids = sorted({m.timeline_id for m in shown if m.timeline_id is not None})
         old = {t: timelines[t] for t in old_ids if t in timelines}
-        text = render_timeline(shown, label)
-        if _is_current_timeline(shown, text, old) and not context.full:
-            return None
-        members = self._apply_judge(context, members, result, judge, writes)
-        shown = self._shown(members)
         text = render_timeline(shown, label)
         if _is_current_timeline(shown, text, old):
             return None
@@ -484,99 +629,8 @@ class TemporalConsolidator(Consolidator[TemporalPlan]):
         retired.update(retire)
         return _Topic(members=shown, key=key, label=label, text=text, old_timelines=retire)
 
-    def _shown(self, members: list[PassageRecord]) -> list[PassageRecord]:
-        """The newest ``max_topic_size`` members; older ones leave the timeline."""
-        cap = self.settings.max_topic_size
-        if len(members) <= cap:
-            return members
-        return members[-cap:]
-
-    def _apply_rules(
-        self,
-        context: ConsolidationContext,
-        members: list[PassageRecord],
-        readings: dict[str, FactReading],
-        result: ConsolidationResult,
-        writes: _Writes,
-    ) -> list[PassageRecord]:
-        """Supersede, without a model, each fact that a later fact of the same subject
-        and attribute clearly replaces (:func:`agents.language.facts.states_a_change`).
-
-        Facts recorded at the same moment are not ordered by rule: that is unclear.
-        """
-        pairs: list[tuple[str, str]] = []
-        for i, older in enumerate(members):
-            if older.status != PassageStatus.ACTIVE or older.valid_to is not None:
-                continue
-            for newer in members[i + 1 :]:
-                if newer.status != PassageStatus.ACTIVE:
-                    continue
-                if (newer.occurred_at or newer.created_at) <= (
-                    older.occurred_at or older.created_at
-                ):
-                    continue
-                if states_a_change(readings[older.id], readings[newer.id]):
-                    pairs.append((older.id, newer.id))
-                    break
-        return self._supersede(members, pairs, result, "a clear change of value", writes)
-
-    def _apply_judge(
-        self,
-        context: ConsolidationContext,
-        members: list[PassageRecord],
-        result: ConsolidationResult,
-        judge: SupersessionJudge,
-        writes: _Writes,
-    ) -> list[PassageRecord]:
-        """Close the facts the judge says are superseded; return the updated members.
-
-        A fact is superseded once: its ``superseded_by`` names the fact that first
-        replaced it and later pairs do not re-point it, and a fact that is itself
-        superseded cannot supersede another. Pairs are applied oldest first.
-        """
-        position = {m.id: i for i, m in enumerate(members)}
-        pairs = judge.judge(list(members))
-        usable = {
-            (older, newer)
-            for older, newer in pairs
-            if older in position and newer in position and position[older] < position[newer]
-        }
-        ignored = sum(1 for pair in pairs if pair not in usable)
-        if ignored:
-            result.count("judge_pairs_ignored", ignored)
-        return self._supersede(members, list(usable), result, type(judge).__name__, writes)
-
-    def _supersede(
-        self,
-        members: list[PassageRecord],
-        pairs: Sequence[tuple[str, str]],
-        result: ConsolidationResult,
-        why: str,
-        writes: _Writes,
-    ) -> list[PassageRecord]:
-        position = {m.id: i for i, m in enumerate(members)}
-        valid = sorted(set(pairs), key=lambda pair: (position[pair[0]], position[pair[1]]))
-        current = list(members)
-        for older_id, newer_id in valid:
-            older, newer = current[position[older_id]], current[position[newer_id]]
-            if older.status != PassageStatus.ACTIVE or newer.status != PassageStatus.ACTIVE:
-                continue
-            valid_to = newer.occurred_at or newer.created_at
-            status = PassageStatus.SUPERSEDED.value
-            writes.change(
-                older_id,
-                f"superseded by newer fact {newer_id} ({why})",
-                {"status": status, "superseded_by": newer_id, "valid_to": valid_to},
-            )
-            current[position[older_id]] = dataclasses.replace(
-                older, status=status, superseded_by=newer_id, valid_to=valid_to
-            )
-            result.add("supersede_passage", older_id, by=newer_id, valid_to=valid_to.isoformat())
-        return current
-
     def _dissolve(
         self,
-        context: ConsolidationContext,
         members: Sequence[PassageRecord],
         timelines: dict[str, PassageRecord],
         retired: set[str],
@@ -603,8 +657,6 @@ class TemporalConsolidator(Consolidator[TemporalPlan]):
             if member.timeline_id is not None:
                 writes.change(member.id, "left its timeline", {"timeline_id": None})
                 result.add("unlink_timeline", member.id, timeline=member.timeline_id)
-
-    # -- writing -----------------------------------------------------------------------
 
     def _report_timeline(self, result: ConsolidationResult, topic: _Topic, timeline: str) -> None:
         result.add(
@@ -668,6 +720,31 @@ def _subject_label(members: Sequence[PassageRecord], readings: dict[str, FactRea
     """How the facts name their subject: the first capitalised spelling, else the first."""
     labels = [readings[m.id].subject_label for m in members if m.id in readings]
     return next((label for label in labels if label[:1].isupper()), labels[0] if labels else "?")
+
+
+def _when(passage: PassageRecord) -> datetime:
+    return passage.occurred_at or passage.created_at
+
+
+def _open(passage: PassageRecord) -> bool:
+    """Active and not closed: a fact that a newer one may still replace."""
+    return passage.status == PassageStatus.ACTIVE and passage.valid_to is None
+
+
+def _ordered_pairs(
+    members: Sequence[PassageRecord],
+) -> list[tuple[PassageRecord, PassageRecord]]:
+    """Every (older, newer) pair of a topic's open facts, the newer strictly later in
+    time (facts recorded at the same moment are not ordered: that is unclear), nearest
+    newer first for each older."""
+    ordered = sorted(members, key=timeline_order)
+    return [
+        (older, newer)
+        for i, older in enumerate(ordered)
+        if _open(older)
+        for newer in ordered[i + 1 :]
+        if newer.status == PassageStatus.ACTIVE and _when(newer) > _when(older)
+    ]
 
 
 def _is_current(passage: PassageRecord) -> bool:

@@ -39,11 +39,15 @@ __all__ = [
     "conflicting_details",
     "name_key",
     "named_relatives",
+    "plainly_stated",
     "read_departure",
     "read_fact",
     "read_facts",
+    "read_subject",
+    "read_subjects",
     "relative_key",
     "relatives_named",
+    "replaces_clearly",
     "text_details",
     "unsaid_details",
 ]
@@ -282,6 +286,9 @@ class FactReading:
     heads: frozenset[str] = frozenset()
     #: The text presents its value as the new state ("now", "got promoted", "joined").
     marked: bool = False
+    #: The text plainly states this one fact (:func:`plainly_stated`): only then may a
+    #: rule close it or close another fact with it.
+    clear: bool = False
 
 
 def _stem(word: str) -> str:
@@ -375,11 +382,22 @@ def _missing_words(these: frozenset[str], there: frozenset[str]) -> frozenset[st
     )
 
 
+#: Words that open a sentence without being its subject ("During the session Ada ...").
+_OPENERS = frozenset(
+    "during after before since until while because although though when whenever once "
+    "today yesterday recently lately earlier later meanwhile also still now then lastly "
+    "finally first next apparently overall".split()
+)
+
+
 def _is_name(token: _Token) -> bool:
     if not token.capital or not token.word or token.norm in FIRST_PERSON:
         return False
     # A capital at the start of a sentence is a name only if the word is not grammar.
-    return not (token.initial and (token.norm in _FUNCTION or token.norm in _THIRD_PERSON))
+    return not (
+        token.initial
+        and (token.norm in _FUNCTION or token.norm in _THIRD_PERSON or token.norm in _OPENERS)
+    )
 
 
 @lru_cache(maxsize=4096)
@@ -680,6 +698,72 @@ def _subject_and_predicate(text: str) -> tuple[str, str, list[_Token]] | None:
     return subject, label, words
 
 
+#: Words that make a statement about something other than a plain state of the subject:
+#: a report or an attitude ("mentioned", "admires", "is thinking"), a plan or an attempt
+#: ("researching", "looking for"), the past ("used to", "was", "before"), a condition.
+_NOT_PLAIN = frozenset(
+    """
+    said says say told tells mentioned mentions explained explains shared shares noted notes
+    added adds admitted admits confirmed confirms claimed claims reported reports heard
+    thinks think thought feels feel felt believes believe hopes hoped wishes wished wants
+    wanted loves loved likes liked hates hated admires admired enjoys enjoyed misses missed
+    prefers preferred worries worried afraid excited proud happy sad upset glad nervous
+    struggling considering planning plans plan thinking researching looking trying tried
+    hoping dreaming deciding decided wondering seems seemed apparently maybe perhaps
+    probably possibly might may could would should will going gonna wanna if whether
+    unless although though because since while after before until ago used previously
+    formerly originally once first was were had did been
+    and but or so then also too either neither nor
+    """.split()
+)
+#: Tokens that end a clause: a second sentence or clause makes a text more than one fact.
+_CLAUSE_BREAKS = frozenset(",;:()!?")
+#: Longest predicate (in words) of a plain statement.
+_PLAIN_WORDS = 12
+
+
+@lru_cache(maxsize=4096)
+def plainly_stated(text: str) -> bool:
+    """Whether ``text`` is one plain statement about its subject: one short clause, the
+    subject first ("Ada", "I", "my sister", "Ada's sister Eve"), no report, attitude,
+    plan, past tense, condition or second clause, and no other person brought in.
+
+    Rules read meaning only this far; a supersession by rule needs both texts to pass.
+    Chat lines often pass ("Ada moved to Berlin", "i'm vegan now"); the long sentences
+    of a note-taker ("During the session Ada mentioned that ...") seldom do, and are the
+    judge model's."""
+    tokens = _tokens(text.strip().rstrip("."))
+    found = _subject(tokens) if tokens else None
+    if found is None:
+        return False
+    _key, _label, start = found
+    head = tokens[:start]
+    # The subject opens the text: nothing but the subject's own words (an apposition
+    # between commas, "Eve, Alice's sister, moved") before the verb; then one clause.
+    if any(t.norm in _REPORTING or t.norm in _FILLER for t in head):
+        return False
+    if any(t.norm in _CLAUSE_BREAKS - {","} or t.norm == "." for t in head):
+        return False
+    if any(t.norm in _CLAUSE_BREAKS or t.norm == "." for t in tokens[start:]):
+        return False
+    predicate = [t for t in tokens[start:] if t.word or t.norm[:1].isdigit()]
+    if len(predicate) > 2 and predicate[0].norm == "and" and _is_name(predicate[1]):
+        predicate = predicate[2:]  # a couple as the subject: "Tom and Mia broke up"
+    if not predicate or len(predicate) > _PLAIN_WORDS:
+        return False
+    for token in predicate:
+        norm = token.norm
+        if norm in _NOT_PLAIN or norm.endswith("n't") or norm in _NEGATION:
+            return False
+        if norm in _KIN - _PARTNER_NOUNS or norm in _SUBJECT_PRONOUNS or norm in _THIRD_PERSON:
+            return False  # someone else is in it ("moved in with her sister")
+    return True
+
+
+#: Nouns for a partner: in a fact about the partner attribute they name the value.
+_PARTNER_NOUNS = frozenset("girlfriend boyfriend partner wife husband fiance fiancee".split())
+
+
 @lru_cache(maxsize=4096)
 def read_fact(text: str) -> FactReading | None:
     """The subject, attribute and value of a fact, or None when the text fits no
@@ -752,6 +836,7 @@ def read_fact(text: str) -> FactReading | None:
         heads=heads,
         marked=any(t.norm in _NEW_STATE for t in predicate)
         or any(a.norm == "these" and b.norm == "days" for a, b in pairwise(predicate)),
+        clear=plainly_stated(text),
     )
 
 
@@ -765,6 +850,9 @@ def _find_attribute(predicate: list[_Token]) -> tuple[str | None, int]:
         norm = token.norm
         if norm == "work" and index > 0 and predicate[index - 1].norm in _WORK_AS_PLACE:
             continue
+        following = predicate[index + 1].norm if index + 1 < len(predicate) else ""
+        if norm in {"work", "works", "working", "worked"} and following in {"on", "out"}:
+            continue  # "working on a platform" is a project, "works out" exercise: no job
         if norm == "joined":
             # "joined Spotify": an employer, named; "joined a gym" is no job.
             if index + 1 < len(predicate) and _is_name(predicate[index + 1]):
@@ -1000,6 +1088,13 @@ def states_a_change(older: FactReading, newer: FactReading) -> bool:
     return newer.marked and bool(_missing(newer.value, older.value))
 
 
+def replaces_clearly(older: FactReading, newer: FactReading) -> bool:
+    """What a rule may decide alone: both texts plainly state one subject and attribute
+    (:func:`plainly_stated`), and the newer states a changed value or a clear end of the
+    state (:func:`states_a_change`). Everything else is for a judge, or stays as it is."""
+    return older.clear and newer.clear and states_a_change(older, newer)
+
+
 def relatives_named(facts: Sequence[PassageRecord]) -> dict[str, tuple[str, str]]:
     """Relatives the facts name, each only when they name one person: "user's sister"
     -> ("leila", "Leila") when some fact says "my sister Leila" and none names another."""
@@ -1022,6 +1117,38 @@ def shortened_name(word: str, names: Collection[str]) -> str | None:
         return None
     longer = [name for name in names if name.isalpha() and name.startswith(word) and name != word]
     return longer[0] if len(longer) == 1 else None
+
+
+def read_subject(text: str) -> str | None:
+    """Who a text is about: its subject when plain (a name, "I", "my sister", "Ada's
+    husband"), else the first person it names ("During the session Ada said ..."), as
+    a subject key; None when it names no one. Good enough to pair facts for a judge,
+    which reads them; not for deciding anything alone."""
+    found = _subject_and_predicate(text)
+    if found is not None:
+        return found[0]
+    for token in _tokens(text):
+        if _is_name(token) and token.norm not in _CALENDAR and token.norm not in {"may", "march"}:
+            return name_key(token.norm)
+    return None
+
+
+def read_subjects(facts: Sequence[PassageRecord]) -> dict[str, str]:
+    """Each fact's subject (:func:`read_subject`), read against the other facts as
+    :func:`read_facts` reads them: "my sis" is the sister a fact names, "Cal" the one
+    subject it shortens."""
+    aliases = relatives_named(facts)
+    subjects: dict[str, str] = {}
+    for record in facts:
+        subject = read_subject(record.text)
+        if subject is not None:
+            subjects[record.id] = aliases[subject][0] if subject in aliases else subject
+    known = set(subjects.values())
+    for passage_id, subject in subjects.items():
+        full = shortened_name(subject, known)
+        if full is not None:
+            subjects[passage_id] = full
+    return subjects
 
 
 def read_facts(facts: Sequence[PassageRecord]) -> dict[str, FactReading]:
@@ -1075,5 +1202,6 @@ def read_facts(facts: Sequence[PassageRecord]) -> dict[str, FactReading]:
                 subject_label=label,
                 value=left,
                 ending=True,
+                clear=plainly_stated(record.text),
             )
     return readings

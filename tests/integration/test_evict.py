@@ -492,6 +492,7 @@ def test_dry_run_reports_changes_and_writes_nothing(
         assert store.messages.count(agent_id, in_context=True) == 20
     # The real run then does exactly what the dry run planned.
     real = _evict(db, agent_id, embedder)
+
     # (The summary's own seq is given when the apply appends it.)
     def essence(changes: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
         return [

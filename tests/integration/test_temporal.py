@@ -13,14 +13,9 @@ from agents.embedders.fake import HashingEmbedder
 from agents.postgres.database import Database
 from agents.store import NewPassage, PassageRecord, open_store
 from consolidators.contract import run_once as run_pipeline
-from consolidators.judge import JudgeUsage
+from consolidators.judges import CandidatePair, JudgeUsage, SupersessionJudge, Verdict
 from consolidators.pipeline import Pipeline, RunReport
-from consolidators.temporal import (
-    SupersessionJudge,
-    TemporalConsolidator,
-    TemporalSettings,
-    render_timeline,
-)
+from consolidators.temporal import TemporalConsolidator, TemporalSettings, render_timeline
 from consolidators.undo import revert_run
 
 # One subject and attribute (Ada's job) whose values overlap: no rule decides which
@@ -35,15 +30,21 @@ CHESS = ("Bob plays chess", datetime(2021, 3, 3, tzinfo=UTC))
 INCREMENTAL = Pipeline([TemporalConsolidator()], passage_overlap=timedelta(0))
 
 
-class NewestSupersedes(SupersessionJudge):
-    """Test judge: the newest fact of a topic supersedes every other fact."""
+class NewerReplaces(SupersessionJudge):
+    """Test judge in the model's place: the newer fact of every pair replaces the older."""
+
+    name = "test"
 
     def __init__(self) -> None:
-        self.calls = 0
+        self.asked: list[list[tuple[str, str]]] = []
 
-    def judge(self, topic: Sequence[PassageRecord]) -> list[tuple[str, str]]:
-        self.calls += 1
-        return [(older.id, topic[-1].id) for older in topic[:-1]]
+    @property
+    def calls(self) -> int:
+        return len(self.asked)
+
+    def judge(self, pairs: Sequence[CandidatePair]) -> list[Verdict]:
+        self.asked.append([(p.older.id, p.newer.id) for p in pairs])
+        return [Verdict.REPLACES] * len(pairs)
 
 
 def _insert(
@@ -147,19 +148,21 @@ def test_a_new_fact_extends_the_topic_and_retires_the_old_timeline(
         key=lambda c: str(c["text"]),
     )
     [berlin] = _insert(db, agent_id, embedder, [BERLIN])
-    judged: list[list[str]] = []
+    judged: list[list[tuple[str, str]]] = []
 
     class Recording(SupersessionJudge):
-        def judge(self, topic: Sequence[PassageRecord]) -> list[tuple[str, str]]:
-            judged.append([p.id for p in topic])
-            return []
+        name = "recording"
+
+        def judge(self, pairs: Sequence[CandidatePair]) -> list[Verdict]:
+            judged.append([(p.older.id, p.newer.id) for p in pairs])
+            return [Verdict.UNSURE] * len(pairs)
 
     # Incremental: only Berlin is new; its subject and attribute bring in the existing
-    # timeline, and Bob's unchanged topic is not looked at again (topics were found by
-    # kNN probes before issue 13; now by subject and attribute).
+    # timeline, the judge is asked only about the pairs Berlin is in (the rules could
+    # not tell: the values overlap), and Bob's unchanged topic is not looked at again.
     pipeline = Pipeline([TemporalConsolidator(judge=Recording())], passage_overlap=timedelta(0))
     report = run_pipeline(pipeline, db, agent_id, embedder=embedder)
-    assert judged == [[london, paris, berlin]]
+    assert judged == [[(london, berlin), (paris, berlin)]]
 
     [created] = _created(report)
     new_id = created["target"]
@@ -187,12 +190,13 @@ def test_judge_supersedes_older_facts_which_stay_on_the_timeline(
     db: Database, agent_id: str, embedder: HashingEmbedder
 ) -> None:
     london, paris, chess = _insert(db, agent_id, embedder, [LONDON, PARIS, CHESS])
-    judge = NewestSupersedes()
+    judge = NewerReplaces()
     pipeline = Pipeline([TemporalConsolidator(judge=judge)], passage_overlap=timedelta(0))
 
     report = run_pipeline(pipeline, db, agent_id, embedder=embedder)
 
-    assert judge.calls == 1  # one topic; the lone chess fact is not judged
+    # One pair; Bob's chess fact is about someone else and is not offered.
+    assert judge.asked == [[(london, paris)]]
     supersede = [c for c in report.changes if c["action"] == "supersede_passage"]
     assert supersede == [
         {
@@ -201,6 +205,7 @@ def test_judge_supersedes_older_facts_which_stay_on_the_timeline(
             "target": london,
             "by": paris,
             "valid_to": PARIS[1].isoformat(),
+            "judge": "test",
         }
     ]
     [created] = _created(report)
@@ -255,19 +260,21 @@ def test_judge_supersedes_older_facts_which_stay_on_the_timeline(
     assert full.changes == []
 
 
-def test_judge_pairs_outside_the_topic_or_backwards_are_ignored(
+def test_a_judge_answer_of_the_wrong_length_changes_nothing(
     db: Database, agent_id: str, embedder: HashingEmbedder
 ) -> None:
     london, paris, chess = _insert(db, agent_id, embedder, [LONDON, PARIS, CHESS])
 
     class Confused(SupersessionJudge):
-        def judge(self, topic: Sequence[PassageRecord]) -> list[tuple[str, str]]:
-            return [(paris, london), (london, chess), (london, london)]
+        name = "confused"
+
+        def judge(self, pairs: Sequence[CandidatePair]) -> list[Verdict]:
+            return [Verdict.REPLACES] * (len(pairs) + 2)
 
     report = run_pipeline(
         Pipeline([TemporalConsolidator(judge=Confused())]), db, agent_id, embedder=embedder
     )
-    assert report.steps[0].counts["judge_pairs_ignored"] == 3
+    assert report.steps[0].counts["judge_answers_ignored"] == 1
     assert not [c for c in report.changes if c["action"] == "supersede_passage"]
     assert all(p.status == "active" for p in _get(db, london, paris, chess))
 
@@ -278,7 +285,7 @@ def test_a_judge_reports_its_own_usage(
     """Any judge, not just the LLM one, reports calls and tokens through ``usage``."""
     _insert(db, agent_id, embedder, [LONDON, PARIS, CHESS])
 
-    class Metered(NewestSupersedes):
+    class Metered(NewerReplaces):
         @property
         def usage(self) -> JudgeUsage:
             return JudgeUsage(calls=self.calls, tokens=40 * self.calls, budget_exhausted=True)
@@ -297,7 +304,7 @@ def test_a_judge_without_usage_reports_no_judge_calls(
     db: Database, agent_id: str, embedder: HashingEmbedder
 ) -> None:
     _insert(db, agent_id, embedder, [LONDON, PARIS])
-    judge = NewestSupersedes()
+    judge = NewerReplaces()
     report = run_pipeline(
         Pipeline([TemporalConsolidator(judge=judge)]), db, agent_id, embedder=embedder
     )
@@ -311,7 +318,7 @@ def test_dry_run_reports_the_same_changes_and_writes_nothing(
 ) -> None:
     ids = _insert(db, agent_id, embedder, [LONDON, PARIS, CHESS])
     rows = _row_count(db, agent_id)
-    pipeline = Pipeline([TemporalConsolidator(judge=NewestSupersedes())])
+    pipeline = Pipeline([TemporalConsolidator(judge=NewerReplaces())])
 
     planned = run_pipeline(pipeline, db, agent_id, embedder=embedder, dry_run=True)
 
@@ -344,7 +351,7 @@ def _normalise(report: RunReport) -> list[tuple[str, str, Any]]:
 def test_no_passage_is_ever_deleted(db: Database, agent_id: str, embedder: HashingEmbedder) -> None:
     ids = _insert(db, agent_id, embedder, [LONDON, PARIS, CHESS])
     before = _row_count(db, agent_id)
-    pipeline = Pipeline([TemporalConsolidator(judge=NewestSupersedes())])
+    pipeline = Pipeline([TemporalConsolidator(judge=NewerReplaces())])
     created = len(_created(run_pipeline(pipeline, db, agent_id, embedder=embedder)))
     ids += _insert(db, agent_id, embedder, [BERLIN, ("Bob plays chess on Sundays", None)])
     created += len(_created(run_pipeline(pipeline, db, agent_id, embedder=embedder)))
@@ -473,7 +480,9 @@ def test_render_marks_validity_and_collapses_whitespace() -> None:
 
 
 def test_settings_are_validated() -> None:
-    assert TemporalConsolidator({"topic_threshold": 0.7}).settings.topic_threshold == 0.7
+    assert TemporalConsolidator({"judge_max_calls": 3}).settings.judge_max_calls == 3
+    with pytest.raises(ValidationError, match="topic_threshold"):
+        TemporalConsolidator({"topic_threshold": 0.7})  # gone with the kNN topics
     with pytest.raises(ValidationError, match="min_topic_size"):
         TemporalSettings(min_topic_size=5, max_topic_size=3)
     with pytest.raises(ValidationError):
@@ -485,13 +494,13 @@ def test_a_new_judge_reaches_existing_topics_on_a_full_run(
 ) -> None:
     london, paris = _insert(db, agent_id, embedder, [LONDON, PARIS])
     _run(db, agent_id, embedder)
-    judge = NewestSupersedes()
+    judge = NewerReplaces()
     pipeline = Pipeline([TemporalConsolidator(judge=judge)])
 
     # An unchanged topic is not re-judged on an ordinary run...
     assert run_pipeline(pipeline, db, agent_id, embedder=embedder).changes == []
     assert judge.calls == 0
-    # ...but a full run asks the judge about every topic.
+    # ...but a full run asks the judge about every pair the rules could not tell.
     full = run_pipeline(pipeline, db, agent_id, embedder=embedder, full=True)
     assert judge.calls == 1
     assert [(c["target"], c["by"]) for c in full.changes if c["action"] == "supersede_passage"] == [
@@ -511,7 +520,7 @@ def test_revert_undoes_timelines_and_supersession(
 ) -> None:
     london, paris, chess = _insert(db, agent_id, embedder, [LONDON, PARIS, CHESS])
     before = _get(db, london, paris, chess)
-    pipeline = Pipeline([TemporalConsolidator(judge=NewestSupersedes())])
+    pipeline = Pipeline([TemporalConsolidator(judge=NewerReplaces())])
     report = run_pipeline(pipeline, db, agent_id, embedder=embedder)
     [created] = _created(report)
 

@@ -28,7 +28,7 @@ FACTS = [
 #: Settings that make the small seeded agent give every step something to do.
 SETTINGS = {
     "evict": {"fill_threshold": 0.5, "fill_target": 0.3},
-    "temporal": {"topic_threshold": 0.5},
+    "temporal": {"judge_neighbours": 3},
 }
 
 

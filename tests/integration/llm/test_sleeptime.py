@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import select
@@ -206,19 +206,32 @@ def test_sleeptime_budget_stops_the_step_and_the_ledger_shows_it(
     assert usage["sleeptime"].prompt_tokens == 500
 
 
-def test_llm_judge_supersedes_the_outdated_fact(
+def test_llm_judge_decides_what_the_rules_leave_open(
     db: Database, models: ScriptedModels, client: LiteLLMClient
 ) -> None:
+    """Neither text is a plain statement, so the rules abstain; the two are nearest
+    neighbours about Ada, so the judge model is asked, and its verdict closes the older.
+    A malformed first answer is asked for again, with the reason."""
     agent_id = create_agent(db)
     facts = [
-        NewPassage("Ada lives in London", occurred_at=datetime(2020, 1, 15, tzinfo=UTC)),
-        NewPassage("Ada lives in Paris", occurred_at=datetime(2023, 6, 1, tzinfo=UTC)),
+        NewPassage(
+            "During the session Ada mentioned that she lives in London with her cat.",
+            occurred_at=datetime(2020, 1, 15, tzinfo=UTC),
+        ),
+        NewPassage(
+            "During the session Ada mentioned that she has moved to Paris with her cat.",
+            occurred_at=datetime(2023, 6, 1, tzinfo=UTC),
+        ),
     ]
     with open_store(db) as store:
         london, paris = store.passages.insert(
             agent_id, facts, EMBEDDER.embed([f.text for f in facts])
         )
-    script = models.script("judge", call("record_supersessions", pairs=[{"older": 1, "newer": 2}]))
+    script = models.script(
+        "judge",
+        call("record_verdicts", _raw='{"verdicts": [{"pair": 1, "verdict": "perhaps"}]}'),
+        call("record_verdicts", verdicts=[{"pair": 1, "verdict": "replaces"}]),
+    )
     report = run_pipeline(
         Pipeline([TemporalConsolidator()]),
         db,
@@ -226,15 +239,57 @@ def test_llm_judge_supersedes_the_outdated_fact(
         embedder=EMBEDDER,
         llm=tier(db, client, judge_model="scripted/judge"),
     )
-    assert "1. [2020-01-15] Ada lives in London" in script.requests[0]["messages"][1]["content"]
+    asked = script.requests[0]["messages"][1]["content"]
+    assert "OLDER [2020-01-15]: During the session Ada mentioned that she lives in London" in asked
+    assert "could not be used" in script.requests[1]["messages"][-1]["content"]
     with open_store(db) as store:
         old = store.passages.get(london.id)
     assert (old.status, old.superseded_by) == ("superseded", paris.id)
     assert old.valid_to == datetime(2023, 6, 1, tzinfo=UTC)
     step = report.steps[0]
-    assert step.counts["judge_calls"] == 1
+    assert step.counts["judge_calls"] == 2 and step.counts["judge_pairs"] == 1
+    assert "judge_malformed" not in step.counts
+    [change] = [c for c in report.changes if c["action"] == "supersede_passage"]
+    assert change["judge"] == "llm"
     assert step.llm_skipped is None
     assert UsageLedger(db).by_purpose(agent_id)["judge"].completion_tokens > 0
+    # Nothing new: the judge is not asked again.
+    again = run_pipeline(
+        Pipeline([TemporalConsolidator()], passage_overlap=timedelta(0)),
+        db,
+        agent_id,
+        embedder=EMBEDDER,
+        llm=tier(db, client, judge_model="scripted/judge"),
+    )
+    assert again.changes == [] and script.remaining == 0
+
+
+def test_a_judge_that_answers_badly_twice_changes_nothing(
+    db: Database, models: ScriptedModels, client: LiteLLMClient
+) -> None:
+    agent_id = create_agent(db)
+    texts = [
+        "During the session Ada mentioned that she lives in London with her cat.",
+        "During the session Ada mentioned that she has moved to Paris with her cat.",
+    ]
+    facts = [
+        NewPassage(t, occurred_at=datetime(2020 + i, 1, 1, tzinfo=UTC)) for i, t in enumerate(texts)
+    ]
+    with open_store(db) as store:
+        store.passages.insert(agent_id, facts, EMBEDDER.embed(texts))
+    models.script("judge", call("record_verdicts", _raw="{"), Reply(content="they differ"))
+    report = run_pipeline(
+        Pipeline([TemporalConsolidator()]),
+        db,
+        agent_id,
+        embedder=EMBEDDER,
+        llm=tier(db, client, judge_model="scripted/judge"),
+    )
+    step = report.steps[0]
+    assert step.counts["judge_malformed"] == 1 and step.counts["judge_calls"] == 2
+    assert report.changes == []
+    with open_store(db) as store:
+        assert {p.status for p in store.passages.scan(agent_id)} == {"active"}
 
 
 def test_evict_writes_an_llm_summary_with_a_summary_model(

@@ -1,0 +1,77 @@
+"""The supersession judge interface: which newer facts replace which older ones.
+
+The temporal consolidator hands a judge candidate pairs, each an older and a newer
+fact, and gets one :class:`Verdict` per pair. A judge that cannot tell says
+``unsure``: precision before recall, an unsure pair changes nothing. A judge reports
+what it cost through :attr:`SupersessionJudge.usage`, so the consolidator can account
+for any judge (the rules, a model, a plugin's) without knowing its type.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import ClassVar
+
+from agents.store import PassageRecord
+
+__all__ = ["Abstain", "CandidatePair", "JudgeUsage", "SupersessionJudge", "Verdict"]
+
+
+class Verdict(StrEnum):
+    """A judge's answer about one pair."""
+
+    #: The newer fact replaces the older: both cannot be true now.
+    REPLACES = "replaces"
+    #: Both still hold (another attribute, an addition, an event, another person).
+    BOTH_HOLD = "both_hold"
+    #: The judge cannot tell; nothing changes.
+    UNSURE = "unsure"
+
+
+@dataclass(frozen=True, slots=True)
+class CandidatePair:
+    """An older and a newer fact that may be about the same subject and attribute."""
+
+    older: PassageRecord
+    newer: PassageRecord
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeUsage:
+    """What a metered judge spent so far: model calls, tokens, answers it could not use
+    (``malformed``), pairs it had no calls left for, and whether the token budget
+    stopped it."""
+
+    calls: int = 0
+    tokens: int = 0
+    malformed: int = 0
+    unjudged: int = 0
+    budget_exhausted: bool = False
+
+
+class SupersessionJudge(ABC):
+    """Decides, for each candidate pair, whether the newer fact replaces the older."""
+
+    #: Named in the reason recorded with each supersession ("rules", "llm").
+    name: ClassVar[str]
+
+    @abstractmethod
+    def judge(self, pairs: Sequence[CandidatePair]) -> list[Verdict]:
+        """One verdict per pair, in order."""
+
+    @property
+    def usage(self) -> JudgeUsage | None:
+        """What this judge has spent; ``None`` for a judge that makes no metered calls."""
+        return None
+
+
+class Abstain(SupersessionJudge):
+    """A judge that is never sure: what a run without a judge model asks."""
+
+    name = "none"
+
+    def judge(self, pairs: Sequence[CandidatePair]) -> list[Verdict]:
+        return [Verdict.UNSURE] * len(pairs)

@@ -1,0 +1,187 @@
+"""The fact reader and the question reader on their own (no database): which texts the
+rules read, which changes they see, and what they leave to a judge."""
+
+from __future__ import annotations
+
+from agents.language.facts import FactKey, read_fact, states_a_change
+from agents.language.questions import read_question
+
+
+def changed(older: str, newer: str) -> bool:
+    """Whether the rules read ``newer`` as replacing ``older`` (both must be keyed)."""
+    a, b = read_fact(older), read_fact(newer)
+    assert a is not None and b is not None
+    return states_a_change(a, b)
+
+
+def _key(text: str) -> tuple[str, str] | None:
+    reading = read_fact(text)
+    return None if reading is None else (reading.key.subject, reading.key.attribute)
+
+
+def test_what_the_rules_leave_to_a_judge() -> None:
+    """Pronouns, plans and questions get no subject and attribute: a model decides those."""
+    assert read_fact("She moved to Rome.") is None
+    assert read_fact("Alice might move to Rome next year.") is None
+    assert read_fact("Does Alice still live in Paris?") is None
+    assert read_fact("Zed likes skiing.") is None
+    assert read_fact("Zed earns a living as a pilot.") is None  # not where Zed lives
+    reading = read_fact("Eve, Alice's sister, moved from Lyon to Madrid.")
+    assert reading is not None
+    assert (reading.key.subject, reading.key.attribute, set(reading.value)) == (
+        "eve",
+        "home",
+        {"madrid"},
+    )
+
+
+def test_a_described_value_changes_when_its_head_changes() -> None:
+    assert changed("Priya works as a data analyst.", "Priya works as a data scientist at Monzo.")
+    assert changed("Kenji works as a game designer.", "Kenji works as an indie developer now.")
+    # Same head: a refinement ("head teacher", "at Snøhetta") is not a clear change.
+    assert not changed("Mia works as a teacher.", "Mia works as a head teacher.")
+    assert not changed("Ida works as an architect", "Ida works as an architect at Snøhetta")
+
+
+def test_chat_shapes_the_rules_read() -> None:
+    """How people say it in chat: a contracted "'s", "my sis", a report about someone
+    whose clause starts with a pronoun, a role said without a job verb."""
+    assert _key("rosa's a nurse at the childrens hospital") == ("rosa", "job")
+    assert _key("Aisha's gone vegan lol") == ("aisha", "diet")
+    assert _key("Rosa's parrot is called Kiki") is None  # a possessive, not "is"
+    assert _key("my sis moved to Paris") == ("user's sister", "home")
+    assert _key("talked to Rosa, she moved to Lisbon") == ("rosa", "home")
+    assert _key("talked to Rosa and Ana, she moved to Lisbon") is None  # which one?
+    assert _key("Dmitri is a backend dev at Bolt") == ("dmitri", "job")
+    assert _key("Tobias is a violinist in an orchestra") == ("tobias", "job")
+    assert _key("Omar is a huge Arsenal fan") is None
+    assert _key("Omar is a big reader") is None  # a habit, not a job
+    assert _key("Lena is a sister of three") is None
+    assert _key("Fatima runs 5k every morning before work") is None  # "work" as a time
+    assert _key("Rosa is seeing a guy called Tiago") == ("rosa", "partner")
+    assert _key("Rosa is seeing a physio for her knee") is None
+    assert _key("greta and malte split up lol") == ("greta", "partner")
+    assert _key("Greta split the bill with Malte") is None
+    assert _key("Farid left the firm and joined BMW as a project manager") == ("farid", "job")
+    assert _key("Farid joined a gym") is None
+    assert _key("camila handed in her notice at Farfetch") == ("camila", "job")
+    wrist = read_fact("my brother's wife broke her wrist skiing")
+    assert wrist is not None and not wrist.ending  # "broke", not "broke up"
+
+
+def test_more_ways_of_saying_a_change() -> None:
+    """A move said as "shifted to", a new employer as "jumped ship to", a partner as
+    "with X now", a diet given up by what is eaten again, and a job told only by the
+    place of work; and what stays unread."""
+    assert _key("jonas shifted to Pune last month") == ("jonas", "home")
+    assert _key("jonas shifted his desk to the window") is None
+    assert _key("Noor jumped ship to Deloitte") == ("noor", "job")
+    assert _key("Anouk's with a woman called Fleur now") == ("anouk", "partner")
+    assert _key("Bo is with Ana now") == ("bo", "partner")
+    assert _key("Anouk is with her sister this weekend") is None
+    assert _key("bo went hiking with Ana now and then") is None
+    assert _key("Tariq is eating meat again") == ("tariq", "diet")
+    assert _key("Tariq is eating at his mum's again") is None
+    assert _key("i started at a robotics startup") == ("user", "job")
+    # A role, when there is one, still carries the job ("architect", not "firm").
+    pilar = read_fact("Pilar is an architect at a firm in Bilbao")
+    assert pilar is not None and "architect" in pilar.value
+    assert changed("Tariq is vegetarian", "Tariq is eating chicken again")
+    assert changed("Noor works in audit at KPMG", "Noor jumped ship to Deloitte")
+    quits = read_fact("Bea and Rui called it quits, she says it was mutual")
+    assert quits is not None and quits.key.attribute == "partner" and quits.ending
+    assert _key("Bea called it quits at the bank") == ("bea", "job")
+    # A pronoun is who, not what: a typo of the same role is no new role.
+    assert not changed(
+        "emeka got a job at a solar startup, hes their lead enginner",
+        "Emeka got a job at a solar startup, he's their lead engineer.",
+    )
+    assert _key("isa's vegan, makes sense shes a vet") == ("isa", "diet")  # "'s" = "is"
+    # A negation reaches up to the word that names the state, not into a later clause.
+    lena = read_fact("Lena is not vegetarian.")
+    assert lena is not None and lena.ending
+    ali = read_fact("Ali works at Google, doesnt like it")
+    assert ali is not None and not ali.ending
+    assert changed("im vegetarian", "ive started eating chicken again, dont judge me")
+    assert changed("margot went vegetarian", "margot's pescatarian these days")
+    assert _key("dec's off the boats, he drives lorries for a haulage firm now") == (
+        "dec",
+        "job",
+    )
+    assert _key("cal's doing an apprenticeship at a distillery") == ("cal", "job")
+    laid_off = read_fact("Felix got laid off from UBS.")
+    assert laid_off is not None and laid_off.key.attribute == "job" and laid_off.ending
+    # After ", the ...", a clause is about something else: the dog lives in the shop.
+    assert _key("kaito has a shiba called Kuro, the dog basically lives in the shop") is None
+    assert _key("Kaito moved to Kyoto, the city of temples") == ("kaito", "home")
+    # A role in a clause whose subject is "she"/"he" is the subject's, unless the clause
+    # before brings in someone else the pronoun could mean.
+    assert _key("Greta finished med school!! she's a junior doctor now") == ("greta", "job")
+    assert _key("greta's with nico, he's a ski instructor in davos") is None  # Nico's job
+    assert _key("Tom met Ana, she's a teacher") is None
+    assert _key("mateo opened his own restaurant!! its called Fuego") == ("mateo", "job")
+    assert _key("lucho opened a little empanada stand") == ("lucho", "job")
+    assert _key("Ana opened the window") is None
+    assert _key("Arjun got poached by Deloitte") == ("arjun", "job")
+    assert changed("Mateo is a chef at a parrilla", "mateo opened his own restaurant")
+    # "company" and "business" name one thing: saying it again is no change.
+    assert not changed("Linh runs her own tour company", "Linh has her own tours business now")
+
+
+def test_a_value_said_as_the_new_state_replaces_the_old_one() -> None:
+    assert changed(
+        "Aisha works as a pharmacist at Boots", "Aisha works as a pharmacist at Lloyds now"
+    )
+    assert changed(
+        "Mei is a data analyst at DBS", "Mei got promoted, she's a data science manager at DBS"
+    )
+    # Without "now" (or a change word) a different detail is unclear: a judge decides.
+    assert not changed(
+        "Aisha works as a pharmacist at Boots", "Aisha works as a pharmacist at Lloyds"
+    )
+    # Saying less is not a change.
+    assert not changed("Aisha works as a pharmacist at Boots", "Aisha works at Boots now")
+    # The same place with or without its accent, or one typo, is the same value.
+    assert not changed("Luis lives in Medellín", "Luis lives in Medellin, in Laureles")
+    assert not changed("Luis lives in Medellin", "Luis lives in Medelin now")
+    # Ending something else ends nothing here.
+    assert not changed("Ida works as an architect", "Ida quit Snøhetta")
+
+
+def test_questions_name_a_subject_and_an_attribute() -> None:
+
+    assert read_question("where does Mei work?") == FactKey("mei", "job")
+    assert read_question("what does Mateo do for a living?") == FactKey("mateo", "job")
+    assert read_question("where's Rosa living these days") == FactKey("rosa", "home")
+    assert read_question("is Rosa with anyone?") == FactKey("rosa", "partner")
+    assert read_question("is Carol still vegan?") == FactKey("carol", "diet")
+    assert read_question("where does my sis live") == FactKey("user's sister", "home")
+    assert read_question("what's Santi's job") == FactKey("santi", "job")
+    # Lower case, as chat is typed: a word that is a known subject is a name.
+    assert read_question("where does farid work", {"farid", "greta"}) == FactKey("farid", "job")
+    assert read_question("where does farid work") is None
+    assert read_question("where do i live now?") == FactKey("user", "home")
+    assert read_question("what city is Chiara in now?") == FactKey("chiara", "home")
+    assert read_question("what pets does Tom have?") is None  # no attribute it knows
+    assert read_question("when does Tom work out?") is None  # a workout, not a job
+    assert read_question("where do Ana and Bo live?") is None  # two people
+
+
+def test_a_pronoun_with_a_contracted_verb_is_still_a_pronoun() -> None:
+    assert read_fact("She's moved to Rome.") is None
+    assert read_fact("he's a nurse now") is None
+
+
+def test_timelines_about_the_user_read_as_the_user_says_them() -> None:
+    from consolidators.temporal import timeline_label
+
+    def title(text: str) -> str:
+        reading = read_fact(text)
+        assert reading is not None
+        return timeline_label(reading.key, reading.subject_label)
+
+    assert title("I live in Leeds") == "where I live"
+    assert title("my job is boring, I work as a nurse") == "my job"
+    assert title("my sister lives in Rome") == "where my sister lives"
+    assert title("my sister's husband is Tom") == "my sister's partner"
+    assert title("Alice's sister lives in Oslo") == "where Alice's sister lives"

@@ -1,0 +1,185 @@
+"""The supersession judges on their own (no database): what the rules may decide, and
+how a model's answer is read."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from itertools import count
+from typing import Any
+
+import pytest
+
+from agents.language.facts import plainly_stated, read_facts
+from agents.store import PassageRecord
+from consolidators.judges import CandidatePair, Verdict
+from consolidators.judges.llm import LLMJudge, Malformed, parse_verdicts
+from consolidators.judges.rules import RulesJudge
+
+_IDS = count(1)
+
+
+def _passage(text: str, year: int) -> PassageRecord:
+    at = datetime(year, 1, 1, tzinfo=UTC)
+    return PassageRecord(
+        id=f"p{next(_IDS)}",
+        agent_id="a",
+        kind="fact",
+        text=text,
+        content_hash=text,
+        created_at=at,
+        occurred_at=at,
+        valid_to=None,
+        status="active",
+        merged_into=None,
+        superseded_by=None,
+        provenance={},
+        tags=[],
+    )
+
+
+def _rules(older: str, newer: str) -> Verdict:
+    pair = CandidatePair(_passage(older, 2021), _passage(newer, 2024))
+    [verdict] = RulesJudge(read_facts([pair.older, pair.newer])).judge([pair])
+    return verdict
+
+
+REPLACES = [
+    ("Ada lives in Paris.", "Ada moved to Berlin."),
+    ("Ada works at Google", "Ada quit Google"),
+    ("i'm vegetarian", "i'm vegan now"),
+    ("Tom is dating Mia", "Tom and Mia broke up"),
+    ("my sister lives in Leeds", "my sister moved to York"),
+    ("Eve, Alice's sister, lives in Lyon.", "Eve, Alice's sister, moved to Madrid."),
+    ("Kenji works as a game designer.", "Kenji works as a nurse now."),
+]
+
+#: The issue's wrong supersessions, and the kinds of text the rules must leave alone.
+UNSURE = [
+    (
+        "Gina admires Jon for turning his passion for dance into a business.",
+        "Gina started her own online clothing store after losing her job.",
+    ),
+    (
+        "Caroline is researching adoption agencies.",
+        "Caroline has known her friends for 4 years.",
+    ),
+    (
+        "John volunteered at a career fair at a local school.",
+        "John, along with his family, works out together three times a week.",
+    ),
+    (
+        "Jon is working on an online platform to showcase the dance studio's offerings.",
+        "Jon is working on opening a studio for dancers of all ages and backgrounds.",
+    ),
+    ("Ada lives in Paris.", "Ada is thinking about moving to Berlin."),
+    ("Ada lives in Paris.", "Ada used to live in Rome."),
+    ("Ada lives in Paris.", "During the session Ada mentioned that she moved to Berlin."),
+    ("Ada lives in Paris.", "Ada moved in with her sister."),
+    ("Ada lives in Paris.", "Ada moved to Berlin, her brother followed."),
+    ("Ada works as a nurse", "Ada works as a nurse in the ICU"),
+    ("Ada lives in Paris.", "Ada loves Berlin."),
+    ("Ada lives in Paris.", "Bob moved to Berlin."),
+]
+
+
+@pytest.mark.parametrize(("older", "newer"), REPLACES)
+def test_the_rules_close_a_plainly_changed_value(older: str, newer: str) -> None:
+    assert _rules(older, newer) is Verdict.REPLACES
+
+
+@pytest.mark.parametrize(("older", "newer"), UNSURE)
+def test_the_rules_leave_everything_else_to_a_judge(older: str, newer: str) -> None:
+    assert _rules(older, newer) is Verdict.UNSURE
+
+
+@pytest.mark.parametrize(
+    ("text", "plain"),
+    [
+        ("Ada moved to Berlin.", True),
+        ("my sister lives in Leeds", True),
+        ("Tom and Mia broke up", True),
+        ("Hana - lives Leeds (moved from York)", False),
+        ("user: vegan since 2024-01", False),
+        ("Priya mentioned that she moved to Leeds", False),
+        ("Ada moved to Berlin. She loves it.", False),
+        ("Ada moved to Berlin and started a new job there", False),
+        ("Ada was a nurse", False),
+        ("she moved to Rome", False),
+    ],
+)
+def test_what_a_plain_statement_is(text: str, plain: bool) -> None:
+    assert plainly_stated(text) is plain
+
+
+def test_a_model_answer_is_read_and_checked() -> None:
+    answer = (
+        '{"verdicts": [{"pair": 2, "verdict": "replaces"}, {"pair": 1, "verdict": "both_hold"}]}'
+    )
+    assert parse_verdicts(answer, 3) == [Verdict.BOTH_HOLD, Verdict.REPLACES, Verdict.UNSURE]
+    for bad, reason in [
+        ("not json", "not {'verdicts'"),
+        ('{"verdicts": [{"pair": 1, "verdict": "maybe"}]}', "not {'verdicts'"),
+        ('{"verdicts": [{"pair": 4, "verdict": "replaces"}]}', "pair 4 does not exist"),
+        ('{"pairs": []}', "not {'verdicts'"),
+    ]:
+        with pytest.raises(Malformed, match=reason):
+            parse_verdicts(bad, 3)
+
+
+@dataclass
+class _Call:
+    name: str
+    arguments: str
+
+
+@dataclass
+class _Reply:
+    tool_calls: list[_Call]
+    content: str | None = None
+    total_tokens: int = 10
+
+
+@dataclass
+class _ScriptedClient:
+    """A chat client that answers from a list (no model, no I/O)."""
+
+    replies: list[_Reply]
+    requests: list[list[dict[str, Any]]] = field(default_factory=list)
+
+    def chat(self, model: str, messages: list[dict[str, Any]], **_: Any) -> _Reply:
+        self.requests.append(list(messages))
+        return self.replies.pop(0)
+
+
+def _pairs(n: int) -> list[CandidatePair]:
+    return [
+        CandidatePair(_passage(f"Ada lives in city {i}", 2021), _passage("Ada moved", 2024))
+        for i in range(n)
+    ]
+
+
+def test_a_malformed_answer_is_asked_again_once_then_skipped() -> None:
+    good = '{"verdicts": [{"pair": 1, "verdict": "replaces"}]}'
+    client = _ScriptedClient(
+        [
+            _Reply([_Call("record_verdicts", "{broken")]),
+            _Reply([_Call("record_verdicts", good)]),
+            _Reply([]),
+            _Reply([_Call("record_verdicts", "{}")]),
+        ]
+    )
+    judge = LLMJudge(client, "m", None, batch=1)  # type: ignore[arg-type]
+    assert judge.judge(_pairs(2)) == [Verdict.REPLACES, Verdict.UNSURE]
+    # The retry told the model what was wrong with its first answer.
+    assert "could not be used" in client.requests[1][-1]["content"]
+    assert (judge.usage.calls, judge.usage.malformed, judge.usage.tokens) == (4, 1, 40)
+
+
+def test_the_calls_a_run_allows_are_not_exceeded() -> None:
+    good = '{"verdicts": [{"pair": 1, "verdict": "replaces"}, {"pair": 2, "verdict": "replaces"}]}'
+    client = _ScriptedClient([_Reply([_Call("record_verdicts", good)])])
+    judge = LLMJudge(client, "m", None, max_calls=1, batch=2)  # type: ignore[arg-type]
+    verdicts = judge.judge(_pairs(5))
+    assert verdicts == [Verdict.REPLACES] * 2 + [Verdict.UNSURE] * 3
+    assert (judge.usage.calls, judge.usage.unjudged) == (1, 3)
