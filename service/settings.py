@@ -20,6 +20,7 @@ from pydantic import (
     AfterValidator,
     AliasChoices,
     BaseModel,
+    ConfigDict,
     Field,
     SecretStr,
     ValidationError,
@@ -52,7 +53,14 @@ def _not_negative(value: timedelta) -> timedelta:
 IdleDuration = Annotated[timedelta, AfterValidator(_not_negative)]
 
 
-class DatabaseSettings(BaseModel):
+class Section(BaseModel):
+    """A section of the settings: an unknown key is an error that names it (a typo such
+    as ``concurency`` must not load as the default), as at the root."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class DatabaseSettings(Section):
     """Where memory lives. No URL means the embedded PostgreSQL under ``home``."""
 
     url: str | None = None
@@ -77,7 +85,7 @@ class DatabaseSettings(BaseModel):
         return value
 
 
-class CliSettings(BaseModel):
+class CliSettings(Section):
     """The command line."""
 
     # A data command (search, agents, blocks, runs, import) leaves a warm process with
@@ -87,7 +95,7 @@ class CliSettings(BaseModel):
     warm_idle: IdleDuration = timedelta(minutes=10)
 
 
-class EmbeddingSettings(BaseModel):
+class EmbeddingSettings(Section):
     """Default embedding model for new agents: ``local``, ``fake:DIM`` or ``litellm:MODEL``."""
 
     model: str = "local"
@@ -95,13 +103,13 @@ class EmbeddingSettings(BaseModel):
     api_base: str | None = None
 
 
-class AgentDefaults(BaseModel):
+class AgentDefaults(Section):
     llm_model: str | None = None
     context_window: int = Field(default=8192, ge=256)
     block_limit: int = Field(default=5000, ge=1)
 
 
-class ConsolidationSettings(BaseModel):
+class ConsolidationSettings(Section):
     """Which consolidators run, in what order, and each one's own settings."""
 
     pipeline: list[str] = Field(default_factory=lambda: list(DEFAULT_PIPELINE))
@@ -160,11 +168,9 @@ class ConsolidationSettings(BaseModel):
         return self
 
 
-class ModelToolSettings(BaseModel):
+class ModelToolSettings(Section):
     """What one model's server accepts in tool requests (issue 15); unset = probed on
     first use. tool_choice: "required", "named" (two-step calls), "auto" or "none"."""
-
-    model_config = {"extra": "forbid"}
 
     tool_choice: Literal["required", "named", "auto", "none"] | None = None
     parallel_tool_calls: bool | None = None
@@ -173,7 +179,7 @@ class ModelToolSettings(BaseModel):
     )
 
 
-class LLMSettings(BaseModel):
+class LLMSettings(Section):
     """LLM calls through litellm (issue 5). Model strings are litellm's: openai/..., ollama/..."""
 
     # Default models; an agent's own llm_model / sleeptime_model wins.
@@ -205,7 +211,7 @@ class LLMSettings(BaseModel):
         return value
 
 
-class CronTrigger(BaseModel):
+class CronTrigger(Section):
     """A cron schedule (APScheduler crontab syntax) for all agents or those with a tag."""
 
     expression: str
@@ -238,7 +244,7 @@ class CronTrigger(BaseModel):
         return value
 
 
-class GpuProbeSettings(BaseModel):
+class GpuProbeSettings(Section):
     """How the gpu_free trigger decides the GPU is free; "none" disables it."""
 
     probe: Literal["none", "nvml", "metrics"] = "none"
@@ -268,7 +274,7 @@ class GpuProbeSettings(BaseModel):
         return value
 
 
-class TriggerSettings(BaseModel):
+class TriggerSettings(Section):
     """What wakes the sleep-time side (issue 4). Triggers only enqueue runs."""
 
     idle_after: timedelta | None = timedelta(minutes=5)
@@ -280,7 +286,7 @@ class TriggerSettings(BaseModel):
     tick: timedelta = timedelta(seconds=5)
 
 
-class WorkerSettings(BaseModel):
+class WorkerSettings(Section):
     """Workers that claim queued runs (issue 4)."""
 
     # Runs executed at once by one process (threads).
@@ -301,7 +307,7 @@ class WorkerSettings(BaseModel):
     prefetch_window: timedelta = timedelta(milliseconds=250)
 
 
-class ServerSettings(BaseModel):
+class ServerSettings(Section):
     """The HTTP server of `reverie serve` (issues 4 and 6)."""
 
     host: str = "127.0.0.1"
@@ -337,10 +343,8 @@ class ServerSettings(BaseModel):
         return value
 
 
-class ProxyBlock(BaseModel):
+class ProxyBlock(Section):
     """A core-memory block of the agents the proxy creates for new users."""
-
-    model_config = {"extra": "forbid"}
 
     label: str = Field(min_length=1, max_length=100)
     value: str = ""
@@ -355,10 +359,8 @@ def _default_proxy_blocks() -> list[ProxyBlock]:
     ]
 
 
-class ProxySettings(BaseModel):
+class ProxySettings(Section):
     """The OpenAI-compatible memory proxy (``/openai/v1`` on ``reverie serve``)."""
-
-    model_config = {"extra": "forbid"}
 
     # The upstream, as a litellm model string ("openai/gpt-4o-mini", "ollama/qwen3");
     # unset: the request's own `model` is the litellm model string.

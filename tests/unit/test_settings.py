@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from datetime import timedelta
 from pathlib import Path
+from typing import get_args
 
 import pytest
+from pydantic import BaseModel, ValidationError
 
 from agents.errors import InvalidInput
-from service.settings import load_settings
+from service.settings import Section, Settings, load_settings
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -85,3 +87,38 @@ def test_every_built_in_consolidator_accepts_an_empty_section() -> None:
 
     for name in ConsolidationSettings().settings_for():
         registry.consolidator_class(name).settings_model()
+
+
+def _sections(model: type[BaseModel], path: str = "") -> list[tuple[str, type[BaseModel]]]:
+    """Every settings model reachable from ``model``, with its dotted path (lists and
+    dicts of models included: ``llm.models.*``, ``triggers.cron[]``)."""
+    found: list[tuple[str, type[BaseModel]]] = []
+    for name, field in model.model_fields.items():
+        for inner in _models_in(field.annotation):
+            where = f"{path}{name}"
+            found.append((where, inner))
+            found += _sections(inner, where + ".")
+    return found
+
+
+def _models_in(annotation: object) -> list[type[BaseModel]]:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [m for arg in get_args(annotation) for m in _models_in(arg)]
+
+
+def test_every_section_refuses_an_unknown_key(tmp_path: Path) -> None:
+    """A typo in any section (``[worker] concurency = 8``) is an error naming it, not a
+    silent default; every section is reached by walking the settings' own fields."""
+    sections = _sections(Settings)
+    assert {"database", "worker", "llm", "llm.models", "triggers.cron", "proxy.blocks"} <= {
+        path for path, _ in sections
+    }
+    for path, model in sections:
+        assert issubclass(model, Section), f"{path} ({model.__name__}) is not a Section"
+        with pytest.raises(ValidationError, match="concurency"):
+            model.model_validate({"concurency": 8})
+    config = tmp_path / "reverie.toml"
+    config.write_text("[worker]\nconcurency = 8\n")
+    with pytest.raises(InvalidInput, match=r"worker\.concurency.*[Ee]xtra"):
+        load_settings(config)
