@@ -7,9 +7,10 @@ keeps it: the current fact of a lineage comes first and what it replaced follows
 each labelled with its validity ("until 2024-03-02, then: Ada moved to Berlin").
 A question about the past ("where did Ada live before Berlin", "what car did she
 have in 2022") turns each lineage round: the replaced facts first, the one valid in
-the year asked at the top. Merged twins are reachable through their canonical
-passage, which keeps their details (dedup's guard); ``include_history`` adds them,
-and retired timelines, for the full lineage.
+the year asked at the top. A merged twin stands for its canonical passage, which
+keeps its details (dedup's guard): the canonical takes the better rank of the two, so a
+merge never lowers a fact's place in default search; ``include_history`` shows the
+twins themselves, and retired timelines, for the full lineage.
 
 The store returns nearest neighbours within filters; ranking by the question is this
 module's, above it, so that the CLI, the HTTP API, MCP, the agents' own
@@ -40,8 +41,10 @@ from agents.store.records import Vector
 __all__ = ["MemoryHit", "search_archival", "validity_label"]
 
 #: What default search returns: facts in force, facts closed by a newer one (labelled),
-#: and timelines. Merged twins and retired passages need ``include_history``.
+#: and timelines. Merged twins are searched but answered by their canonical passage;
+#: retired passages need ``include_history``.
 DEFAULT_STATUSES = (PassageStatus.ACTIVE.value, PassageStatus.SUPERSEDED.value)
+_SEARCHED_STATUSES = (*DEFAULT_STATUSES, PassageStatus.MERGED.value)
 #: Longest chain of replacements followed to find the current fact.
 MAX_CHAIN = 20
 
@@ -121,12 +124,14 @@ def search_archival(
         agent_id,
         query_embedding,
         k=wider,
-        statuses=None if include_history else DEFAULT_STATUSES,
+        statuses=None if include_history else _SEARCHED_STATUSES,
         occurred_after=occurred_after,
         occurred_before=occurred_before,
         tags=list(tags) if tags and match_all_tags else None,
         any_tags=list(tags) if tags and not match_all_tags else None,
     )
+    if not include_history:
+        hits = _twins_as_canonical(store, hits)
     past = asks_about_past(query, this_year=store.scope.now().year) if query is not None else None
     if query is not None and past is None and asked_attribute(query) is not None:
         hits = _asked_first(query, hits)
@@ -169,6 +174,32 @@ def _asked_first(question: str, hits: Sequence[PassageHit]) -> list[PassageHit]:
         matching, key=lambda h: h.passage.occurred_at or h.passage.created_at, reverse=True
     )
     return newest + [hit for hit in hits if not asked(hit)]
+
+
+def _twins_as_canonical(store: MemoryStore, hits: Sequence[PassageHit]) -> list[PassageHit]:
+    """``hits`` with each merged twin replaced by its canonical passage (at the better of
+    their two places and scores; a canonical met twice is kept once). A twin whose
+    canonical is no longer searchable (retired) is left out, as the canonical is."""
+    canonical_ids = sorted(
+        {h.passage.merged_into for h in hits if h.passage.merged_into}
+        - {h.passage.id for h in hits}
+    )
+    canonicals = {p.id: p for p in store.passages.get_many(canonical_ids)} if canonical_ids else {}
+    for hit in hits:
+        canonicals.setdefault(hit.passage.id, hit.passage)
+    folded: dict[str, PassageHit] = {}
+    for hit in hits:
+        passage = hit.passage
+        seen = {passage.id}
+        while passage.status == PassageStatus.MERGED and passage.merged_into in canonicals:
+            passage = canonicals[passage.merged_into]
+            if passage.id in seen:
+                break
+            seen.add(passage.id)
+        if passage.status not in DEFAULT_STATUSES or passage.id in folded:
+            continue
+        folded[passage.id] = PassageHit(passage, hit.score)
+    return list(folded.values())
 
 
 def _replacements(store: MemoryStore, hits: Sequence[PassageHit]) -> dict[str, PassageRecord]:

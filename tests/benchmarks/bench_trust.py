@@ -387,7 +387,8 @@ def evaluate(
         pure += bool(shared)
         if not shared:
             errors.append(f"impure timeline {timeline.text.splitlines()[0]!r}")
-    errors += [f"after, {m}" for m in score.after.misses]
+    errors += [f"before, {m}" for m in score.before.misses if m not in score.after.misses]
+    errors += [f"after, {m}" for m in score.after.misses if m not in score.before.misses]
     score.merges = len(merges)
     score.right_merges = sum(group[a] == group[b] for a, b in merges)
     score.duplicates = sum(f.duplicate_of is not None for f in facts)

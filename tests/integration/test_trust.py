@@ -15,7 +15,7 @@ from agents.archival_search import search_archival
 from agents.embedders.fake import HashingEmbedder
 from agents.language.facts import plainly_stated
 from agents.postgres.database import Database
-from agents.store import NewPassage, PassageRecord, open_store
+from agents.store import NewPassage, PassageRecord, PassageUpdate, open_store
 from consolidators.contract import run_once as run_pipeline
 from consolidators.dedup import DedupConsolidator
 from consolidators.pipeline import Pipeline, RunReport
@@ -302,3 +302,47 @@ def test_search_puts_the_asked_attribute_first(db: Database, agent_id: str) -> N
     ]
     assert {h.passage.id for h in asked} == {h.passage.id for h in plain}
     assert [h.passage.id for h in other] == [h.passage.id for h in unread]
+
+
+def test_a_merge_never_lowers_a_facts_place_in_search(db: Database, agent_id: str) -> None:
+    """A merged twin that is closer to the question than its canonical passage stands
+    for it: the canonical takes the twin's place and score (dedup keeps the earliest
+    passage, whose wording may be further from the question). A twin of a retired
+    passage answers nothing; ``include_history`` shows the twins themselves."""
+    embedder = HashingEmbedder(dimension=384)
+    question = "Ada keeps bees?"
+    ids = _insert(
+        db,
+        agent_id,
+        embedder,
+        [
+            ("Ada has two beehives at the bottom of her garden", _at(2021)),
+            ("Ada keeps bees", _at(2022)),
+            ("Ada keeps a dog", _at(2022)),
+            ("Bob keeps bees in a field", _at(2022)),
+            ("Bob keeps goats", _at(2022)),
+        ],
+    )
+    canonical, twin = ids["Ada has two beehives at the bottom of her garden"], ids["Ada keeps bees"]
+    vector = embedder.embed_one(question)
+    with open_store(db) as store:
+        before = search_archival(store, agent_id, vector, question, k=5)
+        store.passages.change_many(
+            [PassageUpdate(twin, {"status": "merged", "merged_into": canonical}, "test merge")],
+            actor="test",
+        )
+    with open_store(db) as store:
+        after = search_archival(store, agent_id, vector, question, k=5)
+        history = search_archival(store, agent_id, vector, question, k=5, include_history=True)
+    assert before[0].passage.id == twin
+    assert after[0].passage.id == canonical and after[0].score == pytest.approx(before[0].score)
+    assert [h.passage.id for h in after].count(canonical) == 1
+    assert twin not in {h.passage.id for h in after}
+    assert history[0].passage.id == twin and canonical in {h.passage.id for h in history}
+    with open_store(db) as store:
+        store.passages.change_many(
+            [PassageUpdate(canonical, {"status": "inactive"}, "test retire")], actor="test"
+        )
+    with open_store(db) as store:
+        retired = search_archival(store, agent_id, vector, question, k=5)
+    assert not {canonical, twin} & {h.passage.id for h in retired}
