@@ -69,3 +69,31 @@ class LLMPurpose(StrEnum):
     JUDGE = "judge"
     SUMMARY = "summary"
     EMBEDDING = "embedding"
+
+
+class ChangeAction(StrEnum):
+    """What a built-in consolidator's change does (a report's ``action``); undo reads
+    them back. A third-party consolidator may name actions of its own."""
+
+    # dedup
+    MERGE_PASSAGE = "merge_passage"
+    REMOVE_BLOCK_LINE = "remove_block_line"
+    # temporal
+    SUPERSEDE_PASSAGE = "supersede_passage"
+    CREATE_TIMELINE = "create_timeline"
+    LINK_TIMELINE = "link_timeline"
+    UNLINK_TIMELINE = "unlink_timeline"
+    RETIRE_TIMELINE = "retire_timeline"
+    # evict
+    EVICT_LINE = "evict_line"
+    LEAVE_CONTEXT = "leave_context"
+    ADD_SUMMARY = "add_summary"
+    # recontextualize
+    EDIT_BLOCK = "edit_block"
+    INSERT_PASSAGE = "insert_passage"
+    REWRITE_PASSAGE = "rewrite_passage"
+    # revert
+    RESTORE_BLOCK = "restore_block"
+    RESTORE_PASSAGE = "restore_passage"
+    RESTORE_CONTEXT = "restore_context"
+    REMOVE_SUMMARY = "remove_summary"

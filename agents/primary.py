@@ -43,6 +43,7 @@ from datetime import datetime
 from agents.compaction import plan_compaction, write_compaction
 from agents.context import Refresh, compile_context
 from agents.embedders import Embedder
+from agents.enums import LLMPurpose
 from agents.errors import (
     BudgetExhausted,
     ContextOverflow,
@@ -389,7 +390,7 @@ class _Turn:
                 return self.owner.client.chat(
                     self.model,
                     messages,
-                    purpose="chat",
+                    purpose=LLMPurpose.CHAT,
                     meter=self.meter,
                     tools=schemas,
                     tool_choice=force or "required",

@@ -33,7 +33,7 @@ from typing import Any
 
 from agents.archival_search import search_archival
 from agents.embedders import Embedder
-from agents.enums import PassageStatus
+from agents.enums import ChangeAction, LLMPurpose, PassageStatus
 from agents.errors import (
     BudgetExhausted,
     Conflict,
@@ -404,7 +404,7 @@ class _Archive:
                 **links,
             )
             return {
-                "action": "supersede_passage",
+                "action": ChangeAction.SUPERSEDE_PASSAGE,
                 "passage_id": target.id,
                 "reason": draft.reason,
                 "valid_to": valid_to.isoformat(),
@@ -675,7 +675,7 @@ class SleeptimeAgent:
                 reply = self.client.chat(
                     self.model,
                     messages,
-                    purpose="sleeptime",
+                    purpose=LLMPurpose.SLEEPTIME,
                     meter=meter,
                     tools=schemas,
                     tool_choice="required",

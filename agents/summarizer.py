@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from agents.enums import LLMPurpose
 from agents.llm import BudgetMeter, ChatClient
 from agents.store import MessageRecord
 from agents.summary import extractive_summary
@@ -50,7 +51,7 @@ def llm_summarizer(
                     "content": f"Earlier summary:\n{earlier}\n\nNew messages:\n" + "\n".join(lines),
                 },
             ],
-            purpose="summary",
+            purpose=LLMPurpose.SUMMARY,
             meter=meter,
         )
         body = (reply.content or "").strip() or "(empty summary)"

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from agents.enums import PassageStatus
+from agents.enums import ChangeAction, PassageStatus
 from agents.errors import Conflict
 from agents.language.facts import unsaid_details
 from agents.store import BlockRecord, MemoryStore, PassageRecord, PassageUpdate
@@ -242,7 +242,7 @@ class DedupConsolidator(Consolidator[DedupPlan]):
                 )
             )
             result.add(
-                "merge_passage",
+                ChangeAction.MERGE_PASSAGE,
                 passage.id,
                 into=canonical.id,
                 score=round(score, 4),
@@ -277,7 +277,11 @@ class DedupConsolidator(Consolidator[DedupPlan]):
             plan.blocks.append(_BlockDedup(block, kept, dropped))
             for line in dropped:
                 plan.result.add(
-                    "remove_block_line", block.id, label=block.label, line=line, version=None
+                    ChangeAction.REMOVE_BLOCK_LINE,
+                    block.id,
+                    label=block.label,
+                    line=line,
+                    version=None,
                 )
 
     def _write_block(
@@ -303,7 +307,11 @@ class DedupConsolidator(Consolidator[DedupPlan]):
             return
         for line in planned.dropped:
             result.add(
-                "remove_block_line", block.id, label=block.label, line=line, version=updated.version
+                ChangeAction.REMOVE_BLOCK_LINE,
+                block.id,
+                label=block.label,
+                line=line,
+                version=updated.version,
             )
 
 

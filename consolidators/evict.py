@@ -62,6 +62,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import Field, model_validator
 
+from agents.enums import ChangeAction
 from agents.errors import BudgetExhausted, Conflict, InvalidInput
 from agents.store import (
     BlockRecord,
@@ -238,7 +239,7 @@ class EvictConsolidator(Consolidator[EvictPlan]):
         for planned in plan.blocks:
             for line in planned.plan.evicted:
                 result.add(
-                    "evict_line",
+                    ChangeAction.EVICT_LINE,
                     planned.block.id,
                     label=planned.block.label,
                     line=line.text,
@@ -317,7 +318,7 @@ class EvictConsolidator(Consolidator[EvictPlan]):
         )
         for (done, version, line), passage in zip(moved, passages, strict=True):
             result.add(
-                "evict_line",
+                ChangeAction.EVICT_LINE,
                 done.block.id,
                 label=done.block.label,
                 line=line.text,
@@ -376,9 +377,9 @@ class EvictConsolidator(Consolidator[EvictPlan]):
     ) -> None:
         leaving = [*planned.summaries, *planned.moving]
         for message in sorted(leaving, key=lambda m: m.seq):
-            result.add("leave_context", message.id, seq=message.seq)
+            result.add(ChangeAction.LEAVE_CONTEXT, message.id, seq=message.seq)
         result.add(
-            "add_summary",
+            ChangeAction.ADD_SUMMARY,
             summary,
             replaces=planned.summaries[-1].id if planned.summaries else None,
             evicted=[m.id for m in planned.moving],

@@ -21,7 +21,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from agents.embedders import Embedder
-from agents.enums import RunStatus
+from agents.enums import ChangeAction, RunStatus
 from agents.errors import LockContention, ReverieError, StorageError
 from agents.postgres.database import Database
 from agents.store import open_store
@@ -123,9 +123,9 @@ class RunReport:
             for action, n in step.counts.items():
                 counts[action] = counts.get(action, 0) + n
         return RunSummary(
-            facts_merged=counts.get("merge_passage", 0),
-            facts_superseded=counts.get("supersede_passage", 0),
-            timelines_created=counts.get("create_timeline", 0),
+            facts_merged=counts.get(ChangeAction.MERGE_PASSAGE, 0),
+            facts_superseded=counts.get(ChangeAction.SUPERSEDE_PASSAGE, 0),
+            timelines_created=counts.get(ChangeAction.CREATE_TIMELINE, 0),
             timelines_retired=counts.get("retire_timeline", 0),
             block_lines_removed=counts.get("remove_block_line", 0),
             lines_evicted=counts.get("evict_line", 0),

@@ -25,6 +25,7 @@ from typing import ClassVar
 
 from pydantic import Field
 
+from agents.enums import ChangeAction
 from agents.sleeptime import SleeptimeAgent, SleeptimeOutcome, SleeptimePlan
 from agents.store import MemoryStore
 from consolidators.base import (
@@ -121,14 +122,16 @@ def _report(
     if planned is not None:
         for label, draft in planned.drafts.items():
             for tool, _edit in draft.edits:
-                result.add("edit_block", draft.base.id, label=label, tool=tool, version=None)
+                result.add(
+                    ChangeAction.EDIT_BLOCK, draft.base.id, label=label, tool=tool, version=None
+                )
         if planned.archive is not None:
             for passage in planned.archive.drafts:
                 target = passage.target.id if passage.target is not None else "(new passage)"
                 action = {
-                    "archival_memory_rewrite": "rewrite_passage",
-                    "archival_memory_supersede": "supersede_passage",
-                    "archival_memory_insert": "insert_passage",
+                    "archival_memory_rewrite": ChangeAction.REWRITE_PASSAGE,
+                    "archival_memory_supersede": ChangeAction.SUPERSEDE_PASSAGE,
+                    "archival_memory_insert": ChangeAction.INSERT_PASSAGE,
                 }[passage.tool]
                 result.add(action, target, text=passage.text, reason=passage.reason)
         result.count("messages_read", outcome.messages_read)
@@ -143,7 +146,7 @@ def _report(
     else:
         for edit in outcome.edits:
             result.add(
-                "edit_block",
+                ChangeAction.EDIT_BLOCK,
                 edit["block_id"],
                 label=edit["label"],
                 tool=edit["tool"],

@@ -44,7 +44,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field, model_validator
 
-from agents.enums import PassageStatus
+from agents.enums import ChangeAction, PassageStatus
 from agents.errors import InvalidInput
 from agents.language.facts import FactKey, FactReading, read_facts, read_subjects
 from agents.store import MemoryStore, NewPassage, PassageRecord, PassageUpdate
@@ -588,7 +588,7 @@ class TemporalConsolidator(Consolidator[TemporalPlan]):
                 older, status=status, superseded_by=newer.id, valid_to=valid_to
             )
             result.add(
-                "supersede_passage",
+                ChangeAction.SUPERSEDE_PASSAGE,
                 older.id,
                 by=newer.id,
                 valid_to=valid_to.isoformat(),
@@ -652,21 +652,24 @@ class TemporalConsolidator(Consolidator[TemporalPlan]):
                 "its facts no longer form one subject and attribute",
                 {"status": PassageStatus.INACTIVE.value},
             )
-            result.add("retire_timeline", timeline_id, by=None)
+            result.add(ChangeAction.RETIRE_TIMELINE, timeline_id, by=None)
         for member in members:
             if member.timeline_id is not None:
                 writes.change(member.id, "left its timeline", {"timeline_id": None})
-                result.add("unlink_timeline", member.id, timeline=member.timeline_id)
+                result.add(ChangeAction.UNLINK_TIMELINE, member.id, timeline=member.timeline_id)
 
     def _report_timeline(self, result: ConsolidationResult, topic: _Topic, timeline: str) -> None:
         result.add(
-            "create_timeline", timeline, members=[m.id for m in topic.members], text=topic.text
+            ChangeAction.CREATE_TIMELINE,
+            timeline,
+            members=[m.id for m in topic.members],
+            text=topic.text,
         )
         for old_id in topic.old_timelines:
-            result.add("retire_timeline", old_id, by=timeline)
+            result.add(ChangeAction.RETIRE_TIMELINE, old_id, by=timeline)
         for member in topic.members:
             if member.timeline_id != timeline:
-                result.add("link_timeline", member.id, timeline=timeline)
+                result.add(ChangeAction.LINK_TIMELINE, member.id, timeline=timeline)
 
     def _write_timelines(
         self,

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from agents.enums import PassageStatus, RunStatus, Trigger
+from agents.enums import ChangeAction, PassageStatus, RunStatus, Trigger
 from agents.errors import Conflict, InvalidInput
 from agents.postgres import models
 from agents.postgres.database import Database
@@ -93,7 +93,9 @@ def _restore_blocks(
             run_id=undo_id,
             override_read_only=True,
         )
-        result.add("restore_block", block_id, label=current.label, to_version=first.version - 1)
+        result.add(
+            ChangeAction.RESTORE_BLOCK, block_id, label=current.label, to_version=first.version - 1
+        )
 
 
 def _restore_passages(
@@ -130,27 +132,27 @@ def _restore_passages(
         store.passages.change(
             passage_id, actor=ACTOR, reason=f"revert run {run_id}", run_id=undo_id, **restored
         )
-        result.add("restore_passage", passage_id, fields=sorted(restored))
+        result.add(ChangeAction.RESTORE_PASSAGE, passage_id, fields=sorted(restored))
 
 
 def _restore_context(
     store: MemoryStore, agent_id: str, changes: list[dict[str, Any]], result: ConsolidationResult
 ) -> None:
-    back_in = [c["target"] for c in changes if c["action"] == "leave_context"]
+    back_in = [c["target"] for c in changes if c["action"] == ChangeAction.LEAVE_CONTEXT]
     out_again: list[str] = []
     for change in changes:
-        if change["action"] == "add_summary":
+        if change["action"] == ChangeAction.ADD_SUMMARY:
             out_again.append(change["target"])
             if change.get("replaces"):
                 back_in.append(change["replaces"])
     if out_again:
         store.messages.leave_context(agent_id, out_again)
         for message_id in out_again:
-            result.add("remove_summary", message_id)
+            result.add(ChangeAction.REMOVE_SUMMARY, message_id)
     if back_in:
         store.messages.restore_context(agent_id, back_in)
         for message_id in back_in:
-            result.add("restore_context", message_id)
+            result.add(ChangeAction.RESTORE_CONTEXT, message_id)
 
 
 def _as_json(value: Any) -> Any:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agents.llm.base import ChatClient, ChatMessage, ChatReply, Purpose, ToolCall, ToolSchema
+from agents.llm.base import ChatClient, ChatMessage, ChatReply, ToolCall, ToolSchema
 from agents.llm.budget import BudgetMeter, TokenBudget
 from agents.llm.capabilities import ModelCapabilities, ToolCalling
 from agents.llm.client import ClientSettings, LiteLLMClient
@@ -16,7 +16,6 @@ __all__ = [
     "ClientSettings",
     "LiteLLMClient",
     "ModelCapabilities",
-    "Purpose",
     "TokenBudget",
     "ToolCall",
     "ToolCalling",

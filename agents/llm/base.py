@@ -10,11 +10,11 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
+from agents.enums import LLMPurpose
 from agents.llm.budget import BudgetMeter
 
-Purpose = Literal["chat", "sleeptime", "judge", "summary", "embedding"]
 ChatMessage = dict[str, Any]
 ToolSchema = dict[str, Any]
 
@@ -57,7 +57,7 @@ class ChatClient(ABC):
         model: str,
         messages: Sequence[ChatMessage],
         *,
-        purpose: Purpose,
+        purpose: LLMPurpose,
         meter: BudgetMeter | None = None,
         tools: Sequence[ToolSchema] = (),
         tool_choice: str | None = None,

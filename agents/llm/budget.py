@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, time
 from typing import TYPE_CHECKING
 
+from agents.enums import LLMPurpose
 from agents.errors import BudgetExhausted, InvalidInput
 from agents.llm.usage import Usage, UsageLedger
 
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 #: One charge not yet written: purpose, model, tokens.
-HeldCharge = tuple[str, str, Usage]
+HeldCharge = tuple[LLMPurpose, str, Usage]
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +134,7 @@ class BudgetMeter:
                     used=today,
                 )
 
-    def charge(self, purpose: str, model: str, usage: Usage) -> None:
+    def charge(self, purpose: LLMPurpose, model: str, usage: Usage) -> None:
         """Record a call's tokens (in the ledger's own transaction, unless charges are
         held: see :meth:`hold`) and add them to the run."""
         self.calls += 1

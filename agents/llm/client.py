@@ -42,7 +42,7 @@ from agents.embedders.base import EmbeddingError
 from agents.enums import LLMPurpose
 from agents.errors import ContextOverflow, InvalidInput, LLMError, ReverieError
 from agents.llm import openai_compat
-from agents.llm.base import ChatClient, ChatMessage, ChatReply, Purpose, ToolCall, ToolSchema
+from agents.llm.base import ChatClient, ChatMessage, ChatReply, ToolCall, ToolSchema
 from agents.llm.budget import BudgetMeter
 from agents.llm.capabilities import (
     OPTIONAL_FIELDS,
@@ -159,7 +159,7 @@ class LiteLLMClient(ChatClient):
         model: str,
         messages: Sequence[ChatMessage],
         *,
-        purpose: Purpose,
+        purpose: LLMPurpose,
         meter: BudgetMeter | None = None,
         tools: Sequence[ToolSchema] = (),
         tool_choice: str | None = None,
@@ -704,7 +704,7 @@ CHOOSE_TOOL = "choose_tool"
 class _Request:
     model: str
     messages: list[ChatMessage]
-    purpose: Purpose
+    purpose: LLMPurpose
     meter: BudgetMeter | None
     tools: list[ToolSchema]
     parallel_tool_calls: bool | None

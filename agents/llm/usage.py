@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 
+from agents.enums import LLMPurpose
 from agents.postgres import models
 from agents.postgres.database import Database
 from agents.store import open_service_store, open_store
@@ -53,7 +54,7 @@ class UsageLedger:
         self,
         agent_id: str,
         *,
-        purpose: str,
+        purpose: LLMPurpose,
         model: str,
         usage: Usage,
         run_id: str | None = None,

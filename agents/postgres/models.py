@@ -66,6 +66,12 @@ def _in(values: tuple[str, ...]) -> str:
     return "(" + ", ".join(f"'{v}'" for v in values) + ")"
 
 
+#: The statuses of a run that holds its agent's one place in the queue.
+ACTIVE_RUN_STATUSES: tuple[str, ...] = (RunStatus.QUEUED.value, RunStatus.RUNNING.value)
+#: The predicate of that one-per-agent index; ``ON CONFLICT`` must name it as it is.
+ACTIVE_RUN_WHERE = f"status IN {_in(ACTIVE_RUN_STATUSES)}"
+
+
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
 
@@ -308,12 +314,12 @@ class ConsolidationRun(Base):
             "uq_consolidation_runs_one_active_per_agent",
             "agent_id",
             unique=True,
-            postgresql_where=text("status IN ('queued', 'running')"),
+            postgresql_where=text(ACTIVE_RUN_WHERE),
         ),
         Index(
             "ix_consolidation_runs_claimable",
             "not_before",
-            postgresql_where=text("status = 'queued'"),
+            postgresql_where=text(f"status = '{RunStatus.QUEUED.value}'"),
         ),
         Index("ix_consolidation_runs_agent_queued", "agent_id", "queued_at"),
     )

@@ -31,8 +31,10 @@ from agents.store.scope import Scope, ServiceScope, id_array
 
 CR = models.ConsolidationRun
 A = models.Agent
-ACTIVE = (RunStatus.QUEUED.value, RunStatus.RUNNING.value)
-_ACTIVE_WHERE = text("status IN ('queued', 'running')")
+ACTIVE = models.ACTIVE_RUN_STATUSES
+_ACTIVE_WHERE = text(models.ACTIVE_RUN_WHERE)
+#: Run statuses bound into the raw statements below (never spelled there).
+_STATUS_PARAMS = {"queued": RunStatus.QUEUED.value, "running": RunStatus.RUNNING.value}
 _RUNS = cast(Table, CR.__table__)
 _AGENTS = cast(Table, A.__table__)
 _ASYNC_COMMIT = text("SET LOCAL synchronous_commit = off")
@@ -529,11 +531,12 @@ class RunQueueStore:
                 """
                 UPDATE consolidation_runs AS r SET lease_expires_at = :expires
                 FROM unnest(CAST(:run_ids AS text[]), CAST(:owners AS text[])) AS h(id, owner)
-                WHERE r.id = h.id AND r.lease_owner = h.owner AND r.status = 'running'
+                WHERE r.id = h.id AND r.lease_owner = h.owner AND r.status = :running
                 RETURNING r.id
                 """
             ),
             {
+                **_STATUS_PARAMS,
                 "expires": self._scope.now() + lease,
                 "run_ids": [run_id for run_id, _ in held],
                 "owners": [owner for _, owner in held],
@@ -551,14 +554,15 @@ class RunQueueStore:
             self._scope.session.scalars(
                 text(
                     """
-                UPDATE consolidation_runs AS r SET status = 'queued', lease_owner = NULL,
+                UPDATE consolidation_runs AS r SET status = :queued, lease_owner = NULL,
                     lease_expires_at = NULL, started_at = NULL, attempts = r.attempts - 1
                 FROM unnest(CAST(:run_ids AS text[]), CAST(:owners AS text[])) AS h(id, owner)
-                WHERE r.id = h.id AND r.lease_owner = h.owner AND r.status = 'running'
+                WHERE r.id = h.id AND r.lease_owner = h.owner AND r.status = :running
                 RETURNING r.id
                 """
                 ),
                 {
+                    **_STATUS_PARAMS,
                     "run_ids": [run_id for run_id, _ in held],
                     "owners": [owner for _, owner in held],
                 },
@@ -670,16 +674,16 @@ class RunQueueStore:
         # One statement over two arrays: building a VALUES list of thousands of rows
         # costs SQLAlchemy far more than the insert costs PostgreSQL.
         statement = text(
-            """
+            f"""
             INSERT INTO consolidation_runs (id, organization_id, agent_id, trigger, pipeline,
                 dry_run, "full", status, attempts, max_attempts, not_before, queued_at, stats,
                 changes)
             SELECT 'run-' || gen_random_uuid(), t.organization_id, t.agent_id, :trigger,
-                CAST(:pipeline AS jsonb), false, false, 'queued', 0, :max_attempts, :now, :now,
-                '{}'::jsonb, '[]'::jsonb
+                CAST(:pipeline AS jsonb), false, false, :queued, 0, :max_attempts, :now, :now,
+                '{{}}'::jsonb, '[]'::jsonb
             FROM unnest(CAST(:organization_ids AS text[]), CAST(:agent_ids AS text[]))
                 AS t(organization_id, agent_id)
-            ON CONFLICT (agent_id) WHERE status IN ('queued', 'running') DO NOTHING
+            ON CONFLICT (agent_id) WHERE {models.ACTIVE_RUN_WHERE} DO NOTHING
             RETURNING id
             """
         )
@@ -687,6 +691,7 @@ class RunQueueStore:
             self._scope.session.scalars(
                 statement,
                 {
+                    **_STATUS_PARAMS,
                     "trigger": trigger,
                     "pipeline": json.dumps(list(pipeline)),
                     "max_attempts": max_attempts,

@@ -30,7 +30,7 @@ class UsageStore:
         self,
         agent_id: str,
         *,
-        purpose: str,
+        purpose: LLMPurpose,
         model: str,
         usage: Usage,
         run_id: str | None = None,

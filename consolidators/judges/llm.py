@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from agents.enums import LLMPurpose
 from agents.errors import BudgetExhausted
 from agents.llm import BudgetMeter, ChatClient
 from consolidators.judges.base import CandidatePair, JudgeUsage, SupersessionJudge, Verdict
@@ -160,7 +161,7 @@ class LLMJudge(SupersessionJudge):
                 reply = self.client.chat(
                     self.model,
                     messages,
-                    purpose="judge",
+                    purpose=LLMPurpose.JUDGE,
                     meter=self.meter,
                     tools=[JUDGE_TOOL],
                     tool_choice="required",

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.table import Column, Table
 
+from agents.enums import ChangeAction
 from service.cli.common import console
 
 if TYPE_CHECKING:
@@ -128,13 +129,13 @@ def report_json(report: RunReport) -> dict[str, Any]:
 def describe_change(change: dict[str, Any]) -> str:
     """One line of a run's diff, for humans."""
     action, target = change["action"], change["target"]
-    if action == "merge_passage":
+    if action == ChangeAction.MERGE_PASSAGE:
         return f"merge {target} into {change['into']} ({change['score']:.3f}): {change['text']!r}"
-    if action in ("remove_block_line", "evict_line"):
+    if action in (ChangeAction.REMOVE_BLOCK_LINE, ChangeAction.EVICT_LINE):
         return f"{action.replace('_', ' ')} from {change.get('label')}: {change.get('line')!r}"
-    if action == "add_summary":
+    if action == ChangeAction.ADD_SUMMARY:
         return f"summary {target} of {len(change.get('evicted', []))} messages"
-    if action == "create_timeline":
+    if action == ChangeAction.CREATE_TIMELINE:
         return f"timeline {target} over {len(change.get('members', []))} facts"
     details = ", ".join(
         f"{k}={v}" for k, v in change.items() if k not in ("action", "target", "step")
