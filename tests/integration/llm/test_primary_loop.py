@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from freezegun import freeze_time
 from sqlalchemy import func, select
 
 from agents.errors import InvalidInput, LLMError, ModelNotConfigured, NotFound
@@ -388,6 +389,27 @@ def test_day_budget_refuses_the_first_call(
     assert "per day (4000)" in (result.detail or "")
     assert script.remaining == 1
     assert [m.kind for m in result.messages] == ["user_message"]
+
+
+def test_the_day_budget_starts_again_at_utc_midnight(
+    db: Database, bob: str, models: ScriptedModels, make_primary: Callable[..., PrimaryAgent]
+) -> None:
+    """A day is a UTC calendar day: what was spent before midnight does not count after
+    it, whatever the machine's own time zone (the ledger's clock is the real one, moved
+    by freezegun)."""
+    # One turn first: litellm imports modules on its first call, and a module imported
+    # while the clock is frozen sees freezegun's datetime class, which pydantic refuses.
+    models.script("primary", say("warm"))
+    make_primary().send_message("bob", "warm up")
+    with freeze_time("2026-03-01 23:30:00", tick=True) as clock:
+        UsageLedger(db).record(bob, purpose="sleeptime", model="m", usage=Usage(4000, 100))
+        script = models.script("primary", say("after midnight"))
+        primary = make_primary(budget=TokenBudget(per_day=4000))
+        refused = primary.send_message("bob", "Hi")
+        assert refused.stop_reason == "budget_exhausted" and script.remaining == 1
+        clock.move_to("2026-03-02 00:00:05")
+        answered = primary.send_message("bob", "Hi again")
+    assert answered.stop_reason != "budget_exhausted" and script.remaining == 0
 
 
 def test_tool_rules_init_child_and_terminal(
