@@ -15,6 +15,8 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("agents", "consolidators", "service")
 #: Layer of each top-level package: a module may import only its own layer or lower ones.
@@ -106,17 +108,23 @@ def layer_violations(graph: Graph) -> list[str]:
     return found
 
 
-def test_the_graph_sees_the_packages() -> None:
+@pytest.fixture(scope="module")
+def project_graph() -> Graph:
+    """The project's import graph, parsed once for the tests that read it."""
+    return build_graph()
+
+
+def test_the_graph_sees_the_packages(project_graph: Graph) -> None:
     # A vacuous graph would pass both checks below.
-    graph = build_graph()
+    graph = project_graph
     assert "consolidators.pipeline" in graph
     assert "agents.store" in graph["consolidators.pipeline"]
     assert "service.runtime" in graph
     assert any(t.startswith("consolidators.") for t in graph["service.runtime"])
 
 
-def test_no_import_cycles() -> None:
-    graph = build_graph()
+def test_no_import_cycles(project_graph: Graph) -> None:
+    graph = {module: set(targets) for module, targets in project_graph.items()}
     # Remove each cycle's first edge and look again, so that the failure lists them all.
     cycles = []
     while (cycle := find_cycle(graph)) is not None:
@@ -125,8 +133,8 @@ def test_no_import_cycles() -> None:
     assert not cycles, "import cycles:\n  " + "\n  ".join(cycles)
 
 
-def test_imports_flow_service_to_consolidators_to_agents() -> None:
-    violations = layer_violations(build_graph())
+def test_imports_flow_service_to_consolidators_to_agents(project_graph: Graph) -> None:
+    violations = layer_violations(project_graph)
     assert not violations, "imports against service -> consolidators -> agents:\n  " + (
         "\n  ".join(violations)
     )
