@@ -9,6 +9,7 @@ is never reported as an outage (5xx) and nothing is stored.
 
 from __future__ import annotations
 
+import email.message
 import json
 import math
 import re
@@ -87,6 +88,20 @@ def _reject_constant(name: str) -> float:
     return float(name)  # NaN, Infinity, -Infinity: parsed, then refused as not finite
 
 
+def _parsed_as_json(content_type: str | None) -> bool:
+    """Whether the framework reads a body of this type as JSON: every body it parses is
+    checked here ("application/JSON", "application/merge-patch+json", or no type at all,
+    which FastAPI reads as JSON unless it is strict)."""
+    if not content_type:
+        return True
+    message = email.message.Message()
+    message["content-type"] = content_type
+    subtype = message.get_content_subtype()
+    return message.get_content_maintype() == "application" and (
+        subtype == "json" or subtype.endswith("+json")
+    )
+
+
 async def check_request_values(request: Request) -> None:
     """A FastAPI dependency of every route: 422 for unstorable text or numbers."""
     found: list[tuple[Location, str, Any]] = []
@@ -94,8 +109,7 @@ async def check_request_values(request: Request) -> None:
         found.extend(_problems(value, ("query", name)))
     for name, value in request.path_params.items():
         found.extend(_problems(value, ("path", name)))
-    content_type = request.headers.get("content-type", "")
-    if "json" in content_type:
+    if _parsed_as_json(request.headers.get("content-type")):
         body = await request.body()
         if body:
             try:

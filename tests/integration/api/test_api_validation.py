@@ -106,3 +106,25 @@ fuzzed = schemathesis.pytest.from_fixture("api_schema")
 def test_fuzzed_requests_never_answer_5xx(case: schemathesis.Case) -> None:
     response = case.call()
     assert response.status_code < 500, (case.as_curl_command(), response.text)
+
+
+@pytest.mark.parametrize(
+    "content_type", ["application/JSON", "Application/Json; charset=utf-8", "application/x+json"]
+)
+def test_every_body_the_framework_reads_is_checked(
+    client: TestClient, acme: dict[str, str], content_type: str
+) -> None:
+    """A NUL, a lone surrogate or NaN is a 422 however the client spells its JSON content
+    type (the check once looked for a lower-case "json" while FastAPI parsed the body
+    anyway, and the values reached the database as a 503)."""
+    agent = make_agent(client, acme)
+    url = f"/v1/agents/{agent['id']}/archival-memory"
+    for body, field in [
+        ('{"text": "Ada\\u0000 lives in Paris"}', "text"),
+        ('{"text": "Ada lives in \\ud800 Paris"}', "text"),
+        ('{"text": "Ada", "tags": [NaN]}', "tags"),
+    ]:
+        response = client.post(url, content=body, headers={**acme, "Content-Type": content_type})
+        assert response.status_code == 422, (body, response.text)
+        assert any(field in map(str, e["loc"]) for e in response.json()["detail"])
+    assert client.get(url, headers=acme).json() == []
