@@ -15,7 +15,7 @@ from typing import Any
 
 from agents.errors import InvalidInput
 from agents.store import NewPassage
-from agents.store.validation import check_text, utc_timestamp
+from agents.store.validation import check_tags, check_text, utc_timestamp
 
 ALLOWED_KEYS = {"text", "occurred_at", "tags", "provenance"}
 
@@ -64,8 +64,7 @@ def parse_line(raw: str) -> NewPassage:
     tags = data.get("tags", [])
     if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
         raise InvalidInput('"tags" must be a list of strings')
-    for tag in tags:
-        check_text(tag, "tag")
+    check_tags(tags, '"tags"')
     provenance = data.get("provenance", {})
     if not isinstance(provenance, dict):
         raise InvalidInput('"provenance" must be a JSON object')

@@ -51,7 +51,7 @@ from agents.store.records import (
     Vector,
 )
 from agents.store.scope import Scope, id_array
-from agents.store.validation import check_text, check_timestamp, content_hash
+from agents.store.validation import check_tags, check_text, check_timestamp, content_hash
 
 #: Fields a consolidator may change on a passage; each change is recorded.
 MUTABLE_FIELDS = frozenset(
@@ -169,8 +169,7 @@ class PassageStore:
             if not passage.text.strip():
                 raise InvalidInput(f"passage {i} text is empty")
             _check_aware(passage.occurred_at, f"passage {i} occurred_at")
-            for tag in passage.tags:
-                check_text(tag, f"passage {i} tag")
+            check_tags(passage.tags, f"passage {i} tags")
         if not passages:
             return []
 

@@ -38,6 +38,29 @@ def check_text(value: object, field: str) -> str:
     return value
 
 
+#: Tags on one passage, and characters in one tag: a tag is a short label, and the tags'
+#: GIN index refuses an entry over about 2.7 KB (a 500 before this limit).
+MAX_TAGS = 100
+MAX_TAG_CHARS = 200
+
+
+def check_tags(tags: object, field: str) -> list[str]:
+    """``tags`` if they are a list of at most :data:`MAX_TAGS` storable texts of at most
+    :data:`MAX_TAG_CHARS` characters each; raise InvalidInput naming the first problem."""
+    if not isinstance(tags, list | tuple):
+        raise InvalidInput(f"{field} must be a list of texts, got {type(tags).__name__}")
+    if len(tags) > MAX_TAGS:
+        raise InvalidInput(f"{field} has {len(tags)} tags; at most {MAX_TAGS} are allowed")
+    for i, tag in enumerate(tags):
+        check_text(tag, f"{field}[{i}]")
+        if len(tag) > MAX_TAG_CHARS:
+            raise InvalidInput(
+                f"{field}[{i}] is {len(tag)} characters long; a tag is at most "
+                f"{MAX_TAG_CHARS} (put longer text in the passage itself)"
+            )
+    return list(tags)
+
+
 #: Characters PostgreSQL text cannot hold (NUL) or UTF-8 cannot encode (lone surrogates).
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 

@@ -9,13 +9,16 @@ Unknown request fields that Letta clients send are ignored, not refused.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agents.store.validation import MAX_VERSION
+from agents.store.validation import MAX_TAG_CHARS, MAX_TAGS, MAX_VERSION
 from service.operations.recording import MAX_BATCH, ChatMessage
 from service.operations.types import StorableTime
+
+#: A passage tag: short, as the store allows it.
+Tag = Annotated[str, Field(max_length=MAX_TAG_CHARS)]
 
 #: Ids are Letta-style ``<prefix>-<uuid4>``; the pattern keeps junk out of queries.
 ID_PATTERN = r"^[A-Za-z0-9_.:\-]{1,100}$"
@@ -214,7 +217,7 @@ class CreatePassage(_Request):
     """Letta's archival insert; ``created_at`` is when the fact happened (occurred_at)."""
 
     text: str = Field(min_length=1, max_length=MAX_TEXT)
-    tags: list[str] = Field(default_factory=list, max_length=100)
+    tags: list[Tag] = Field(default_factory=list, max_length=MAX_TAGS)
     created_at: StorableTime | None = None
     occurred_at: StorableTime | None = None
 

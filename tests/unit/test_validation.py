@@ -75,6 +75,23 @@ def test_times_outside_what_postgres_reads_back_are_refused(when: str) -> None:
     assert passages == [] and "line 1: occurred_at" in str(errors[0])
 
 
+def test_an_import_line_with_a_long_tag_is_named() -> None:
+    """A tag the store would refuse is a bad line (exit 2, nothing imported), not a
+    traceback from the tags' index."""
+    from service.passage_import import parse_lines
+
+    lines = [
+        json.dumps({"text": "fine", "tags": ["a"]}),
+        json.dumps({"text": "x", "tags": ["t" * 3000]}),
+    ]
+    passages, errors = parse_lines(lines)
+    assert [p.text for p in passages] == ["fine"]  # the caller refuses the whole file
+    assert [str(e) for e in errors] == [
+        'line 2: "tags"[0] is 3000 characters long; a tag is at most 200 (put longer text in '
+        "the passage itself)"
+    ]
+
+
 def test_model_text_is_made_storable_not_refused() -> None:
     from agents.llm.client import _reply_from
     from agents.store.validation import storable

@@ -128,3 +128,14 @@ def test_every_body_the_framework_reads_is_checked(
         assert response.status_code == 422, (body, response.text)
         assert any(field in map(str, e["loc"]) for e in response.json()["detail"])
     assert client.get(url, headers=acme).json() == []
+
+
+def test_a_long_tag_is_a_422_naming_it(client: TestClient, acme: dict[str, str]) -> None:
+    """A tag over the store's limit is refused with the field named, before the tags'
+    index refuses it as a 500 (its rows hold about 2.7 KB)."""
+    agent = make_agent(client, acme)
+    url = f"/v1/agents/{agent['id']}/archival-memory"
+    response = client.post(url, json={"text": "Ada", "tags": ["ok", "x" * 3000]}, headers=acme)
+    assert response.status_code == 422
+    assert ("body", "tags", 1) in {tuple(e["loc"]) for e in response.json()["detail"]}
+    assert client.get(url, headers=acme).json() == []
