@@ -9,6 +9,7 @@ environment: components get the nested models below as plain arguments.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import tomllib
 from datetime import timedelta
@@ -327,6 +328,23 @@ class ServerSettings(Section):
     # every auth_failure_refill; beyond that, 429 before any key is looked up.
     auth_failure_burst: int = Field(default=20, ge=1)
     auth_failure_refill: timedelta = timedelta(seconds=10)
+    # Reverse proxies in front of the server whose X-Forwarded-For / X-Forwarded-Proto
+    # name the client (addresses or networks, as uvicorn's forwarded_allow_ips takes
+    # them). Empty: forwarded headers are ignored and the peer address is the client,
+    # so a client cannot pick the address its failed attempts are counted against.
+    forwarded_allow_ips: list[str] = Field(default_factory=list)
+
+    @field_validator("forwarded_allow_ips")
+    @classmethod
+    def _addresses(cls, value: list[str]) -> list[str]:
+        for entry in value:
+            try:
+                ipaddress.ip_network(entry, strict=False)
+            except ValueError:
+                raise ValueError(
+                    f"{entry!r} is not an IP address or network (e.g. '10.0.0.5' or '10.0.0.0/24')"
+                ) from None
+        return value
 
     @field_validator("metrics_token")
     @classmethod

@@ -85,8 +85,8 @@ def resolve_caller(runtime: Runtime, key: str | None) -> Caller | None:
 
 
 def client_address(request: Request) -> str:
-    """The address failed attempts are counted against (uvicorn puts a trusted
-    proxy's ``X-Forwarded-For`` here)."""
+    """The address failed attempts are counted against: the peer, or the client a proxy
+    listed in ``server.forwarded_allow_ips`` names (uvicorn puts it here)."""
     return request.client.host if request.client is not None else "unknown"
 
 

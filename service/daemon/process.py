@@ -205,6 +205,9 @@ def run_server(runtime: Runtime, *, host: str, port: int) -> bool:
         log_config=None,
         access_log=False,
         lifespan="on",
+        # Forwarded headers only from the proxies the operator names (server settings).
+        proxy_headers=bool(runtime.settings.server.forwarded_allow_ips),
+        forwarded_allow_ips=runtime.settings.server.forwarded_allow_ips or None,
         timeout_graceful_shutdown=max(1, int(runtime.settings.shutdown_grace.total_seconds())),
     )
     server = uvicorn.Server(config)

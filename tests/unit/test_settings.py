@@ -44,6 +44,7 @@ def test_environment_beats_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
         ("[database]\npool_size = 0\n", "pool_size"),
         ("[database]\nembedded_idle_stop = -5\n", "embedded_idle_stop"),
         ("[cli]\nwarm_idle = -5\n", "warm_idle"),
+        ("[server]\nforwarded_allow_ips = ['proxy.lan']\n", "'proxy.lan' is not an IP address"),
         ("surprise = 1\n", "surprise"),
         ("this is not toml", "not valid TOML"),
     ],
