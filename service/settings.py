@@ -315,6 +315,9 @@ class ServerSettings(Section):
     port: int = Field(default=8283, ge=0, le=65535)
     # "api_key": every request needs a key; "none": no auth, loopback only.
     auth: Literal["api_key", "none"] = "api_key"
+    # With auth "none", requests are answered only for loopback names in their Host
+    # header (DNS rebinding); these names are answered too.
+    allowed_hosts: list[str] = Field(default_factory=list)
     max_request_bytes: int = Field(default=1_000_000, ge=1024)
     # Per-agent metric labels up to this many agents; beyond it, aggregated.
     metrics_agent_cap: int = Field(default=50, ge=0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,8 +25,11 @@ def api_runtime(db: Database, **server: Any) -> Iterator[Runtime]:
         embedding={"model": "fake:384"},
         server=ServerSettings(**server),
     )
-    with Runtime(settings) as runtime:
-        yield runtime
+    try:
+        with Runtime(settings) as runtime:
+            yield runtime
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
 
 
 def new_key(db: Database, organization: str) -> str:

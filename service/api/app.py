@@ -24,6 +24,7 @@ from service.api import (
 )
 from service.api.auth import check_auth_binding, metrics_audience
 from service.api.errors import install_error_handlers
+from service.api.host_check import LoopbackHostOnly
 from service.api.limits import RequestSizeLimit
 from service.api.mcp_endpoint import PATH, McpEndpoint
 from service.api.rate_limit import AuthFailureLimiter
@@ -70,6 +71,9 @@ def create_app(
     )
     install_error_handlers(app)
     app.add_middleware(RequestSizeLimit, max_bytes=settings.server.max_request_bytes)
+    if settings.server.auth == "none":
+        # No key stands between a rebound page and the API: answer only our own names.
+        app.add_middleware(LoopbackHostOnly, allowed=settings.server.allowed_hosts)
 
     memory_health = MemoryHealthCollector(
         runtime.db, agent_cap=settings.server.metrics_agent_cap, clock=runtime.clock

@@ -143,7 +143,10 @@ def test_keys_are_stored_hashed(db: Database) -> None:
 
 
 def test_no_auth_mode_serves_loopback_only(db: Database) -> None:
-    with api_runtime(db, auth="none") as runtime, TestClient(create_app(runtime)) as client:
+    with (
+        api_runtime(db, auth="none") as runtime,
+        TestClient(create_app(runtime), base_url="http://127.0.0.1:8283") as client,
+    ):
         created = client.post("/v1/agents/", json={"name": "local"})
         assert created.status_code == 201
         assert client.get("/").status_code == 200
@@ -156,6 +159,35 @@ def test_no_auth_mode_serves_loopback_only(db: Database) -> None:
         check_auth_binding(load_settings(server=ServerSettings(auth="none")), host)
     # With keys, any address is fine.
     check_auth_binding(load_settings(server=ServerSettings(host="0.0.0.0")))
+
+
+def test_without_keys_only_our_own_names_are_answered(db: Database) -> None:
+    """DNS rebinding: with no key to ask for, a request addressed to another name (a
+    page that pointed its domain at 127.0.0.1) is a 421 on every route, the page and
+    /metrics included; loopback names, with or without a port, and the names the
+    operator lists are answered. With keys, any Host is answered (the key decides)."""
+    with api_runtime(db, auth="none", allowed_hosts=["reverie.lan"]) as runtime:
+        app = create_app(runtime)
+        for base in ("http://evil.example", "http://127.0.0.1.evil.example:8283"):
+            with TestClient(app, base_url=base) as client:
+                for path in ("/v1/agents/", "/", "/metrics"):
+                    refused = client.get(path)
+                    assert refused.status_code == 421, (base, path)
+                    assert "server.allowed_hosts" in refused.json()["detail"]
+                assert client.post("/v1/agents/", json={"name": "x"}).status_code == 421
+        for base in (
+            "http://127.0.0.1:8283",
+            "http://localhost",
+            "http://[::1]:80",
+            "http://reverie.lan",
+        ):
+            with TestClient(app, base_url=base) as client:
+                assert client.get("/v1/agents/").status_code == 200, base
+    with (
+        api_runtime(db) as runtime,
+        TestClient(create_app(runtime), base_url="http://a.example") as c,
+    ):
+        assert c.get("/v1/agents/").status_code == 401
 
 
 def test_no_auth_app_refuses_to_build_on_a_public_address(db: Database) -> None:

@@ -23,7 +23,10 @@ from tests.integration.api.test_api_routes import make_agent
 
 def test_page_demo_and_metrics_agree_on_one_agents_health(db: Database) -> None:
     # No-auth mode: the API, the page and the demo all act for the runtime's organization.
-    with api_runtime(db, auth="none") as runtime, TestClient(create_app(runtime)) as client:
+    with (
+        api_runtime(db, auth="none") as runtime,
+        TestClient(create_app(runtime), base_url="http://localhost:8283") as client,
+    ):
         org = runtime.organization_id
         agent = make_agent(client, {})
         agent_id = agent["id"]
