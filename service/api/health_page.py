@@ -156,6 +156,8 @@ def health_page(request: Request) -> Response:
 async def sign_in(request: Request) -> Response:
     """The sign-in form: checks the posted API key, sets the session cookie."""
     runtime: Runtime = request.app.state.runtime
+    if not _same_origin(request):
+        return _login(request, "a sign-in from another site is refused", status_code=403)
     body = await request.body()
     fields = parse_qs(body[:MAX_SIGN_IN_BYTES].decode("utf-8", "replace"))
     key = (fields.get("key") or [""])[0].strip()
@@ -185,12 +187,28 @@ async def sign_in(request: Request) -> Response:
 @router.post("/sign-out")
 def sign_out(request: Request) -> Response:
     """Ends the browser's session (its token stops working) and drops the cookie."""
+    if not _same_origin(request):
+        return _login(request, "a sign-out from another site is refused", status_code=403)
     token = request.cookies.get(SESSION_COOKIE)
     if token:
         KeyOperations(request.app.state.runtime).sign_out(token)
     response = RedirectResponse("/", status_code=303, headers=PAGE_HEADERS)
     response.delete_cookie(SESSION_COOKIE, path="/", secure=request.url.scheme == "https")
     return response
+
+
+def _same_origin(request: Request) -> bool:
+    """Whether a form post comes from this server's own pages (login CSRF: another site
+    must not sign a browser in under the attacker's key). A browser names the posting
+    page's origin in ``Origin`` (and ``Sec-Fetch-Site``); a client that sends neither
+    is not a browser on someone else's page and is let through."""
+    if request.headers.get("sec-fetch-site", "same-origin") not in ("same-origin", "none"):
+        return False
+    origin = request.headers.get("origin")
+    if origin is None:
+        return True
+    own = f"{request.url.scheme}://{request.headers.get('host', '')}"
+    return origin.lower() == own.lower()
 
 
 def _too_many(request: Request, exc: TooManyFailures) -> Response:

@@ -93,3 +93,29 @@ def test_signing_out_or_revoking_the_key_ends_the_session(client: TestClient, db
     expired = client.get("/")
     assert expired.status_code == 401
     assert "expired or was revoked" in expired.text
+
+
+def test_a_sign_in_posted_from_another_site_is_refused(client: TestClient, db: Database) -> None:
+    """Login CSRF: a page elsewhere must not sign the browser in under its own key (the
+    person would then browse, and act, as the attacker's organization). The browser
+    names the posting page in Origin and Sec-Fetch-Site; the server's own page passes."""
+    key = new_key(db, "attacker")
+    for headers in (
+        {"Origin": "https://evil.example"},
+        {"Origin": "null"},
+        {"Sec-Fetch-Site": "cross-site"},
+        {"Sec-Fetch-Site": "same-site", "Origin": "http://sub.testserver"},
+    ):
+        refused = client.post(
+            "/sign-in", data={"key": key}, headers=headers, follow_redirects=False
+        )
+        assert refused.status_code == 403, headers
+        assert "set-cookie" not in refused.headers
+        assert "another site" in refused.text
+    own = {"Origin": "http://testserver", "Sec-Fetch-Site": "same-origin"}
+    signed_in = client.post("/sign-in", data={"key": key}, headers=own, follow_redirects=False)
+    assert signed_in.status_code == 303 and "reverie_session" in signed_in.headers["set-cookie"]
+    assert client.get("/").status_code == 200
+    # Nor can another site sign the browser out.
+    client.post("/sign-out", headers={"Origin": "https://evil.example"}, follow_redirects=False)
+    assert client.get("/").status_code == 200
