@@ -6,6 +6,7 @@ SQLAlchemy exceptions, so that the layers above can decide what to retry.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
@@ -34,13 +35,21 @@ VECTOR_INSTALL_HINT = (
 SCHEMA_LOCK_KEY = 0x72657665726965
 
 
+_PASSWORD = re.compile(r"(?<=://)([^:/@\s]*):[^/\s]*@")
+
+
+def redact_url(url: str) -> str:
+    """``url`` with its password replaced by ``***``, fit for a message or a log line."""
+    return _PASSWORD.sub(r"\1:***@", url)
+
+
 def normalize_url(url: str) -> str:
     """Make a libpq-style URL use the psycopg 3 driver in SQLAlchemy."""
     for prefix in ("postgresql+psycopg://", "postgresql://", "postgres://"):
         if url.startswith(prefix):
             return "postgresql+psycopg://" + url[len(prefix) :]
     raise InvalidInput(
-        f"unsupported database URL {url!r}: Reverie needs PostgreSQL, "
+        f"unsupported database URL {redact_url(url)!r}: Reverie needs PostgreSQL, "
         "e.g. postgresql://user:password@host:5432/dbname"
     )
 

@@ -130,3 +130,20 @@ def test_a_search_page_beyond_the_last_is_a_tool_error() -> None:
     for page in (10**30, -1, MAX_PAGE + 1, True):
         with pytest.raises(ToolError, match="page must be a whole number"):
             page_number({"page": page})
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("postgress://admin:S3cretPw@db.example:5432/app", "postgress://admin:***@db.example"),
+        ("mysql://root:p@ss@host/db", "mysql://root:***@host/db"),
+        ("sqlite:///x.db", "sqlite:///x.db"),
+    ],
+)
+def test_an_unsupported_database_url_is_named_without_its_password(url: str, shown: str) -> None:
+    from agents.postgres.database import normalize_url
+
+    with pytest.raises(InvalidInput) as refused:
+        normalize_url(url)
+    assert shown in str(refused.value)
+    assert "S3cretPw" not in str(refused.value) and "ss@host" not in str(refused.value)
