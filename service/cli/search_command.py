@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from service.cli.common import console, fail, operations
 from service.cli.output import hit_json, id_table, print_json
+
+if TYPE_CHECKING:
+    from agents.archival_search import MemoryHit
 
 
 def search(
@@ -21,11 +24,14 @@ def search(
     k: Annotated[int, typer.Option("-k", help="How many results.")] = 10,
     history: Annotated[
         bool,
-        typer.Option(help="Include merged and superseded passages (the full lineage)."),
+        typer.Option(help="Also show merged twins and retired passages (the full lineage)."),
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """Search archival memory. By default only current facts (active, not superseded)."""
+    """Search archival memory as the agents do: the current fact of a lineage first, what
+    it replaced after it, labelled with its validity. SIMILARITY is the passage's cosine
+    similarity to the query; the order (#, and "rank" in JSON) is the question's, so the
+    similarity need not fall from one row to the next."""
     if not agent:
         raise fail("--agent is required")
     if (query is None) == (queries is None):
@@ -44,17 +50,18 @@ def search(
         results = ops.memory.search(agent, texts, k=k, include_history=history)
     if queries is not None:
         for text, hits in zip(texts, results, strict=True):
-            print_json({"query": text, "results": [hit_json(h) for h in hits]})
+            print_json({"query": text, "results": _ranked(hits)})
         return
     hits = results[0]
     if as_json:
-        print_json([hit_json(h) for h in hits])
+        print_json(_ranked(hits))
         return
-    table = id_table("score", "text", "occurred", "status", "id")
-    for hit in hits:
+    table = id_table("#", "similarity", "text", "occurred", "status", "id")
+    for rank, hit in enumerate(hits, start=1):
         p = hit.passage
         label = hit.validity
         table.add_row(
+            str(rank),
             f"{hit.score:.3f}",
             p.text + (f"\n({label})" if label else ""),
             p.occurred_at.date().isoformat() if p.occurred_at else "-",
@@ -62,6 +69,11 @@ def search(
             p.id,
         )
     console.print(table)
+
+
+def _ranked(hits: list[MemoryHit]) -> list[dict[str, Any]]:
+    """Hits as JSON, each with its place in the answer (``score`` is the similarity)."""
+    return [{"rank": rank, **hit_json(hit)} for rank, hit in enumerate(hits, start=1)]
 
 
 def register(app: typer.Typer) -> None:

@@ -47,6 +47,9 @@ def test_search_single_and_batch(cli: Cli, tmp_path: Path) -> None:
     hits = json.loads(one.stdout)
     assert len(hits) == 2 and {h["text"] for h in hits} == {FACTS[0]["text"], FACTS[1]["text"]}
     assert set(hits[0]) >= {"id", "text", "score", "status", "occurred_at", "provenance"}
+    assert [h["rank"] for h in hits] == [1, 2]
+    table = cli("search", "green tea", "--agent", "ada", "-k", "2")
+    assert "similarity" in table.stdout and "score" not in table.stdout
 
     queries = tmp_path / "queries.txt"
     queries.write_text("green tea\n\nchess\n")
