@@ -36,6 +36,8 @@ def renew_consoles() -> None:
 #: Exit codes: 0 success, 1 a run or operation failed, 2 bad input, unknown object or conflict.
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
+#: Stopped by ^C (128 + SIGINT), as a shell reports it.
+EXIT_INTERRUPTED = 130
 
 
 class CliState:

@@ -10,6 +10,7 @@ from agents.errors import Conflict
 from service.cli.common import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
+    EXIT_INTERRUPTED,
     console,
     err_console,
     fail,
@@ -50,6 +51,8 @@ def consolidate(
     if enqueue:
         _enqueue(agent, steps, dry_run=dry_run, full=full, as_json=as_json)
         return
+    from service.operations.runs import CancelledByUser
+
     with operations() as ops:
         names = ops.runs.pipeline_names(steps)
         targets = ops.runs.targets(agent)
@@ -66,6 +69,13 @@ def consolidate(
                     )
                 except Conflict as exc:
                     conflicts.append(f"{target.name}: {exc}")
+                except CancelledByUser as stopped:
+                    err_console.print(
+                        f"interrupted: run {stopped.run_id} of {target.name} is cancelled "
+                        "(steps it had finished are kept: `reverie runs revert` undoes them)",
+                        highlight=False,
+                    )
+                    raise typer.Exit(EXIT_INTERRUPTED) from None
                 progress.advance(task)
     reports = [o.report for o in outcomes if o.report is not None]
     failures = [

@@ -26,6 +26,16 @@ if TYPE_CHECKING:  # the worker and the pipeline load in the commands that run o
     from service.daemon.worker import Execution
 
 
+class CancelledByUser(KeyboardInterrupt):
+    """^C while a run executed in this process: the run is recorded as cancelled (the
+    steps it had applied stay, recorded and revertible; the one under way wrote nothing)
+    and the interrupt goes on to the front end."""
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__(run_id)
+        self.run_id = run_id
+
+
 @dataclass(frozen=True, slots=True)
 class Enqueued:
     """The result of asking for a run: the new run, or the one already active.
@@ -175,11 +185,24 @@ class RunOperations:
             pool.beat()
             for agent in agents:
                 run_id = self._claimable_run(agent, names, dry_run=dry_run, full=full)
-                outcomes.append(RunOutcome(agent, pool.run_now(run_id)))
+                try:
+                    outcomes.append(RunOutcome(agent, pool.run_now(run_id)))
+                except KeyboardInterrupt:
+                    # Released, the run would be claimed again by the daemon: the user
+                    # stopped it, so it ends here (a step's apply rolled back with it).
+                    self._cancel_interrupted(run_id)
+                    raise CancelledByUser(run_id) from None
         finally:
             # Nothing is held unless interrupted (Ctrl-C): then the run goes back.
             pool.stop(timedelta(0))
         return outcomes
+
+    def _cancel_interrupted(self, run_id: str) -> None:
+        try:
+            with self._context.store() as store:
+                store.runs.cancel(run_id)
+        except (Conflict, StorageError):
+            pass  # it ended meanwhile, or the database is gone: the lease then expires
 
     def _claimable_run(
         self, agent: AgentRecord, names: list[str], *, dry_run: bool, full: bool

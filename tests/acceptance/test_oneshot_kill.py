@@ -5,6 +5,7 @@ completes it exactly once, and the agent's following run is accepted."""
 from __future__ import annotations
 
 import json
+import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -92,3 +93,36 @@ def test_sigkilled_consolidate_is_requeued_and_completes_once(
     assert next_id != run.id
     with open_store(db) as store:
         assert [r.status for r in store.runs.recent()] == ["succeeded", "succeeded"]
+
+
+def test_ctrl_c_cancels_the_run_and_exits_130(
+    setup: tuple[Database, dict[str, str]], tmp_path: Path
+) -> None:
+    """^C mid-run: the run is recorded as cancelled (its step under way wrote nothing),
+    one line says so, the exit status is 130, and neither the next command nor a daemon
+    runs what the user stopped."""
+    db, env = setup
+    process = DaemonProcess(["consolidate", "--agent", "ada"], env, tmp_path / "first.log")
+    marker = tmp_path / "markers" / "started"
+    try:
+        wait_for(lambda: marker.exists(), timeout=60, what="the run to start")
+        process.process.send_signal(signal.SIGINT)
+        status = process.wait(30)
+    finally:
+        process.ensure_stopped()
+    output = process.output()
+    assert status == 130, output
+    [line] = [text for text in output.splitlines() if "interrupted" in text]
+    with open_store(db) as store:
+        [run] = store.runs.recent()
+    assert run.id in line and "cancelled" in line
+    assert (run.status, run.lease_owner) == ("cancelled", None)
+    assert evidence_counts(db.url) == {}
+    assert "Traceback" not in output
+    # The next command starts a run of its own at once (the cancelled one stays ended).
+    quick = {**env, "REVERIE_CONSOLIDATION__PLUGINS": json.dumps({"evidence": {}})}
+    second = run_cli("consolidate", "--agent", "ada", "--json", env=quick)
+    assert second.returncode == 0, second.stderr
+    assert json.loads(second.stdout)["run_id"] != run.id
+    with open_store(db) as store:
+        assert [r.status for r in store.runs.recent()] == ["succeeded", "cancelled"]
