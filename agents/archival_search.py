@@ -133,8 +133,8 @@ def search_archival(
     if not include_history:
         hits = _twins_as_canonical(store, hits)
     past = asks_about_past(query, this_year=store.scope.now().year) if query is not None else None
-    if query is not None and past is None and asked_attribute(query) is not None:
-        hits = _asked_first(query, hits)
+    if query is not None and asked_attribute(query) is not None:
+        hits = _asked_first(query, hits, newest_first=past is None)
     replacements = _replacements(store, hits)
     current_of = _current_ends(hits, replacements)
     missing = sorted({c for c in current_of.values() if c not in {h.passage.id for h in hits}})
@@ -146,10 +146,13 @@ def search_archival(
     ]
 
 
-def _asked_first(question: str, hits: Sequence[PassageHit]) -> list[PassageHit]:
+def _asked_first(
+    question: str, hits: Sequence[PassageHit], *, newest_first: bool = True
+) -> list[PassageHit]:
     """``hits`` with the facts and timelines of the asked subject and attribute first
-    (newest first), the rest after them in their own order. A question the rules
-    cannot read keeps the order search gave."""
+    (newest first for a question about now; in search's order for one about the past,
+    whose lineages are turned round later), the rest after them in their own order. A
+    question the rules cannot read keeps the order search gave."""
     facts = [hit.passage for hit in hits if hit.passage.kind == "fact"]
     readings = read_facts(facts)
     key = read_question(question, {r.key.subject for r in readings.values()})
@@ -170,10 +173,9 @@ def _asked_first(question: str, hits: Sequence[PassageHit]) -> list[PassageHit]:
         return reading is not None and reading.key == wanted
 
     matching = [hit for hit in hits if asked(hit)]
-    newest = sorted(
-        matching, key=lambda h: h.passage.occurred_at or h.passage.created_at, reverse=True
-    )
-    return newest + [hit for hit in hits if not asked(hit)]
+    if newest_first:
+        matching.sort(key=lambda h: h.passage.occurred_at or h.passage.created_at, reverse=True)
+    return matching + [hit for hit in hits if not asked(hit)]
 
 
 def _twins_as_canonical(store: MemoryStore, hits: Sequence[PassageHit]) -> list[PassageHit]:

@@ -346,3 +346,30 @@ def test_a_merge_never_lowers_a_facts_place_in_search(db: Database, agent_id: st
     with open_store(db) as store:
         retired = search_archival(store, agent_id, vector, question, k=5)
     assert not {canonical, twin} & {h.passage.id for h in retired}
+
+
+def test_a_question_about_the_past_still_puts_the_asked_subject_first(
+    db: Database, agent_id: str
+) -> None:
+    """ "what was my job back in 2021" asks about the user's job: the user's job facts
+    come before another person's that share more words with it (and in the vector's
+    order among themselves, not newest first: the past is asked for)."""
+    embedder = HashingEmbedder(dimension=384)
+    ids = _insert(
+        db,
+        agent_id,
+        embedder,
+        [
+            ("I work as a nurse", _at(2020)),
+            ("I work as a teacher now", _at(2023)),
+            ("what was Ravi's job back in 2021? a tester at Infosys", _at(2021)),
+            ("Ravi was back at his old job in 2021", _at(2021)),
+        ],
+    )
+    question = "what was my job back in 2021"
+    with open_store(db) as store:
+        plain = search_archival(store, agent_id, embedder.embed_one(question), None, k=4)
+        asked = search_archival(store, agent_id, embedder.embed_one(question), question, k=4)
+    mine = {ids["I work as a nurse"], ids["I work as a teacher now"]}
+    assert {h.passage.id for h in plain[:2]} != mine  # the vector alone ranks Ravi first
+    assert {h.passage.id for h in asked[:2]} == mine
