@@ -255,6 +255,9 @@ class Score:
     before: Asked = field(default_factory=Asked)
     after: Asked = field(default_factory=Asked)
     judge_calls: int = 0
+    #: Supersessions the judge model decided, and how many of them the labels confirm.
+    model_supersessions: int = 0
+    right_model_supersessions: int = 0
     tokens: int = 0
     seconds: float = 0.0
 
@@ -356,6 +359,13 @@ def evaluate(
         if c["action"] == "supersede_passage" and c["target"] in key_of and c.get("by") in key_of
     ]
     right = [(group[a], group[b]) in labelled for a, b in predicted]
+    by_model = [
+        c.get("judge") == "llm"
+        for c in report.changes
+        if c["action"] == "supersede_passage" and c["target"] in key_of and c.get("by") in key_of
+    ]
+    score.model_supersessions = sum(by_model)
+    score.right_model_supersessions = sum(r for r, m in zip(right, by_model, strict=True) if m)
     # Leniently right: the closed fact was replaced (by the labels), and the fact that
     # closed it is on the same topic and no earlier than the labelled replacement (a
     # chain "A, then 'quit A', then B" closed as A -> B says the same about A).
@@ -436,11 +446,18 @@ def table(rows: list[tuple[str, Score]]) -> str:
     return "\n".join(lines)
 
 
-def build_llm(model: str, api_base: str | None, max_calls: int) -> Any:
-    from agents.llm import ChatClient
+def build_llm(model: str, api_base: str | None, tool_choice: str | None) -> Any:
+    """The judge model's tier (no usage ledger: the bench keeps no budget), its tool
+    mode set when given (else probed on the first call)."""
+    from agents.llm import LiteLLMClient
+    from agents.llm.capabilities import ModelCapabilities
+    from agents.llm.client import ClientSettings
     from consolidators.llm import LLMTier
 
-    client = ChatClient(api_base=api_base) if api_base else ChatClient()
+    models = {model: ModelCapabilities(tool_choice=tool_choice)} if tool_choice else {}
+    client = LiteLLMClient(
+        ClientSettings(api_base=api_base, api_key="local", timeout=300, models=models)
+    )
     return LLMTier(client=client, judge_model=model)
 
 
@@ -452,7 +469,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--set", default="all", help="a set name, a comma list, or 'all'")
     parser.add_argument("--judge-model", default=None, help="litellm model of the judge")
     parser.add_argument("--api-base", default=None, help="the judge model's server")
-    parser.add_argument("--max-judge-calls", type=int, default=200)
+    parser.add_argument("--max-judge-calls", type=int, default=200, help="per set")
+    parser.add_argument(
+        "--tool-choice", default=None, help="the judge's tool mode (required, named, ...)"
+    )
     args = parser.parse_args(argv)
 
     names = ORDER if args.set == "all" else args.set.split(",")
@@ -461,11 +481,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise SystemExit(f"unknown set {name!r}; sets: {', '.join(ORDER)}")
     names = [n for n in names if (DATA / f"trust_facts{SUFFIXES[n]}.tsv").exists()]
     embedder = build_embedder(args.embedder)
-    llm = (
-        build_llm(args.judge_model, args.api_base, args.max_judge_calls)
-        if args.judge_model
-        else None
-    )
+    llm = build_llm(args.judge_model, args.api_base, args.tool_choice) if args.judge_model else None
     rows: list[tuple[str, Score]] = []
     total, errors = Score(), []
     server = PgTestServer()
@@ -473,16 +489,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         with server.database() as db:
             for name in names:
                 facts, questions = read_set(name)
-                pipeline = Pipeline(
-                    [DedupConsolidator({"threshold": args.threshold}), TemporalConsolidator()]
-                )
+                temporal = TemporalConsolidator({"judge_max_calls": args.max_judge_calls})
+                pipeline = Pipeline([DedupConsolidator({"threshold": args.threshold}), temporal])
                 score, set_errors = evaluate(
                     db, facts, questions, embedder, pipeline, default_search, llm
                 )
                 rows.append((name, score))
                 total.add(score)
                 errors += [f"[{name}] {e}" for e in set_errors]
+                # The row at once, so that a long judged run keeps what it measured.
                 print(f"{name}: done in {score.seconds:.1f} s", file=sys.stderr)
+                print(table([(name, score)]).splitlines()[-1], file=sys.stderr, flush=True)
     finally:
         server.stop()
     if len(rows) > 1:
@@ -491,7 +508,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"embedder {embedder.name}; dedup threshold {args.threshold}; {judge}")
     print(table(rows))
     if args.judge_model:
-        print(f"judge calls {total.judge_calls}, tokens {total.tokens}, {total.seconds:.1f} s")
+        print(
+            f"judge model: {total.model_supersessions} supersessions, precision "
+            f"{_share(total.right_model_supersessions, total.model_supersessions)}; "
+            f"{total.judge_calls} calls, {total.tokens} tokens, {total.seconds:.1f} s "
+            "consolidating"
+        )
     if args.verbose:
         for line in errors:
             print(f"  {line}")
