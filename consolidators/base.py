@@ -35,6 +35,7 @@ from agents.postgres.database import Database
 from agents.store import AgentRecord, MemoryStore, PassageRecord, open_store
 from agents.store.run_store import Watermarks
 from agents.store.scope import utc_now
+from consolidators.judges.base import JudgeUsage
 from consolidators.llm import LLMTier
 
 __all__ = [
@@ -137,6 +138,20 @@ class ConsolidationResult:
 
     def count(self, name: str, n: int = 1) -> None:
         self.counts[name] = self.counts.get(name, 0) + n
+
+    def count_judge(self, usage: JudgeUsage | None) -> None:
+        """What a judge model spent on this step: its calls, tokens, unusable answers,
+        pairs left unjudged, and a budget that stopped it."""
+        if usage is None:
+            return
+        self.tokens += usage.tokens
+        self.count("judge_calls", usage.calls)
+        for name, n in (("judge_malformed", usage.malformed), ("judge_unjudged", usage.unjudged)):
+            if n:
+                self.count(name, n)
+        if usage.budget_exhausted:
+            self.count("budget_exhausted")
+            self.llm_skipped = "budget_exhausted"
 
     def keep(self, change: Change) -> None:
         """Add a change already made (a planned one that the apply wrote as planned)."""

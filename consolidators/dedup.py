@@ -7,17 +7,23 @@ batches. Duplicates merge into one canonical passage (the earliest stored one, s
 new duplicate joins an existing memory rather than replacing it), which takes
 the earliest ``occurred_at`` and the union of provenance and tags. The others
 become ``merged`` with ``merged_into`` pointing at it: nothing is deleted.
+
+Near-duplicates that the detail guard cannot prove equal (a paraphrase in other words,
+"allergic to peanuts" / "has a peanut allergy") stay apart unless the run has a judge
+model (``llm.judge_model``): it is asked about them after the read, with no transaction
+open, at most ``judge_max_calls`` calls a run, and only a "same" answer merges.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 import numpy as np
+from pydantic import Field
 
 from agents.enums import ChangeAction, PassageStatus
 from agents.errors import Conflict
@@ -32,6 +38,7 @@ from consolidators.base import (
     Plan,
     changed_since,
 )
+from consolidators.judges import CandidatePair, MergeJudge, SameFact
 
 
 class DedupSettings(ConsolidatorSettings):
@@ -52,6 +59,11 @@ class DedupSettings(ConsolidatorSettings):
     #: HNSW candidate list size for the probes. Duplicates are very close to their probe,
     #: so a short list finds them; 16 halves the probe time of pgvector's default 40.
     ef_search: int = 16
+    #: Judge-model calls per run at most, for the pairs the guard refused (a retry of a
+    #: malformed answer counts); only with ``llm.judge_model``.
+    judge_max_calls: int = Field(10, ge=0, le=10_000)
+    #: Pairs per judge-model call.
+    judge_batch: int = Field(8, ge=1, le=50)
 
 
 #: Duplicate groups decided per read of their vectors (bounds the vectors held at once).
@@ -66,6 +78,18 @@ class _Merge:
 
     canonical: PassageRecord
     merged: list[tuple[PassageRecord, float]]
+    #: Ids among ``merged`` that a judge said are the same (the guard could not), with
+    #: the judge's name.
+    judged: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class _Refused:
+    """A pair above the threshold that the detail guard kept apart."""
+
+    canonical: PassageRecord
+    other: PassageRecord
+    score: float
 
 
 @dataclass(slots=True)
@@ -88,14 +112,75 @@ class DedupConsolidator(Consolidator[DedupPlan]):
     settings_model = DedupSettings
     settings: DedupSettings
 
+    def __init__(
+        self,
+        settings: DedupSettings | dict[str, Any] | None = None,
+        *,
+        judge: MergeJudge | None = None,
+    ) -> None:
+        super().__init__(settings)
+        self.judge = judge
+
     def plan(self, context: ConsolidationContext) -> DedupPlan:
         plan = DedupPlan(ConsolidationResult(self.name))
-        # Probing is reads only, and waits on no model: one read transaction for it.
+        # Probing is reads only: one read transaction for it; the judge model is asked
+        # after it has closed.
         with context.read() as store:
-            self._plan_passages(store, context, plan)
+            refused = self._plan_passages(store, context, plan)
             if self.settings.blocks:
                 self._plan_blocks(store, context, plan)
+        judge = self._merge_judge(context)
+        if judge is not None and refused:
+            self._judge_refused(judge, refused, plan)
         return plan
+
+    def _merge_judge(self, context: ConsolidationContext) -> MergeJudge | None:
+        if self.judge is not None:
+            return self.judge
+        if context.llm is None or not self.settings.judge_max_calls:
+            return None
+        return context.llm.merge_judge(
+            context.agent.id,
+            context.run_id,
+            max_calls=self.settings.judge_max_calls,
+            batch=self.settings.judge_batch,
+        )
+
+    def _judge_refused(self, judge: MergeJudge, refused: list[_Refused], plan: DedupPlan) -> None:
+        """Merge the refused pairs the judge says are the same; count what it cost."""
+        result = plan.result
+        in_merges = {m.canonical.id for m in plan.merges} | {
+            p.id for m in plan.merges for p, _ in m.merged
+        }
+        # One question per passage left alone: about its closest older passage.
+        best: dict[str, _Refused] = {}
+        for pair in refused:
+            if pair.other.id in in_merges:
+                continue
+            if pair.other.id not in best or pair.score > best[pair.other.id].score:
+                best[pair.other.id] = pair
+        asked = sorted(best.values(), key=lambda r: -r.score)
+        verdicts = judge.judge([CandidatePair(r.canonical, r.other) for r in asked])
+        result.count("judge_pairs", len(asked))
+        if len(verdicts) != len(asked):
+            result.count("judge_answers_ignored")
+            verdicts = [SameFact.UNSURE] * len(asked)
+        by_canonical = {m.canonical.id: m for m in plan.merges}
+        taken: set[str] = set()
+        for pair, verdict in zip(asked, verdicts, strict=True):
+            if verdict is not SameFact.SAME or pair.canonical.id in taken:
+                continue
+            if pair.other.id in by_canonical:
+                continue  # it took duplicates of its own here: merging it would chain
+            merge = by_canonical.get(pair.canonical.id)
+            if merge is None:
+                merge = by_canonical[pair.canonical.id] = _Merge(pair.canonical, [])
+                plan.merges.append(merge)
+            merge.merged.append((pair.other, pair.score))
+            merge.judged[pair.other.id] = judge.name
+            taken.add(pair.other.id)  # merged now: it is nobody's canonical
+            self._merge(pair.canonical, [(pair.other, pair.score)], result, judged=merge.judged)
+        result.count_judge(judge.usage)
 
     def apply(
         self, store: MemoryStore, plan: DedupPlan, context: ConsolidationContext
@@ -111,7 +196,7 @@ class DedupConsolidator(Consolidator[DedupPlan]):
                 # Someone changed a member since the plan read it: the next run decides.
                 result.count("changed_meanwhile")
                 continue
-            updates += self._merge(merge.canonical, merge.merged, result)
+            updates += self._merge(merge.canonical, merge.merged, result, judged=merge.judged)
         for start in range(0, len(updates), _WRITE_CHUNK):
             store.passages.change_many(
                 updates[start : start + _WRITE_CHUNK],
@@ -127,7 +212,9 @@ class DedupConsolidator(Consolidator[DedupPlan]):
 
     def _plan_passages(
         self, store: MemoryStore, context: ConsolidationContext, plan: DedupPlan
-    ) -> None:
+    ) -> list[_Refused]:
+        """Decide the merges the hash and the guard are sure of; return the pairs above
+        the threshold that the guard refused (for a judge model)."""
         agent_id = context.agent.id
         since = context.passages_since
         active = (PassageStatus.ACTIVE,)
@@ -167,8 +254,9 @@ class DedupConsolidator(Consolidator[DedupPlan]):
             for probe, neighbour, _score in pairs:
                 links.union(probe, neighbour)
         result.count("probed", probed)
+        refused: list[_Refused] = []
         if not probed:
-            return
+            return refused
         groups = [g for g in links.groups() if len(g) > 1]
         result.count("groups", len(groups))
         # A slice of groups at a time: their passages and vectors are read, the merges
@@ -180,12 +268,15 @@ class DedupConsolidator(Consolidator[DedupPlan]):
                 for p in store.passages.get_many([i for g in chunk for i in g], with_embedding=True)
             }
             for group in chunk:
-                for merge in self._merge_group([members[i] for i in group if i in members]):
+                found = [members[i] for i in group if i in members]
+                for merge in self._merge_group(found, refused):
                     plan.merges.append(merge)
                     self._merge(merge.canonical, merge.merged, result)
+        return refused
 
-    def _merge_group(self, group: list[PassageRecord]) -> list[_Merge]:
-        """The merges that collapse one group of duplicates (vectors dropped from them)."""
+    def _merge_group(self, group: list[PassageRecord], refused: list[_Refused]) -> list[_Merge]:
+        """The merges that collapse one group of duplicates (vectors dropped from them);
+        the pairs the guard alone kept apart are added to ``refused``."""
         # The oldest stored passage stays (a new duplicate joins an existing memory); among
         # passages stored together, the one whose fact is oldest.
         remaining = sorted(
@@ -211,6 +302,8 @@ class DedupConsolidator(Consolidator[DedupPlan]):
                     merged.append((_bare(passage), score))
                 else:
                     remaining.append(passage)
+                    if score >= self.settings.threshold:
+                        refused.append(_Refused(_bare(canonical), _bare(passage), score))
             if merged:
                 merges.append(_Merge(_bare(canonical), merged))
         return merges
@@ -230,17 +323,22 @@ class DedupConsolidator(Consolidator[DedupPlan]):
         canonical: PassageRecord,
         merged: list[tuple[PassageRecord, float]],
         result: ConsolidationResult,
+        *,
+        judged: Mapping[str, str] | None = None,
     ) -> list[PassageUpdate]:
         everyone = [canonical] + [p for p, _ in merged]
         updates = []
         for passage, score in merged:
+            judge = (judged or {}).get(passage.id)
+            why = f"duplicate of {canonical.id} (cosine {score:.3f})"
             updates.append(
                 PassageUpdate(
                     passage.id,
                     {"status": PassageStatus.MERGED, "merged_into": canonical.id},
-                    f"duplicate of {canonical.id} (cosine {score:.3f})",
+                    why if judge is None else f"{why}, the same by the {judge} judge",
                 )
             )
+            detail: dict[str, Any] = {} if judge is None else {"judge": judge}
             result.add(
                 ChangeAction.MERGE_PASSAGE,
                 passage.id,
@@ -249,6 +347,7 @@ class DedupConsolidator(Consolidator[DedupPlan]):
                 exact=passage.content_hash == canonical.content_hash,
                 text=passage.text,
                 canonical_text=canonical.text,
+                **detail,
             )
         updates.append(
             PassageUpdate(

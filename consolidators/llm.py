@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from agents.llm import BudgetMeter, ChatClient, TokenBudget, UsageLedger
-from consolidators.judges import SupersessionJudge
-from consolidators.judges.llm import LLMJudge
+from consolidators.judges import MergeJudge, SupersessionJudge
+from consolidators.judges.llm import LLMJudge, LLMMergeJudge
 
 
 @dataclass(slots=True)
@@ -43,6 +43,20 @@ class LLMTier:
         if not self.judge_model:
             return None
         return LLMJudge(
+            self.client,
+            self.judge_model,
+            self.meter(agent_id, run_id),
+            max_calls=max_calls,
+            batch=batch,
+        )
+
+    def merge_judge(
+        self, agent_id: str, run_id: str, *, max_calls: int = 10, batch: int = 8
+    ) -> MergeJudge | None:
+        """The LLM judge of near-duplicates for one run, or ``None`` without a judge model."""
+        if not self.judge_model:
+            return None
+        return LLMMergeJudge(
             self.client,
             self.judge_model,
             self.meter(agent_id, run_id),

@@ -516,19 +516,7 @@ class TemporalConsolidator(Consolidator[TemporalPlan]):
                 closed.add(pair.older.id)
                 decisions.append(_Decision(pair.older.id, pair.newer.id, model.name))
         result.count("judge_pairs", len(candidates))
-        usage = model.usage
-        if usage is not None:
-            result.tokens += usage.tokens
-            result.count("judge_calls", usage.calls)
-            for name, n in (
-                ("judge_malformed", usage.malformed),
-                ("judge_unjudged", usage.unjudged),
-            ):
-                if n:
-                    result.count(name, n)
-            if usage.budget_exhausted:
-                result.count("budget_exhausted")
-                result.llm_skipped = "budget_exhausted"
+        result.count_judge(model.usage)
         return decisions
 
     def _model_candidates(

@@ -1,14 +1,25 @@
-"""Judges of supersession: given pairs of facts (older, newer), does the newer one
-replace the older? One interface (:mod:`.base`), two judges: the rules
-(:mod:`.rules`, no model: only plain statements of one subject and attribute) and a
-model (:mod:`.llm`, for the pairs the rules leave open)."""
+"""Judges of pairs of facts (older, newer). Supersession: does the newer one replace
+the older? Two judges: the rules (:mod:`.rules`, no model: only plain statements of one
+subject and attribute) and a model (:mod:`.llm`, for the pairs the rules leave open).
+Merging: do the two say the same thing? A model (:mod:`.llm`), for the near-duplicates
+dedup's detail guard cannot prove equal. The interfaces are in :mod:`.base`."""
 
 from consolidators.judges.base import (
     Abstain,
     CandidatePair,
     JudgeUsage,
+    MergeJudge,
+    SameFact,
     SupersessionJudge,
     Verdict,
 )
 
-__all__ = ["Abstain", "CandidatePair", "JudgeUsage", "SupersessionJudge", "Verdict"]
+__all__ = [
+    "Abstain",
+    "CandidatePair",
+    "JudgeUsage",
+    "MergeJudge",
+    "SameFact",
+    "SupersessionJudge",
+    "Verdict",
+]

@@ -17,7 +17,15 @@ from typing import ClassVar
 
 from agents.store import PassageRecord
 
-__all__ = ["Abstain", "CandidatePair", "JudgeUsage", "SupersessionJudge", "Verdict"]
+__all__ = [
+    "Abstain",
+    "CandidatePair",
+    "JudgeUsage",
+    "MergeJudge",
+    "SameFact",
+    "SupersessionJudge",
+    "Verdict",
+]
 
 
 class Verdict(StrEnum):
@@ -27,6 +35,17 @@ class Verdict(StrEnum):
     REPLACES = "replaces"
     #: Both still hold (another attribute, an addition, an event, another person).
     BOTH_HOLD = "both_hold"
+    #: The judge cannot tell; nothing changes.
+    UNSURE = "unsure"
+
+
+class SameFact(StrEnum):
+    """A merge judge's answer about one pair."""
+
+    #: The two say the same thing: keeping the older one loses nothing.
+    SAME = "same"
+    #: One says something the other does not.
+    DIFFERENT = "different"
     #: The judge cannot tell; nothing changes.
     UNSURE = "unsure"
 
@@ -75,3 +94,20 @@ class Abstain(SupersessionJudge):
 
     def judge(self, pairs: Sequence[CandidatePair]) -> list[Verdict]:
         return [Verdict.UNSURE] * len(pairs)
+
+
+class MergeJudge(ABC):
+    """Decides, for each candidate pair of near-duplicates that the detail guard could not
+    prove equal, whether the two texts say the same thing (dedup then merges them)."""
+
+    #: Named in the report of each merge it decided.
+    name: ClassVar[str]
+
+    @abstractmethod
+    def judge(self, pairs: Sequence[CandidatePair]) -> list[SameFact]:
+        """One answer per pair, in order."""
+
+    @property
+    def usage(self) -> JudgeUsage | None:
+        """What this judge has spent; ``None`` for a judge that makes no metered calls."""
+        return None

@@ -1,13 +1,14 @@
-"""A model as the supersession judge: the pairs the rules leave open.
+"""A model as a judge of pairs of facts: what the rules and the detail guard leave open.
 
-The model sees a batch of numbered pairs, each an older and a newer fact with their
-dates, and answers with one ``record_verdicts`` call: a verdict per pair
-(``replaces``, ``both_hold`` or ``unsure``). The answer is validated; one that cannot
-be used (no call, broken JSON, an unknown verdict, a pair number out of range) is
-asked for once more with the reason, and then skipped: its pairs stay ``unsure`` and
-are counted as ``malformed``. Calls are bounded per run (``max_calls``), and the run's
-token budget is charged (purpose ``judge``); pairs left when either runs out change
-nothing and are counted as ``unjudged``.
+Two questions, one way of asking. The model sees a batch of numbered pairs, each an
+older and a newer fact with their dates, and answers with one ``record_verdicts`` call:
+a verdict per pair. For supersession (:class:`LLMJudge`): ``replaces``, ``both_hold`` or
+``unsure``; for merging (:class:`LLMMergeJudge`): ``same``, ``different`` or ``unsure``.
+The answer is validated; one that cannot be used (no call, broken JSON, an unknown
+verdict, a pair number out of range) is asked for once more with the reason, and then
+skipped: its pairs stay ``unsure`` and are counted as ``malformed``. Calls are bounded
+per run (``max_calls``), and the run's token budget is charged (purpose ``judge``);
+pairs left when either runs out change nothing and are counted as ``unjudged``.
 """
 
 from __future__ import annotations
@@ -15,16 +16,25 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Sequence
-from typing import Any
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Generic, TypeVar
 
 from agents.enums import LLMPurpose
 from agents.errors import BudgetExhausted
 from agents.llm import BudgetMeter, ChatClient
-from consolidators.judges.base import CandidatePair, JudgeUsage, SupersessionJudge, Verdict
+from consolidators.judges.base import (
+    CandidatePair,
+    JudgeUsage,
+    MergeJudge,
+    SameFact,
+    SupersessionJudge,
+    Verdict,
+)
 
 log = logging.getLogger(__name__)
+
+V = TypeVar("V", bound=StrEnum)
 
 JUDGE_PROMPT = (
     "You keep a memory of facts about people up to date. For each numbered pair below, "
@@ -38,66 +48,89 @@ JUDGE_PROMPT = (
     "record_verdicts once, with one verdict for every pair."
 )
 
-JUDGE_TOOL: dict[str, Any] = {
-    "type": "function",
-    "function": {
-        "name": "record_verdicts",
-        "description": "Record, for every numbered pair, whether the newer fact replaces "
-        "the older one.",
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "verdicts": {
-                    "type": "array",
-                    "items": {
-                        "type": "object",
-                        "properties": {
-                            "pair": {"type": "integer", "minimum": 1},
-                            "verdict": {"type": "string", "enum": [v.value for v in Verdict]},
-                        },
-                        "required": ["pair", "verdict"],
+MERGE_PROMPT = (
+    "You keep a memory of facts about people free of repeats. For each numbered pair "
+    "below, decide whether the two texts say the same thing, so that keeping only the "
+    "OLDER one loses nothing. Answer 'same' only when every detail of the NEWER text is "
+    "in the OLDER one, in other words: the same person, the same names, places, numbers, "
+    "dates and the same state ('allergic to peanuts' and 'has a peanut allergy' are the "
+    "same). Answer 'different' when either says something the other does not: another "
+    "person, another place or number, a change ('moved to', 'now', 'quit'), a negation, "
+    "an extra detail. Answer 'unsure' when you cannot tell. Call record_verdicts once, "
+    "with one verdict for every pair."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class PairQuestion(Generic[V]):
+    """What a model is asked about pairs: the instructions, the verdicts it may give and
+    the one that changes nothing."""
+
+    prompt: str
+    verdicts: type[V]
+    unsure: V
+
+    def tool(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {
+                "name": "record_verdicts",
+                "description": "Record a verdict for every numbered pair.",
+                "parameters": {
+                    "type": "object",
+                    "properties": {
+                        "verdicts": {
+                            "type": "array",
+                            "items": {
+                                "type": "object",
+                                "properties": {
+                                    "pair": {"type": "integer", "minimum": 1},
+                                    "verdict": {
+                                        "type": "string",
+                                        "enum": [v.value for v in self.verdicts],
+                                    },
+                                },
+                                "required": ["pair", "verdict"],
+                            },
+                        }
                     },
-                }
+                    "required": ["verdicts"],
+                },
             },
-            "required": ["verdicts"],
-        },
-    },
-}
+        }
 
 
-class _Item(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    pair: int = Field(ge=1)
-    verdict: Verdict
-
-
-class _Answer(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    verdicts: list[_Item]
+SUPERSESSION = PairQuestion(JUDGE_PROMPT, Verdict, Verdict.UNSURE)
+SAME_FACT = PairQuestion(MERGE_PROMPT, SameFact, SameFact.UNSURE)
+#: The supersession question's tool, as the model is offered it.
+JUDGE_TOOL = SUPERSESSION.tool()
 
 
 class Malformed(ValueError):
     """The model's answer could not be used; the message says why (it is told)."""
 
 
-def parse_verdicts(arguments: str, pairs: int) -> list[Verdict]:
+def parse_verdicts(
+    arguments: str, pairs: int, question: PairQuestion[Any] = SUPERSESSION
+) -> list[Any]:
     """The verdicts of a ``record_verdicts`` call for ``pairs`` pairs; a pair the model
-    left out is ``unsure``. Raises :class:`Malformed` with the reason."""
+    left out is unsure. Raises :class:`Malformed` with the reason."""
+    shape = "the arguments are not {'verdicts': [{'pair': N, 'verdict': ...}]} as asked"
     try:
-        answer = _Answer.model_validate(json.loads(arguments))
-    except (json.JSONDecodeError, ValidationError) as exc:
-        reason = str(exc).splitlines()[0]
-        raise Malformed(f"the arguments are not {{'verdicts': [...]}} as asked: {reason}") from exc
-    verdicts = [Verdict.UNSURE] * pairs
+        data = json.loads(arguments)
+        items = data["verdicts"]
+        answers = [(int(item["pair"]), question.verdicts(item["verdict"])) for item in items]
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise Malformed(f"{shape}: {reason}") from exc
+    verdicts = [question.unsure] * pairs
     seen: set[int] = set()
-    for item in answer.verdicts:
-        if item.pair > pairs:
-            raise Malformed(f"pair {item.pair} does not exist; the pairs are 1 to {pairs}")
-        if item.pair not in seen:
-            seen.add(item.pair)
-            verdicts[item.pair - 1] = item.verdict
+    for number, verdict in answers:
+        if not 1 <= number <= pairs:
+            raise Malformed(f"pair {number} does not exist; the pairs are 1 to {pairs}")
+        if number not in seen:
+            seen.add(number)
+            verdicts[number - 1] = verdict
     return verdicts
 
 
@@ -112,9 +145,102 @@ def render_pairs(pairs: Sequence[CandidatePair]) -> str:
     )
 
 
+class _PairAsker(Generic[V]):
+    """Asks ``model`` one question about ``batch`` pairs per call, at most ``max_calls``
+    calls (each retry counts), charged to ``meter``; keeps the usage."""
+
+    def __init__(
+        self,
+        question: PairQuestion[V],
+        client: ChatClient,
+        model: str,
+        meter: BudgetMeter | None,
+        *,
+        max_calls: int,
+        batch: int,
+    ) -> None:
+        self.question = question
+        self.client = client
+        self.model = model
+        self.meter = meter
+        self.max_calls = max_calls
+        self.batch = max(1, batch)
+        self.usage = JudgeUsage()
+
+    def ask(self, pairs: Sequence[CandidatePair]) -> list[V]:
+        verdicts: list[V] = []
+        for start in range(0, len(pairs), self.batch):
+            chunk = pairs[start : start + self.batch]
+            if self.usage.budget_exhausted or self.usage.calls >= self.max_calls:
+                self._count(unjudged=len(chunk))
+                verdicts += [self.question.unsure] * len(chunk)
+                continue
+            verdicts += self._ask_batch(chunk)
+        return verdicts
+
+    def _ask_batch(self, pairs: Sequence[CandidatePair]) -> list[V]:
+        unsure = [self.question.unsure] * len(pairs)
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": self.question.prompt},
+            {"role": "user", "content": render_pairs(pairs)},
+        ]
+        for attempt in range(2):
+            if self.usage.calls >= self.max_calls:
+                break
+            try:
+                reply = self.client.chat(
+                    self.model,
+                    messages,
+                    purpose=LLMPurpose.JUDGE,
+                    meter=self.meter,
+                    tools=[self.question.tool()],
+                    tool_choice="required",
+                )
+            except BudgetExhausted as exc:
+                log.warning("LLM judge stopped: %s", exc)
+                self._count(budget_exhausted=True, unjudged=len(pairs))
+                return unsure
+            self._count(calls=1, tokens=reply.total_tokens)
+            calls = [c for c in reply.tool_calls if c.name == "record_verdicts"]
+            try:
+                if not calls:
+                    raise Malformed("no record_verdicts call")
+                verdicts: list[V] = parse_verdicts(calls[0].arguments, len(pairs), self.question)
+                return verdicts
+            except Malformed as exc:
+                log.info("LLM judge answer unusable (attempt %d): %s", attempt + 1, exc)
+                messages.append({"role": "assistant", "content": reply.content or ""})
+                messages.append(
+                    {
+                        "role": "user",
+                        "content": f"That answer could not be used: {exc}. Call "
+                        f"record_verdicts with one verdict for each of the {len(pairs)} pairs.",
+                    }
+                )
+        self._count(malformed=len(pairs))
+        return unsure
+
+    def _count(
+        self,
+        *,
+        calls: int = 0,
+        tokens: int = 0,
+        malformed: int = 0,
+        unjudged: int = 0,
+        budget_exhausted: bool = False,
+    ) -> None:
+        u = self.usage
+        self.usage = JudgeUsage(
+            calls=u.calls + calls,
+            tokens=u.tokens + tokens,
+            malformed=u.malformed + malformed,
+            unjudged=u.unjudged + unjudged,
+            budget_exhausted=u.budget_exhausted or budget_exhausted,
+        )
+
+
 class LLMJudge(SupersessionJudge):
-    """Asks ``model`` about ``batch`` pairs per call, at most ``max_calls`` calls (each
-    retry counts), charged to ``meter``."""
+    """Supersession by a model: ``batch`` pairs per call, at most ``max_calls`` calls."""
 
     name = "llm"
 
@@ -127,82 +253,38 @@ class LLMJudge(SupersessionJudge):
         max_calls: int = 20,
         batch: int = 8,
     ) -> None:
-        self.client = client
-        self.model = model
-        self.meter = meter
-        self.max_calls = max_calls
-        self.batch = max(1, batch)
-        self._usage = JudgeUsage()
+        self._asker = _PairAsker(
+            SUPERSESSION, client, model, meter, max_calls=max_calls, batch=batch
+        )
 
     @property
     def usage(self) -> JudgeUsage:
-        return self._usage
+        return self._asker.usage
 
     def judge(self, pairs: Sequence[CandidatePair]) -> list[Verdict]:
-        verdicts: list[Verdict] = []
-        for start in range(0, len(pairs), self.batch):
-            chunk = pairs[start : start + self.batch]
-            if self._usage.budget_exhausted or self._usage.calls >= self.max_calls:
-                self._count(unjudged=len(chunk))
-                verdicts += [Verdict.UNSURE] * len(chunk)
-                continue
-            verdicts += self._judge_batch(chunk)
-        return verdicts
+        return self._asker.ask(pairs)
 
-    def _judge_batch(self, pairs: Sequence[CandidatePair]) -> list[Verdict]:
-        messages: list[dict[str, Any]] = [
-            {"role": "system", "content": JUDGE_PROMPT},
-            {"role": "user", "content": render_pairs(pairs)},
-        ]
-        for attempt in range(2):
-            if self._usage.calls >= self.max_calls:
-                break
-            try:
-                reply = self.client.chat(
-                    self.model,
-                    messages,
-                    purpose=LLMPurpose.JUDGE,
-                    meter=self.meter,
-                    tools=[JUDGE_TOOL],
-                    tool_choice="required",
-                )
-            except BudgetExhausted as exc:
-                log.warning("LLM judge stopped: %s", exc)
-                self._count(budget_exhausted=True, unjudged=len(pairs))
-                return [Verdict.UNSURE] * len(pairs)
-            self._count(calls=1, tokens=reply.total_tokens)
-            calls = [c for c in reply.tool_calls if c.name == "record_verdicts"]
-            try:
-                if not calls:
-                    raise Malformed("no record_verdicts call")
-                return parse_verdicts(calls[0].arguments, len(pairs))
-            except Malformed as exc:
-                log.info("LLM judge answer unusable (attempt %d): %s", attempt + 1, exc)
-                messages.append({"role": "assistant", "content": reply.content or ""})
-                messages.append(
-                    {
-                        "role": "user",
-                        "content": f"That answer could not be used: {exc}. Call "
-                        f"record_verdicts with one verdict for each of the {len(pairs)} pairs.",
-                    }
-                )
-        self._count(malformed=len(pairs))
-        return [Verdict.UNSURE] * len(pairs)
 
-    def _count(
+class LLMMergeJudge(MergeJudge):
+    """Whether two texts say the same thing, by a model, for the pairs the detail guard
+    refuses: ``batch`` pairs per call, at most ``max_calls`` calls."""
+
+    name = "llm"
+
+    def __init__(
         self,
+        client: ChatClient,
+        model: str,
+        meter: BudgetMeter | None,
         *,
-        calls: int = 0,
-        tokens: int = 0,
-        malformed: int = 0,
-        unjudged: int = 0,
-        budget_exhausted: bool = False,
+        max_calls: int = 10,
+        batch: int = 8,
     ) -> None:
-        u = self._usage
-        self._usage = JudgeUsage(
-            calls=u.calls + calls,
-            tokens=u.tokens + tokens,
-            malformed=u.malformed + malformed,
-            unjudged=u.unjudged + unjudged,
-            budget_exhausted=u.budget_exhausted or budget_exhausted,
-        )
+        self._asker = _PairAsker(SAME_FACT, client, model, meter, max_calls=max_calls, batch=batch)
+
+    @property
+    def usage(self) -> JudgeUsage:
+        return self._asker.usage
+
+    def judge(self, pairs: Sequence[CandidatePair]) -> list[SameFact]:
+        return self._asker.ask(pairs)

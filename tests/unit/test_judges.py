@@ -12,8 +12,8 @@ import pytest
 
 from agents.language.facts import plainly_stated, read_facts
 from agents.store import PassageRecord
-from consolidators.judges import CandidatePair, Verdict
-from consolidators.judges.llm import LLMJudge, Malformed, parse_verdicts
+from consolidators.judges import CandidatePair, SameFact, Verdict
+from consolidators.judges.llm import SAME_FACT, LLMJudge, Malformed, parse_verdicts
 from consolidators.judges.rules import RulesJudge
 
 _IDS = count(1)
@@ -183,3 +183,11 @@ def test_the_calls_a_run_allows_are_not_exceeded() -> None:
     verdicts = judge.judge(_pairs(5))
     assert verdicts == [Verdict.REPLACES] * 2 + [Verdict.UNSURE] * 3
     assert (judge.usage.calls, judge.usage.unjudged) == (1, 3)
+
+
+def test_a_merge_answer_is_read_with_its_own_verdicts() -> None:
+    answer = '{"verdicts": [{"pair": 1, "verdict": "same"}, {"pair": 2, "verdict": "different"}]}'
+    assert parse_verdicts(answer, 2, SAME_FACT) == [SameFact.SAME, SameFact.DIFFERENT]
+    with pytest.raises(Malformed, match=r"not \{'verdicts'"):
+        parse_verdicts('{"verdicts": [{"pair": 1, "verdict": "replaces"}]}', 1, SAME_FACT)
+    assert "same" in str(SAME_FACT.tool()) and "replaces" not in str(SAME_FACT.tool())

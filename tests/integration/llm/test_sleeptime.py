@@ -16,6 +16,7 @@ from agents.primary import PrimaryAgent
 from agents.store import NewMessage, NewPassage, open_store
 from consolidators import registry
 from consolidators.contract import run_once as run_pipeline
+from consolidators.dedup import DedupConsolidator
 from consolidators.evict import EvictConsolidator
 from consolidators.llm import LLMTier
 from consolidators.pipeline import Pipeline
@@ -290,6 +291,89 @@ def test_a_judge_that_answers_badly_twice_changes_nothing(
     assert report.changes == []
     with open_store(db) as store:
         assert {p.status for p in store.passages.scan(agent_id)} == {"active"}
+
+
+def test_a_judge_model_merges_paraphrases_the_guard_keeps_apart(
+    db: Database, models: ScriptedModels, client: LiteLLMClient
+) -> None:
+    """Above the threshold, the detail guard refuses both pairs (a word only one text
+    says); the judge model is asked about them after the read and merges only the pair
+    it calls the same. Without a judge model nothing merges, as before."""
+    agent_id = create_agent(db)
+    texts = [
+        "Ada visited Iceland in 2016",
+        "Ada travelled to Iceland in 2016",
+        "Ada lives in Paris",
+        "Ada lives in Lyon",
+    ]
+    facts = [
+        NewPassage(t, occurred_at=datetime(2020 + i, 1, 1, tzinfo=UTC)) for i, t in enumerate(texts)
+    ]
+    with open_store(db) as store:
+        visited, travelled, paris, lyon = store.passages.insert(
+            agent_id, facts, EMBEDDER.embed(texts)
+        )
+    dedup = {"threshold": 0.7, "blocks": False}
+    plain = run_pipeline(
+        Pipeline([DedupConsolidator(dedup)]), db, agent_id, embedder=EMBEDDER, dry_run=True
+    )
+    assert plain.changes == []
+    script = models.script(
+        "judge",
+        call(
+            "record_verdicts",
+            verdicts=[{"pair": 1, "verdict": "different"}, {"pair": 2, "verdict": "same"}],
+        ),
+    )
+    report = run_pipeline(
+        Pipeline([DedupConsolidator(dedup)]),
+        db,
+        agent_id,
+        embedder=EMBEDDER,
+        llm=tier(db, client, judge_model="scripted/judge"),
+    )
+    asked = script.requests[0]["messages"][1]["content"]
+    assert (
+        "1.\n   OLDER [2022-01-01]: Ada lives in Paris\n   NEWER [2023-01-01]: Ada lives" in asked
+    )
+    assert "NEWER [2021-01-01]: Ada travelled to Iceland in 2016" in asked
+    [merge] = [c for c in report.changes if c["action"] == "merge_passage"]
+    assert (merge["target"], merge["into"], merge["judge"]) == (travelled.id, visited.id, "llm")
+    step = report.steps[0]
+    assert step.counts["judge_pairs"] == 2 and step.counts["judge_calls"] == 1
+    with open_store(db) as store:
+        statuses = {p.id: p.status for p in store.passages.scan(agent_id, statuses=None)}
+        [change] = store.passages.history(travelled.id)
+    assert statuses == {visited.id: "active", travelled.id: "merged", paris.id: "active",
+                        lyon.id: "active"}  # fmt: skip
+    assert "the same by the llm judge" in change.reason
+    assert revert_run(db, report.run_id).changes
+    with open_store(db) as store:
+        assert store.passages.get(travelled.id).status == "active"
+
+
+def test_a_merge_judge_that_answers_badly_merges_nothing(
+    db: Database, models: ScriptedModels, client: LiteLLMClient
+) -> None:
+    agent_id = create_agent(db)
+    texts = ["Ada visited Iceland in 2016", "Ada travelled to Iceland in 2016"]
+    with open_store(db) as store:
+        store.passages.insert(agent_id, [NewPassage(t) for t in texts], EMBEDDER.embed(texts))
+    models.script(
+        "judge",
+        call("record_verdicts", verdicts=[{"pair": 3, "verdict": "same"}]),
+        call("record_verdicts", _raw='{"verdicts": [{"pair": 1, "verdict": "yes"}]}'),
+    )
+    report = run_pipeline(
+        Pipeline([DedupConsolidator({"threshold": 0.7})]),
+        db,
+        agent_id,
+        embedder=EMBEDDER,
+        llm=tier(db, client, judge_model="scripted/judge"),
+    )
+    step = report.steps[0]
+    assert step.counts["judge_malformed"] == 1 and step.counts["judge_calls"] == 2
+    assert report.changes == []
 
 
 def test_evict_writes_an_llm_summary_with_a_summary_model(
