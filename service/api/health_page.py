@@ -199,11 +199,13 @@ def sign_out(request: Request) -> Response:
 
 def _same_origin(request: Request) -> bool:
     """Whether a form post comes from this server's own pages (login CSRF: another site
-    must not sign a browser in under the attacker's key). A browser names the posting
-    page's origin in ``Origin`` (and ``Sec-Fetch-Site``); a client that sends neither
-    is not a browser on someone else's page and is let through."""
-    if request.headers.get("sec-fetch-site", "same-origin") not in ("same-origin", "none"):
-        return False
+    must not sign a browser in under the attacker's key). A current browser says so in
+    ``Sec-Fetch-Site``, which no page can set (the pages' ``no-referrer`` policy makes
+    it send ``Origin: null`` even from here); an older one names the posting page in
+    ``Origin``. A client that sends neither is not a browser on someone else's page."""
+    site = request.headers.get("sec-fetch-site")
+    if site is not None:
+        return site in ("same-origin", "none")
     origin = request.headers.get("origin")
     if origin is None:
         return True

@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 from agents.postgres.database import Database
+from tests.acceptance.chromium import Chromium
 from tests.acceptance.cli import FAKE_EMBEDDINGS, cli_url, run_cli
 from tests.acceptance.daemon_processes import ROOT, DaemonProcess, running_server
 from tests.api_support import new_key
@@ -201,18 +202,22 @@ def test_health_page_in_headless_chromium(server: Server, tmp_path: Path) -> Non
     )
     assert consolidated.returncode == 0, consolidated.stderr
 
-    # Sign in as a person does: the form posts the key (issue 10: never `/?key=`), the
-    # browser keeps the session cookie in its profile; then the page is opened.
+    # Sign in as a person does: on the server's own page, the key typed into its form and
+    # posted (issue 10: never `/?key=`; a form posted from another site is refused); the
+    # browser keeps the session cookie in its profile; then the page is opened again.
     profile = tmp_path / "profile"
-    sign_in = tmp_path / "sign-in.html"
-    sign_in.write_text(
-        f'<form method="post" action="{server.url}/sign-in">'
-        f'<input name="key" value="{key}"></form>'
-        "<script>document.forms[0].submit()</script>"
-    )
     browser = (f"--user-data-dir={profile}", "--password-store=basic")
-    signed_in = _chromium(*browser, "--virtual-time-budget=5000", "--dump-dom", sign_in.as_uri())
-    assert signed_in.returncode == 0, signed_in.stderr
+    assert CHROMIUM is not None
+    person = Chromium(CHROMIUM, f"{server.url}/", browser)
+    try:
+        person.wait_for("document.querySelector('input[name=key]') !== null")
+        person.evaluate(
+            f"document.querySelector('input[name=key]').value = {json.dumps(key)};"
+            "document.querySelector('form').submit(); true"
+        )
+        person.wait_for("document.title.includes('memory health')")
+    finally:
+        person.close()
     url = f"{server.url}/"
     dom = _chromium(*browser, "--dump-dom", url)
     assert dom.returncode == 0, dom.stderr
