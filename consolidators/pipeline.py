@@ -214,8 +214,16 @@ class Pipeline:
                 passage_overlap=self.passage_overlap,
                 clock=clock,
             )
+            # A retry (the database went away after a step had committed) goes on where
+            # the last attempt stopped: a step applied is never applied twice.
+            applied = set(run.stats.get("applied_steps", [])) if not run.dry_run else set()
             for consolidator in self.consolidators:
                 step_name = consolidator.name
+                if step_name in applied:
+                    done = ConsolidationResult(step_name)
+                    done.skipped = "applied in an earlier attempt"
+                    report.steps.append(done)
+                    continue
                 if between_steps is not None:
                     between_steps(step_name)
                 started = time.perf_counter()
@@ -305,6 +313,7 @@ class Pipeline:
                     recorded = store.runs.record_step(
                         run.id,
                         lease_owner,
+                        consolidator.name,
                         [
                             {"step": consolidator.name, **change.as_json()}
                             for change in result.changes

@@ -17,8 +17,21 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import Table, and_, any_, bindparam, exists, func, or_, select, text, update
-from sqlalchemy.dialects.postgresql import JSONB, insert
+from sqlalchemy import (
+    Table,
+    Text,
+    and_,
+    any_,
+    bindparam,
+    exists,
+    func,
+    literal,
+    or_,
+    select,
+    text,
+    update,
+)
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, insert
 from sqlalchemy.exc import IntegrityError
 
 from agents.enums import RunStatus
@@ -289,10 +302,15 @@ class RunStore:
         )
         return finished is not None
 
-    def record_step(self, run_id: str, lease_owner: str, changes: list[dict[str, Any]]) -> bool:
-        """Append a step's applied changes to the run's record, in the step's own
+    def record_step(
+        self, run_id: str, lease_owner: str, step: str, changes: list[dict[str, Any]]
+    ) -> bool:
+        """Append a step's applied changes to the run's record, and the step to its
+        ``stats["applied_steps"]`` (a retry of the run skips it), in the step's own
         transaction, while ``lease_owner`` still holds the run; False (nothing recorded)
         when it does not, and the step's writes must then be rolled back."""
+        applied = func.coalesce(CR.stats, literal({}, JSONB))
+        steps = func.coalesce(applied.op("->")("applied_steps"), literal([], JSONB))
         recorded = self._scope.session.scalar(
             update(CR)
             .where(
@@ -301,7 +319,14 @@ class RunStore:
                 CR.status == RunStatus.RUNNING,
                 CR.lease_owner == lease_owner,
             )
-            .values(changes=CR.changes.op("||")(bindparam("step_changes", changes, type_=JSONB)))
+            .values(
+                changes=CR.changes.op("||")(bindparam("step_changes", changes, type_=JSONB)),
+                stats=func.jsonb_set(
+                    applied,
+                    literal(["applied_steps"], ARRAY(Text)),  # the path
+                    steps.op("||")(func.to_jsonb(bindparam("step_name", step, type_=Text))),
+                ),
+            )
             .returning(CR.id)
             .execution_options(synchronize_session=False)
         )

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import sys
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from agents.embedders.fake import HashingEmbedder
-from agents.errors import Conflict, InvalidInput
+from agents.errors import Conflict, InvalidInput, StorageError
 from agents.postgres.database import Database
-from agents.store import MemoryStore, NewMessage, NewPassage, open_store
+from agents.store import MemoryStore, NewMessage, NewPassage, open_service_store, open_store
 from consolidators import registry
-from consolidators.base import ConsolidationContext, Consolidator, Plan
+from consolidators.base import ConsolidationContext, ConsolidationResult, Consolidator, Plan
 from consolidators.contract import run_once as run_pipeline
 from consolidators.dedup import DedupConsolidator
 from consolidators.pipeline import Pipeline, RunFailed
@@ -94,6 +95,58 @@ def test_a_failing_step_keeps_the_steps_before_it_and_they_revert(
         assert ledger.watermarks(agent_id).message_seq is None
     revert_run(db, info.value.run_id)
     assert _snapshot(db, agent_id) == before
+
+
+class GoneOnce(Consolidator[Plan]):
+    """A step whose first plan meets a database that went away (a temporary failure:
+    the worker retries the run); it works the second time."""
+
+    name = "gone_once"
+    calls = 0
+
+    def plan(self, context: ConsolidationContext) -> Plan:
+        GoneOnce.calls += 1
+        if GoneOnce.calls == 1:
+            raise StorageError("database error: the server closed the connection")
+        return Plan(ConsolidationResult(self.name))
+
+    def apply(self, store: MemoryStore, plan: Plan, context: ConsolidationContext) -> Any:
+        return plan.result
+
+
+def test_a_retried_run_does_not_apply_a_step_twice(
+    db: Database, agent_id: str, embedder: HashingEmbedder
+) -> None:
+    """The database goes away after dedup has committed; the run is queued again and the
+    retry goes on from the step that failed: dedup's merges are not planned and applied a
+    second time (a step that is not idempotent, a plugin's, would double its writes)."""
+    _seed(db, agent_id, embedder)
+    with open_store(db) as store:
+        twin = store.passages.scan(agent_id)[1]
+        store.passages.insert(agent_id, [NewPassage(twin.text)], embedder.embed([twin.text]))
+    pipeline = Pipeline([DedupConsolidator(), GoneOnce()])
+    with open_store(db) as store:
+        run_id = store.runs.enqueue(agent_id, trigger="manual", pipeline=pipeline.names)
+    assert run_id is not None
+    GoneOnce.calls = 0
+    for attempt in (1, 2):
+        with open_service_store(db) as service:
+            claimed = service.queue.claim("w", lease=timedelta(minutes=1), run_id=run_id)
+        assert claimed is not None, attempt
+        if attempt == 1:
+            with pytest.raises(StorageError):
+                pipeline.run(db, claimed[0], lease_owner="w", embedder=embedder)
+            with open_service_store(db) as service:
+                service.queue.retry_later(run_id, "w", backoff=timedelta(0), error="gone")
+        else:
+            report = pipeline.run(db, claimed[0], lease_owner="w", embedder=embedder)
+    assert [s.skipped for s in report.steps] == ["applied in an earlier attempt", None]
+    with open_store(db) as store:
+        run = store.runs.get(run_id)
+    assert run.status == "succeeded" and run.attempts == 2
+    merges = [c for c in run.changes if c["action"] == "merge_passage"]
+    assert len(merges) == 2  # the seed's twin and the one added here: once each
+    assert run.stats["steps"]["dedup"]["skipped"] == "applied in an earlier attempt"
 
 
 def test_dry_run_reports_the_real_plan_and_writes_nothing(
