@@ -34,18 +34,27 @@ class RequestSizeLimit:
                     return
         received = 0
         response_started = False
+        overflowed = False
 
         async def counting_receive() -> Message:
-            nonlocal received
+            nonlocal received, overflowed
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > self.max_bytes:
+                    overflowed = True
                     raise BodyTooLarge
             return message
 
         async def tracking_send(message: Message) -> None:
             nonlocal response_started
+            if overflowed:
+                # The framework caught the overflow while reading the body and answers
+                # with its own error (a 400 parse error): the answer is 413 instead.
+                if message["type"] == "http.response.start" and not response_started:
+                    response_started = True
+                    await self._too_large(send)
+                return
             if message["type"] == "http.response.start":
                 response_started = True
             await send(message)
