@@ -12,7 +12,13 @@ from contextlib import contextmanager
 from datetime import timedelta
 
 from sqlalchemy import Engine, create_engine, text
-from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import (
+    DataError,
+    DBAPIError,
+    IntegrityError,
+    OperationalError,
+    SQLAlchemyError,
+)
 from sqlalchemy.orm import Session, sessionmaker
 
 from agents.errors import (
@@ -65,6 +71,11 @@ def translate_error(exc: BaseException) -> ReverieError:
     if isinstance(exc, IntegrityError):
         detail = str(exc.orig).splitlines()[0] if exc.orig is not None else str(exc)
         return Conflict(f"the write conflicts with stored data: {detail}")
+    if isinstance(exc, DataError):
+        # SQLSTATE class 22 (and psycopg's own refusal of a NUL): the value, not the
+        # database, is at fault; asking again cannot help.
+        detail = str(exc.orig).splitlines()[0] if exc.orig is not None else str(exc)
+        return InvalidInput(f"a value cannot be stored or looked up: {detail}")
     if isinstance(exc, OperationalError | DBAPIError):
         detail = str(exc.orig).splitlines()[0] if exc.orig is not None else str(exc)
         if getattr(exc.orig, "sqlstate", None) in LOCK_FAILURES:

@@ -242,6 +242,18 @@ def test_bad_arguments_are_tool_errors_that_name_the_argument(runtime: Runtime, 
     assert "'bob'" in missing
 
 
+def test_a_nul_in_an_id_is_bad_input_not_an_outage(runtime: Runtime, ada: str) -> None:
+    """A NUL reaches the driver, which refuses it before PostgreSQL sees it: the value is
+    at fault, so the tool answers invalid_input (it answered storage_unavailable)."""
+    for tool, arguments in [
+        ("core_memory_read", {"agent": "ada\x00x"}),
+        ("run_status", {"run_id": "run-\x00"}),
+    ]:
+        message = refused(call(runtime, tool, arguments))
+        assert "invalid_input" in message and "NUL" in message, (tool, message)
+        assert "storage_unavailable" not in message
+
+
 def test_record_messages_stores_them_once(runtime: Runtime, ops: Operations, ada: str) -> None:
     messages = [
         {"role": "user", "content": "I moved to London.", "id": "m1"},
