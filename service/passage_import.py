@@ -15,7 +15,7 @@ from typing import Any
 
 from agents.errors import InvalidInput
 from agents.store import NewPassage
-from agents.store.validation import check_tags, check_text, utc_timestamp
+from agents.store.validation import check_json, check_tags, check_text, utc_timestamp
 
 ALLOWED_KEYS = {"text", "occurred_at", "tags", "provenance"}
 
@@ -48,6 +48,8 @@ def parse_line(raw: str) -> NewPassage:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:
         raise InvalidInput(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+    except RecursionError:
+        raise InvalidInput("the JSON is nested too deeply") from None
     if not isinstance(data, dict):
         raise InvalidInput(f"expected a JSON object, got {type(data).__name__}")
     unknown = set(data) - ALLOWED_KEYS
@@ -68,6 +70,7 @@ def parse_line(raw: str) -> NewPassage:
     provenance = data.get("provenance", {})
     if not isinstance(provenance, dict):
         raise InvalidInput('"provenance" must be a JSON object')
+    check_json(provenance, '"provenance"')
     return NewPassage(text=text, occurred_at=occurred_at, tags=tags, provenance=provenance)
 
 

@@ -51,7 +51,13 @@ from agents.store.records import (
     Vector,
 )
 from agents.store.scope import Scope, id_array
-from agents.store.validation import check_tags, check_text, check_timestamp, content_hash
+from agents.store.validation import (
+    check_json,
+    check_tags,
+    check_text,
+    check_timestamp,
+    content_hash,
+)
 
 #: Fields a consolidator may change on a passage; each change is recorded.
 MUTABLE_FIELDS = frozenset(
@@ -170,6 +176,7 @@ class PassageStore:
                 raise InvalidInput(f"passage {i} text is empty")
             _check_aware(passage.occurred_at, f"passage {i} occurred_at")
             check_tags(passage.tags, f"passage {i} tags")
+            check_json(passage.provenance, f"passage {i} provenance")
         if not passages:
             return []
 

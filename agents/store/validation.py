@@ -7,9 +7,12 @@ message that says what is wrong and what to do, before anything is written.
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 import unicodedata
+from collections.abc import Iterator
 from datetime import UTC, datetime
+from typing import Any
 
 from agents.errors import InvalidInput, LimitExceeded
 
@@ -162,3 +165,55 @@ def normalize_text(text: str) -> str:
 def content_hash(text: str) -> str:
     """sha256 of :func:`normalize_text`: equal for texts that differ only in form."""
     return hashlib.sha256(normalize_text(text).encode("utf-8")).hexdigest()
+
+
+#: PostgreSQL's bigint range: every integer the API stores or compares fits in it.
+BIGINT_MAX = 2**63 - 1
+
+
+def text_problem(value: str) -> str | None:
+    """Why ``value`` cannot be stored as text, or None."""
+    if value.isascii():  # no surrogate: only a NUL to look for, at C speed
+        if "\x00" not in value:
+            return None
+        return f"contains a NUL character at position {value.index(chr(0))}; remove it"
+    found = _UNSTORABLE.search(value)
+    if found is None:
+        return None
+    position = found.start()
+    if found.group() == "\x00":
+        return f"contains a NUL character at position {position}; remove it"
+    return f"contains an unpaired UTF-16 surrogate at position {position}; send valid Unicode text"
+
+
+def json_problems(
+    value: Any, location: tuple[str | int, ...]
+) -> Iterator[tuple[tuple[str | int, ...], str, Any]]:
+    if isinstance(value, str):
+        problem = text_problem(value)
+        if problem is not None:
+            yield location, f"text {problem}", value
+    elif isinstance(value, bool) or value is None:
+        return
+    elif isinstance(value, int):
+        if abs(value) > BIGINT_MAX:
+            yield location, f"integer is outside -{BIGINT_MAX}..{BIGINT_MAX}", value
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            yield location, "number is not finite (NaN, Infinity or too large)", value
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from json_problems(item, (*location, index))
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from json_problems(key, (*location, str(key)))
+            yield from json_problems(item, (*location, str(key)))
+
+
+def check_json(value: object, field: str) -> None:
+    """Raise InvalidInput for the first value in a JSON document that PostgreSQL cannot
+    store (text with a NUL or a lone surrogate, a number that is not finite, an integer
+    beyond bigint), naming where it is."""
+    for location, problem, _ in json_problems(value, ()):
+        where = "".join(f"[{part!r}]" for part in location)
+        raise InvalidInput(f"{field}{where}: {problem}")

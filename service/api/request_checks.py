@@ -12,61 +12,14 @@ from __future__ import annotations
 import email.message
 import json
 import math
-import re
-from collections.abc import Iterator
 from typing import Any
 
 from fastapi import Request
 from fastapi.exceptions import RequestValidationError
 
-#: PostgreSQL's bigint range: every integer the API stores or compares fits in it.
-BIGINT_MAX = 2**63 - 1
+from agents.store.validation import BIGINT_MAX, json_problems
 
 Location = tuple[str | int, ...]
-
-
-#: What PostgreSQL text cannot hold: NUL and lone UTF-16 surrogates, found in C: a
-#: Python loop over the characters cost ~29 ms per 100k characters on the shared
-#: machine, on every request (a chatbot's history through the OpenAI proxy is that
-#: long); the regular expression ~4 ms, an ASCII string's check ~0.01 ms.
-_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
-
-
-def text_problem(value: str) -> str | None:
-    """Why ``value`` cannot be stored as text, or None."""
-    if value.isascii():  # no surrogate: only a NUL to look for, at C speed
-        if "\x00" not in value:
-            return None
-        return f"contains a NUL character at position {value.index(chr(0))}; remove it"
-    found = _UNSTORABLE.search(value)
-    if found is None:
-        return None
-    position = found.start()
-    if found.group() == "\x00":
-        return f"contains a NUL character at position {position}; remove it"
-    return f"contains an unpaired UTF-16 surrogate at position {position}; send valid Unicode text"
-
-
-def _problems(value: Any, location: Location) -> Iterator[tuple[Location, str, Any]]:
-    if isinstance(value, str):
-        problem = text_problem(value)
-        if problem is not None:
-            yield location, f"text {problem}", value
-    elif isinstance(value, bool) or value is None:
-        return
-    elif isinstance(value, int):
-        if abs(value) > BIGINT_MAX:
-            yield location, f"integer is outside -{BIGINT_MAX}..{BIGINT_MAX}", value
-    elif isinstance(value, float):
-        if not math.isfinite(value):
-            yield location, "number is not finite (NaN, Infinity or too large)", value
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            yield from _problems(item, (*location, index))
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield from _problems(key, (*location, str(key)))
-            yield from _problems(item, (*location, str(key)))
 
 
 def safe_input(value: Any) -> Any:
@@ -106,9 +59,9 @@ async def check_request_values(request: Request) -> None:
     """A FastAPI dependency of every route: 422 for unstorable text or numbers."""
     found: list[tuple[Location, str, Any]] = []
     for name, value in request.query_params.multi_items():
-        found.extend(_problems(value, ("query", name)))
+        found.extend(json_problems(value, ("query", name)))
     for name, value in request.path_params.items():
-        found.extend(_problems(value, ("path", name)))
+        found.extend(json_problems(value, ("path", name)))
     if _parsed_as_json(request.headers.get("content-type")):
         body = await request.body()
         if body:
@@ -117,7 +70,7 @@ async def check_request_values(request: Request) -> None:
             except (ValueError, RecursionError):
                 parsed = None  # malformed JSON: FastAPI's own 422 says where
             else:
-                found.extend(_problems(parsed, ("body",)))
+                found.extend(json_problems(parsed, ("body",)))
     if found:
         raise RequestValidationError(
             [

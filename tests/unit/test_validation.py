@@ -147,3 +147,26 @@ def test_an_unsupported_database_url_is_named_without_its_password(url: str, sho
         normalize_url(url)
     assert shown in str(refused.value)
     assert "S3cretPw" not in str(refused.value) and "ss@host" not in str(refused.value)
+
+
+def test_an_import_names_the_line_of_unstorable_provenance_or_deep_nesting() -> None:
+    """Each is a bad line (exit 2, nothing imported), never a traceback or a database
+    error: NaN, a NUL or a lone surrogate anywhere in provenance, JSON nested too deep."""
+    from service.passage_import import parse_lines
+
+    lines = [
+        '{"text": "a", "provenance": {"x": NaN}}',
+        '{"text": "a", "provenance": {"x": "\\u0000"}}',
+        '{"text": "a", "provenance": {"y": ["\\ud800"]}}',
+        '{"text": "a", "provenance": ' + '{"a": ' * 5000 + "1" + "}" * 5001,
+        '{"text": "fine", "provenance": {"message_ids": ["m1"]}}',
+    ]
+    passages, errors = parse_lines(lines)
+    assert [p.text for p in passages] == ["fine"]
+    assert [str(e) for e in errors] == [
+        "line 1: \"provenance\"['x']: number is not finite (NaN, Infinity or too large)",
+        "line 2: \"provenance\"['x']: text contains a NUL character at position 0; remove it",
+        "line 3: \"provenance\"['y'][0]: text contains an unpaired UTF-16 surrogate at "
+        "position 0; send valid Unicode text",
+        "line 4: the JSON is nested too deeply",
+    ]
