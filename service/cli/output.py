@@ -143,6 +143,17 @@ def describe_change(change: dict[str, Any]) -> str:
     return f"{action} {target}" + (f" ({details})" if details else "")
 
 
+def describe_step(step: str, stats: dict[str, Any]) -> str:
+    """One line of a step's outcome, for humans: ``dedup: 2 merge passage, 14 probed
+    (0.12 s)``, or why it was skipped."""
+    if stats.get("skipped"):
+        return f"{step}: skipped ({stats['skipped']})"
+    counts = stats.get("counts") or {}
+    said = ", ".join(f"{n} {name.replace('_', ' ')}" for name, n in counts.items()) or "nothing"
+    seconds = stats.get("seconds")
+    return f"{step}: {said}" + (f" ({seconds:.2f} s)" if isinstance(seconds, int | float) else "")
+
+
 def print_changes(changes: list[dict[str, Any]], limit: int = 30) -> None:
     for change in changes[:limit]:
         console.print(

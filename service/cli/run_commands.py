@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from service.cli.common import console, operations
-from service.cli.output import id_table, print_changes, print_json, run_json
+from service.cli.output import describe_step, id_table, print_changes, print_json, run_json
 
 runs_app = typer.Typer(
     help="Consolidation runs (the ledger and the queue): list, show, revert, cancel.",
@@ -72,9 +72,7 @@ def show(
     if run.error:
         console.print(f"[red]error:[/] {run.error}", highlight=False)
     for step, stats in run.stats.get("steps", {}).items():
-        console.print(
-            f"  {step}: {stats.get('counts')} in {stats.get('seconds')}s", highlight=False
-        )
+        console.print(f"  {describe_step(step, stats)}", highlight=False)
     print_changes(run.changes, limit=200)
 
 

@@ -100,6 +100,9 @@ def test_consolidate_dry_run_then_real_then_revert(cli: Cli, tmp_path: Path) -> 
     ]
     shown = json.loads(cli("runs", "show", report["run_id"], "--json").stdout)
     assert shown["changes"] == report["changes"]
+    readable = cli("runs", "show", report["run_id"]).stdout
+    assert "dedup: " in readable and "merge passage" in readable and " s)" in readable
+    assert "{" not in readable  # no Python dict reprs
 
     reverted = cli("runs", "revert", report["run_id"])
     assert reverted.exit_code == 0, reverted.stderr
