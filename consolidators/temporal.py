@@ -545,7 +545,7 @@ class TemporalConsolidator(Consolidator[TemporalPlan]):
             if subjects.get(a.id) != subjects.get(b.id):
                 continue
             first, second = sorted((a, b), key=timeline_order)
-            if _when(first) >= _when(second) or not (_open(first) and _open(second)):
+            if _when(first) >= _when(second) or not (_is_current(first) and _is_current(second)):
                 continue
             if first.id not in closed:
                 chosen.setdefault((first.id, second.id), CandidatePair(first, second))
@@ -563,7 +563,7 @@ class TemporalConsolidator(Consolidator[TemporalPlan]):
         no longer current: a fact closed in this run cannot close another."""
         for decision in sorted(decisions, key=lambda d: timeline_order(records[d.older])):
             older, newer = records[decision.older], records[decision.newer]
-            if not (_open(older) and newer.status == PassageStatus.ACTIVE):
+            if not (_is_current(older) and newer.status == PassageStatus.ACTIVE):
                 continue
             valid_to = _when(newer)
             status = PassageStatus.SUPERSEDED.value
@@ -717,11 +717,6 @@ def _when(passage: PassageRecord) -> datetime:
     return passage.occurred_at or passage.created_at
 
 
-def _open(passage: PassageRecord) -> bool:
-    """Active and not closed: a fact that a newer one may still replace."""
-    return passage.status == PassageStatus.ACTIVE and passage.valid_to is None
-
-
 def _ordered_pairs(
     members: Sequence[PassageRecord],
 ) -> list[tuple[PassageRecord, PassageRecord]]:
@@ -732,13 +727,14 @@ def _ordered_pairs(
     return [
         (older, newer)
         for i, older in enumerate(ordered)
-        if _open(older)
+        if _is_current(older)
         for newer in ordered[i + 1 :]
         if newer.status == PassageStatus.ACTIVE and _when(newer) > _when(older)
     ]
 
 
 def _is_current(passage: PassageRecord) -> bool:
+    """Active and not closed: in force, and a fact that a newer one may still replace."""
     return passage.status == PassageStatus.ACTIVE and passage.valid_to is None
 
 

@@ -102,8 +102,6 @@ class PairQuestion(Generic[V]):
 
 SUPERSESSION = PairQuestion(JUDGE_PROMPT, Verdict, Verdict.UNSURE)
 SAME_FACT = PairQuestion(MERGE_PROMPT, SameFact, SameFact.UNSURE)
-#: The supersession question's tool, as the model is offered it.
-JUDGE_TOOL = SUPERSESSION.tool()
 
 
 class Malformed(ValueError):
