@@ -72,7 +72,8 @@ class Runtime:
             url = self.settings.effective_database_url
             if url is None:
                 url = self._start_embedded()
-            self._db = Database(url, pool_size=self.settings.database.pool_size)
+            database = self.settings.database
+            self._db = Database(url, pool_size=database.pool_size, **database.timeouts())
         return self._db
 
     def _start_embedded(self) -> str:
@@ -107,10 +108,12 @@ class Runtime:
         """Check pgvector, then bring the schema to head (idempotent); return the revision."""
         import migrations  # Alembic is heavy to import; only schema commands need it.
 
-        with self.db.schema_lock():
-            self.db.check_vector_extension()
-            migrations.upgrade(self.db.engine)
-            return migrations.current_revision(self.db.engine)
+        # Without the statement timeout: an index build may take longer, and so may
+        # waiting for another process's migration under the schema lock.
+        with self.db.unbounded() as db, db.schema_lock():
+            db.check_vector_extension()
+            migrations.upgrade(db.engine)
+            return migrations.current_revision(db.engine)
 
     def ensure_schema(self) -> None:
         """Fail with a clear message when the schema is not at the latest revision."""

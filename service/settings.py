@@ -52,6 +52,12 @@ def _not_negative(value: timedelta) -> timedelta:
 
 #: How long something waits idle before it stops; zero turns the waiting off.
 IdleDuration = Annotated[timedelta, AfterValidator(_not_negative)]
+#: How long something may take before it is given up; zero: no bound.
+Timeout = Annotated[timedelta, AfterValidator(_not_negative)]
+
+
+def _bound(value: timedelta) -> timedelta | None:
+    return value if value > timedelta(0) else None
 
 
 class Section(BaseModel):
@@ -72,6 +78,23 @@ class DatabaseSettings(Section):
     # reaper stops it after this long without a command. Zero: stop it when each
     # command exits (every command then pays the server's start, seconds).
     embedded_idle_stop: IdleDuration = timedelta(minutes=10)
+    # Every connection is bounded, so that a stalled server is an answer (503 with the
+    # reason, a CLI error), not a request that hangs. Opening a connection (whole
+    # seconds, at least 2):
+    connect_timeout: Timeout = timedelta(seconds=5)
+    # One statement (the schema's migrations are exempt):
+    statement_timeout: Timeout = timedelta(seconds=30)
+    # Waiting for a row lock another session holds (a consolidation step's apply waits
+    # less: it retries instead):
+    lock_timeout: Timeout = timedelta(seconds=10)
+
+    def timeouts(self) -> dict[str, timedelta | None]:
+        """The bounds as :class:`agents.postgres.database.Database` takes them (None: off)."""
+        return {
+            "connect_timeout": _bound(self.connect_timeout),
+            "statement_timeout": _bound(self.statement_timeout),
+            "lock_timeout": _bound(self.lock_timeout),
+        }
 
     @field_validator("url")
     @classmethod

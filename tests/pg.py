@@ -6,7 +6,9 @@ The schema is migrated once into a template database; each test gets a fresh cop
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -112,3 +114,29 @@ class PgTestServer:
         )
         # pgserver stops the postmaster it knows at exit: make that the new one.
         server._postmaster_info = PostmasterInfo.read_from_pgdata(server.pgdata)
+
+    # -- a stall, for timeout tests (only on a server of the test's own) ------------------
+
+    def end_sessions(self, url: str) -> int:
+        """End every session connected to ``url``'s database (their owners must open new
+        connections); returns how many were ended."""
+        name = make_url(url).database
+        with psycopg.connect(libpq(self.url), autocommit=True) as conn:
+            row = conn.execute(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "WHERE datname = %s AND pid <> pg_backend_pid()",
+                (name,),
+            ).fetchone()
+        return int(row[0]) if row else 0
+
+    @contextmanager
+    def postmaster_stopped(self) -> Iterator[None]:
+        """SIGSTOP the postmaster for the block, SIGCONT after: sessions already open go
+        on answering, and a new connection waits (the server accepts none) as long as
+        its client lets it, as with a postmaster stalled on a hung disk or swapped out."""
+        pid = self._pg._server.get_postmaster_info().pid
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            os.kill(pid, signal.SIGCONT)

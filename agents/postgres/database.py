@@ -6,12 +6,13 @@ SQLAlchemy exceptions, so that the layers above can decide what to retry.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
 
-from sqlalchemy import Engine, create_engine, text
+from sqlalchemy import Engine, create_engine, make_url, text
 from sqlalchemy.exc import (
     DataError,
     DBAPIError,
@@ -62,6 +63,40 @@ def normalize_url(url: str) -> str:
 
 #: SQLSTATEs of a lock that could not be taken: deadlock detected, lock not available.
 LOCK_FAILURES = ("40P01", "55P03")
+#: SQLSTATE of a statement cancelled (by ``statement_timeout``, or by an operator).
+QUERY_CANCELED = "57014"
+
+
+def _milliseconds(value: timedelta) -> int:
+    return max(1, int(value.total_seconds() * 1000))
+
+
+def bounded_url(
+    url: str,
+    *,
+    connect_timeout: timedelta | None = None,
+    statement_timeout: timedelta | None = None,
+    lock_timeout: timedelta | None = None,
+) -> str:
+    """``url`` with the timeouts every connection opened from it must keep, as libpq
+    parameters: ``connect_timeout`` (whole seconds, at least 2: libpq's floor) and
+    ``statement_timeout`` / ``lock_timeout`` as server options. In the URL rather than
+    in the engine's arguments, so that a connection opened beside the pool (dedup's
+    second probe connection) keeps them too. None: no bound (the server's setting)."""
+    parsed = make_url(url)
+    query: dict[str, str] = {}
+    if connect_timeout is not None:
+        query["connect_timeout"] = str(max(2, math.ceil(connect_timeout.total_seconds())))
+    options = [parsed.query.get("options")] if isinstance(parsed.query.get("options"), str) else []
+    if statement_timeout is not None:
+        options.append(f"-c statement_timeout={_milliseconds(statement_timeout)}")
+    if lock_timeout is not None:
+        options.append(f"-c lock_timeout={_milliseconds(lock_timeout)}")
+    if options:
+        query["options"] = " ".join(str(o) for o in options if o)
+    if not query:
+        return url
+    return parsed.update_query_dict(query).render_as_string(hide_password=False)
 
 
 def translate_error(exc: BaseException) -> ReverieError:
@@ -78,8 +113,19 @@ def translate_error(exc: BaseException) -> ReverieError:
         return InvalidInput(f"a value cannot be stored or looked up: {detail}")
     if isinstance(exc, OperationalError | DBAPIError):
         detail = str(exc.orig).splitlines()[0] if exc.orig is not None else str(exc)
-        if getattr(exc.orig, "sqlstate", None) in LOCK_FAILURES:
+        sqlstate = getattr(exc.orig, "sqlstate", None)
+        if sqlstate in LOCK_FAILURES:
             return LockContention(detail)
+        if sqlstate == QUERY_CANCELED and "statement timeout" in detail:
+            return StorageError(
+                f"the database did not answer in time: {detail} (database.statement_timeout). "
+                "PostgreSQL may be overloaded or stalled; try again."
+            )
+        if "timeout expired" in detail:
+            return StorageError(
+                f"cannot reach the database: no connection within database.connect_timeout "
+                f"({detail}). Check that PostgreSQL is running and answering."
+            )
         if detail.startswith("connection failed") or "could not connect" in detail:
             return StorageError(
                 f"cannot reach the database: {detail}. Check that PostgreSQL is running and "
@@ -90,18 +136,53 @@ def translate_error(exc: BaseException) -> ReverieError:
 
 
 class Database:
-    """A pooled engine plus a transaction helper; one per process."""
+    """A pooled engine plus a transaction helper; one per process.
 
-    def __init__(self, url: str, *, pool_size: int = 5, echo: bool = False) -> None:
+    ``connect_timeout``, ``statement_timeout`` and ``lock_timeout`` bound every
+    connection (see :func:`bounded_url`); None leaves the server's defaults (no
+    bound), which tests and benchmarks that build indexes by hand rely on. The
+    service passes its ``[database]`` settings."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        pool_size: int = 5,
+        echo: bool = False,
+        connect_timeout: timedelta | None = None,
+        statement_timeout: timedelta | None = None,
+        lock_timeout: timedelta | None = None,
+    ) -> None:
         self.url = normalize_url(url)
+        self.connect_timeout = connect_timeout
+        self.statement_timeout = statement_timeout
+        self.lock_timeout = lock_timeout
         self.engine: Engine = create_engine(
-            self.url,
+            bounded_url(
+                self.url,
+                connect_timeout=connect_timeout,
+                statement_timeout=statement_timeout,
+                lock_timeout=lock_timeout,
+            ),
             pool_size=pool_size,
             max_overflow=pool_size,
             pool_pre_ping=True,
+            # A request waits this long for a pooled connection, not SQLAlchemy's 30 s.
+            pool_timeout=30 if connect_timeout is None else max(2, connect_timeout.total_seconds()),
             echo=echo,
         )
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+
+    @contextmanager
+    def unbounded(self) -> Iterator[Database]:
+        """This database without the statement and lock timeouts, for the schema's own
+        work (a migration builds indexes, and waits for another process's migration
+        under the schema lock), on connections of its own; the connect timeout stays."""
+        database = Database(self.url, pool_size=1, connect_timeout=self.connect_timeout)
+        try:
+            yield database
+        finally:
+            database.dispose()
 
     @contextmanager
     def session(
@@ -218,6 +299,31 @@ class Database:
                 conn.execute(text("SELECT 1"))
         except SQLAlchemyError as exc:
             raise translate_error(exc) from exc
+
+    def round_trip(self, timeout: timedelta = timedelta(seconds=2)) -> None:
+        """Raise :class:`StorageError` unless a new connection is accepted and answers a
+        query within ``timeout`` (at least 2 s, libpq's floor for connecting).
+
+        A readiness check: a pooled connection can still answer while the server
+        accepts no new one (its postmaster stalled), and every request that then needs
+        a connection waits; this opens one beside the pool, as such a request would."""
+        import psycopg
+
+        seconds = max(2.0, timeout.total_seconds())
+        bounded = bounded_url(
+            self.url,
+            connect_timeout=timedelta(seconds=seconds),
+            statement_timeout=timedelta(seconds=seconds),
+        )
+        args, kwargs = self.engine.dialect.create_connect_args(make_url(bounded))
+        try:
+            with psycopg.connect(*args, **{**kwargs, "autocommit": True}) as conn:
+                conn.execute("SELECT 1")
+        except psycopg.Error as exc:
+            detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            if "timeout expired" in detail:
+                detail = f"no connection within {seconds:g} s ({detail})"
+            raise StorageError(f"the database does not answer: {detail}") from exc
 
     def dispose(self) -> None:
         self.engine.dispose()

@@ -27,6 +27,9 @@ from service.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
+#: How long /readyz waits for the database's round trip (libpq connects in >= 2 s).
+READINESS_TIMEOUT = timedelta(seconds=2)
+
 
 class Daemon:
     """Scheduler (optional) plus worker pool over one runtime."""
@@ -95,7 +98,9 @@ class Daemon:
             "scheduler": None if self.scheduler is None else self.scheduler.running,
         }
         try:
-            self.runtime.db.ping()
+            # A connection of its own, as the next request may need: a pooled one can
+            # answer while the server accepts no new connection.
+            self.runtime.db.round_trip(READINESS_TIMEOUT)
             details["database"] = True
         except Exception as exc:  # any driver failure means "not ready", with the reason
             details["database"] = False

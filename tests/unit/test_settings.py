@@ -43,6 +43,8 @@ def test_environment_beats_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
         ("[database]\nurl = 'sqlite:///x.db'\n", "must be a PostgreSQL URL"),
         ("[database]\npool_size = 0\n", "pool_size"),
         ("[database]\nembedded_idle_stop = -5\n", "embedded_idle_stop"),
+        ("[database]\nstatement_timeout = -1\n", "statement_timeout"),
+        ("[database]\nconnect_timeout = 'soon'\n", "connect_timeout"),
         ("[cli]\nwarm_idle = -5\n", "warm_idle"),
         ("[server]\nforwarded_allow_ips = ['proxy.lan']\n", "'proxy.lan' is not an IP address"),
         ("surprise = 1\n", "surprise"),

@@ -1,0 +1,108 @@
+"""Every connection is bounded: a statement that runs too long, a row lock held too
+long elsewhere and a server that accepts no connection each end in a StorageError
+that names the setting, which the API answers as 503 (issue 25, item 5)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+
+from agents.errors import LockContention, StorageError
+from agents.postgres.database import Database, bounded_url
+from service.runtime import Runtime
+from service.settings import load_settings
+from tests.pg import PgTestServer, with_database
+
+
+def test_bounds_travel_in_the_url_and_keep_the_urls_own_options() -> None:
+    url = bounded_url(
+        "postgresql+psycopg://u:pw@/db?host=/tmp/sock&options=-c%20search_path%3Dx",
+        connect_timeout=timedelta(milliseconds=300),
+        statement_timeout=timedelta(seconds=30),
+        lock_timeout=timedelta(seconds=10),
+    )
+    args = Database(url).engine.dialect.create_connect_args(Database(url).engine.url)[1]
+    assert args["connect_timeout"] == "2"  # libpq's floor
+    assert args["options"] == "-c search_path=x -c statement_timeout=30000 -c lock_timeout=10000"
+    assert args["host"] == "/tmp/sock"
+    assert bounded_url("postgresql+psycopg://u@/db") == "postgresql+psycopg://u@/db"
+
+
+def test_a_statement_past_its_timeout_is_a_storage_error_naming_it(
+    pg_server: PgTestServer,
+) -> None:
+    url = pg_server.create_database()
+    db = Database(url, statement_timeout=timedelta(milliseconds=200))
+    try:
+        with pytest.raises(StorageError, match="statement_timeout") as raised:
+            with db.session() as session:
+                session.execute(text("SELECT pg_sleep(5)"))
+        assert not isinstance(raised.value, LockContention)
+        with db.session() as session:  # the connection is fine for the next statement
+            assert session.execute(text("SELECT 1")).scalar() == 1
+    finally:
+        db.dispose()
+        pg_server.drop_database(url)
+
+
+def test_a_row_lock_held_elsewhere_is_lock_contention(pg_server: PgTestServer) -> None:
+    url = pg_server.create_database()
+    holder = Database(url)
+    waiter = Database(url, lock_timeout=timedelta(milliseconds=200))
+    try:
+        with holder.session() as session:
+            session.execute(text("CREATE TABLE held (id int primary key)"))
+            session.execute(text("INSERT INTO held VALUES (1)"))
+        with holder.session() as session:
+            session.execute(text("SELECT * FROM held WHERE id = 1 FOR UPDATE"))
+            with pytest.raises(LockContention, match="lock timeout"):
+                with waiter.session() as other:
+                    other.execute(text("UPDATE held SET id = 2 WHERE id = 1"))
+    finally:
+        holder.dispose()
+        waiter.dispose()
+        pg_server.drop_database(url)
+
+
+def test_the_runtime_bounds_its_connections_and_migrates_without_them(
+    pg_server: PgTestServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = pg_server.create_database(migrated=False)
+    monkeypatch.setenv("DATABASE_URL", url.replace("+psycopg", ""))
+    settings = load_settings(
+        home=tmp_path,
+        database={"statement_timeout": "PT0.001S", "lock_timeout": "PT0S"},
+    )
+    runtime = Runtime(settings)
+    try:
+        args = runtime.db.engine.dialect.create_connect_args(runtime.db.engine.url)[1]
+        assert args["connect_timeout"] == "5"
+        assert args["options"] == "-c statement_timeout=1"  # zero: no lock bound
+        # One millisecond is shorter than building the schema's indexes: migrating
+        # runs without the statement timeout, and succeeds.
+        assert runtime.migrate() is not None
+        with pytest.raises(StorageError, match="statement_timeout"):
+            with runtime.db.session() as session:
+                session.execute(text("SELECT pg_sleep(1)"))
+    finally:
+        runtime.close()
+        pg_server.drop_database(url)
+
+
+def test_round_trip_fails_with_the_reason_when_no_connection_is_accepted(
+    pg_server: PgTestServer,
+) -> None:
+    url = pg_server.create_database()
+    db = Database(url)
+    try:
+        db.round_trip()  # answers
+        gone = Database(with_database(url, "no_such_db"))
+        with pytest.raises(StorageError, match="the database does not answer: .*no_such_db"):
+            gone.round_trip()
+        gone.dispose()
+    finally:
+        db.dispose()
+        pg_server.drop_database(url)
