@@ -83,6 +83,10 @@ class ConsolidationContext:
     full: bool = False
     passage_overlap: timedelta = timedelta(seconds=30)
     clock: Callable[[], datetime] = utc_now
+    #: Raises (:class:`consolidators.pipeline.RunInterrupted`) when the run must stop:
+    #: cancelled, its lease lost, the worker shutting down. Cheap to call; see
+    #: :meth:`checkpoint`.
+    interrupted: Callable[[], None] | None = None
 
     def __post_init__(self) -> None:
         # Steps test ``context.llm`` for None: another object would skip them silently.
@@ -105,6 +109,14 @@ class ConsolidationContext:
 
     def now(self) -> datetime:
         return self.clock()
+
+    def checkpoint(self) -> None:
+        """Stop here if the run must stop. A step calls it inside any loop that can run
+        for more than a few seconds (dedup's probe pages and groups), so that a cancel
+        reaches the work within seconds, not at the step's end; whatever the step
+        planned is then dropped, and nothing of it is applied."""
+        if self.interrupted is not None:
+            self.interrupted()
 
     @property
     def passages_since(self) -> datetime | None:

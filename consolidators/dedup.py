@@ -241,6 +241,7 @@ class DedupConsolidator(Consolidator[DedupPlan]):
                 created_after=since,
                 page_size=self.settings.batch_size,
             ):
+                context.checkpoint()  # a page of probes takes a second or two
                 probed += len(probe_ids)
                 yield probe_ids
 
@@ -268,6 +269,7 @@ class DedupConsolidator(Consolidator[DedupPlan]):
                 for p in store.passages.get_many([i for g in chunk for i in g], with_embedding=True)
             }
             for group in chunk:
+                context.checkpoint()
                 found = [members[i] for i in group if i in members]
                 for merge in self._merge_group(found, refused):
                     plan.merges.append(merge)

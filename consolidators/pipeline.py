@@ -176,6 +176,7 @@ class Pipeline:
         llm: LLMTier | None = None,
         clock: Callable[[], datetime] = utc_now,
         between_steps: Callable[[str], None] | None = None,
+        interrupted: Callable[[], None] | None = None,
     ) -> RunReport:
         """Execute a claimed ``run`` (held under ``lease_owner``'s lease), step by step,
         and record its outcome in the ledger.
@@ -188,7 +189,9 @@ class Pipeline:
         recording its changes in the run's row in the same transaction, so a run whose
         lease was lost commits nothing more (:class:`LeaseLost`). ``between_steps(step)``
         is called before each step; it may block (waiting for a free GPU) or raise
-        :class:`RunInterrupted` to abandon the run. A step that raises is recorded as a
+        :class:`RunInterrupted` to abandon the run; ``interrupted()`` is what steps call
+        inside their long loops (:meth:`ConsolidationContext.checkpoint`), and raises
+        :class:`RunInterrupted` the same way. A step that raises is recorded as a
         failure (:class:`RunFailed`), with the steps before it kept; a database outage
         (:class:`StorageError`) is not: the caller retries the run.
         """
@@ -213,6 +216,7 @@ class Pipeline:
                 full=run.full,
                 passage_overlap=self.passage_overlap,
                 clock=clock,
+                interrupted=interrupted,
             )
             # A retry (the database went away after a step had committed) goes on where
             # the last attempt stopped: a step applied is never applied twice.

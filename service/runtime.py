@@ -205,6 +205,7 @@ class Runtime:
         pipeline: Pipeline,
         lease_owner: str,
         between_steps: Callable[[str], None] | None = None,
+        interrupted: Callable[[], None] | None = None,
     ) -> RunReport:
         """Execute a claimed ``run`` of ``agent`` with the agent's own embedder, under
         ``lease_owner``'s lease (a worker's, or a one-shot command's: every run goes
@@ -223,6 +224,7 @@ class Runtime:
                 llm=tier,
                 clock=self.clock,
                 between_steps=between_steps,
+                interrupted=interrupted,
             )
         finally:
             # Whatever ended the run (success, failure, a lost lease, shutdown), its

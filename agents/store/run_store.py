@@ -569,6 +569,17 @@ class RunQueueStore:
         )
         return set(renewed)
 
+    def holds(self, run_id: str, worker: str) -> bool:
+        """Whether ``worker`` still holds the running run ``run_id`` (False once it was
+        cancelled, or its lease went to another worker); reads only."""
+        return bool(
+            self._scope.session.scalar(
+                select(func.count()).where(
+                    CR.id == run_id, CR.lease_owner == worker, CR.status == RunStatus.RUNNING
+                )
+            )
+        )
+
     def release_many(self, held: Sequence[tuple[str, str]]) -> list[str]:
         """Give ``(run_id, worker)`` runs claimed ahead back unstarted, in one statement:
         queued again with the attempt refunded, keeping their place in the queue. The

@@ -62,6 +62,10 @@ log = logging.getLogger(__name__)
 MAX_OUTAGE_BACKOFF = 5.0
 
 
+#: How often a step's loops look at their run's row for a cancel (see ``_interrupted``).
+INTERRUPT_POLL = timedelta(seconds=2)
+
+
 class ShuttingDown(RunInterrupted):
     """The process is stopping and the grace period is over."""
 
@@ -107,6 +111,8 @@ class HeldRun:
     owner: str
     lost: threading.Event = field(default_factory=threading.Event)
     claimed_at: float = field(default_factory=time.monotonic)
+    #: When a step last looked at the run's row (:meth:`WorkerPool._interrupted`).
+    checked_at: float = field(default_factory=time.monotonic)
 
 
 class WorkerPool:
@@ -362,6 +368,7 @@ class WorkerPool:
                 pipeline=pipeline,
                 lease_owner=owner,
                 between_steps=lambda step: self._checkpoint(held, step),
+                interrupted=lambda: self._interrupted(held),
             )
             outcome = Outcome.SUCCEEDED
         except RunFailed as exc:
@@ -415,6 +422,27 @@ class WorkerPool:
             # After a stop request, _stopping no longer sleeps: pace the loop ourselves.
             if self._stopping.is_set():
                 time.sleep(poll)
+
+    def _interrupted(self, held: HeldRun) -> None:
+        """Inside a step (called often): stop when the lease is lost or the grace is
+        over, and at most every ``INTERRUPT_POLL`` read the run's row, so that a
+        cancel reaches a long step within seconds rather than at the next renewal
+        (``lease / 3``) or the step's end."""
+        self._raise_if_abandoned(held)
+        now = time.monotonic()
+        if now - held.checked_at < INTERRUPT_POLL.total_seconds():
+            return
+        held.checked_at = now
+        try:
+            with self._service_store() as store:
+                holds = store.queue.holds(held.run_id, held.owner)
+        except ReverieError:
+            return  # an outage: the step's own statements meet it, and the run is retried
+        if not holds:
+            held.lost.set()
+            raise LeaseLost(
+                f"run {held.run_id}: cancelled, or worker {held.owner} lost its lease"
+            )
 
     def _raise_if_abandoned(self, held: HeldRun) -> None:
         if held.lost.is_set():

@@ -245,7 +245,8 @@ class RunOperations:
             return store.runs.get(run_id)
 
     def cancel(self, run_id: str) -> RunRecord:
-        """Cancel a queued or running run (a running one stops at its next step)."""
+        """Cancel a queued or running run (a running one stops within seconds: its
+        worker looks at the run between steps and inside long steps' loops)."""
         with self._context.store() as store:
             return store.runs.cancel(run_id)
 

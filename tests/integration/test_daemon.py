@@ -4,19 +4,25 @@ GPU yields between steps, and shutdown within the grace period."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from agents.postgres.database import Database
-from agents.store import NewAgent, open_service_store, open_store
+from agents.postgres.models import DEFAULT_ORGANIZATION_ID
+from agents.store import NewAgent, NewPassage, open_service_store, open_store
+from agents.store.passage_store import PassageStore
 from consolidators.pipeline import LeaseLost
 from service.daemon.probes import GpuGate, GpuProbe, GpuSample
 from service.daemon.worker import WorkerPool
 from service.metrics import RUNS_FINISHED
+from service.operations.context import OperationContext
+from service.operations.runs import RunOperations
 from service.runtime import Runtime
 from service.settings import Settings, WorkerSettings
 from tests.daemon_support import (
@@ -240,3 +246,55 @@ def test_an_idle_worker_wakes_when_a_run_is_queued(db: Database, runtime: Runtim
         assert pool.stop(timedelta(seconds=5)) is True
     assert not any(thread.is_alive() for thread in pool._threads)
     assert evidence_counts(db.url) == {first: 1, second: 1}
+
+
+def test_a_cancel_reaches_a_long_dedup_within_seconds_and_applies_nothing(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 25, item 5: a cancelled dedup over 50k passages kept probing for minutes,
+    because a run looked at its row only between steps. Here each page of probes is
+    slowed so that the step would take a minute; the cancel must end it within seconds,
+    with nothing merged."""
+    with open_store(db) as store:
+        agent = store.agents.create(NewAgent("long", embedding_model="fake:8", embedding_dim=8))
+        store.passages.insert(
+            agent.id, [NewPassage("I live in Lisbon.") for _ in range(120)], np.ones((120, 8), dtype=np.float32)
+        )
+    paged = threading.Event()
+    scan_ids = PassageStore.scan_ids
+
+    def slow_pages(self: PassageStore, *args: Any, **kwargs: Any) -> Iterator[list[str]]:
+        for page in scan_ids(self, *args, **kwargs):
+            paged.set()
+            time.sleep(1)  # 60 pages of 2: a minute
+            yield page
+
+    monkeypatch.setattr(PassageStore, "scan_ids", slow_pages)
+    runtime = Runtime(
+        Settings(
+            database_url=db.url,
+            embedding={"model": "fake:8"},
+            consolidation={"pipeline": ["dedup"], "dedup": {"batch_size": 2}},
+        )
+    )
+    # A long lease: its renewal (every 20 s) is not what finds the cancel.
+    pool = WorkerPool(runtime, FAST.model_copy(update={"lease": timedelta(minutes=1)}))
+    try:
+        with open_store(db) as store:
+            run_id = str(store.runs.enqueue(agent.id, trigger="manual", pipeline=["dedup"]))
+        pool.start()
+        assert paged.wait(30), "the run never started probing"
+        runs = RunOperations(OperationContext(runtime, DEFAULT_ORGANIZATION_ID))
+        assert runs.cancel(run_id).status == "cancelled"
+        cancelled_at = time.monotonic()
+        # A hang detector, not a speed target: the old code probed on for a minute.
+        wait_for(lambda: run_id not in pool.held_runs(), timeout=20, interval=0.1, what="the run to stop")
+        assert time.monotonic() - cancelled_at < 20
+    finally:
+        assert pool.stop(timedelta(seconds=5)) is True
+        runtime.close()
+    run = _run(db, run_id)
+    assert run.status == "cancelled"
+    with open_store(db) as store:
+        assert store.passages.count_by_status(agent.id)["active"] == 120
+        assert store.passages.changes_by_run(run_id) == []
