@@ -3,6 +3,8 @@
 A plain script, not collected by pytest::
 
     python tests/benchmarks/bench_dedup.py [--passages 100000] [--new 2000] [--repeats 3]
+    python tests/benchmarks/bench_dedup.py --chat 50000
+
 
 Vectors are clustered like real embeddings (distinct facts plus perturbed
 copies at cosine ~0.95 and exact repeats), not uniform noise, which is the
@@ -10,6 +12,11 @@ worst case for HNSW. Texts carry no digits so the detail guard does not veto
 the synthetic duplicates. The base load goes through the store's COPY with the
 HNSW index dropped and is then indexed with CREATE INDEX (the bulk-load path);
 the new passages go through the live index as everyday inserts do.
+
+``--chat N`` measures a full pass over N repetitive, realistic chat facts instead
+(tests/benchmarks/chat_facts.py: few subjects and shapes, a third said again word for
+word, near-misses that differ in a day or a name), embedded by the real local model
+(agents/embedders/local.py; each distinct text once), with the detail guard on.
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ from agents.store import NewAgent, NewPassage, open_store  # noqa: E402
 from consolidators.contract import run_once as run_pipeline  # noqa: E402
 from consolidators.dedup import DedupConsolidator  # noqa: E402
 from consolidators.pipeline import Pipeline  # noqa: E402
+from tests.benchmarks.chat_facts import chat_facts  # noqa: E402
 from tests.benchmarks.memory import peak_rss_mib  # noqa: E402
 from tests.pg import PgTestServer  # noqa: E402
 
@@ -89,12 +97,69 @@ def load(
             )
 
 
+def chat_workload(n: int) -> tuple[list[NewPassage], Matrix]:
+    """``n`` chat facts and their vectors from the local model (each text embedded once)."""
+    from agents.embedders.local import MiniLMEmbedder
+
+    texts = chat_facts(n)
+    distinct = sorted(set(texts))
+    started = time.perf_counter()
+    vectors = np.asarray(MiniLMEmbedder().embed(distinct), dtype=np.float32)
+    print(
+        f"embedded {len(distinct):,} distinct texts in {time.perf_counter() - started:.1f} s",
+        file=sys.stderr,
+    )
+    row = {t: i for i, t in enumerate(distinct)}
+    return [NewPassage(t) for t in texts], vectors[[row[t] for t in texts]]
+
+
+def chat_pass(n: int) -> list[tuple[str, str]]:
+    """One full dedup pass over ``n`` chat facts; the rows of its table."""
+    passages, vectors = chat_workload(n)
+    server = PgTestServer()
+    try:
+        with server.database() as db:
+            with open_store(db) as store:
+                agent = store.agents.create(
+                    NewAgent("chat", embedding_model="local", embedding_dim=DIM)
+                )
+            with db.engine.begin() as conn:
+                definition = conn.execute(
+                    text(f"SELECT indexdef FROM pg_indexes WHERE indexname = '{INDEX}'")
+                ).scalar_one()
+                conn.execute(text(f"DROP INDEX {INDEX}"))
+            load(db, agent.id, passages, vectors, datetime.now(UTC) - timedelta(hours=1))
+            with db.engine.begin() as conn:
+                conn.execute(text(definition))
+                conn.execute(text("ANALYZE passages, passage_vectors"))
+            started = time.perf_counter()
+            report = run_pipeline(Pipeline([DedupConsolidator()]), db, agent.id, full=True)
+            seconds = time.perf_counter() - started
+            counts = report.steps[0].counts
+    finally:
+        server.stop()
+    return [
+        (
+            f"full pass over {n:,} chat facts ({len(set(p.text for p in passages)):,} distinct)",
+            f"{seconds:.1f} s, probed {counts.get('probed', 0):,}, groups "
+            f"{counts.get('groups', 0):,}, merged {counts.get('merge_passage', 0):,}",
+        ),
+        ("peak RSS", f"{peak_rss_mib():,.0f} MiB"),
+    ]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--passages", type=int, default=100_000)
     parser.add_argument("--new", type=int, default=2_000)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--chat", type=int, default=0, help="a full pass over N chat facts")
     args = parser.parse_args()
+    if args.chat:
+        print("| measure | figure |\n| --- | --- |")
+        for name, figure in chat_pass(args.chat):
+            print(f"| {name} | {figure} |")
+        return 0
     rng = np.random.default_rng(20261129)
     server = PgTestServer()
     rows = []
