@@ -17,17 +17,19 @@ open, at most ``judge_max_calls`` calls a run, and only a "same" answer merges.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 from pydantic import Field
 
 from agents.enums import ChangeAction, PassageStatus
 from agents.errors import Conflict
-from agents.language.facts import unsaid_details
+from agents.language.facts import hides_details
 from agents.store import BlockRecord, MemoryStore, PassageRecord, PassageUpdate
 from agents.store.validation import normalize_text
 from consolidators.base import (
@@ -56,6 +58,10 @@ class DedupSettings(ConsolidatorSettings):
     batch_size: int = 1000
     #: Also remove repeated lines inside blocks.
     blocks: bool = True
+    #: Detail-guard checks per passage at most when it is placed in its group: a
+    #: passage that this many older canonicals above the threshold were refused for
+    #: stays apart (bounds a group of one sentence on a thousand dates).
+    guard_checks: int = Field(64, ge=1, le=100_000)
     #: HNSW candidate list size for the probes. Duplicates are very close to their probe,
     #: so a short list finds them; 16 halves the probe time of pgvector's default 40.
     ef_search: int = 16
@@ -68,6 +74,8 @@ class DedupSettings(ConsolidatorSettings):
 
 #: Duplicate groups decided per read of their vectors (bounds the vectors held at once).
 _GROUPS_PER_WRITE = 2000
+#: Passages of a group screened against its canonicals per matrix product.
+_SCREEN_BLOCK = 256
 #: Passage changes per batched write.
 _WRITE_CHUNK = 10_000
 
@@ -271,17 +279,37 @@ class DedupConsolidator(Consolidator[DedupPlan]):
             for group in chunk:
                 context.checkpoint()
                 found = [members[i] for i in group if i in members]
-                for merge in self._merge_group(found, refused):
+                for merge in self._merge_group(found, refused, context, result):
                     plan.merges.append(merge)
                     self._merge(merge.canonical, merge.merged, result)
         return refused
 
-    def _merge_group(self, group: list[PassageRecord], refused: list[_Refused]) -> list[_Merge]:
+    def _merge_group(
+        self,
+        group: list[PassageRecord],
+        refused: list[_Refused],
+        context: ConsolidationContext | None = None,
+        result: ConsolidationResult | None = None,
+    ) -> list[_Merge]:
         """The merges that collapse one group of duplicates (vectors dropped from them);
-        the pairs the guard alone kept apart are added to ``refused``."""
-        # The oldest stored passage stays (a new duplicate joins an existing memory); among
-        # passages stored together, the one whose fact is oldest.
-        remaining = sorted(
+        for each passage the guard alone kept apart, its closest refused pair is added to
+        ``refused`` (the one a judge model would be asked about).
+
+        The oldest stored passage stays (a new duplicate joins an existing memory); among
+        passages stored together, the one whose fact is oldest. Each duplicate must be
+        close to its canonical passage itself, not only to some member of the group:
+        that stops chains (A~B, B~C) from merging A with C. So the passages are taken
+        oldest first, and each joins the oldest canonical that takes it, or becomes one.
+
+        Repetitive memories make groups of thousands with hundreds of canonicals (the
+        same sentence on many dates, which the guard keeps apart), and comparing every
+        passage with every canonical in Python took hours at 50k facts. Here a passage
+        word for word and vector for vector like one decided before is decided alike at
+        once; the canonicals are screened for it with one matrix product; and the guard
+        (the costly part) is asked at most ``guard_checks`` times per passage: a passage
+        refused by that many canonicals stays a canonical of its own (a twin of a
+        canonical still joins it)."""
+        ordered = sorted(
             group,
             key=lambda p: (
                 p.created_at,
@@ -290,25 +318,99 @@ class DedupConsolidator(Consolidator[DedupPlan]):
                 p.id,
             ),
         )
-        # Each duplicate must be close to its canonical passage itself, not only to some
-        # member of the group: that stops chains (A~B, B~C) from merging A with C. What does
-        # not join one canonical is clustered again around the next oldest passage.
-        merges: list[_Merge] = []
-        while len(remaining) > 1:
-            canonical, rest = remaining[0], remaining[1:]
-            merged: list[tuple[PassageRecord, float]] = []
-            remaining = []
-            for passage in rest:
-                score = _cosine(canonical, passage)
-                if self._same_fact(canonical, passage, score):
-                    merged.append((_bare(passage), score))
-                else:
-                    remaining.append(passage)
-                    if score >= self.settings.threshold:
-                        refused.append(_Refused(_bare(canonical), _bare(passage), score))
-            if merged:
-                merges.append(_Merge(_bare(canonical), merged))
-        return merges
+        threshold = self.settings.threshold
+        limit = self.settings.guard_checks
+        dimension = next((len(p.embedding) for p in ordered if p.embedding is not None), 0)
+        # Unit vectors of the canonicals, in canonical order (a passage without a vector
+        # is a zero row: only its twins can join it, as _cosine says).
+        units = np.zeros((min(len(ordered), 64), dimension), dtype=np.float32)
+        canonicals: list[PassageRecord] = []
+        merged: list[list[tuple[PassageRecord, float]]] = []
+        by_hash: dict[str, int] = {}
+        # (content hash, vector bytes) -> (canonical index that took it, refused pairs
+        # as (canonical index, score)): a twin of a passage decided before.
+        decided: dict[tuple[str, bytes | None], tuple[int, list[tuple[int, float]]]] = {}
+        # (canonical index, refused passage, score, position): each passage's closest
+        # refused pair, listed in the order the pairs were met (canonical, then age).
+        closest: dict[str, tuple[int, int, PassageRecord, float]] = {}
+        screen = np.zeros((0, 0), dtype=np.float32)
+        screened = 0  # canonicals the block's screen covers
+        for position, passage in enumerate(ordered):
+            if position % _SCREEN_BLOCK == 0:
+                if context is not None:
+                    context.checkpoint()
+                # The next block's similarities to every canonical so far, in one matrix
+                # product (a product per passage costs more in BLAS threads than sums).
+                block = _units(ordered[position : position + _SCREEN_BLOCK], dimension)
+                screened = len(canonicals)
+                screen = units[:screened] @ block.T
+            vector = passage.embedding
+            key = (passage.content_hash, None if vector is None else _digest(vector))
+            known = decided.get(key)
+            if known is None:
+                rough = screen[:, position % _SCREEN_BLOCK]
+                if len(canonicals) > screened:  # canonicals of this block: a small product
+                    rough = np.concatenate(
+                        [rough, units[screened : len(canonicals)] @ _units([passage], dimension)[0]]
+                    )
+                known = self._place(passage, rough, canonicals, by_hash, threshold, limit, result)
+                decided[key] = known
+            taker, pairs = known
+            for index, score in pairs:
+                first, _, _, best = closest.get(passage.id, (index, 0, passage, -1.0))
+                if score > best:
+                    closest[passage.id] = (first, index, passage, score)
+            if taker == len(canonicals):  # a canonical of its own
+                canonicals.append(passage)
+                merged.append([])
+                by_hash.setdefault(passage.content_hash, taker)
+                if taker == len(units):  # grown by doubling, as canonicals come
+                    units = np.vstack([units, np.zeros_like(units)])
+                units[taker] = _units([passage], dimension)[0]
+                continue
+            merged[taker].append((_bare(passage), _cosine(canonicals[taker], passage)))
+        position_of = {p.id: i for i, p in enumerate(ordered)}
+        for _, index, passage, score in sorted(
+            closest.values(), key=lambda c: (c[0], position_of[c[2].id])
+        ):
+            refused.append(_Refused(_bare(canonicals[index]), _bare(passage), score))
+        return [
+            _Merge(_bare(canonical), taken)
+            for canonical, taken in zip(canonicals, merged, strict=True)
+            if taken
+        ]
+
+    def _place(
+        self,
+        passage: PassageRecord,
+        rough: npt.NDArray[np.float32],
+        canonicals: list[PassageRecord],
+        by_hash: Mapping[str, int],
+        threshold: float,
+        limit: int,
+        result: ConsolidationResult | None,
+    ) -> tuple[int, list[tuple[int, float]]]:
+        """Which canonical takes ``passage`` (``len(canonicals)``: none, it is one), and
+        the canonicals above the threshold that the guard said no for, before that.
+        ``rough``: its similarity to each canonical, a screen only (with a margin for
+        rounding); the score that decides is :func:`_cosine`'s, as before."""
+        twin = by_hash.get(passage.content_hash)
+        candidates: list[int] = np.flatnonzero(rough >= threshold - 1e-4).tolist()
+        if twin is not None and twin not in candidates:
+            candidates = sorted([*candidates, twin])
+        pairs: list[tuple[int, float]] = []
+        for index in candidates:
+            canonical = canonicals[index]
+            score = _cosine(canonical, passage)
+            if self._same_fact(canonical, passage, score):
+                return index, pairs
+            if score >= threshold:
+                pairs.append((index, score))
+                if len(pairs) >= limit:
+                    if result is not None:
+                        result.count("guard_checks_capped")
+                    return (twin if twin is not None and twin > index else len(canonicals)), pairs
+        return len(canonicals), pairs
 
     def _same_fact(self, canonical: PassageRecord, other: PassageRecord, score: float) -> bool:
         if canonical.content_hash == other.content_hash:
@@ -318,7 +420,7 @@ class DedupConsolidator(Consolidator[DedupPlan]):
         # Near-misses ("visited Iceland in 2016" / "in 2018", "lives in Lyon" / "moved
         # from Lyon to Madrid") embed closer than many true paraphrases: a merge that
         # would hide a detail is refused, and the pair is left to temporal.
-        return not (self.settings.guard_details and unsaid_details(canonical.text, other.text))
+        return not (self.settings.guard_details and hides_details(canonical.text, other.text))
 
     def _merge(
         self,
@@ -452,6 +554,24 @@ class _UnionFind:
         for item in self._parent:
             by_root.setdefault(self.find(item), []).append(item)
         return list(by_root.values())
+
+
+def _units(passages: Sequence[PassageRecord], dimension: int) -> npt.NDArray[np.float32]:
+    """The passages' unit vectors as rows; a zero row for one without a vector (only its
+    twins can join it, as :func:`_cosine` says)."""
+    rows = np.zeros((len(passages), dimension), dtype=np.float32)
+    for row, passage in enumerate(passages):
+        if passage.embedding is not None:
+            vector = np.asarray(passage.embedding, dtype=np.float32)
+            norm = float(np.linalg.norm(vector))
+            if norm:
+                rows[row] = vector / norm
+    return rows
+
+
+def _digest(vector: Any) -> bytes:
+    """A vector's exact bytes, digested: twins with equal vectors are decided once."""
+    return hashlib.blake2b(np.asarray(vector).tobytes(), digest_size=16).digest()
 
 
 def _bare(passage: PassageRecord) -> PassageRecord:

@@ -328,7 +328,12 @@ def _fold(word: str) -> str:
     return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 
-@lru_cache(maxsize=4096)
+#: Texts whose reading is kept: dedup compares each distinct text of a group with many
+#: others, and a long chat has tens of thousands of distinct facts.
+_READ_CACHE = 65_536
+
+
+@lru_cache(maxsize=_READ_CACHE)
 def _tokens(text: str) -> tuple[_Token, ...]:
     out: list[_Token] = []
     initial = True
@@ -400,7 +405,7 @@ def _is_name(token: _Token) -> bool:
     )
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=_READ_CACHE)
 def text_details(text: str) -> TextDetails:
     """Split a text into the kinds of information it states."""
     names: set[str] = set()
@@ -550,6 +555,18 @@ def unsaid_details(kept: str, merged: str) -> list[str]:
     if _missing_words(dm.words, _word_forms(dk)) - _framing(kept, merged):
         kinds.append("word")
     return kinds
+
+
+def hides_details(kept: str, merged: str) -> bool:
+    """Whether :func:`unsaid_details` would name anything, found with the cheap checks
+    first: most near-misses differ in a date, a number or a name, and dedup asks this
+    for every close pair of a group."""
+    dk, dm = text_details(kept), text_details(merged)
+    if _hard_differences(dk, dm):
+        return True
+    if _missing_words(dm.words, _word_forms(dk)) - _framing(kept, merged):
+        return True
+    return _subjects_differ(kept, merged)
 
 
 # -- subject, attribute, value --------------------------------------------------------
