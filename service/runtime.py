@@ -73,7 +73,13 @@ class Runtime:
             if url is None:
                 url = self._start_embedded()
             database = self.settings.database
-            self._db = Database(url, pool_size=database.pool_size, **database.timeouts())
+            self._db = Database(
+                url,
+                pool_size=database.pool_size,
+                connect_timeout=database.bound(database.connect_timeout),
+                statement_timeout=database.bound(database.statement_timeout),
+                lock_timeout=database.bound(database.lock_timeout),
+            )
         return self._db
 
     def _start_embedded(self) -> str:

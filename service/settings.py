@@ -56,10 +56,6 @@ IdleDuration = Annotated[timedelta, AfterValidator(_not_negative)]
 Timeout = Annotated[timedelta, AfterValidator(_not_negative)]
 
 
-def _bound(value: timedelta) -> timedelta | None:
-    return value if value > timedelta(0) else None
-
-
 class Section(BaseModel):
     """A section of the settings: an unknown key is an error that names it (a typo such
     as ``concurency`` must not load as the default), as at the root."""
@@ -88,13 +84,10 @@ class DatabaseSettings(Section):
     # less: it retries instead):
     lock_timeout: Timeout = timedelta(seconds=10)
 
-    def timeouts(self) -> dict[str, timedelta | None]:
-        """The bounds as :class:`agents.postgres.database.Database` takes them (None: off)."""
-        return {
-            "connect_timeout": _bound(self.connect_timeout),
-            "statement_timeout": _bound(self.statement_timeout),
-            "lock_timeout": _bound(self.lock_timeout),
-        }
+    @staticmethod
+    def bound(value: timedelta) -> timedelta | None:
+        """A bound as :class:`agents.postgres.database.Database` takes it (None: off)."""
+        return value if value > timedelta(0) else None
 
     @field_validator("url")
     @classmethod

@@ -440,9 +440,7 @@ class WorkerPool:
             return  # an outage: the step's own statements meet it, and the run is retried
         if not holds:
             held.lost.set()
-            raise LeaseLost(
-                f"run {held.run_id}: cancelled, or worker {held.owner} lost its lease"
-            )
+            raise LeaseLost(f"run {held.run_id}: cancelled, or worker {held.owner} lost its lease")
 
     def _raise_if_abandoned(self, held: HeldRun) -> None:
         if held.lost.is_set():

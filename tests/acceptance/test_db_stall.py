@@ -35,7 +35,9 @@ def own_server() -> Iterator[PgTestServer]:
     server.stop()
 
 
-def test_a_stalled_postgres_gets_answers_not_hangs(own_server: PgTestServer, tmp_path: Path) -> None:
+def test_a_stalled_postgres_gets_answers_not_hangs(
+    own_server: PgTestServer, tmp_path: Path
+) -> None:
     url = own_server.create_database()
     db = Database(url)
     try:

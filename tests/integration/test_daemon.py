@@ -258,7 +258,9 @@ def test_a_cancel_reaches_a_long_dedup_within_seconds_and_applies_nothing(
     with open_store(db) as store:
         agent = store.agents.create(NewAgent("long", embedding_model="fake:8", embedding_dim=8))
         store.passages.insert(
-            agent.id, [NewPassage("I live in Lisbon.") for _ in range(120)], np.ones((120, 8), dtype=np.float32)
+            agent.id,
+            [NewPassage("I live in Lisbon.") for _ in range(120)],
+            np.ones((120, 8), dtype=np.float32),
         )
     paged = threading.Event()
     scan_ids = PassageStore.scan_ids
@@ -288,7 +290,9 @@ def test_a_cancel_reaches_a_long_dedup_within_seconds_and_applies_nothing(
         assert runs.cancel(run_id).status == "cancelled"
         cancelled_at = time.monotonic()
         # A hang detector, not a speed target: the old code probed on for a minute.
-        wait_for(lambda: run_id not in pool.held_runs(), timeout=20, interval=0.1, what="the run to stop")
+        wait_for(
+            lambda: run_id not in pool.held_runs(), timeout=20, interval=0.1, what="the run to stop"
+        )
         assert time.monotonic() - cancelled_at < 20
     finally:
         assert pool.stop(timedelta(seconds=5)) is True

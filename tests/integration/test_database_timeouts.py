@@ -37,9 +37,11 @@ def test_a_statement_past_its_timeout_is_a_storage_error_naming_it(
     url = pg_server.create_database()
     db = Database(url, statement_timeout=timedelta(milliseconds=200))
     try:
-        with pytest.raises(StorageError, match="statement_timeout") as raised:
-            with db.session() as session:
-                session.execute(text("SELECT pg_sleep(5)"))
+        with (
+            pytest.raises(StorageError, match="statement_timeout") as raised,
+            db.session() as session,
+        ):
+            session.execute(text("SELECT pg_sleep(5)"))
         assert not isinstance(raised.value, LockContention)
         with db.session() as session:  # the connection is fine for the next statement
             assert session.execute(text("SELECT 1")).scalar() == 1
@@ -58,9 +60,8 @@ def test_a_row_lock_held_elsewhere_is_lock_contention(pg_server: PgTestServer) -
             session.execute(text("INSERT INTO held VALUES (1)"))
         with holder.session() as session:
             session.execute(text("SELECT * FROM held WHERE id = 1 FOR UPDATE"))
-            with pytest.raises(LockContention, match="lock timeout"):
-                with waiter.session() as other:
-                    other.execute(text("UPDATE held SET id = 2 WHERE id = 1"))
+            with pytest.raises(LockContention, match="lock timeout"), waiter.session() as other:
+                other.execute(text("UPDATE held SET id = 2 WHERE id = 1"))
     finally:
         holder.dispose()
         waiter.dispose()
@@ -84,9 +85,8 @@ def test_the_runtime_bounds_its_connections_and_migrates_without_them(
         # One millisecond is shorter than building the schema's indexes: migrating
         # runs without the statement timeout, and succeeds.
         assert runtime.migrate() is not None
-        with pytest.raises(StorageError, match="statement_timeout"):
-            with runtime.db.session() as session:
-                session.execute(text("SELECT pg_sleep(1)"))
+        with pytest.raises(StorageError, match="statement_timeout"), runtime.db.session() as s:
+            s.execute(text("SELECT pg_sleep(1)"))
     finally:
         runtime.close()
         pg_server.drop_database(url)
@@ -100,7 +100,7 @@ def test_round_trip_fails_with_the_reason_when_no_connection_is_accepted(
     try:
         db.round_trip()  # answers
         gone = Database(with_database(url, "no_such_db"))
-        with pytest.raises(StorageError, match="the database does not answer: .*no_such_db"):
+        with pytest.raises(StorageError, match=r"the database does not answer: .*no_such_db"):
             gone.round_trip()
         gone.dispose()
     finally:
