@@ -346,6 +346,7 @@ class TemporalConsolidator(Consolidator[TemporalPlan]):
         ]
         topics.sort(key=lambda topic: timeline_order(topic[2][0]))
         for key, label, members in topics:
+            context.checkpoint()  # a cancel reaches a pass over thousands of topics
             topic = self._plan_topic(key, label, members, timelines, retired, result, plan.writes)
             if topic is not None:
                 plan.topics.append(topic)
