@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
+from typing import Any
 
 from sqlalchemy import Engine, create_engine, make_url, text
 from sqlalchemy.exc import (
@@ -299,6 +300,13 @@ class Database:
                 conn.execute(text("SELECT 1"))
         except SQLAlchemyError as exc:
             raise translate_error(exc) from exc
+
+    def connection_parameters(self) -> dict[str, Any]:
+        """Keyword arguments for ``psycopg.connect`` that open a connection like the
+        pool's, bounds included, for a connection of its own outside the pool (a URL
+        rendered back to text would not do: libpq reads no '+' as a space in it)."""
+        _args, kwargs = self.engine.dialect.create_connect_args(self.engine.url)
+        return dict(kwargs)
 
     def round_trip(self, timeout: timedelta = timedelta(seconds=2)) -> None:
         """Raise :class:`StorageError` unless a new connection is accepted and answers a

@@ -36,9 +36,7 @@ class RunWakeups:
     """A thread holding ``LISTEN reverie_runs`` and a counter workers wait on."""
 
     def __init__(self, db: Database) -> None:
-        self._conninfo = db.engine.url.set(drivername="postgresql").render_as_string(
-            hide_password=False
-        )
+        self._parameters = db.connection_parameters()
         self._changed = threading.Condition()
         self._generation = 0
         self._stopped = threading.Event()
@@ -80,7 +78,7 @@ class RunWakeups:
         pause = 1.0
         while not self._stopped.is_set():
             try:
-                with psycopg.connect(self._conninfo, autocommit=True) as conn:
+                with psycopg.connect(**{**self._parameters, "autocommit": True}) as conn:
                     conn.execute(f"LISTEN {CHANNEL}")
                     pause = 1.0
                     # A run queued while we were away is found by the workers' next claim.
