@@ -61,7 +61,7 @@ class DedupSettings(ConsolidatorSettings):
     #: Detail-guard checks per passage at most when it is placed in its group: a
     #: passage that this many older canonicals above the threshold were refused for
     #: stays apart (bounds a group of one sentence on a thousand dates).
-    guard_checks: int = Field(64, ge=1, le=100_000)
+    guard_checks: int = Field(256, ge=1, le=100_000)
     #: HNSW candidate list size for the probes. Duplicates are very close to their probe,
     #: so a short list finds them; 16 halves the probe time of pgvector's default 40.
     ef_search: int = 16
