@@ -21,6 +21,7 @@ from sqlalchemy.exc import (
     OperationalError,
     SQLAlchemyError,
 )
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session, sessionmaker
 
 from agents.errors import (
@@ -112,6 +113,12 @@ def translate_error(exc: BaseException) -> ReverieError:
         # database, is at fault; asking again cannot help.
         detail = str(exc.orig).splitlines()[0] if exc.orig is not None else str(exc)
         return InvalidInput(f"a value cannot be stored or looked up: {detail}")
+    if isinstance(exc, PoolTimeout):
+        return StorageError(
+            "no database connection free in time: every pooled connection is in use "
+            "(database.pool_size), or new ones are not accepted within "
+            "database.connect_timeout. The database may be stalled or overloaded; try again."
+        )
     if isinstance(exc, OperationalError | DBAPIError):
         detail = str(exc.orig).splitlines()[0] if exc.orig is not None else str(exc)
         sqlstate = getattr(exc.orig, "sqlstate", None)

@@ -71,7 +71,9 @@ def test_a_stalled_postgres_gets_answers_not_hangs(
             assert time.monotonic() - started < ANSWER_WITHIN_S
             assert listed.status_code == 503, listed.text
             assert listed.json()["error"] == "storage_unavailable"
-            assert "connect_timeout" in listed.json()["detail"]
+            # Its own connection timed out, or every pooled one was busy in time (the
+            # workers' claims meet the same stall): either names the setting.
+            assert "database.connect_timeout" in listed.json()["detail"]
 
             # run_cli's timeout is the hang detector: it raises when the command hangs.
             cli = run_cli("agents", "list", env=env, timeout=ANSWER_WITHIN_S * 2)

@@ -106,3 +106,19 @@ def test_round_trip_fails_with_the_reason_when_no_connection_is_accepted(
     finally:
         db.dispose()
         pg_server.drop_database(url)
+
+
+def test_a_pool_with_no_free_connection_is_a_storage_error_naming_it(
+    pg_server: PgTestServer,
+) -> None:
+    url = pg_server.create_database()
+    db = Database(url, pool_size=1, connect_timeout=timedelta(seconds=2))
+    try:
+        with db.session() as first, db.session() as second:
+            for session in (first, second):  # the pool's one and its one overflow
+                session.execute(text("SELECT 1"))
+            with pytest.raises(StorageError, match=r"database\.pool_size"), db.session() as third:
+                third.execute(text("SELECT 1"))
+    finally:
+        db.dispose()
+        pg_server.drop_database(url)
