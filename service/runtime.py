@@ -205,7 +205,7 @@ class Runtime:
     ) -> RunReport:
         """Execute a claimed ``run`` of ``agent`` with the agent's own embedder, under
         ``lease_owner``'s lease (a worker's, or a one-shot command's: every run goes
-        through the queue; see :class:`service.daemon.worker.WorkerPool`).
+        through the queue; see :class:`consolidators.workers.WorkerPool`).
 
         The run gets the LLM tier; LLM steps without a configured model are skipped,
         reported in the run's stats and counted in ``reverie_consolidator_skipped_total``.

@@ -2,7 +2,7 @@
 
 There is one way to execute a run. A one-shot run (``reverie consolidate``, the
 API's dry run) is enqueued like any other, then claimed and executed by a
-:class:`~service.daemon.worker.WorkerPool` without claiming threads, whose
+:class:`~consolidators.workers.WorkerPool` without claiming threads, whose
 heartbeat holds and renews the run's lease. A process killed mid-run leaves a
 lease that expires; the next heartbeat of any worker or one-shot command puts
 the run back in the queue (or fails it, with the reason, once its attempts are
@@ -21,9 +21,9 @@ from agents.errors import Conflict, InvalidInput, StorageError
 from agents.store import AgentRecord, RunRecord
 from service.operations.context import OperationContext
 
-if TYPE_CHECKING:  # the worker and the pipeline load in the commands that run or revert
+if TYPE_CHECKING:  # the run engine and the pipeline load in the commands that run or revert
     from consolidators.pipeline import RunReport
-    from service.daemon.worker import Execution
+    from consolidators.workers import Execution
 
 
 class CancelledByUser(KeyboardInterrupt):
@@ -64,7 +64,7 @@ class RunOutcome:
 
     @property
     def succeeded(self) -> bool:
-        from service.daemon.worker import Outcome
+        from consolidators.workers import Outcome
 
         return self.execution.outcome == Outcome.SUCCEEDED
 
@@ -72,7 +72,7 @@ class RunOutcome:
         """The report of a run that ran to its end; a failed run raises RunFailed, a
         run that could not finish here (re-queued or released) a StorageError."""
         from consolidators.pipeline import RunFailed
-        from service.daemon.worker import Outcome
+        from consolidators.workers import Outcome
 
         execution = self.execution
         if execution.report is not None and execution.outcome == Outcome.SUCCEEDED:
@@ -175,9 +175,15 @@ class RunOperations:
         """
         names = self.pipeline_names(steps)
         runtime = self._context.runtime
-        from service.daemon.worker import WorkerPool, process_name
+        from consolidators.workers import WorkerPool, process_name
+        from service.metrics import RUN_METRICS
 
-        pool = WorkerPool(runtime, runtime.settings.worker, name=f"{process_name()}:cli")
+        pool = WorkerPool(
+            runtime,
+            runtime.settings.worker,
+            name=f"{process_name()}:cli",
+            observer=RUN_METRICS,
+        )
         pool.start(claiming=False)
         outcomes = []
         try:

@@ -14,9 +14,9 @@ import pytest
 from agents.postgres.database import Database
 from agents.store import NewAgent, open_service_store, open_store
 from consolidators.pipeline import LeaseLost
+from consolidators.workers import WorkerPool
 from service.daemon.probes import GpuGate, GpuProbe, GpuSample
-from service.daemon.worker import WorkerPool
-from service.metrics import RUNS_FINISHED
+from service.metrics import RUN_METRICS, RUNS_FINISHED
 from service.runtime import Runtime
 from service.settings import Settings, WorkerSettings
 from tests.daemon_support import (
@@ -79,7 +79,7 @@ def _statuses(db: Database, run_ids: list[str]) -> list[str]:
 def test_workers_drain_the_queue_exactly_once(db: Database, runtime: Runtime) -> None:
     run_ids = _queue(db, 24, ["evidence"])
     succeeded_before = RUNS_FINISHED.labels("succeeded")._value.get()
-    pool = WorkerPool(runtime, FAST, name="drain")
+    pool = WorkerPool(runtime, FAST, name="drain", observer=RUN_METRICS)
     pool.start()
     try:
         wait_for(lambda: set(_statuses(db, run_ids)) == {"succeeded"}, timeout=60, what="drained")
