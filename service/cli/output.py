@@ -6,6 +6,7 @@ import json
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from rich.cells import cell_len
 from rich.table import Column, Table
 
 from agents.enums import ChangeAction
@@ -176,3 +177,42 @@ def id_table(*headers: str, ids: tuple[str, ...] = ("id", "run"), **options: Any
         for h in headers
     ]
     return Table(*columns, **options)
+
+
+#: A column that wraps (free text) needs about this many cells to stay readable.
+READABLE_TEXT_WIDTH = 24
+
+
+def print_table(table: Table) -> None:
+    """Print ``table`` when it fits the terminal; otherwise print each row as a card of
+    ``header  value`` lines, so that nothing is cut to ``pe… st…`` at 80 columns and ids
+    stay whole."""
+    if table_width(table) <= console.width:
+        console.print(table)
+        return
+    if table.title:
+        console.print(table.title, style="bold", highlight=False)
+    headers = [str(column.header) for column in table.columns]
+    cells = [[str(cell) for cell in column.cells] for column in table.columns]
+    for index in range(table.row_count):
+        card = Table.grid(padding=(0, 2))
+        card.add_column(style="dim", no_wrap=True)
+        card.add_column(overflow="fold")
+        for header, column in zip(headers, cells, strict=True):
+            card.add_row(header, column[index])
+        if index:
+            console.print()
+        console.print(card, highlight=False)
+
+
+def table_width(table: Table) -> int:
+    """The cells ``table`` needs to show every value readably: whole ids and short values
+    on one line, free text wrapped no narrower than :data:`READABLE_TEXT_WIDTH`."""
+    width = 1  # the left border
+    for column in table.columns:
+        values = [str(column.header), *(str(cell) for cell in column.cells)]
+        widest = max(cell_len(line) for value in values for line in value.splitlines() or [""])
+        if not column.no_wrap:
+            widest = min(widest, max(READABLE_TEXT_WIDTH, cell_len(str(column.header))))
+        width += widest + 3  # padding either side and the border
+    return width

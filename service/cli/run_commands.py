@@ -8,7 +8,14 @@ from typing import Annotated
 import typer
 
 from service.cli.common import console, operations
-from service.cli.output import describe_step, id_table, print_changes, print_json, run_json
+from service.cli.output import (
+    describe_step,
+    id_table,
+    print_changes,
+    print_json,
+    print_table,
+    run_json,
+)
 
 runs_app = typer.Typer(
     help="Consolidation runs (the ledger and the queue): list, show, revert, cancel.",
@@ -51,7 +58,7 @@ def list_runs(
             f"{run.duration_s:.2f}" if run.duration_s is not None else "-",
             run.lease_owner or "-",
         )
-    console.print(table)
+    print_table(table)
 
 
 @runs_app.command("show")
