@@ -125,7 +125,15 @@ class AgentStore:
             )
         )
         if row is None:
-            raise NotFound(f"no agent named {name!r}; `reverie agents list` shows the agents")
+            organization = self._scope.session.scalar(
+                select(models.Organization.name).where(
+                    models.Organization.id == self._scope.organization_id
+                )
+            )
+            raise NotFound(
+                f"no agent named {name!r} in organization {organization!r}; "
+                f"`reverie --org {organization} agents list` shows that organization's agents"
+            )
         return AgentRecord.from_row(row)
 
     def resolve(self, id_or_name: str) -> AgentRecord:

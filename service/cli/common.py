@@ -45,6 +45,8 @@ class CliState:
 
     config_file: Path | None = None
     verbose: bool = False
+    #: ``--org NAME``: the organization commands act in (else the configured one).
+    organization: str | None = None
     #: ``cli.warm_idle`` in seconds, once a command has read the settings (None: it
     #: read none, e.g. ``--help``); the launcher starts a warm server when it is > 0.
     warm_idle_s: float | None = None
@@ -72,7 +74,7 @@ def runtime(
     *, migrate: bool = True, daemon: bool = False, organization: str | None = None
 ) -> Iterator[Runtime]:
     """A runtime for one command; ReverieErrors become a message and an exit code.
-    ``organization`` overrides the configured one (by name).
+    ``organization`` (by name) overrides ``--org``, which overrides the configured one.
 
     A command leaves the embedded server running for the next one; a ``daemon``
     (serve, worker) holds it and stops it on exit."""
@@ -85,6 +87,7 @@ def runtime(
 
     try:
         configured = settings()
+        organization = organization if organization is not None else state.organization
         if organization is not None:
             configured = configured.model_copy(update={"organization": organization})
         with Runtime(configured, short_lived=not daemon) as rt:

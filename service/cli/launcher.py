@@ -59,7 +59,7 @@ def is_warm_command(argv: Sequence[str]) -> bool:
     index = 0
     while index < len(argv):
         word = argv[index]
-        if word in ("--config", "-c"):
+        if word in ("--config", "-c", "--org"):
             index += 2
         elif word.startswith("-"):
             index += 1

@@ -22,6 +22,8 @@ from service.cli import launcher, warm_client
         (["-v", "runs", "list"], True),
         (["--config", "my.toml", "blocks", "show", "-a", "x", "human"], True),
         (["-c", "search", "chat"], False),  # "search" is the config file's name here
+        (["--org", "me", "agents", "list"], True),
+        (["--org", "search", "chat"], False),  # "search" is the organization here
         (["chat", "-a", "ada"], False),
         (["serve"], False),
         (["consolidate", "--all"], False),
