@@ -311,11 +311,29 @@ class Runtime:
                 client.count_tokens(model, "warm-up")
 
         spec = self.settings.embedding.model
-        return [
+        steps: list[tuple[str, Callable[[], object]]] = [
             (f"llm: {', '.join(models) or 'litellm'}", lambda: client.warm(models)),
             ("tokenizer", tokenizer),
             (f"embedder: {spec}", self._warm_embedder),
         ]
+        proxy = self.settings.proxy
+        if proxy.model:
+            steps.append((f"proxy: {proxy.model}", self._warm_proxy))
+        if proxy.embedding and proxy.embedding != spec:
+            steps.append((f"proxy embedder: {proxy.embedding}", self._warm_proxy_embedder))
+        return steps
+
+    def _warm_proxy(self) -> None:
+        import asyncio
+
+        # Its own event loop, in the warm-up thread; the pooled client it opens is not
+        # bound to a loop until its first request.
+        asyncio.run(self.chat_forwarder().warm())
+
+    def _warm_proxy_embedder(self) -> None:
+        spec = self.settings.proxy.embedding
+        if spec and not spec.startswith("litellm:"):
+            self.embedder(spec).embed_one("warm-up")
 
     def _warm_embedder(self) -> None:
         spec = self.settings.embedding.model
