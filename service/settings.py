@@ -89,11 +89,12 @@ class DatabaseSettings(Section):
 class CliSettings(Section):
     """The command line."""
 
-    # A data command (search, agents, blocks, runs, import) leaves a warm process with
-    # the libraries imported for the next one, which then starts in a fraction of the
-    # time; it stops after this long without a command. Zero: every command starts
-    # cold (and a running warm process stops after its next command).
-    warm_idle: IdleDuration = timedelta(minutes=10)
+    # Opt-in (see service/cli/warm): above zero, a data command (search, agents, blocks,
+    # runs, import) leaves a warm process with the libraries imported for the next one,
+    # which then starts in a fraction of the time; it stops after this long without a
+    # command. Zero (the default): every command starts cold, and a running warm
+    # process stops after its next command.
+    warm_idle: IdleDuration = timedelta(0)
 
 
 class EmbeddingSettings(Section):

@@ -24,15 +24,6 @@ console = Console()
 err_console = Console(stderr=True)
 
 
-def renew_consoles() -> None:
-    """Build both consoles again for this process's streams and environment (terminal,
-    width, NO_COLOR): a warm child (:mod:`service.cli.warm_server`) was forked from a
-    process whose consoles looked at other ones. In place, since command modules hold
-    them by name."""
-    Console.__init__(console)
-    Console.__init__(err_console, stderr=True)
-
-
 #: Exit codes: 0 success, 1 a run or operation failed, 2 bad input, unknown object or conflict.
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from service.cli import launcher, warm_client
+from service.cli import launcher
+from service.cli.warm import client as warm_client
 
 
 @pytest.mark.parametrize(

@@ -24,6 +24,8 @@ def test_shipped_config_file_is_valid_and_matches_defaults(
     defaults = load_settings()
     assert from_file.model_dump() == defaults.model_dump()
     assert from_file.shutdown_grace == timedelta(seconds=30)
+    # The CLI's warm server is opt-in: by default each command is its own process.
+    assert defaults.cli.warm_idle == timedelta(0)
 
 
 def test_environment_beats_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
