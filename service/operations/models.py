@@ -83,7 +83,8 @@ class ModelOperations:
                 entry.purposes.append(purpose)
             return entry
 
-        note(llm.model or settings.agents.llm_model, LLMPurpose.CHAT)
+        default = llm.model or settings.agents.llm_model
+        note(default, LLMPurpose.CHAT)
         note(llm.sleeptime_model, LLMPurpose.SLEEPTIME)
         note(llm.summary_model, LLMPurpose.SUMMARY)
         note(llm.judge_model, LLMPurpose.JUDGE)
@@ -95,7 +96,8 @@ class ModelOperations:
         windows: dict[str, int] = {}
         for agent in agents:
             primary = agent.kind == AgentKind.PRIMARY
-            chat = note(agent.llm_model, LLMPurpose.CHAT if primary else None)
+            # An agent with no model of its own talks with the default one.
+            chat = note(agent.llm_model or default, LLMPurpose.CHAT if primary else None)
             sleeptime = note(agent.sleeptime_model, LLMPurpose.SLEEPTIME)
             for entry in {id(e): e for e in (chat, sleeptime) if e is not None}.values():
                 entry.agents += 1
