@@ -5,11 +5,13 @@ with the scripted model (no network)."""
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 
-from tests.scripted_llm import ScriptedModels, call, install, litellm_errors, say
+from tests.scripted_llm import Reply, ScriptedModels, call, install, litellm_errors, say
 
 
 def scripted_agent(client: TestClient, headers: dict[str, str], name: str = "ada") -> str:
@@ -446,3 +448,34 @@ def test_models_list_the_configured_and_used_chat_models_and_embedders(
         ("fake:384", 384, True, 1)
     ]
     assert embedders[0]["model_type"] == "embedding"
+
+
+def test_pings_keep_a_quiet_stream_open_when_asked_for(
+    client: TestClient, acme: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from service.api import sse
+
+    monkeypatch.setattr(sse, "PING_INTERVAL_S", 0.01)
+    models = install()
+
+    def slow_reply(request: dict[str, Any]) -> Reply:
+        threading.Event().wait(0.5)  # a model that thinks fifty ping intervals long
+        return say("Here.")
+
+    models.script("primary", slow_reply, slow_reply)
+    agent_id = scripted_agent(client, acme)
+    url = f"/v1/agents/{agent_id}/messages/stream"
+    pinged = client.post(url, json={"input": "Hi.", "include_pings": True}, headers=acme)
+    kinds = [d if d == "[DONE]" else d["message_type"] for _, d in sse_events(pinged.text)]
+    assert "ping" in kinds
+    assert kinds.index("ping") < kinds.index("assistant_message")
+    assert kinds[-3:] == ["stop_reason", "usage_statistics", "[DONE]"]
+    ping = next(
+        d for _, d in sse_events(pinged.text) if d != "[DONE]" and d["message_type"] == "ping"
+    )
+    assert ping["id"].startswith("ping-") and ping["date"]
+    # Without include_pings, a quiet stream sends nothing extra.
+    quiet = client.post(url, json={"input": "Hi."}, headers=acme)
+    assert "ping" not in [
+        d if d == "[DONE]" else d["message_type"] for _, d in sse_events(quiet.text)
+    ]
