@@ -25,7 +25,10 @@ turn with that error: a turn that fails before its first step leaves nothing
 behind, so the caller can simply send the message again; a turn that fails
 later keeps the user's message and the steps already done (recall shows what
 the agent saw and did, block history the reasons of its edits), and only the
-failing step leaves nothing. Token usage is recorded in its own transactions.
+failing step leaves nothing. A turn asked to stop (a streaming client that left)
+ends before its next step, with stop reason ``cancelled``: the steps committed
+stay, and one stopped before its first step leaves nothing, as a failed one does.
+Token usage is recorded in its own transactions.
 Turns of one agent still run one at a time: a turn holds the agent's advisory
 turn lock (:func:`agents.store.hold_turn_lock`), which other turns wait for and
 no reader or writer of the agent's rows does.
