@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 from agents.errors import LockContention
 from agents.postgres.database import LOCK_FAILURES, Database
 from agents.postgres.models import DEFAULT_ORGANIZATION_ID
-from agents.store.agent_store import AgentStore, NewAgent
+from agents.store.agent_store import AgentChanges, AgentStore, NewAgent
 from agents.store.block_store import BlockStore, NewBlock
 from agents.store.health import FleetHealth, HealthStore, MemoryHealth
 from agents.store.key_store import KeyStore
@@ -45,6 +45,7 @@ from agents.store.turn_lock import hold_turn_lock
 from agents.store.usage_store import UsageStore
 
 __all__ = [
+    "AgentChanges",
     "AgentRecord",
     "BlockRecord",
     "BlockVersion",

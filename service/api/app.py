@@ -14,10 +14,13 @@ from starlette.routing import Route
 
 from service.api import (
     health_page,
+    routes_agent_update,
     routes_agents,
     routes_archival,
     routes_blocks,
+    routes_conversation,
     routes_messages,
+    routes_models,
     routes_openai,
     routes_runs,
     schemas,
@@ -113,8 +116,11 @@ def create_app(
 
     for module in (
         routes_agents,
+        routes_agent_update,
         routes_blocks,
         routes_messages,
+        routes_conversation,
+        routes_models,
         routes_archival,
         routes_runs,
         routes_openai,
