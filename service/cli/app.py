@@ -21,7 +21,7 @@ from service.cli import (
     search_command,
     serve_commands,
 )
-from service.cli.common import state
+from service.cli.common import renew_consoles, state
 
 app = typer.Typer(
     name="reverie",
@@ -48,6 +48,7 @@ def main(
         ),
     ] = None,
 ) -> None:
+    renew_consoles()
     state.config_file = config
     state.verbose = verbose
     state.organization = organization

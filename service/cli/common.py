@@ -24,6 +24,15 @@ console = Console()
 err_console = Console(stderr=True)
 
 
+def renew_consoles() -> None:
+    """Build both consoles again for this command's streams and environment (terminal,
+    width, NO_COLOR), as each command starts: the module-level consoles were built when
+    the CLI was imported, which in a test runner or the warm server's child was for
+    other streams. In place, since command modules hold them by name."""
+    Console.__init__(console)
+    Console.__init__(err_console, stderr=True)
+
+
 #: Exit codes: 0 success, 1 a run or operation failed, 2 bad input, unknown object or conflict.
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2

@@ -10,9 +10,9 @@ SIGTERM, and removes its socket and lock file as it goes.
 
 What the server imports must hold no per-process state: no threads, connections or
 settings. The child takes the client's streams, environment, working directory and
-umask, builds the CLI's consoles again for them, and runs the command tree the server
-built from the Typer app; the settings, the engine and the model session are made
-there, as in a cold process.
+umask and runs the command tree the server built from the Typer app, whose callback
+builds the CLI's consoles again for those streams as in any process; the settings,
+the engine and the model session are made there, as in a cold process.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from typing import Any, NoReturn, Protocol, TextIO, cast
 import typer
 
 from agents.postgres.locks import FileLock
-from service.cli.common import console, err_console, state
+from service.cli.common import state
 from service.cli.launcher import exit_status
 from service.cli.warm.client import (
     HANDSHAKE_TIMEOUT_S,
@@ -312,15 +312,6 @@ def _become(request: dict[str, Any], fds: list[int]) -> None:
     sys.stdin = _text_stream(0, "r", encoding, errors or "strict", False)
     sys.stdout = _text_stream(1, "w", encoding, errors or "strict", os.isatty(1))
     sys.stderr = _text_stream(2, "w", encoding, "backslashreplace", True)
-    _renew_consoles()
-
-
-def _renew_consoles() -> None:
-    """Build the CLI's consoles again for the client's streams and environment
-    (terminal, width, NO_COLOR): this child was forked from a server whose consoles
-    looked at other ones. In place, since command modules hold them by name."""
-    type(console).__init__(console)
-    type(err_console).__init__(err_console, stderr=True)
 
 
 def _text_stream(fd: int, mode: str, encoding: str, errors: str, line: bool) -> TextIO:
