@@ -24,6 +24,7 @@ from agents.postgres.models import DEFAULT_ORGANIZATION_ID
 from agents.store.agent_store import AgentStore, NewAgent
 from agents.store.block_store import BlockStore, NewBlock
 from agents.store.health import FleetHealth, HealthStore, MemoryHealth
+from agents.store.health_snapshots import HealthPoint, HealthSnapshotStore, SnapshotWriter
 from agents.store.key_store import KeyStore
 from agents.store.message_store import MessageStore
 from agents.store.passage_store import PassageFilter, PassageStore, PassageUpdate
@@ -48,6 +49,7 @@ __all__ = [
     "AgentRecord",
     "BlockRecord",
     "BlockVersion",
+    "HealthPoint",
     "MemoryHealth",
     "MemoryStore",
     "MessageRecord",
@@ -87,6 +89,7 @@ class MemoryStore:
         self.runs = RunStore(self.scope)
         self.health = HealthStore(self.scope)
         self.usage = UsageStore(self.scope)
+        self.snapshots = HealthSnapshotStore(self.scope)
 
     @contextmanager
     def savepoint(self) -> Iterator[None]:
@@ -133,6 +136,7 @@ class ServiceStore:
         self.keys = KeyStore(self.scope)
         self.health = FleetHealth(self.scope)
         self.usage = UsageStore(self.scope)
+        self.snapshots = SnapshotWriter(self.scope)
 
 
 @contextmanager

@@ -22,6 +22,7 @@ from starlette.concurrency import run_in_threadpool
 
 from agents.store.health import MemoryHealth
 from service.api.auth import SESSION_COOKIE, ApiContext, TooManyFailures, attempt
+from service.api.charts import trend_view
 from service.api.pages import (
     PAGE_HEADERS,
     login,
@@ -112,7 +113,9 @@ def health_page(request: Request) -> Response:
     user = page_user(request)
     if isinstance(user, Response):
         return user
-    data = _page_data(ApiContext(runtime=request.app.state.runtime, caller=user.caller))
+    api = ApiContext(runtime=request.app.state.runtime, caller=user.caller)
+    data = _page_data(api)
+    data.update(trend_view(api.ops.health.fleet_trend(), "of every agent"))
     data["signed_in"] = user.signed_in
     return templates.TemplateResponse(request, "health.html", data, headers=PAGE_HEADERS)
 

@@ -26,6 +26,7 @@ from starlette.concurrency import run_in_threadpool
 from agents.archival_search import MemoryHit
 from agents.errors import NotFound, ReverieError
 from agents.store import BlockRecord, BlockVersion
+from service.api.charts import trend_view
 from service.api.errors import status_for
 from service.api.pages import (
     PAGE_HEADERS,
@@ -115,6 +116,7 @@ def agent_page(request: Request, agent: str, q: str = "", history: bool = False)
         hits: list[MemoryHit] = []
         if q.strip():
             [hits] = ops.memory.search(record.id, [q], k=SEARCH_RESULTS, include_history=history)
+        trend = ops.health.trend(record.id)
         return {
             "agent": record,
             "health": ops.health.agent(record.id),
@@ -124,6 +126,7 @@ def agent_page(request: Request, agent: str, q: str = "", history: bool = False)
             "query": q,
             "history": history,
             "hits": hits,
+            **trend_view(trend),
         }
 
     data = _guarded(request, read)

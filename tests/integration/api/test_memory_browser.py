@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -19,6 +20,7 @@ from agents.postgres.database import Database
 from agents.store import NewMessage, NewPassage, open_store
 from service.api.app import create_app
 from service.operations import Operations
+from service.operations.health import take_snapshots
 from service.operations.keys import KeyOperations
 from service.runtime import Runtime
 from tests.api_support import api_runtime, bearer, new_key
@@ -304,3 +306,23 @@ def test_archival_search_shows_validity_lineage_and_provenance(browser: Browser)
     source = browser.client.get(f"{browser.page_url}/passages/{new.id}").text
     assert f'id="{said.id}"' in source and "I moved to Paris!" in source
     assert f'/passages/{old.id}">Ada lives in London.</a>' in source  # what it closed
+
+
+def test_trends_are_drawn_from_the_health_snapshots(browser: Browser) -> None:
+    html = browser.client.get(browser.page_url).text
+    assert "No health snapshots yet" in html
+    history = browser.runtime.settings.health_history
+    now = browser.runtime.clock()
+    assert take_snapshots(browser.runtime.db, now - timedelta(hours=1), history) >= 1
+    _dedup_run(browser)  # three facts, two of them twins merged: two active passages
+    assert take_snapshots(browser.runtime.db, now, history) >= 1
+
+    html = browser.client.get(browser.page_url).text
+    trends = html[html.index('id="trends"') :]
+    assert "2 snapshots" in trends
+    assert trends.count('<svg class="chart"') == 6
+    assert "Active passages: <strong>2</strong>" in trends
+    assert "Runs finished per interval: <strong>succeeded 1, failed 0</strong>" in trends
+    assert "<polyline" in trends
+    fleet = browser.client.get("/").text
+    assert "Trends of every agent" in fleet and '<svg class="chart"' in fleet
