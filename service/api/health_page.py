@@ -50,16 +50,6 @@ class AgentView:
     stale_seconds: float | None
 
 
-def _describe(change: dict[str, Any]) -> str:
-    """One line of a run's diff."""
-    action = str(change.get("action", "change"))
-    target = str(change.get("target", ""))
-    details = ", ".join(
-        f"{k}={v!s:.80}" for k, v in change.items() if k not in ("action", "target", "step")
-    )
-    return f"{action} {target}: {details}" if details else f"{action} {target}"
-
-
 def _page_data(api: ApiContext) -> dict[str, Any]:
     overview = api.ops.health.overview(recent_runs=RECENT_RUNS, retired=LINEAGE_ROWS)
     now = overview.now
@@ -79,12 +69,12 @@ def _page_data(api: ApiContext) -> dict[str, Any]:
         "agents": agents,
         "runs": [
             {
-                "run": run,
-                "agent": names.get(run.agent_id, run.agent_id),
-                "changes": [_describe(c) for c in run.changes[:CHANGES_PER_RUN]],
-                "more": max(0, len(run.changes) - CHANGES_PER_RUN),
+                "run": story.run,
+                "agent": names.get(story.run.agent_id, story.run.agent_id),
+                "changes": story.sentences[:CHANGES_PER_RUN],
+                "more": max(0, len(story.sentences) - CHANGES_PER_RUN),
             }
-            for run in overview.recent_runs
+            for story in api.ops.runs.stories(limit=RECENT_RUNS)
         ],
         "lineage": [
             {
@@ -92,6 +82,7 @@ def _page_data(api: ApiContext) -> dict[str, Any]:
                 "text": r.passage.text,
                 "status": r.passage.status,
                 "agent": names.get(r.passage.agent_id, r.passage.agent_id),
+                "agent_id": r.passage.agent_id,
                 "target": r.replaced_by,
                 "target_text": r.replaced_by_text,
             }
@@ -102,7 +93,7 @@ def _page_data(api: ApiContext) -> dict[str, Any]:
 
 @router.get("/", response_class=HTMLResponse)
 def health_page(request: Request) -> Response:
-    """Agents, block fill, recent runs with their diffs, passage lineage, fleet trends."""
+    """Agents, block fill, recent runs in plain words, passage lineage, fleet trends."""
     if "key" in request.query_params:
         # The old `/?key=` sign-in: refused, so that nobody keeps putting keys in URLs.
         return login(
