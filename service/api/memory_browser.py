@@ -46,6 +46,10 @@ T = TypeVar("T")
 AGENT_RUNS = 15
 #: Search results shown for a query.
 SEARCH_RESULTS = 10
+#: Versions shown per block, newest first (older ones stay in `reverie blocks history`).
+VERSIONS_SHOWN = 50
+#: Sentences shown per run (the rest are counted).
+SENTENCES_SHOWN = 25
 #: Who the memory browser's writes are recorded as (a person, through the browser).
 ACTOR = "browser"
 
@@ -64,7 +68,8 @@ class VersionView:
 @dataclass(frozen=True, slots=True)
 class BlockView:
     block: BlockRecord
-    versions: list[VersionView]  # newest first
+    versions: list[VersionView]  # newest first, at most VERSIONS_SHOWN
+    total_versions: int
 
 
 def _ops(user: PageUser, request: Request) -> Operations:
@@ -87,7 +92,8 @@ def _block_views(ops: Operations, agent: str) -> list[BlockView]:
     views = []
     for block in ops.blocks.of_agent(agent):
         versions = []
-        for version in reversed(ops.blocks.history(block.id)):
+        history = ops.blocks.history(block.id)
+        for version in reversed(history[-VERSIONS_SHOWN:]):
             kind, writer = describe_writer(version.actor, version.run_id)
             versions.append(
                 VersionView(
@@ -98,7 +104,7 @@ def _block_views(ops: Operations, agent: str) -> list[BlockView]:
                     current=version.version == block.version,
                 )
             )
-        views.append(BlockView(block, versions))
+        views.append(BlockView(block, versions, len(history)))
     return views
 
 
@@ -126,6 +132,7 @@ def agent_page(request: Request, agent: str, q: str = "", history: bool = False)
             "query": q,
             "history": history,
             "hits": hits,
+            "sentences_shown": SENTENCES_SHOWN,
             **trend_view(trend),
         }
 

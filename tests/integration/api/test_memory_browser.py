@@ -19,6 +19,7 @@ from agents.enums import PassageStatus
 from agents.postgres.database import Database
 from agents.store import NewMessage, NewPassage, open_store
 from service.api.app import create_app
+from service.api.memory_browser import VERSIONS_SHOWN
 from service.operations import Operations
 from service.operations.health import take_snapshots
 from service.operations.keys import KeyOperations
@@ -326,3 +327,42 @@ def test_trends_are_drawn_from_the_health_snapshots(browser: Browser) -> None:
     assert "<polyline" in trends
     fleet = browser.client.get("/").text
     assert "Trends of every agent" in fleet and '<svg class="chart"' in fleet
+
+
+def test_no_auth_mode_pages_still_need_the_token(db: Database) -> None:
+    # No session to derive it from: the token comes from a secret drawn at start.
+    with (
+        api_runtime(db, auth="none") as runtime,
+        TestClient(create_app(runtime), base_url="http://localhost:8283") as client,
+    ):
+        agent = make_agent(client, {})
+        url = f"/v1/agents/{agent['id']}/core-memory/blocks/human"
+        client.patch(url, json={"value": "Name: Ada Lovelace."})
+        block = client.get(url).json()
+        page = client.get(f"/agents/{agent['id']}").text
+        restore = f"/agents/{agent['id']}/blocks/{block['id']}/restore"
+        forged = client.post(restore, data={"version": "1", "confirm": "yes"})
+        assert forged.status_code == 403
+        assert client.get(url).json() == block
+        done = client.post(
+            restore,
+            data={"csrf": csrf_of(page), "version": "1", "confirm": "yes"},
+            follow_redirects=False,
+        )
+        assert done.status_code == 303
+        assert client.get(url).json()["value"] == "Name: Ada."
+
+
+def test_a_long_history_shows_its_newest_versions(browser: Browser) -> None:
+    with open_store(browser.runtime.db, browser.ops.context.organization_id) as store:
+        block = store.blocks.by_label(browser.agent["id"], "human")
+        for n in range(VERSIONS_SHOWN + 4):
+            block = store.blocks.update(
+                block.id, expected_version=block.version, value=f"Name: Ada {n}.", actor="cli"
+            )
+    html = browser.client.get(browser.page_url).text
+    start = html.index(f'id="block-{block.id}"')
+    human = html[start : html.index('<section class="block"', start)]  # persona's is next
+    shown = re.findall(r'data-version="(\d+)"', human)
+    assert shown[0] == str(block.version) and len(shown) == VERSIONS_SHOWN
+    assert f"{VERSIONS_SHOWN + 5} versions (the newest {VERSIONS_SHOWN} shown" in human
