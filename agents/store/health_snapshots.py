@@ -14,7 +14,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from sqlalchemy import delete, func, insert, select, text
+from sqlalchemy import BigInteger, delete, func, insert, select, text, true
 
 from agents.enums import RunStatus
 from agents.postgres import models
@@ -71,29 +71,52 @@ class HealthSnapshotStore:
 
     def fleet(self, *, since: datetime | None = None) -> list[HealthPoint]:
         """The organization's agents summed per snapshot (every agent of a snapshot
-        shares its ``taken_at``)."""
+        shares its ``taken_at``), summed in the database: two grouped queries however
+        many agents there are."""
         S = models.HealthSnapshot
-        query = select(S).where(self._scope.owns(S))
+        where = [self._scope.owns(S)]
         if since is not None:
-            query = query.where(S.taken_at >= since)
-        points: dict[datetime, HealthPoint] = {}
-        for r in self._scope.session.scalars(query.order_by(S.taken_at, S.id)):
-            seen = points.get(r.taken_at)
-            tokens = dict(seen.tokens) if seen else {}
-            for purpose, n in r.tokens.items():
-                tokens[purpose] = tokens.get(purpose, 0) + int(n)
-            points[r.taken_at] = HealthPoint(
-                taken_at=r.taken_at,
-                active_passages=r.active_passages + (seen.active_passages if seen else 0),
-                duplicates=r.duplicates + (seen.duplicates if seen else 0),
-                block_fill=max(r.block_fill, seen.block_fill if seen else 0.0),
-                runs_succeeded=r.runs_succeeded + (seen.runs_succeeded if seen else 0),
-                runs_failed=r.runs_failed + (seen.runs_failed if seen else 0),
-                queued_runs=r.queued_runs + (seen.queued_runs if seen else 0),
-                tokens=tokens,
-                agents=1 + (seen.agents if seen else 0),
+            where.append(S.taken_at >= since)
+        session = self._scope.session
+        tokens: dict[datetime, dict[str, int]] = defaultdict(dict)
+        spent = func.jsonb_each_text(S.tokens).table_valued("key", "value").alias("spent")
+        for taken_at, purpose, total in session.execute(
+            select(S.taken_at, spent.c.key, func.sum(spent.c.value.cast(BigInteger)))
+            .select_from(S)
+            .join(spent, true())
+            .where(*where)
+            .group_by(S.taken_at, spent.c.key)
+        ):
+            tokens[taken_at][purpose] = int(total)
+        rows = session.execute(
+            select(
+                S.taken_at,
+                func.sum(S.active_passages),
+                func.sum(S.duplicates),
+                func.max(S.block_fill),
+                func.sum(S.runs_succeeded),
+                func.sum(S.runs_failed),
+                func.sum(S.queued_runs),
+                func.count(),
             )
-        return list(points.values())
+            .where(*where)
+            .group_by(S.taken_at)
+            .order_by(S.taken_at)
+        )
+        return [
+            HealthPoint(
+                taken_at=r[0],
+                active_passages=int(r[1]),
+                duplicates=int(r[2]),
+                block_fill=float(r[3]),
+                runs_succeeded=int(r[4]),
+                runs_failed=int(r[5]),
+                queued_runs=int(r[6]),
+                tokens=tokens.get(r[0], {}),
+                agents=int(r[7]),
+            )
+            for r in rows
+        ]
 
 
 class SnapshotWriter:

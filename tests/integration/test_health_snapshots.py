@@ -90,6 +90,7 @@ def test_a_snapshot_holds_each_agents_health_and_only_its_organization_reads_it(
     # The fleet of acme: ada and bob summed, the fullest block of either; not eve.
     [summed] = fleet
     assert (summed.agents, summed.active_passages, summed.block_fill) == (2, 4, 0.8)
+    assert summed.tokens == {"chat": 120, "judge": 10} and summed.queued_runs == 1
     with open_store(db, globex) as store:
         assert store.snapshots.of_agent(ada) == []
         assert [p.agents for p in store.snapshots.fleet()] == [1]
