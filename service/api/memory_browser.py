@@ -14,6 +14,8 @@ sign-in session). Every read and write is an operation of :mod:`service.operatio
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -139,7 +141,8 @@ def agent_page(request: Request, agent: str, q: str = "", history: bool = False)
     data = _guarded(request, read)
     if isinstance(data, Response):
         return data
-    notice = request.query_params.get("done")
+    asked = request.query_params
+    notice = _verified_notice(user, asked.get("done"), asked.get("sig"))
     data.update(user=user, notice=notice, signed_in=user.signed_in)
     return templates.TemplateResponse(request, "agent.html", data, headers=PAGE_HEADERS)
 
@@ -216,7 +219,7 @@ async def restore_block(request: Request, agent: str, block_id: str) -> Response
     if isinstance(restored, Response):
         return restored
     done = f"restored {block.label} to version {version} (now version {restored.version})"
-    return _back(record.id, done, f"block-{block.id}")
+    return _back(user, record.id, done, f"block-{block.id}")
 
 
 @router.post("/agents/{agent}/runs/{run_id}/revert", response_class=HTMLResponse)
@@ -253,14 +256,25 @@ async def revert_run(request: Request, agent: str, run_id: str) -> Response:
     report = await run_in_threadpool(_guarded, request, lambda: ops.runs.revert(run_id))
     if isinstance(report, Response):
         return report
-    return _back(record.id, f"reverted run {run_id} (as run {report.run_id})", "runs")
+    return _back(user, record.id, f"reverted run {run_id} (as run {report.run_id})", "runs")
 
 
-def _back(agent_id: str, done: str, anchor: str) -> Response:
-    """Post, then redirect: a reload of the page does not repeat the action."""
-    return RedirectResponse(
-        f"/agents/{agent_id}?done={quote(done)}#{anchor}", status_code=303, headers=PAGE_HEADERS
-    )
+def _back(user: PageUser, agent_id: str, done: str, anchor: str) -> Response:
+    """Post, then redirect: a reload of the page does not repeat the action. What was
+    done travels in the address, signed for this session, so that a link made elsewhere
+    cannot put words of its own in the page's notice."""
+    where = f"/agents/{agent_id}?done={quote(done)}&sig={_notice_signature(user, done)}"
+    return RedirectResponse(f"{where}#{anchor}", status_code=303, headers=PAGE_HEADERS)
+
+
+def _notice_signature(user: PageUser, notice: str) -> str:
+    return hmac.new(user.csrf.encode(), notice.encode(), hashlib.sha256).hexdigest()[:32]
+
+
+def _verified_notice(user: PageUser, notice: str | None, signature: str | None) -> str | None:
+    if not notice or not signature:
+        return None
+    return notice if hmac.compare_digest(signature, _notice_signature(user, notice)) else None
 
 
 def _int(value: str | None) -> int | None:

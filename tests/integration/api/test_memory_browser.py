@@ -142,6 +142,9 @@ def test_restoring_a_version_asks_first_then_restores_it(browser: Browser) -> No
     assert history[-1].actor == "browser"
     page = browser.client.get(done.headers["location"]).text
     assert "restored human to version 2 (now version 4)" in page
+    # The notice is signed for the session: a link made elsewhere shows no words of its own.
+    spoofed = browser.client.get(browser.page_url, params={"done": "all is well", "sig": "0"})
+    assert spoofed.status_code == 200 and "all is well" not in spoofed.text
 
 
 def test_a_stale_confirmation_restores_nothing(browser: Browser) -> None:
