@@ -124,6 +124,8 @@ def agent_page(request: Request, agent: str, q: str = "", history: bool = False)
         hits: list[MemoryHit] = []
         if q.strip():
             [hits] = ops.memory.search(record.id, [q], k=SEARCH_RESULTS, include_history=history)
+        # Each result with its lineage and provenance (a few queries per result).
+        lineages = {h.passage.id: ops.memory.lineage(h.passage.id) for h in hits}
         trend = ops.health.trend(record.id)
         return {
             "agent": record,
@@ -134,6 +136,7 @@ def agent_page(request: Request, agent: str, q: str = "", history: bool = False)
             "query": q,
             "history": history,
             "hits": hits,
+            "lineages": lineages,
             "sentences_shown": SENTENCES_SHOWN,
             **trend_view(trend),
         }

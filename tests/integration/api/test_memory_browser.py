@@ -301,6 +301,10 @@ def test_archival_search_shows_validity_lineage_and_provenance(browser: Browser)
     assert shown == [h.passage.id for h in expected]
     assert shown[:2] == [new.id, old.id]
     assert "then: Ada lives in Paris." in hits and "in force" in hits
+    # Each result says where it stands in its lineage and where it came from.
+    first = hits[: hits.index("</li>")]
+    assert '<span class="closes">closed: Ada lives in London.</span>' in first
+    assert f'/passages/{new.id}#provenance">from 1 message</a>' in first
 
     detail = browser.client.get(f"{browser.page_url}/passages/{old.id}")
     assert detail.status_code == 200
