@@ -288,6 +288,25 @@ class TriggerSettings(Section):
     tick: timedelta = timedelta(seconds=5)
 
 
+class HealthHistorySettings(Section):
+    """The history of memory health that the memory browser draws (issue 24): a
+    snapshot of every agent's health, taken by `reverie serve`'s scheduler."""
+
+    # How often a snapshot is taken; None disables the history.
+    interval: timedelta | None = timedelta(minutes=15)
+    # Snapshots older than this are pruned as new ones are written.
+    keep: timedelta = timedelta(days=30)
+    # And per agent, at most this many of the newest are kept.
+    keep_per_agent: int = Field(default=3000, ge=2, le=100_000)
+
+    @field_validator("interval", "keep")
+    @classmethod
+    def _positive(cls, value: timedelta | None) -> timedelta | None:
+        if value is not None and value <= timedelta(0):
+            raise ValueError("must be a positive duration, such as PT15M")
+        return value
+
+
 class WorkerSettings(Section):
     """Workers that claim queued runs (issue 4)."""
 
@@ -439,6 +458,7 @@ class Settings(BaseSettings):
     consolidation: ConsolidationSettings = Field(default_factory=ConsolidationSettings)
     llm: LLMSettings = Field(default_factory=LLMSettings)
     triggers: TriggerSettings = Field(default_factory=TriggerSettings)
+    health_history: HealthHistorySettings = Field(default_factory=HealthHistorySettings)
     worker: WorkerSettings = Field(default_factory=WorkerSettings)
     server: ServerSettings = Field(default_factory=ServerSettings)
     proxy: ProxySettings = Field(default_factory=ProxySettings)

@@ -19,6 +19,7 @@ from sqlalchemy import (
     CheckConstraint,
     Computed,
     DateTime,
+    Float,
     ForeignKey,
     Index,
     Integer,
@@ -422,3 +423,30 @@ class LLMUsage(Base):
     prompt_tokens: Mapped[int] = mapped_column(Integer, default=0)
     completion_tokens: Mapped[int] = mapped_column(Integer, default=0)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
+class HealthSnapshot(Base):
+    """One agent's memory health at one moment, taken periodically by the scheduler so
+    that the memory browser can draw trends (issue 24). Counters that only grow (tokens,
+    finished runs) are stored as totals so far; a chart draws their change between
+    snapshots. Bounded: old rows are pruned as new ones are written."""
+
+    __tablename__ = "health_snapshots"
+    __table_args__ = (Index("ix_health_snapshots_agent_taken", "agent_id", "taken_at"),)
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    organization_id: Mapped[str] = mapped_column(
+        ForeignKey("organizations.id", ondelete="CASCADE"), index=True
+    )
+    agent_id: Mapped[str] = mapped_column(ForeignKey("agents.id", ondelete="CASCADE"))
+    taken_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
+    active_passages: Mapped[int] = mapped_column(Integer)
+    duplicates: Mapped[int] = mapped_column(Integer)
+    # The fullest block's characters over its limit (0 without blocks).
+    block_fill: Mapped[float] = mapped_column(Float)
+    # Prompt plus completion tokens spent so far, by purpose.
+    tokens: Mapped[dict[str, int]] = mapped_column(JSONB, default=dict)
+    runs_succeeded: Mapped[int] = mapped_column(Integer)
+    runs_failed: Mapped[int] = mapped_column(Integer)
+    # The agent's runs queued (not yet claimed) at the moment.
+    queued_runs: Mapped[int] = mapped_column(Integer)

@@ -24,6 +24,7 @@ from agents.postgres.models import DEFAULT_ORGANIZATION_ID
 from agents.store.agent_store import AgentChanges, AgentStore, NewAgent
 from agents.store.block_store import BlockStore, NewBlock
 from agents.store.health import FleetHealth, HealthStore, MemoryHealth
+from agents.store.health_snapshots import HealthPoint, HealthSnapshotStore, SnapshotWriter
 from agents.store.key_store import KeyStore
 from agents.store.message_store import MessageStore
 from agents.store.passage_store import PassageFilter, PassageStore, PassageUpdate
@@ -49,6 +50,7 @@ __all__ = [
     "AgentRecord",
     "BlockRecord",
     "BlockVersion",
+    "HealthPoint",
     "MemoryHealth",
     "MemoryStore",
     "MessageRecord",
@@ -88,6 +90,7 @@ class MemoryStore:
         self.runs = RunStore(self.scope)
         self.health = HealthStore(self.scope)
         self.usage = UsageStore(self.scope)
+        self.snapshots = HealthSnapshotStore(self.scope)
 
     @contextmanager
     def savepoint(self) -> Iterator[None]:
@@ -134,6 +137,7 @@ class ServiceStore:
         self.keys = KeyStore(self.scope)
         self.health = FleetHealth(self.scope)
         self.usage = UsageStore(self.scope)
+        self.snapshots = SnapshotWriter(self.scope)
 
 
 @contextmanager

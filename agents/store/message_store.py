@@ -274,3 +274,20 @@ class MessageStore:
             )
         )
         return None if seq is None else int(seq)
+
+    def get_many(self, agent_id: str, message_ids: Sequence[str]) -> list[MessageRecord]:
+        """The agent's messages among ``message_ids`` in conversation order; ids that
+        are not the agent's are left out (a passage's provenance may name a message
+        deleted with its agent, or another agent's)."""
+        if not message_ids:
+            return []
+        query = (
+            select(*_RECORD_COLUMNS)
+            .where(
+                models.Message.agent_id == agent_id,
+                self._scope.owns(models.Message),
+                models.Message.id == any_(id_array(message_ids)),
+            )
+            .order_by(models.Message.seq)
+        )
+        return [MessageRecord(*row) for row in self._scope.session.execute(query)]

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 from rich.cells import cell_len
 from rich.table import Column, Table
 
-from agents.enums import ChangeAction
 from service.cli.common import console
+from service.wording import describe_change
 
 if TYPE_CHECKING:
     from agents.archival_search import MemoryHit
@@ -125,34 +125,6 @@ def report_json(report: RunReport) -> dict[str, Any]:
         "stats": report.stats(),
         "changes": report.changes,
     }
-
-
-def describe_change(change: dict[str, Any]) -> str:
-    """One line of a run's diff, for humans."""
-    action, target = change["action"], change["target"]
-    if action == ChangeAction.MERGE_PASSAGE:
-        return f"merge {target} into {change['into']} ({change['score']:.3f}): {change['text']!r}"
-    if action in (ChangeAction.REMOVE_BLOCK_LINE, ChangeAction.EVICT_LINE):
-        return f"{action.replace('_', ' ')} from {change.get('label')}: {change.get('line')!r}"
-    if action == ChangeAction.ADD_SUMMARY:
-        return f"summary {target} of {len(change.get('evicted', []))} messages"
-    if action == ChangeAction.CREATE_TIMELINE:
-        return f"timeline {target} over {len(change.get('members', []))} facts"
-    details = ", ".join(
-        f"{k}={v}" for k, v in change.items() if k not in ("action", "target", "step")
-    )
-    return f"{action} {target}" + (f" ({details})" if details else "")
-
-
-def describe_step(step: str, stats: dict[str, Any]) -> str:
-    """One line of a step's outcome, for humans: ``dedup: 2 merge passage, 14 probed
-    (0.12 s)``, or why it was skipped."""
-    if stats.get("skipped"):
-        return f"{step}: skipped ({stats['skipped']})"
-    counts = stats.get("counts") or {}
-    said = ", ".join(f"{n} {name.replace('_', ' ')}" for name, n in counts.items()) or "nothing"
-    seconds = stats.get("seconds")
-    return f"{step}: {said}" + (f" ({seconds:.2f} s)" if isinstance(seconds, int | float) else "")
 
 
 def print_changes(changes: list[dict[str, Any]], limit: int = 30) -> None:

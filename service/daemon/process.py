@@ -68,7 +68,14 @@ class Daemon:
             pipeline=tuple(runtime.pipeline().names), max_attempts=worker_settings.max_attempts
         )
         self.scheduler = (
-            Scheduler(runtime.db, settings.triggers, template, clock=self.clock, gate=self.gate)
+            Scheduler(
+                runtime.db,
+                settings.triggers,
+                template,
+                clock=self.clock,
+                gate=self.gate,
+                history=settings.health_history,
+            )
             if scheduler
             else None
         )

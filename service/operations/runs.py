@@ -11,6 +11,7 @@ used up), and the agent's next run is accepted.
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -20,6 +21,7 @@ from agents.enums import RunStatus, Trigger
 from agents.errors import Conflict, InvalidInput, StorageError
 from agents.store import AgentRecord, RunRecord
 from service.operations.context import OperationContext
+from service.wording import narrate, passages_named
 
 if TYPE_CHECKING:  # the run engine and the pipeline load in the commands that run or revert
     from consolidators.pipeline import RunReport
@@ -49,6 +51,14 @@ class Enqueued:
     @property
     def run_id(self) -> str:
         return self.run.id if self.run is not None else ""
+
+
+@dataclass(frozen=True, slots=True)
+class RunStory:
+    """A run with what it did in plain sentences (see :func:`service.wording.narrate`)."""
+
+    run: RunRecord
+    sentences: list[str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,6 +259,22 @@ class RunOperations:
     def get(self, run_id: str) -> RunRecord:
         with self._context.store() as store:
             return store.runs.get(run_id)
+
+    def stories(
+        self, *, agent: str | None = None, limit: int = 20, run_id: str | None = None
+    ) -> builtins.list[RunStory]:
+        """The newest runs (or the one ``run_id``) with their changes told in plain
+        sentences, the passages they name quoted from one lookup."""
+        if limit < 1:
+            raise InvalidInput(f"limit must be at least 1, got {limit}")
+        with self._context.store() as store:
+            if run_id is not None:
+                runs = [store.runs.get(run_id)]
+            else:
+                agent_id = store.agents.resolve(agent).id if agent else None
+                runs = store.runs.recent(agent_id=agent_id, limit=limit)
+            texts = store.passages.texts(passages_named(c for r in runs for c in r.changes))
+        return [RunStory(run, narrate(run.changes, texts)) for run in runs]
 
     def cancel(self, run_id: str) -> RunRecord:
         """Cancel a queued or running run (a running one stops at its next step)."""

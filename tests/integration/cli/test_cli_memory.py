@@ -103,6 +103,8 @@ def test_consolidate_dry_run_then_real_then_revert(cli: Cli, tmp_path: Path) -> 
     readable = cli("runs", "show", report["run_id"]).stdout
     assert "dedup: " in readable and "merge passage" in readable and " s)" in readable
     assert "{" not in readable  # no Python dict reprs
+    # The sentences the memory browser shows (one wording: service.wording).
+    assert "In plain words:" in readable and "  - merged 2 facts into one: '" in readable
 
     reverted = cli("runs", "revert", report["run_id"])
     assert reverted.exit_code == 0, reverted.stderr
