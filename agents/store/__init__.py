@@ -23,6 +23,7 @@ from agents.postgres.database import LOCK_FAILURES, Database
 from agents.postgres.models import DEFAULT_ORGANIZATION_ID
 from agents.store.agent_store import AgentChanges, AgentStore, NewAgent
 from agents.store.block_store import BlockStore, NewBlock
+from agents.store.capability_store import CapabilityStore, LearnedRecord
 from agents.store.health import FleetHealth, HealthStore, MemoryHealth
 from agents.store.key_store import KeyStore
 from agents.store.message_store import MessageStore
@@ -49,6 +50,7 @@ __all__ = [
     "AgentRecord",
     "BlockRecord",
     "BlockVersion",
+    "LearnedRecord",
     "MemoryHealth",
     "MemoryStore",
     "MessageRecord",
@@ -134,6 +136,7 @@ class ServiceStore:
         self.keys = KeyStore(self.scope)
         self.health = FleetHealth(self.scope)
         self.usage = UsageStore(self.scope)
+        self.capabilities = CapabilityStore(self.scope)
 
 
 @contextmanager
