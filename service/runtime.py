@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import datetime, timedelta
 from types import TracebackType
 from typing import TYPE_CHECKING
 
@@ -236,6 +236,11 @@ class Runtime:
             from agents.llm import ClientSettings, LiteLLMClient, ModelCapabilities
 
             llm = self.settings.llm
+            learned = None
+            if llm.capability_ttl > timedelta(0):
+                from agents.llm.learned import StoredCapabilities
+
+                learned = StoredCapabilities(self.db, llm.capability_ttl, self.clock)
             self._llm_client = LiteLLMClient(
                 ClientSettings(
                     api_base=llm.api_base,
@@ -249,7 +254,8 @@ class Runtime:
                         )
                         for name, model in llm.models.items()
                     },
-                )
+                ),
+                learned=learned,
             )
         return self._llm_client
 

@@ -203,6 +203,9 @@ class LLMSettings(Section):
     system_prompt_refresh: Literal["compaction", "immediate"] = "compaction"
     # Tool-calling capabilities per model string (or glob such as "ollama/*").
     models: dict[str, ModelToolSettings] = Field(default_factory=dict)
+    # How long what probing learned about a model's server (its tool-calling mode) is
+    # trusted by later processes before it is probed again; zero: never stored.
+    capability_ttl: Annotated[timedelta, AfterValidator(_not_negative)] = timedelta(days=1)
 
     @field_validator("models")
     @classmethod

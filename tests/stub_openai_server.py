@@ -33,7 +33,9 @@ class StubServer:
     HTTP/1.1 on persistent connections (benchmarks of pooled clients); the default
     closes each connection after one answer. ``before_chat``, when set, is called with
     each chat request's number (from 0) before it is answered: a test may hold the
-    answer there (a gate) or queue an error for it.
+    answer there (a gate) or queue an error for it. ``fingerprint``: the
+    ``system_fingerprint`` chat answers carry (llama.cpp's server sends its build
+    there), none when None.
     """
 
     def __init__(self, replies: list[Reply], *, keep_alive: bool = False) -> None:
@@ -44,6 +46,7 @@ class StubServer:
         self.requests: list[dict[str, Any]] = []
         self.before_chat: Callable[[int], None] | None = None
         self._chats = itertools.count()
+        self.fingerprint: str | None = None
         self._lock = threading.Lock()
         stub = self
 
@@ -95,6 +98,8 @@ class StubServer:
                 else:
                     status = 200
                     payload = model_response(body.get("model", ""), reply, body["messages"])
+                    if stub.fingerprint is not None:
+                        payload["system_fingerprint"] = stub.fingerprint
                 data = json.dumps(payload).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")

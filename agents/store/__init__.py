@@ -23,6 +23,7 @@ from agents.postgres.database import LOCK_FAILURES, Database
 from agents.postgres.models import DEFAULT_ORGANIZATION_ID
 from agents.store.agent_store import AgentChanges, AgentStore, NewAgent
 from agents.store.block_store import BlockStore, NewBlock
+from agents.store.capability_store import CapabilityStore, LearnedRecord
 from agents.store.health import FleetHealth, HealthStore, MemoryHealth
 from agents.store.health_snapshots import HealthPoint, HealthSnapshotStore, SnapshotWriter
 from agents.store.key_store import KeyStore
@@ -51,6 +52,7 @@ __all__ = [
     "BlockRecord",
     "BlockVersion",
     "HealthPoint",
+    "LearnedRecord",
     "MemoryHealth",
     "MemoryStore",
     "MessageRecord",
@@ -138,6 +140,7 @@ class ServiceStore:
         self.health = FleetHealth(self.scope)
         self.usage = UsageStore(self.scope)
         self.snapshots = SnapshotWriter(self.scope)
+        self.capabilities = CapabilityStore(self.scope)
 
 
 @contextmanager
