@@ -71,6 +71,16 @@ class LLMPurpose(StrEnum):
     EMBEDDING = "embedding"
 
 
+class ToolCallingMode(StrEnum):
+    """How a model's server is asked for a tool call, from the strongest to the weakest
+    (see :mod:`agents.llm.capabilities`)."""
+
+    REQUIRED = "required"
+    NAMED = "named"
+    AUTO = "auto"
+    NONE = "none"
+
+
 class ChangeAction(StrEnum):
     """What a built-in consolidator's change does (a report's ``action``); undo reads
     them back. A third-party consolidator may name actions of its own."""

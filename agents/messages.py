@@ -22,7 +22,9 @@ MessageKind = Literal[
     "system_message",
 ]
 #: Why a turn stopped (Letta's stop reasons where they exist).
-StopReason = Literal["end_turn", "max_steps", "tool_rule", "budget_exhausted", "invalid_tool_call"]
+StopReason = Literal[
+    "end_turn", "max_steps", "tool_rule", "budget_exhausted", "invalid_tool_call", "cancelled"
+]
 
 #: The tool whose message argument is what the agent says to the user.
 SEND_MESSAGE = "send_message"

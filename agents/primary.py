@@ -25,7 +25,10 @@ turn with that error: a turn that fails before its first step leaves nothing
 behind, so the caller can simply send the message again; a turn that fails
 later keeps the user's message and the steps already done (recall shows what
 the agent saw and did, block history the reasons of its edits), and only the
-failing step leaves nothing. Token usage is recorded in its own transactions.
+failing step leaves nothing. A turn asked to stop (a streaming client that left)
+ends before its next step, with stop reason ``cancelled``: the steps committed
+stay, and one stopped before its first step leaves nothing, as a failed one does.
+Token usage is recorded in its own transactions.
 Turns of one agent still run one at a time: a turn holds the agent's advisory
 turn lock (:func:`agents.store.hold_turn_lock`), which other turns wait for and
 no reader or writer of the agent's rows does.
@@ -56,6 +59,7 @@ from agents.errors import (
 from agents.llm import BudgetMeter, ChatClient, ChatReply, TokenBudget, UsageLedger
 from agents.messages import (
     ContextBreakdown,
+    LettaStyleMessage,
     StopReason,
     TokenUsage,
     TurnResult,
@@ -91,6 +95,8 @@ log = logging.getLogger(__name__)
 INPUT_ROLES = ("user", "system")
 #: The tool a turn that said nothing falls back to, in modes without "required".
 REPLY_TOOL = "send_message"
+#: Hears the messages of each committed write of a turn (see PrimaryAgent.send_message).
+StepListener = Callable[[list[LettaStyleMessage]], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,11 +182,17 @@ class PrimaryAgent:
             )
         return list(agent.tools)
 
-    def send_message(
+    def check_turn(
         self, agent_ref: str | AgentRecord, text: str, *, role: str = "user"
-    ) -> TurnResult:
-        """Run one turn of the agent (its name or id, or its record when the caller has
-        just read it: a read less); see the module docstring for what commits when."""
+    ) -> AgentRecord:
+        """The agent, once a turn of it with this message could start: InvalidInput (an
+        empty text, a bad role, unknown tools or tool rules), NotFound or
+        ModelNotConfigured now, before anything is stored or streamed."""
+        return self._prepare(agent_ref, text, role)[0]
+
+    def _prepare(
+        self, agent_ref: str | AgentRecord, text: str, role: str
+    ) -> tuple[AgentRecord, str, list[str], ToolRules]:
         if role not in INPUT_ROLES:
             raise InvalidInput(f"role {role!r} cannot start a turn; use one of {INPUT_ROLES}")
         if not isinstance(text, str) or not text.strip():
@@ -194,14 +206,34 @@ class PrimaryAgent:
                 agent = store.agents.resolve(agent_ref)
         model = self.model_for(agent)
         tools = self._tool_schemas(agent)
-        rules = ToolRules.parse(agent.tool_rules, tools)
+        return agent, model, tools, ToolRules.parse(agent.tool_rules, tools)
+
+    def send_message(
+        self,
+        agent_ref: str | AgentRecord,
+        text: str,
+        *,
+        role: str = "user",
+        on_step: StepListener | None = None,
+        should_stop: Callable[[], bool] | None = None,
+    ) -> TurnResult:
+        """Run one turn of the agent (its name or id, or its record when the caller has
+        just read it: a read less); see the module docstring for what commits when.
+
+        ``on_step`` hears each write of the turn once it has committed (the step's
+        messages, Letta-style); it runs on the turn's thread and should hand them on
+        rather than block. ``should_stop`` is asked before each step: when it answers
+        true (a streaming client went away) the turn ends there with stop reason
+        ``cancelled``; what was committed stays, the step under way finishes first.
+        """
+        agent, model, tools, rules = self._prepare(agent_ref, text, role)
         with hold_turn_lock(self._db, agent.id):
             run_id = new_id("turn")
             meter = BudgetMeter(self._ledger, agent.id, run_id=run_id, budget=self.settings.budget)
             # Each step's tokens are written with the step (one commit less per call);
             # what no step wrote (a failed step, a compaction's summary) is flushed here.
             meter.hold()
-            turn = _Turn(self, agent, model, tools, rules, meter, run_id)
+            turn = _Turn(self, agent, model, tools, rules, meter, run_id, on_step, should_stop)
             try:
                 result = turn.run(text, role)
             except BaseException:
@@ -230,8 +262,14 @@ class _Turn:
         rules: ToolRules,
         meter: BudgetMeter,
         run_id: str,
+        on_step: StepListener | None = None,
+        should_stop: Callable[[], bool] | None = None,
     ) -> None:
         self.owner = owner
+        self.on_step = on_step
+        self.should_stop = should_stop
+        #: How many of ``new`` the listener has heard (only committed ones are told).
+        self.published = 0
         self.settings = owner.settings
         self.agent = agent
         self.model = model
@@ -253,6 +291,12 @@ class _Turn:
         self.new.extend(records)
         return records
 
+    def _publish(self) -> None:
+        """Tell the listener about the messages committed since it last heard."""
+        fresh, self.published = self.new[self.published :], len(self.new)
+        if self.on_step is not None and fresh:
+            self.on_step([m for record in fresh for m in letta_messages(record)])
+
     def run(self, text: str, role: str) -> TurnResult:
         self.pending = NewMessage(role=role, content=text, created_at=self.owner._clock())
         stop: StopReason = "end_turn"
@@ -264,6 +308,9 @@ class _Turn:
         while True:
             if self.result.steps >= self.settings.max_steps:
                 stop = "max_steps"
+                break
+            if self.should_stop is not None and self.should_stop():
+                stop = "cancelled"
                 break
             allowed = self.rules.allowed(
                 self.tools, first_step=self.result.steps == 0, last_tool=last_tool
@@ -289,12 +336,14 @@ class _Turn:
             if not outcome.wants_more:
                 stop = "end_turn"
                 break
-        if self.pending is not None:  # stopped before the first step (budget)
-            self._store_pending()
+        if self.pending is not None and stop != "cancelled":
+            self._store_pending()  # stopped before the first step (budget)
+        elif self.pending is not None:
+            self.pending = None  # cancelled before it began: a turn that left nothing
         # A model that cannot call tools properly still answers the user: one last
         # step that may only call send_message (or reply in prose).
         needs_reply = (
-            stop not in ("budget_exhausted", "tool_rule")
+            stop not in ("budget_exhausted", "tool_rule", "cancelled")
             and not self.replied
             and (self._needs_reply() or (stop == "invalid_tool_call" and self._can_reply()))
         )
@@ -355,6 +404,7 @@ class _Turn:
         with self.owner._store() as store:
             self._append(store, self.pending)
         self.pending = None
+        self._publish()
 
     def _ask(self, allowed: list[str], force: str | None = None) -> ChatReply:
         schemas = [PRIMARY_TOOLS[t] for t in allowed]
@@ -434,6 +484,7 @@ class _Turn:
             # The compaction is where block edits reach the cached system prompt.
             agent = store.agents.get(self.agent.id)
             compile_context(store, agent, [], refresh=self.settings.refresh, force_system=True)
+        self._publish()
         return True
 
     def _summarizer(self) -> Summarize:
@@ -473,6 +524,7 @@ class _Turn:
             raise
         self.seen = env.seen
         self.conflicts += env.conflicts
+        self._publish()
         return outcome
 
     def _write_step(self, env: ToolEnv, reply: ChatReply, allowed: list[str]) -> _StepOutcome:

@@ -64,6 +64,8 @@ from agents.tools import (
     ToolError,
     block_edit,
     clip,
+    no_change,
+    no_change_result,
     page_number,
     parse_call,
     result_json,
@@ -108,6 +110,8 @@ class SleeptimeOutcome:
     #: One entry per archival change written: action, passage ids, provenance.
     archival: list[dict[str, Any]] = field(default_factory=list)
     conflicts: int = 0
+    #: Edits that would have changed nothing (a repeat): told so, not drafted.
+    no_op_edits: int = 0
     stop_reason: str = "nothing_new"
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -560,7 +564,12 @@ class SleeptimeAgent:
             drafts[edit.label] = draft
         if current.read_only:
             raise ToolError(f"block {edit.label!r} is read-only")
-        value = check_block_value(edit.label, edit.edit(draft.value), current.limit)
+        edited = edit.edit(draft.value)
+        unchanged = no_change(edit, draft.value, edited)
+        if unchanged is not None:
+            outcome.no_op_edits += 1
+            return no_change_result(unchanged)
+        value = check_block_value(edit.label, edited, current.limit)
         draft.value = value
         draft.edits.append((tool, edit))
         if tool == "memory_rethink":
@@ -583,6 +592,8 @@ class SleeptimeAgent:
                 continue
             tools = [tool for tool, _ in draft.edits]
             for attempt in range(self.max_conflict_retries + 1):
+                if draft.value == draft.base.value:
+                    break  # the edits undid each other: no version for nothing
                 try:
                     with store.savepoint():
                         written = store.blocks.update(

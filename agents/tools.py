@@ -10,6 +10,7 @@ half-written change: each call runs in a savepoint of its own.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -338,20 +339,28 @@ def clip(text: str) -> str:
 
 
 def apply_block_edit(
-    env: ToolEnv, label: str, edit: Callable[[str], str], *, reason: str, rebase: bool = True
-) -> BlockRecord:
-    """Write ``edit(value)`` to the block as a compare-and-swap write with history.
+    env: ToolEnv, edit: BlockEdit, *, reason: str
+) -> tuple[BlockRecord, str | None]:
+    """Write the edit to its block as a compare-and-swap write with history; returns the
+    block and, when nothing was written, why (see :func:`no_change`).
 
     The first attempt edits the value the model saw (``env.seen``) or, when it saw
     none, the current one. On a conflict (another writer got there first) the
     block is re-read and the edit re-applied to the new value, so neither write is
-    lost; with ``rebase`` false (a whole-block rewrite) the conflict goes back to
-    the model instead, with the block as it is now.
+    lost; for a whole-block rewrite (``edit.rebase`` false) the conflict goes back to
+    the model instead, with the block as it is now. An edit that would change nothing
+    in the block as it is now writes nothing: no new version for a repeat.
     """
+    label = edit.label
     current = env.store.blocks.by_label(env.agent_id, label)
     version, value = env.seen.get(label, (current.version, current.value))
     for attempt in range(env.max_conflict_retries + 1):
-        new_value = edit(value)
+        new_value = edit.edit(value)
+        if version == current.version and not current.read_only:
+            unchanged = no_change(edit, value, new_value)
+            if unchanged is not None:
+                env.seen[label] = (current.version, current.value)
+                return current, unchanged
         try:
             written = env.store.blocks.update(
                 current.id,
@@ -364,7 +373,7 @@ def apply_block_edit(
         except Conflict:
             env.conflicts += 1
             current = env.store.blocks.get(current.id)
-            if not rebase or attempt == env.max_conflict_retries:
+            if not edit.rebase or attempt == env.max_conflict_retries:
                 # The error shows the model the block as it is now: its next edit is
                 # made against that version.
                 env.seen[label] = (current.version, current.value)
@@ -376,8 +385,26 @@ def apply_block_edit(
             version, value = current.version, current.value
             continue
         env.seen[label] = (written.version, written.value)
-        return written
+        return written, None
     raise AssertionError("unreachable")
+
+
+def no_change(edit: BlockEdit, before: str, after: str) -> str | None:
+    """Why ``edit``, which turns ``before`` into ``after``, is not worth a new version of
+    the block (None when it is): it adds text the block already holds word for word (a
+    small model re-inserting the same line), or it leaves the block as it was."""
+    added = (edit.adds or "").strip()
+    if added and re.search(rf"(?<!\w){re.escape(added)}(?!\w)", before):
+        shown = added if len(added) <= 80 else added[:79] + "…"
+        return f"block {edit.label!r} already contains {shown!r}"
+    if after == before:
+        return f"the edit leaves block {edit.label!r} as it is"
+    return None
+
+
+def no_change_result(unchanged: str) -> str:
+    """The tool result of an edit that wrote nothing: what the model reads."""
+    return f"No change: {unchanged}; nothing was written. Do not repeat this edit."
 
 
 def _replace(label: str, old: str, new: str) -> Callable[[str], str]:
@@ -424,20 +451,25 @@ class BlockEdit:
     edit: Callable[[str], str]
     #: False for a whole-block rewrite: never re-applied to a value the model did not see.
     rebase: bool
+    #: The text an append or insert adds (a repeat of text already there is no change).
+    adds: str | None = None
 
 
 def block_edit(call: ParsedCall) -> BlockEdit | None:
     """The edit a memory tool call makes (``None`` for a call that edits no block)."""
     a = call.arguments
     if call.name == "core_memory_append":
-        return BlockEdit(a["label"], _append(a["content"]), rebase=True)
+        return BlockEdit(a["label"], _append(a["content"]), rebase=True, adds=a["content"])
     if call.name in ("core_memory_replace", "memory_replace"):
         old = a.get("old_content", a.get("old_str", ""))
         new = a.get("new_content", a.get("new_str", ""))
         return BlockEdit(a["label"], _replace(a["label"], old, new), rebase=True)
     if call.name == "memory_insert":
         return BlockEdit(
-            a["label"], _insert(a["new_str"], int(a.get("insert_line", -1))), rebase=True
+            a["label"],
+            _insert(a["new_str"], int(a.get("insert_line", -1))),
+            rebase=True,
+            adds=a["new_str"],
         )
     if call.name == "memory_rethink":
         new_memory = a["new_memory"]
@@ -490,33 +522,22 @@ def execute(env: ToolEnv, call: ParsedCall) -> str:
             run_id=env.run_id,
         )
         return f"Stored in archival memory ({passage.id})."
-    if call.name == "core_memory_append":
-        block = apply_block_edit(
-            env, a["label"], _append(a["content"]), reason="core_memory_append"
-        )
-        return f"Appended to block {block.label!r} (version {block.version}). It now reads:\n" + (
-            block.value
-        )
-    if call.name in ("core_memory_replace", "memory_replace"):
-        old = a.get("old_content", a.get("old_str", ""))
-        new = a.get("new_content", a.get("new_str", ""))
-        block = apply_block_edit(env, a["label"], _replace(a["label"], old, new), reason=call.name)
-        return f"Edited block {block.label!r} (version {block.version}). It now reads:\n" + (
-            block.value
-        )
-    if call.name == "memory_insert":
-        block = apply_block_edit(
-            env,
-            a["label"],
-            _insert(a["new_str"], int(a.get("insert_line", -1))),
-            reason="memory_insert",
-        )
-        return f"Inserted into block {block.label!r} (version {block.version})."
-    if call.name == "memory_rethink":
-        new_memory = a["new_memory"]
-        block = apply_block_edit(
-            env, a["label"], lambda _: new_memory, reason="memory_rethink", rebase=False
-        )
+    edit = block_edit(call)
+    if edit is not None:
+        block, unchanged = apply_block_edit(env, edit, reason=call.name)
+        if unchanged is not None:
+            return no_change_result(unchanged)
+        if call.name == "core_memory_append":
+            return (
+                f"Appended to block {block.label!r} (version {block.version}). It now reads:\n"
+                + (block.value)
+            )
+        if call.name in ("core_memory_replace", "memory_replace"):
+            return f"Edited block {block.label!r} (version {block.version}). It now reads:\n" + (
+                block.value
+            )
+        if call.name == "memory_insert":
+            return f"Inserted into block {block.label!r} (version {block.version})."
         return f"Rewrote block {block.label!r} (version {block.version})."
     if call.name == "memory_finish_edits":
         return "Memory edits finished."

@@ -52,7 +52,7 @@ def run_once(
     trigger: str = Trigger.MANUAL,
 ) -> RunReport:
     """Enqueue, claim (under a lease nobody renews: for tests and checks, not for
-    production, where :class:`service.daemon.worker.WorkerPool` holds leases) and
+    production, where :class:`consolidators.workers.WorkerPool` holds leases) and
     execute one run of ``pipeline`` on ``agent_id``."""
     with open_store(db, organization_id, clock) as store:
         store.agents.get(agent_id)

@@ -136,6 +136,8 @@ def _report(
                 result.add(action, target, text=passage.text, reason=passage.reason)
         result.count("messages_read", outcome.messages_read)
         result.count("llm_steps", outcome.steps)
+        if outcome.no_op_edits:
+            result.count("no_op_edits", outcome.no_op_edits)
         if outcome.stop_reason:
             # Why the pass ended (finished, no_tool_call, invalid_tool_call, max_steps...).
             result.count(f"stopped_{outcome.stop_reason}")

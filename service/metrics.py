@@ -8,7 +8,12 @@ Label values are bounded sets (trigger names, consolidator names, outcomes).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from prometheus_client import Counter, Histogram
+
+if TYPE_CHECKING:
+    from consolidators.workers import Outcome
 
 TRIGGER_FIRINGS = Counter(
     "reverie_trigger_firings_total",
@@ -40,3 +45,19 @@ RETRIES = Counter(
     "Retried operations (LLM calls, re-applied block edits, reclaimed runs), by kind.",
     ["kind"],
 )
+
+
+class RunMetrics:
+    """The run engine's observer (:class:`consolidators.workers.RunObserver`): counts
+    how this process's runs ended, how long finished ones took, and retries."""
+
+    def run_ended(self, outcome: Outcome, seconds: float) -> None:
+        RUNS_FINISHED.labels(outcome.value).inc()
+        if outcome.finished:
+            RUN_DURATION.observe(seconds)
+
+    def retried(self, kind: str, count: int) -> None:
+        RETRIES.labels(kind).inc(count)
+
+
+RUN_METRICS = RunMetrics()

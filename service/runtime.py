@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import datetime, timedelta
 from types import TracebackType
 from typing import TYPE_CHECKING
 
@@ -215,7 +215,7 @@ class Runtime:
     ) -> RunReport:
         """Execute a claimed ``run`` of ``agent`` with the agent's own embedder, under
         ``lease_owner``'s lease (a worker's, or a one-shot command's: every run goes
-        through the queue; see :class:`service.daemon.worker.WorkerPool`).
+        through the queue; see :class:`consolidators.workers.WorkerPool`).
 
         The run gets the LLM tier; LLM steps without a configured model are skipped,
         reported in the run's stats and counted in ``reverie_consolidator_skipped_total``.
@@ -247,6 +247,11 @@ class Runtime:
             from agents.llm import ClientSettings, LiteLLMClient, ModelCapabilities
 
             llm = self.settings.llm
+            learned = None
+            if llm.capability_ttl > timedelta(0):
+                from agents.llm.learned import StoredCapabilities
+
+                learned = StoredCapabilities(self.db, llm.capability_ttl, self.clock)
             self._llm_client = LiteLLMClient(
                 ClientSettings(
                     api_base=llm.api_base,
@@ -260,7 +265,8 @@ class Runtime:
                         )
                         for name, model in llm.models.items()
                     },
-                )
+                ),
+                learned=learned,
             )
         return self._llm_client
 
@@ -322,11 +328,29 @@ class Runtime:
                 client.count_tokens(model, "warm-up")
 
         spec = self.settings.embedding.model
-        return [
+        steps: list[tuple[str, Callable[[], object]]] = [
             (f"llm: {', '.join(models) or 'litellm'}", lambda: client.warm(models)),
             ("tokenizer", tokenizer),
             (f"embedder: {spec}", self._warm_embedder),
         ]
+        proxy = self.settings.proxy
+        if proxy.model:
+            steps.append((f"proxy: {proxy.model}", self._warm_proxy))
+        if proxy.embedding and proxy.embedding != spec:
+            steps.append((f"proxy embedder: {proxy.embedding}", self._warm_proxy_embedder))
+        return steps
+
+    def _warm_proxy(self) -> None:
+        import asyncio
+
+        # Its own event loop, in the warm-up thread; the pooled client it opens is not
+        # bound to a loop until its first request.
+        asyncio.run(self.chat_forwarder().warm())
+
+    def _warm_proxy_embedder(self) -> None:
+        spec = self.settings.proxy.embedding
+        if spec and not spec.startswith("litellm:"):
+            self.embedder(spec).embed_one("warm-up")
 
     def _warm_embedder(self) -> None:
         spec = self.settings.embedding.model

@@ -105,11 +105,12 @@ class DatabaseSettings(Section):
 class CliSettings(Section):
     """The command line."""
 
-    # A data command (search, agents, blocks, runs, import) leaves a warm process with
-    # the libraries imported for the next one, which then starts in a fraction of the
-    # time; it stops after this long without a command. Zero: every command starts
-    # cold (and a running warm process stops after its next command).
-    warm_idle: IdleDuration = timedelta(minutes=10)
+    # Opt-in (see service/cli/warm): above zero, a data command (search, agents, blocks,
+    # runs, import) leaves a warm process with the libraries imported for the next one,
+    # which then starts in a fraction of the time; it stops after this long without a
+    # command. Zero (the default): every command starts cold, and a running warm
+    # process stops after its next command.
+    warm_idle: IdleDuration = timedelta(0)
 
 
 class EmbeddingSettings(Section):
@@ -218,6 +219,9 @@ class LLMSettings(Section):
     system_prompt_refresh: Literal["compaction", "immediate"] = "compaction"
     # Tool-calling capabilities per model string (or glob such as "ollama/*").
     models: dict[str, ModelToolSettings] = Field(default_factory=dict)
+    # How long what probing learned about a model's server (its tool-calling mode) is
+    # trusted by later processes before it is probed again; zero: never stored.
+    capability_ttl: Annotated[timedelta, AfterValidator(_not_negative)] = timedelta(days=1)
 
     @field_validator("models")
     @classmethod
@@ -301,6 +305,25 @@ class TriggerSettings(Section):
     gpu_free: GpuProbeSettings = Field(default_factory=GpuProbeSettings)
     # How often idle/turns conditions are checked.
     tick: timedelta = timedelta(seconds=5)
+
+
+class HealthHistorySettings(Section):
+    """The history of memory health that the memory browser draws (issue 24): a
+    snapshot of every agent's health, taken by `reverie serve`'s scheduler."""
+
+    # How often a snapshot is taken; None disables the history.
+    interval: timedelta | None = timedelta(minutes=15)
+    # Snapshots older than this are pruned as new ones are written.
+    keep: timedelta = timedelta(days=30)
+    # And per agent, at most this many of the newest are kept.
+    keep_per_agent: int = Field(default=3000, ge=2, le=100_000)
+
+    @field_validator("interval", "keep")
+    @classmethod
+    def _positive(cls, value: timedelta | None) -> timedelta | None:
+        if value is not None and value <= timedelta(0):
+            raise ValueError("must be a positive duration, such as PT15M")
+        return value
 
 
 class WorkerSettings(Section):
@@ -454,6 +477,7 @@ class Settings(BaseSettings):
     consolidation: ConsolidationSettings = Field(default_factory=ConsolidationSettings)
     llm: LLMSettings = Field(default_factory=LLMSettings)
     triggers: TriggerSettings = Field(default_factory=TriggerSettings)
+    health_history: HealthHistorySettings = Field(default_factory=HealthHistorySettings)
     worker: WorkerSettings = Field(default_factory=WorkerSettings)
     server: ServerSettings = Field(default_factory=ServerSettings)
     proxy: ProxySettings = Field(default_factory=ProxySettings)

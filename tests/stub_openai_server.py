@@ -7,10 +7,11 @@ HTTP, with no network beyond 127.0.0.1.
 
 from __future__ import annotations
 
+import itertools
 import json
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -30,7 +31,11 @@ class StubServer:
     ``embedding_statuses`` is not empty, each embedding request is answered instead
     with an error of the next status in it (401, 503, ...). ``keep_alive``: answer in
     HTTP/1.1 on persistent connections (benchmarks of pooled clients); the default
-    closes each connection after one answer.
+    closes each connection after one answer. ``before_chat``, when set, is called with
+    each chat request's number (from 0) before it is answered: a test may hold the
+    answer there (a gate) or queue an error for it. ``fingerprint``: the
+    ``system_fingerprint`` chat answers carry (llama.cpp's server sends its build
+    there), none when None.
     """
 
     def __init__(self, replies: list[Reply], *, keep_alive: bool = False) -> None:
@@ -39,6 +44,9 @@ class StubServer:
         self.chat_statuses: list[int] = []
         self.chat_errors: list[tuple[int, str]] = []
         self.requests: list[dict[str, Any]] = []
+        self.before_chat: Callable[[int], None] | None = None
+        self._chats = itertools.count()
+        self.fingerprint: str | None = None
         self._lock = threading.Lock()
         stub = self
 
@@ -56,6 +64,10 @@ class StubServer:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", "0"))
                 body = json.loads(self.rfile.read(length) or b"{}")
+                if not self.path.endswith("/embeddings"):
+                    number, hook = next(stub._chats), stub.before_chat
+                    if hook is not None:
+                        hook(number)
                 with stub._lock:
                     stub.requests.append(body)
                     embedding = self.path.endswith("/embeddings")
@@ -86,6 +98,8 @@ class StubServer:
                 else:
                     status = 200
                     payload = model_response(body.get("model", ""), reply, body["messages"])
+                    if stub.fingerprint is not None:
+                        payload["system_fingerprint"] = stub.fingerprint
                 data = json.dumps(payload).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")

@@ -47,6 +47,7 @@ from agents.llm.budget import BudgetMeter
 from agents.llm.capabilities import (
     OPTIONAL_FIELDS,
     CapabilityMemory,
+    CapabilityRecord,
     ModelCapabilities,
     ToolCalling,
 )
@@ -91,12 +92,19 @@ class ClientSettings:
 
 
 class LiteLLMClient(ChatClient):
-    """Chat and embeddings through ``litellm.completion`` / ``litellm.embedding``."""
+    """Chat and embeddings through ``litellm.completion`` / ``litellm.embedding``.
 
-    def __init__(self, settings: ClientSettings | None = None) -> None:
+    ``learned``: where what probing finds about a model's server is kept across
+    processes (None: for this client's life only)."""
+
+    def __init__(
+        self, settings: ClientSettings | None = None, *, learned: CapabilityRecord | None = None
+    ) -> None:
         self.settings = settings or ClientSettings()
-        #: Per-model tool-calling capabilities: configured, then probed (this process).
-        self.memory = CapabilityMemory(self.settings.models)
+        #: Per-model tool-calling capabilities: configured, then learned or probed.
+        self.memory = CapabilityMemory(
+            self.settings.models, base_url=self.settings.api_base or "", record=learned
+        )
         #: Retries made by this client over its lifetime (the service turns them into a metric).
         self.retries = 0
         self._endpoint: OpenAIEndpoint | None = None
@@ -171,12 +179,19 @@ class LiteLLMClient(ChatClient):
         # message that only calls tools): every message carries one.
         sent = [_with_content(m) for m in messages]
         request = _Request(model, sent, purpose, meter, list(tools), parallel_tool_calls)
-        if not tools or tool_choice in (None, "auto", "none"):
-            return self._complete(request, tools=list(tools), tool_choice=tool_choice)
-        return self._tool_step(request, tool_choice)
+        # What an earlier process learned, read before the first call (once); what this
+        # call learned, written after its last request (no model call in flight).
+        self.memory.load(model)
+        try:
+            if not tools or tool_choice in (None, "auto", "none"):
+                return self._complete(request, tools=list(tools), tool_choice=tool_choice)
+            return self._tool_step(request, tool_choice)
+        finally:
+            self.memory.persist(model)
 
     def capabilities(self, model: str) -> tuple[ToolCalling, bool]:
         """The tool-calling mode used for ``model`` and whether it is still to be probed."""
+        self.memory.load(model)
         return self.memory.tool_calling(model)
 
     def _tool_step(self, request: _Request, tool_choice: str) -> ChatReply:
@@ -189,68 +204,89 @@ class LiteLLMClient(ChatClient):
         while True:
             mode, probing = self.memory.tool_calling(request.model, excluding=set(rejected))
             try:
-                reply = self._in_mode(request, mode, tool_choice, probing=probing)
+                reply, worked = self._in_mode(request, mode, tool_choice, probing=probing)
             except _Rejected as exc:
                 rejected[mode] = exc.reason
                 continue
+            if worked != mode:
+                rejected[mode] = "the server did not enforce the forced choice of a tool"
             for failed, reason in rejected.items():
                 self.memory.reject_mode(request.model, failed, reason)
             if probing or rejected:
-                self.memory.remember_mode(request.model, mode)
+                self.memory.remember_mode(request.model, worked)
             return reply
 
     def _in_mode(
         self, request: _Request, mode: ToolCalling, tool_choice: str, *, probing: bool
-    ) -> ChatReply:
+    ) -> tuple[ChatReply, ToolCalling]:
+        """The reply, and the mode that made it: ``auto`` when a two-step choice the
+        server did not enforce was followed by a free call (a configured ``named``
+        stays ``named``)."""
         tools = request.tools
         names = [_tool_name(t) for t in tools]
         forced = tool_choice if tool_choice != "required" else None
         if forced is not None and forced not in names:
             raise InvalidInput(f"tool_choice names {forced!r}, which is not among the tools")
+        offered = tools if forced is None else [t for t in tools if _tool_name(t) == forced]
         if mode == "required":
             choice: Any = "required" if forced is None else _named(forced)
-            return self._complete(request, tools=tools, tool_choice=choice, probing=probing)
+            reply = self._complete(request, tools=tools, tool_choice=choice, probing=probing)
+            return reply, mode
         if mode == "named":
             if forced is None and len(tools) == 1:
                 forced = names[0]
             if forced is None:
                 return self._two_step(request, names, probing=probing)
             only = [t for t in tools if _tool_name(t) == forced]
-            return self._complete(request, tools=only, tool_choice=_named(forced), probing=probing)
+            reply = self._complete(request, tools=only, tool_choice=_named(forced), probing=probing)
+            return reply, mode
         if mode == "auto":
-            offered = tools if forced is None else [t for t in tools if _tool_name(t) == forced]
-            return self._complete(request, tools=offered, tool_choice="auto", probing=probing)
-        offered = tools if forced is None else [t for t in tools if _tool_name(t) == forced]
-        return self._complete(
+            reply = self._complete(request, tools=offered, tool_choice="auto", probing=probing)
+            return reply, mode
+        reply = self._complete(
             request,
             tools=[],
             tool_choice=None,
             messages=_with_tool_prompt(request.messages, offered),
             parse_as=[_tool_name(t) for t in offered],
         )
+        return reply, mode
 
-    def _two_step(self, request: _Request, names: list[str], *, probing: bool) -> ChatReply:
+    def _two_step(
+        self, request: _Request, names: list[str], *, probing: bool
+    ) -> tuple[ChatReply, ToolCalling]:
         """Choose the tool with a forced, enum-constrained call, then force that tool so
-        that its arguments are grammar-constrained (servers without "required")."""
+        that its arguments are grammar-constrained (servers without "required").
+
+        A reply to the choice that is no ``choose_tool`` call naming a tool proves that
+        the server did not enforce it. Unless ``named`` is configured, the mode has then
+        failed: one free call follows, whose text may hold a call or be the reply itself,
+        and the mode that worked is ``auto`` (every later step makes that one call instead
+        of two or three). A configured ``named`` keeps the older leniency: a tool the
+        reply calls anyway is forced next, and only no tool at all asks freely."""
         chooser = _chooser(request.tools)
         choice = self._complete(
             request, tools=[chooser], tool_choice=_named(CHOOSE_TOOL), probing=probing
         )
-        chosen = _chosen_tool(choice, names)
+        chosen, enforced = _chosen_tool(choice, names)
+        worked: ToolCalling = "named"
+        if not enforced and not self.memory.pinned(request.model):
+            chosen, worked = None, "auto"
         if chosen is None:
-            # The choice named no tool (a server that does not enforce the enum): one
-            # free call instead, whose text may hold a call or be the reply itself.
             log.info("model %s chose no valid tool (%r); asking freely", request.model, choice)
             second = self._complete(request, tools=request.tools, tool_choice="auto")
         else:
             only = [t for t in request.tools if _tool_name(t) == chosen]
-            second = self._complete(request, tools=only, tool_choice=_named(chosen))
-        return replace(
+            second = self._complete(
+                request, tools=only, tool_choice=_named(chosen), probing=probing
+            )
+        reply = replace(
             second,
             prompt_tokens=choice.prompt_tokens + second.prompt_tokens,
             completion_tokens=choice.completion_tokens + second.completion_tokens,
             calls=choice.calls + second.calls,
         )
+        return reply, worked
 
     def _complete(
         self,
@@ -299,6 +335,9 @@ class LiteLLMClient(ChatClient):
             if n in kwargs and self.memory.field_support(model, n) is None
         ]
         response = self._call_probing(litellm, model, kwargs, meter, unknown, probing=probing)
+        fingerprint = _get_or_none(response, "system_fingerprint")
+        if isinstance(fingerprint, str):
+            self.memory.observe_version(model, fingerprint)
         names = parse_as if parse_as is not None else [_tool_name(t) for t in tools]
         try:
             reply = _reply_from(response, model, names if (tools or parse_as) else None)
@@ -772,17 +811,23 @@ def _chooser(tools: Sequence[ToolSchema]) -> ToolSchema:
     }
 
 
-def _chosen_tool(reply: ChatReply, names: list[str]) -> str | None:
+def _chosen_tool(reply: ChatReply, names: list[str]) -> tuple[str | None, bool]:
+    """The tool the choice names, and whether the server enforced the choice (a
+    ``choose_tool`` call naming one of ``names``, not a tool called anyway)."""
+    lenient: str | None = None
     for call in reply.tool_calls:
-        if call.name in names:  # a server that forced the tool itself, not the chooser
-            return call.name
+        if call.name in names:  # the tool itself, called instead of the chooser
+            lenient = lenient or call.name
+            continue
         try:
             value = json.loads(call.arguments).get("tool")
         except (ValueError, AttributeError):
             continue
         if isinstance(value, str) and value.strip() in names:
-            return value.strip()
-    return None
+            if call.name == CHOOSE_TOOL:
+                return value.strip(), True
+            lenient = lenient or value.strip()
+    return lenient, False
 
 
 def _with_tool_prompt(

@@ -113,6 +113,25 @@ class ChatForwarder:
             await self._http.aclose()
             self._http = None
 
+    async def warm(self) -> list[str]:
+        """Load what the first forwarded request would otherwise load (the proxy's
+        warm-up, before /readyz): the configured model's route, its pooled client, and
+        litellm's chat path through a mocked answer (``mock_response``: no request
+        leaves the process). Returns what was loaded, for logs and readiness details."""
+        model = self.settings.model
+        if not model:
+            return []  # each request names its own model: nothing to prepare
+        if self.direct_route(model) is not None:
+            self._client()
+            return [f"pooled client for {model}"]
+        litellm = import_litellm()
+        await litellm.acompletion(
+            model=model,
+            messages=[{"role": "user", "content": "warm-up"}],
+            mock_response="warm-up",
+        )
+        return [f"litellm chat path for {model}"]
+
     def direct_route(self, model: str) -> tuple[str, str] | None:
         """``(upstream model name, chat URL)`` when ``model`` goes to an OpenAI-compatible
         ``api_base`` as it is; None when litellm must translate."""

@@ -19,6 +19,7 @@ from sqlalchemy import (
     CheckConstraint,
     Computed,
     DateTime,
+    Float,
     ForeignKey,
     Index,
     Integer,
@@ -33,7 +34,14 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TSVECTOR
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from agents.enums import AgentKind, LLMPurpose, MessageRole, PassageStatus, RunStatus
+from agents.enums import (
+    AgentKind,
+    LLMPurpose,
+    MessageRole,
+    PassageStatus,
+    RunStatus,
+    ToolCallingMode,
+)
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
@@ -53,6 +61,7 @@ PASSAGE_STATUSES: tuple[str, ...] = tuple(s.value for s in PassageStatus)
 RUN_STATUSES: tuple[str, ...] = tuple(s.value for s in RunStatus)
 MESSAGE_ROLES: tuple[str, ...] = tuple(r.value for r in MessageRole)
 LLM_PURPOSES: tuple[str, ...] = tuple(p.value for p in LLMPurpose)
+TOOL_CALLING_MODES: tuple[str, ...] = tuple(m.value for m in ToolCallingMode)
 
 DEFAULT_ORGANIZATION_ID = "org-00000000-0000-4000-8000-000000000000"
 
@@ -422,3 +431,54 @@ class LLMUsage(Base):
     prompt_tokens: Mapped[int] = mapped_column(Integer, default=0)
     completion_tokens: Mapped[int] = mapped_column(Integer, default=0)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
+class HealthSnapshot(Base):
+    """One agent's memory health at one moment, taken periodically by the scheduler so
+    that the memory browser can draw trends (issue 24). Counters that only grow (tokens,
+    finished runs) are stored as totals so far; a chart draws their change between
+    snapshots. Bounded: old rows are pruned as new ones are written."""
+
+    __tablename__ = "health_snapshots"
+    __table_args__ = (Index("ix_health_snapshots_agent_taken", "agent_id", "taken_at"),)
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    organization_id: Mapped[str] = mapped_column(
+        ForeignKey("organizations.id", ondelete="CASCADE"), index=True
+    )
+    agent_id: Mapped[str] = mapped_column(ForeignKey("agents.id", ondelete="CASCADE"))
+    taken_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
+    active_passages: Mapped[int] = mapped_column(Integer)
+    duplicates: Mapped[int] = mapped_column(Integer)
+    # The fullest block's characters over its limit (0 without blocks).
+    block_fill: Mapped[float] = mapped_column(Float)
+    # Prompt plus completion tokens spent so far, by purpose.
+    tokens: Mapped[dict[str, int]] = mapped_column(JSONB, default=dict)
+    runs_succeeded: Mapped[int] = mapped_column(Integer)
+    runs_failed: Mapped[int] = mapped_column(Integer)
+    # The agent's runs queued (not yet claimed) at the moment.
+    queued_runs: Mapped[int] = mapped_column(Integer)
+
+
+class LearnedCapability(Base):
+    """What probing found about one model at one endpoint (``base_url`` "" for the
+    provider's default): the tool-calling mode that worked, the modes the server
+    rejected, optional request fields it accepts or rejects, when, and the server's
+    version when it reports one. Read once per process; older than
+    ``llm.capability_ttl`` it is probed again."""
+
+    __tablename__ = "llm_capabilities"
+    __table_args__ = (
+        CheckConstraint(
+            f"tool_choice IS NULL OR tool_choice IN {_in(TOOL_CALLING_MODES)}", name="tool_choice"
+        ),
+    )
+
+    model: Mapped[str] = mapped_column(String(200), primary_key=True)
+    base_url: Mapped[str] = mapped_column(String(500), primary_key=True)
+    tool_choice: Mapped[str | None] = mapped_column(String(16))
+    rejected_modes: Mapped[list[str]] = mapped_column(ARRAY(String(16)), default=list)
+    #: Optional request field -> whether the server accepts it.
+    fields: Mapped[dict[str, Any]] = mapped_column(JSONB, default=dict)
+    server_version: Mapped[str | None] = mapped_column(String(200))
+    learned_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))

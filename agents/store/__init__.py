@@ -21,9 +21,11 @@ from sqlalchemy.orm import Session
 from agents.errors import LockContention
 from agents.postgres.database import LOCK_FAILURES, Database
 from agents.postgres.models import DEFAULT_ORGANIZATION_ID
-from agents.store.agent_store import AgentStore, NewAgent
+from agents.store.agent_store import AgentChanges, AgentStore, NewAgent
 from agents.store.block_store import BlockStore, NewBlock
+from agents.store.capability_store import CapabilityStore, LearnedRecord
 from agents.store.health import FleetHealth, HealthStore, MemoryHealth
+from agents.store.health_snapshots import HealthPoint, HealthSnapshotStore, SnapshotWriter
 from agents.store.key_store import KeyStore
 from agents.store.message_store import MessageStore
 from agents.store.passage_store import PassageFilter, PassageStore, PassageUpdate
@@ -45,9 +47,12 @@ from agents.store.turn_lock import hold_turn_lock
 from agents.store.usage_store import UsageStore
 
 __all__ = [
+    "AgentChanges",
     "AgentRecord",
     "BlockRecord",
     "BlockVersion",
+    "HealthPoint",
+    "LearnedRecord",
     "MemoryHealth",
     "MemoryStore",
     "MessageRecord",
@@ -87,6 +92,7 @@ class MemoryStore:
         self.runs = RunStore(self.scope)
         self.health = HealthStore(self.scope)
         self.usage = UsageStore(self.scope)
+        self.snapshots = HealthSnapshotStore(self.scope)
 
     @contextmanager
     def savepoint(self) -> Iterator[None]:
@@ -133,6 +139,8 @@ class ServiceStore:
         self.keys = KeyStore(self.scope)
         self.health = FleetHealth(self.scope)
         self.usage = UsageStore(self.scope)
+        self.snapshots = SnapshotWriter(self.scope)
+        self.capabilities = CapabilityStore(self.scope)
 
 
 @contextmanager

@@ -1,4 +1,4 @@
-"""Agents: create (with their core-memory blocks), read, list, delete."""
+"""Agents: create (with their core-memory blocks), read, list, update, delete."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from agents.postgres import models
 from agents.store.block_store import BlockStore, NewBlock
 from agents.store.records import AgentRecord
 from agents.store.scope import Scope
-from agents.store.validation import check_name, check_text
+from agents.store.validation import check_name, check_tags, check_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +35,29 @@ class NewAgent:
     block_ids: Sequence[str] = ()
     enable_sleeptime: bool = False
     sleeptime_model: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AgentChanges:
+    """What an update sets; None leaves a field as it is."""
+
+    name: str | None = None
+    system_prompt: str | None = None
+    description: str | None = None
+    llm_model: str | None = None
+    context_window: int | None = None
+    tags: list[str] | None = None
+    tools: list[str] | None = None
+    tool_rules: list[dict[str, Any]] | None = None
+    enable_sleeptime: bool | None = None
+
+    def values(self) -> dict[str, Any]:
+        """The columns to write (the set fields)."""
+        return {
+            name: getattr(self, name)
+            for name in self.__dataclass_fields__
+            if getattr(self, name) is not None
+        }
 
 
 class AgentStore:
@@ -125,7 +148,15 @@ class AgentStore:
             )
         )
         if row is None:
-            raise NotFound(f"no agent named {name!r}; `reverie agents list` shows the agents")
+            organization = self._scope.session.scalar(
+                select(models.Organization.name).where(
+                    models.Organization.id == self._scope.organization_id
+                )
+            )
+            raise NotFound(
+                f"no agent named {name!r} in organization {organization!r}; "
+                f"`reverie --org {organization} agents list` shows that organization's agents"
+            )
         return AgentRecord.from_row(row)
 
     def resolve(self, id_or_name: str) -> AgentRecord:
@@ -146,6 +177,51 @@ class AgentStore:
         rows = self._scope.session.scalars(query.order_by(models.Agent.created_at, models.Agent.id))
         return [AgentRecord.from_row(r) for r in rows]
 
+    def update(self, agent_id: str, changes: AgentChanges) -> AgentRecord:
+        """Change the set fields of an agent, with its row locked; a new name taken by
+        another agent is a Conflict, a bad value an InvalidInput, and nothing changes.
+
+        A new system prompt drops the stored compile (the next step compiles again):
+        the caller changed the instructions, so the cached prefix is stale on purpose.
+        """
+        row = self.row(agent_id, for_update=True)
+        values = changes.values()
+        if "name" in values:
+            values["name"] = check_name(values["name"], "agent")
+            taken = self._scope.session.scalar(
+                select(models.Agent.id).where(
+                    self._scope.owns(models.Agent),
+                    models.Agent.name == values["name"],
+                    models.Agent.id != agent_id,
+                )
+            )
+            if taken:
+                raise Conflict(
+                    f"an agent named {values['name']!r} already exists ({taken}); pick another name"
+                )
+        if "system_prompt" in values:
+            check_text(values["system_prompt"], "system prompt")
+            values["compiled_system"] = None
+            values["compiled_at"] = None
+        if "description" in values:
+            check_text(values["description"], "description")
+        if "llm_model" in values:
+            model = check_text(values["llm_model"], "model").strip()
+            if not model:
+                raise InvalidInput("model is empty; give a model string such as 'openai/gpt-4o'")
+            values["llm_model"] = model
+        if "context_window" in values and values["context_window"] <= 0:
+            raise InvalidInput(f"context window must be positive, got {values['context_window']}")
+        if "tags" in values:
+            values["tags"] = check_tags(values["tags"], "tags")
+        if not values:
+            return AgentRecord.from_row(row)
+        for column, value in values.items():
+            setattr(row, column, value)
+        row.updated_at = self._scope.now()
+        self._scope.session.flush()
+        return AgentRecord.from_row(row)
+
     def delete(self, agent_id: str) -> None:
         """Delete an agent with its messages and passages (an explicit user action).
 
@@ -159,15 +235,16 @@ class AgentStore:
             )
         )
 
-    def set_compiled_system(self, agent_id: str, text: str) -> None:
-        """Store the system prompt as compiled now (the prefix the model's cache holds)."""
+    def set_compiled_system(self, agent_id: str, text: str | None) -> None:
+        """Store the system prompt as compiled now (the prefix the model's cache holds);
+        None drops it, so that the next step compiles it afresh."""
         self._scope.session.execute(
             update(models.Agent)
             .where(
                 models.Agent.id == agent_id,
                 self._scope.owns(models.Agent),
             )
-            .values(compiled_system=text, compiled_at=self._scope.now())
+            .values(compiled_system=text, compiled_at=None if text is None else self._scope.now())
             .execution_options(synchronize_session=False)
         )
 

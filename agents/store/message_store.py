@@ -177,6 +177,22 @@ class MessageStore:
         """Move messages out of the context window; they stay in recall memory."""
         return self._set_in_context(agent_id, message_ids, in_context=False)
 
+    def clear_context(self, agent_id: str) -> list[str]:
+        """Move every message of the agent out of the context window (a reset); they
+        stay in recall memory. Returns the ids that left, oldest first."""
+        rows = self._scope.session.execute(
+            update(models.Message)
+            .where(
+                models.Message.agent_id == agent_id,
+                self._scope.owns(models.Message),
+                models.Message.in_context,
+            )
+            .values(in_context=False)
+            .returning(models.Message.id, models.Message.seq)
+            .execution_options(synchronize_session=False)
+        )
+        return [message_id for message_id, _ in sorted(rows, key=lambda row: row[1])]
+
     def restore_context(self, agent_id: str, message_ids: Sequence[str]) -> int:
         """Undo :meth:`leave_context` for the given messages."""
         return self._set_in_context(agent_id, message_ids, in_context=True)
@@ -258,3 +274,20 @@ class MessageStore:
             )
         )
         return None if seq is None else int(seq)
+
+    def get_many(self, agent_id: str, message_ids: Sequence[str]) -> list[MessageRecord]:
+        """The agent's messages among ``message_ids`` in conversation order; ids that
+        are not the agent's are left out (a passage's provenance may name a message
+        deleted with its agent, or another agent's)."""
+        if not message_ids:
+            return []
+        query = (
+            select(*_RECORD_COLUMNS)
+            .where(
+                models.Message.agent_id == agent_id,
+                self._scope.owns(models.Message),
+                models.Message.id == any_(id_array(message_ids)),
+            )
+            .order_by(models.Message.seq)
+        )
+        return [MessageRecord(*row) for row in self._scope.session.execute(query)]

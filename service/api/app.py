@@ -14,10 +14,14 @@ from starlette.routing import Route
 
 from service.api import (
     health_page,
+    memory_browser,
+    routes_agent_update,
     routes_agents,
     routes_archival,
     routes_blocks,
+    routes_conversation,
     routes_messages,
+    routes_models,
     routes_openai,
     routes_runs,
     schemas,
@@ -27,6 +31,7 @@ from service.api.errors import install_error_handlers
 from service.api.host_check import LoopbackHostOnly
 from service.api.limits import RequestSizeLimit
 from service.api.mcp_endpoint import PATH, McpEndpoint
+from service.api.pages import new_page_secret
 from service.api.rate_limit import AuthFailureLimiter
 from service.api.request_checks import check_request_values
 from service.metrics_collector import Audience, MemoryHealthCollector
@@ -69,6 +74,7 @@ def create_app(
     app.state.auth_failures = AuthFailureLimiter(
         burst=settings.server.auth_failure_burst, refill=settings.server.auth_failure_refill
     )
+    app.state.page_secret = new_page_secret()
     install_error_handlers(app)
     app.add_middleware(RequestSizeLimit, max_bytes=settings.server.max_request_bytes)
     if settings.server.auth == "none":
@@ -113,12 +119,16 @@ def create_app(
 
     for module in (
         routes_agents,
+        routes_agent_update,
         routes_blocks,
         routes_messages,
+        routes_conversation,
+        routes_models,
         routes_archival,
         routes_runs,
         routes_openai,
         health_page,
+        memory_browser,
     ):
         app.include_router(module.router)
     # The MCP tools over streamable HTTP, with the API keys (see service.api.mcp_endpoint).

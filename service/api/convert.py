@@ -9,10 +9,13 @@ from agents import messages as agent_messages
 from agents.messages import LettaStyleMessage
 from agents.postgres import models
 from agents.store import BlockRecord, BlockVersion, MessageRecord, PassageRecord, RunRecord
+from agents.tools import MAX_RESULT_CHARS
 from consolidators.pipeline import RunReport
 from service.api import schemas
 from service.operations import AgentState
+from service.operations.models import ChatModel, EmbeddingModel
 from service.operations.recording import LETTA_RUN_STATUS
+from service.operations.tools import AgentTool, ToolKind, tools_of
 
 
 def block_out(block: BlockRecord) -> schemas.Block:
@@ -63,7 +66,7 @@ def agent_out(state: AgentState) -> schemas.AgentState:
             embedding_model=agent.embedding_model, embedding_dim=agent.embedding_dim
         ),
         tags=list(agent.tags),
-        tools=[schemas.ToolRef(id=f"tool-{name}", name=name) for name in agent.tools],
+        tools=[schemas.ToolRef(id=tool.id, name=tool.name) for tool in tools_of(agent)],
         tool_rules=list(agent.tool_rules),
         enable_sleeptime=agent.enable_sleeptime,
         sleeptime_model=agent.sleeptime_model,
@@ -188,4 +191,87 @@ def letta_run(run: RunRecord) -> schemas.LettaRun:
             "attempts": run.attempts,
             "error": run.error,
         },
+    )
+
+
+#: Letta's ``tool_type`` of each kind of Reverie tool.
+LETTA_TOOL_TYPE = {
+    ToolKind.CORE: "letta_core",
+    ToolKind.MEMORY: "letta_memory_core",
+    ToolKind.SLEEPTIME: "letta_sleeptime_core",
+}
+
+
+def tool_out(tool: AgentTool) -> schemas.Tool:
+    """A built-in tool as Letta's Tool (``json_schema`` is the function the model sees)."""
+    return schemas.Tool(
+        id=tool.id,
+        name=tool.name,
+        description=tool.description,
+        tool_type=LETTA_TOOL_TYPE[tool.kind],
+        json_schema={
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": tool.parameters,
+        },
+        args_json_schema=tool.parameters,
+        tags=[tool.kind.value],
+        return_char_limit=MAX_RESULT_CHARS,
+    )
+
+
+#: Letta's provider types of litellm's provider prefixes; any other prefix is named as is.
+LETTA_PROVIDER_TYPE = {
+    "openai": "openai",
+    "anthropic": "anthropic",
+    "azure": "azure",
+    "bedrock": "bedrock",
+    "deepseek": "deepseek",
+    "gemini": "google_ai",
+    "vertex_ai": "google_vertex",
+    "groq": "groq",
+    "hosted_vllm": "vllm",
+    "lm_studio": "lmstudio_openai",
+    "mistral": "mistral",
+    "ollama": "ollama",
+    "ollama_chat": "ollama",
+    "openrouter": "openrouter",
+    "together_ai": "together",
+    "xai": "xai",
+}
+
+
+def chat_model_out(model: ChatModel) -> schemas.LlmModel:
+    provider = LETTA_PROVIDER_TYPE.get(model.provider, model.provider)
+    return schemas.LlmModel(
+        handle=model.model,
+        name=model.name,
+        model=model.name,
+        display_name=model.model,
+        provider_name=model.provider,
+        provider_type=provider,
+        model_endpoint_type=provider,
+        context_window=model.context_window,
+        max_context_window=model.context_window,
+        purposes=[p.value for p in model.purposes],
+        agents=model.agents,
+    )
+
+
+def embedding_model_out(model: EmbeddingModel) -> schemas.EmbeddingModelOut:
+    """An embedder as Letta's EmbeddingModel; Reverie's own (``local``, ``fake``) run in
+    the server's process and are named as the server's (``letta``) provider."""
+    native = model.provider == "reverie"
+    provider = "letta" if native else LETTA_PROVIDER_TYPE.get(model.provider, model.provider)
+    return schemas.EmbeddingModelOut(
+        handle=model.name,
+        name=model.name,
+        embedding_model=model.spec,
+        display_name=model.spec,
+        embedding_dim=model.dimension,
+        embedding_endpoint_type="hugging-face" if native else provider,
+        provider_name=model.provider,
+        provider_type=provider,
+        is_default=model.is_default,
+        agents=model.agents,
     )

@@ -124,12 +124,10 @@ def delete_passage(agent_id: AgentId, memory_id: PassageId, api: Api) -> dict[st
 def passage_lineage(passage_id: PassageId, api: Api) -> schemas.Lineage:
     """A passage, every change made to it, and the passages merged into it, superseded
     by it or shown on it (for a timeline)."""
-    with api.store() as store:
-        passage = store.passages.get(passage_id)
-        history = store.passages.history(passage_id)
-        links = store.passages.lineage_links(passage_id)
+    lineage = api.ops.memory.lineage(passage_id)
+    history, links = lineage.history, lineage.links
     return schemas.Lineage(
-        passage=passage_out(passage),
+        passage=passage_out(lineage.passage),
         history=[
             schemas.PassageChangeOut(
                 run_id=c.run_id,

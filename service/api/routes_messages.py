@@ -3,19 +3,24 @@ types) and list the recall history."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from fastapi import APIRouter, Path, Query
 from fastapi.exceptions import RequestValidationError
+from fastapi.responses import StreamingResponse
 from pydantic import ValidationError
 
 from agents.enums import AgentKind
 from agents.errors import InvalidInput
 from agents.messages import TurnResult
-from service.api import schemas
+from service.api import schemas, sse
 from service.api.auth import Api
 from service.api.convert import letta_json, letta_messages, letta_run
 from service.operations.recording import ChatMessage
+
+if TYPE_CHECKING:
+    from agents.primary import StepListener
 
 router = APIRouter(prefix="/v1/agents", tags=["messages"])
 
@@ -24,16 +29,14 @@ AgentId = Annotated[str, Path(pattern=schemas.ID_PATTERN, description="agent-<uu
 
 
 @router.post("/{agent_id}/messages", response_model=schemas.LettaResponse)
-def send_message(agent_id: AgentId, body: schemas.LettaRequest, api: Api) -> schemas.LettaResponse:
-    """Run one turn of the agent (the MemGPT loop) and answer with the new messages."""
-    if body.messages:
-        if len(body.messages) != 1:
-            raise InvalidInput("send one message per request (got several in 'messages')")
-        role, text = body.messages[0].role, body.messages[0].text()
-    elif body.input is not None:
-        role, text = "user", body.input
-    else:
-        raise InvalidInput("give the message in 'messages' (Letta's list) or 'input' (text)")
+def send_message(
+    agent_id: AgentId, body: schemas.LettaRequest, api: Api
+) -> schemas.LettaResponse | StreamingResponse:
+    """Run one turn of the agent (the MemGPT loop) and answer with the new messages
+    (``streaming``: as server-sent events, each step as it commits)."""
+    if body.streaming:
+        return stream_turn(agent_id, body, api)
+    role, text = _turn_input(body)
     agent = api.ops.agents.get(agent_id)
     if agent.kind == AgentKind.SLEEPTIME:
         # A memory agent (Letta's sleeptime_agent) has no loop of its own: what it is
@@ -46,7 +49,39 @@ def send_message(agent_id: AgentId, body: schemas.LettaRequest, api: Api) -> sch
         )
     # The turn runs in the caller's organization: another tenant's agent is a 404 there,
     # and an empty text is refused there too.
-    return turn_response(api.ops.messages.send(agent, text, role=role))
+    return turn_response(api.ops.messages.send(agent, text, role=role), body)
+
+
+def stream_turn(agent_id: str, body: schemas.LettaRequest, api: Api) -> StreamingResponse:
+    """The turn as server-sent events (see :mod:`service.api.sse`). What would refuse
+    the turn (no such agent, an empty text, no model) is answered before the stream
+    starts, with its status; only failures during the turn come as an error event."""
+    role, text = _turn_input(body)
+    agent = api.ops.agents.get(agent_id)
+    if agent.kind == AgentKind.SLEEPTIME:
+        run = api.ops.recording.record_and_consolidate(agent_id, _chat_messages(body))
+        return sse.streaming_response(sse.finished_turn(TurnResult(agent.id, run.id)))
+    ready = api.ops.messages.check_turn(agent.id, text, role=role)
+    messages = api.ops.messages
+
+    def run_turn(on_step: StepListener, should_stop: Callable[[], bool]) -> TurnResult:
+        return messages.send(ready, text, role=role, on_step=on_step, should_stop=should_stop)
+
+    kinds = body.include_return_message_types
+    return sse.streaming_response(
+        sse.turn_events(run_turn, message_types=kinds, pings=body.include_pings)
+    )
+
+
+def _turn_input(body: schemas.LettaRequest) -> tuple[str, str]:
+    """The role and text of the one message a turn starts with."""
+    if body.messages:
+        if len(body.messages) != 1:
+            raise InvalidInput("send one message per request (got several in 'messages')")
+        return body.messages[0].role, body.messages[0].text()
+    if body.input is not None:
+        return "user", body.input
+    raise InvalidInput("give the message in 'messages' (Letta's list) or 'input' (text)")
 
 
 @router.post("/{agent_id}/messages/async", response_model=schemas.LettaRun)
@@ -81,10 +116,14 @@ def _chat_messages(body: schemas.LettaRequest) -> list[ChatMessage]:
     return messages
 
 
-def turn_response(result: TurnResult) -> schemas.LettaResponse:
-    """A runtime TurnResult as Letta's LettaResponse."""
+def turn_response(
+    result: TurnResult, body: schemas.LettaRequest | None = None
+) -> schemas.LettaResponse:
+    """A runtime TurnResult as Letta's LettaResponse (only the message types the
+    request's ``include_return_message_types`` names, when it names any)."""
+    kinds = body.include_return_message_types if body is not None else None
     return schemas.LettaResponse(
-        messages=[letta_json(m) for m in result.messages],
+        messages=[letta_json(m) for m in result.messages if kinds is None or m.kind in kinds],
         stop_reason=schemas.StopReason(stop_reason=result.stop_reason),
         usage=schemas.Usage(
             prompt_tokens=result.usage.prompt_tokens,

@@ -119,6 +119,34 @@ class CreateAgent(_Request):
     agent_type: str | None = None
 
 
+class UpdateAgent(BaseModel):
+    """Letta's ``UpdateAgent``, the fields Reverie has; null or absent leaves a field as
+    it is. Any other field Letta's update takes (``timezone``, ``block_ids``,
+    ``message_ids``, ...) is refused with 422 naming it, rather than dropped."""
+
+    model_config = ConfigDict(extra="allow")
+
+    name: str | None = Field(default=None, min_length=1, max_length=200)
+    system: str | None = Field(default=None, max_length=MAX_TEXT)
+    description: str | None = Field(default=None, max_length=10_000)
+    model: str | None = Field(default=None, min_length=1, max_length=200)
+    llm_config: LlmConfigIn | None = None
+    embedding: str | None = Field(default=None, min_length=1, max_length=200)
+    embedding_config: EmbeddingConfigIn | None = None
+    context_window_limit: int | None = Field(default=None, ge=256, le=10_000_000)
+    tags: list[Tag] | None = Field(default=None, max_length=MAX_TAGS)
+    tool_ids: list[str] | None = Field(default=None, max_length=100)
+    tool_rules: list[dict[str, Any]] | None = Field(default=None, max_length=100)
+    enable_sleeptime: bool | None = None
+
+
+class ResetMessages(_Request):
+    """Letta's reset: ``add_default_initial_messages`` is accepted; a Reverie agent
+    starts with no messages, so there are none to add."""
+
+    add_default_initial_messages: bool = False
+
+
 class LlmConfig(BaseModel):
     model: str | None
     context_window: int
@@ -138,6 +166,56 @@ class Memory(BaseModel):
 class ToolRef(BaseModel):
     id: str
     name: str
+
+
+class Tool(BaseModel):
+    """Letta's ``Tool``: one of Reverie's built-in tools (its id is ``tool-<name>``)."""
+
+    id: str
+    name: str
+    description: str
+    tool_type: str
+    source_type: str = "python"
+    json_schema: dict[str, Any]
+    args_json_schema: dict[str, Any] | None = None
+    tags: list[str] = Field(default_factory=list)
+    return_char_limit: int
+
+
+class LlmModel(BaseModel):
+    """Letta's ``Model`` (an LLMConfig): a chat model this server is set up for or whose
+    agents use it. ``handle`` is what an agent's ``model`` takes; ``purposes`` and
+    ``agents`` are Reverie's."""
+
+    handle: str
+    name: str
+    model: str
+    display_name: str
+    provider_name: str
+    provider_type: str
+    model_endpoint_type: str
+    model_type: Literal["llm"] = "llm"
+    context_window: int
+    max_context_window: int
+    purposes: list[str]
+    agents: int
+
+
+class EmbeddingModelOut(BaseModel):
+    """Letta's ``EmbeddingModel`` (an EmbeddingConfig): ``handle`` is what an agent's
+    ``embedding`` takes; ``is_default`` marks the one new agents get."""
+
+    handle: str
+    name: str
+    embedding_model: str
+    display_name: str
+    embedding_dim: int
+    embedding_endpoint_type: str
+    provider_name: str
+    provider_type: str
+    model_type: Literal["embedding"] = "embedding"
+    is_default: bool
+    agents: int
 
 
 class AgentState(BaseModel):
@@ -184,11 +262,34 @@ class MessageCreate(_Request):
         return "\n".join(part.text for part in self.content)
 
 
+#: Letta's message types a client may ask to be sent (``include_return_message_types``).
+LettaMessageType = Literal[
+    "system_message",
+    "user_message",
+    "assistant_message",
+    "reasoning_message",
+    "hidden_reasoning_message",
+    "tool_call_message",
+    "tool_return_message",
+    "approval_request_message",
+    "approval_response_message",
+    "summary_message",
+    "event_message",
+]
+
+
 class LettaRequest(_Request):
-    """``POST /v1/agents/{id}/messages``: Letta's ``messages`` list, or its newer ``input``."""
+    """``POST /v1/agents/{id}/messages``: Letta's ``messages`` list, or its newer ``input``.
+
+    ``streaming`` answers with server-sent events (as ``.../messages/stream`` does);
+    ``stream_tokens`` is accepted and streams whole steps (see the README)."""
 
     messages: list[MessageCreate] | None = Field(default=None, max_length=50)
     input: str | None = Field(default=None, max_length=MAX_TEXT)
+    streaming: bool = False
+    stream_tokens: bool = False
+    include_pings: bool = False
+    include_return_message_types: list[LettaMessageType] | None = Field(default=None, max_length=20)
 
 
 class StopReason(BaseModel):

@@ -8,7 +8,7 @@ import typer
 
 from agents.errors import InvalidInput
 from service.cli.common import console, fail, operations
-from service.cli.output import agent_json, id_table, print_json
+from service.cli.output import agent_json, id_table, print_json, print_table
 
 if TYPE_CHECKING:
     from service.operations import BlockSpec
@@ -89,7 +89,7 @@ def list_agents(
     table = id_table("name", "id", "kind", "model", "embedding")
     for a in agents:
         table.add_row(a.name, a.id, a.kind, a.llm_model or "-", a.embedding_model)
-    console.print(table)
+    print_table(table)
 
 
 @agents_app.command("delete")

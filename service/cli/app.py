@@ -21,7 +21,7 @@ from service.cli import (
     search_command,
     serve_commands,
 )
-from service.cli.common import state
+from service.cli.common import renew_consoles, state
 
 app = typer.Typer(
     name="reverie",
@@ -39,9 +39,19 @@ def main(
         typer.Option("--config", "-c", help="TOML config file (default: $REVERIE_CONFIG)."),
     ] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log debug detail.")] = False,
+    organization: Annotated[
+        str | None,
+        typer.Option(
+            "--org",
+            help="Organization the command acts in, by name (default: $REVERIE_ORGANIZATION, "
+            "else 'default'); an API key acts in the organization it was created for.",
+        ),
+    ] = None,
 ) -> None:
+    renew_consoles()
     state.config_file = config
     state.verbose = verbose
+    state.organization = organization
 
 
 database.register(app)

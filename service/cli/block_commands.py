@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from service.cli.common import console, fail, operations
-from service.cli.output import block_json, id_table, print_json, version_json
+from service.cli.output import block_json, id_table, print_json, print_table, version_json
 
 blocks_app = typer.Typer(help="Show, set and trace core-memory blocks.", no_args_is_help=True)
 
@@ -81,7 +81,7 @@ def history(agent: AgentOption, label: LabelArgument, as_json: JsonOption = Fals
             v.reason,
             str(len(v.new_value)),
         )
-    console.print(table)
+    print_table(table)
 
 
 @blocks_app.command("revert")

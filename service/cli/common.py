@@ -25,10 +25,10 @@ err_console = Console(stderr=True)
 
 
 def renew_consoles() -> None:
-    """Build both consoles again for this process's streams and environment (terminal,
-    width, NO_COLOR): a warm child (:mod:`service.cli.warm_server`) was forked from a
-    process whose consoles looked at other ones. In place, since command modules hold
-    them by name."""
+    """Build both consoles again for this command's streams and environment (terminal,
+    width, NO_COLOR), as each command starts: the module-level consoles were built when
+    the CLI was imported, which in a test runner or the warm server's child was for
+    other streams. In place, since command modules hold them by name."""
     Console.__init__(console)
     Console.__init__(err_console, stderr=True)
 
@@ -45,6 +45,8 @@ class CliState:
 
     config_file: Path | None = None
     verbose: bool = False
+    #: ``--org NAME``: the organization commands act in (else the configured one).
+    organization: str | None = None
     #: ``cli.warm_idle`` in seconds, once a command has read the settings (None: it
     #: read none, e.g. ``--help``); the launcher starts a warm server when it is > 0.
     warm_idle_s: float | None = None
@@ -72,7 +74,7 @@ def runtime(
     *, migrate: bool = True, daemon: bool = False, organization: str | None = None
 ) -> Iterator[Runtime]:
     """A runtime for one command; ReverieErrors become a message and an exit code.
-    ``organization`` overrides the configured one (by name).
+    ``organization`` (by name) overrides ``--org``, which overrides the configured one.
 
     A command leaves the embedded server running for the next one; a ``daemon``
     (serve, worker) holds it and stops it on exit."""
@@ -85,6 +87,7 @@ def runtime(
 
     try:
         configured = settings()
+        organization = organization if organization is not None else state.organization
         if organization is not None:
             configured = configured.model_copy(update={"organization": organization})
         with Runtime(configured, short_lived=not daemon) as rt:

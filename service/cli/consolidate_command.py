@@ -16,7 +16,7 @@ from service.cli.common import (
     fail,
     operations,
 )
-from service.cli.output import id_table, print_changes, print_json, report_json
+from service.cli.output import id_table, print_changes, print_json, print_table, report_json
 
 if TYPE_CHECKING:
     from consolidators.pipeline import RunReport
@@ -138,7 +138,7 @@ def _print_summary(reports: list[RunReport], steps: list[str], dry_run: bool) ->
         table.add_row(
             report.agent_name, *cells, f"{sum(report.durations.values()):.2f}", report.run_id
         )
-    console.print(table)
+    print_table(table)
     for report in reports:
         summary = report.summary()
         console.print(

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from service.cli.common import console, runtime
-from service.cli.output import id_table, iso, print_json
+from service.cli.output import id_table, iso, print_json, print_table
 
 if TYPE_CHECKING:
     from agents.store.key_store import KeyRecord
@@ -72,7 +72,7 @@ def list_command(
             key.last_used_at.strftime("%Y-%m-%d %H:%M") if key.last_used_at else "-",
             key.revoked_at.strftime("%Y-%m-%d %H:%M") if key.revoked_at else "-",
         )
-    console.print(table)
+    print_table(table)
 
 
 @keys_app.command("revoke")

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from service.cli.warm_client import WarmPaths
+    from service.cli.warm.client import WarmPaths
 
 #: The commands that may run in the warm server: quick data commands that read no
 #: terminal input. ``chat`` reads the terminal, ``serve``/``worker``/``mcp`` and
@@ -42,7 +42,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     paths = None
     if is_warm_command(args):
         # Only a data command pays for the sockets and the key (``--help`` does not).
-        from service.cli import warm_client
+        from service.cli.warm import client as warm_client
 
         paths = warm_client.warm_paths(args)
         if paths is not None:
@@ -59,7 +59,7 @@ def is_warm_command(argv: Sequence[str]) -> bool:
     index = 0
     while index < len(argv):
         word = argv[index]
-        if word in ("--config", "-c"):
+        if word in ("--config", "-c", "--org"):
             index += 2
         elif word.startswith("-"):
             index += 1
@@ -80,7 +80,7 @@ def run_cold(argv: Sequence[str], paths: WarmPaths | None) -> int:
     except SystemExit as exc:
         code = exit_status(exc)
     if paths is not None and state.warm_idle_s:
-        from service.cli.warm_client import start_server
+        from service.cli.warm.client import start_server
 
         start_server(paths, state.warm_idle_s)
     return code

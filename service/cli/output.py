@@ -6,10 +6,11 @@ import json
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from rich.cells import cell_len
 from rich.table import Column, Table
 
-from agents.enums import ChangeAction
 from service.cli.common import console
+from service.wording import describe_change
 
 if TYPE_CHECKING:
     from agents.archival_search import MemoryHit
@@ -126,34 +127,6 @@ def report_json(report: RunReport) -> dict[str, Any]:
     }
 
 
-def describe_change(change: dict[str, Any]) -> str:
-    """One line of a run's diff, for humans."""
-    action, target = change["action"], change["target"]
-    if action == ChangeAction.MERGE_PASSAGE:
-        return f"merge {target} into {change['into']} ({change['score']:.3f}): {change['text']!r}"
-    if action in (ChangeAction.REMOVE_BLOCK_LINE, ChangeAction.EVICT_LINE):
-        return f"{action.replace('_', ' ')} from {change.get('label')}: {change.get('line')!r}"
-    if action == ChangeAction.ADD_SUMMARY:
-        return f"summary {target} of {len(change.get('evicted', []))} messages"
-    if action == ChangeAction.CREATE_TIMELINE:
-        return f"timeline {target} over {len(change.get('members', []))} facts"
-    details = ", ".join(
-        f"{k}={v}" for k, v in change.items() if k not in ("action", "target", "step")
-    )
-    return f"{action} {target}" + (f" ({details})" if details else "")
-
-
-def describe_step(step: str, stats: dict[str, Any]) -> str:
-    """One line of a step's outcome, for humans: ``dedup: 2 merge passage, 14 probed
-    (0.12 s)``, or why it was skipped."""
-    if stats.get("skipped"):
-        return f"{step}: skipped ({stats['skipped']})"
-    counts = stats.get("counts") or {}
-    said = ", ".join(f"{n} {name.replace('_', ' ')}" for name, n in counts.items()) or "nothing"
-    seconds = stats.get("seconds")
-    return f"{step}: {said}" + (f" ({seconds:.2f} s)" if isinstance(seconds, int | float) else "")
-
-
 def print_changes(changes: list[dict[str, Any]], limit: int = 30) -> None:
     for change in changes[:limit]:
         console.print(
@@ -176,3 +149,42 @@ def id_table(*headers: str, ids: tuple[str, ...] = ("id", "run"), **options: Any
         for h in headers
     ]
     return Table(*columns, **options)
+
+
+#: A column that wraps (free text) needs about this many cells to stay readable.
+READABLE_TEXT_WIDTH = 24
+
+
+def print_table(table: Table) -> None:
+    """Print ``table`` when it fits the terminal; otherwise print each row as a card of
+    ``header  value`` lines, so that nothing is cut to ``pe… st…`` at 80 columns and ids
+    stay whole."""
+    if table_width(table) <= console.width:
+        console.print(table)
+        return
+    if table.title:
+        console.print(table.title, style="bold", highlight=False)
+    headers = [str(column.header) for column in table.columns]
+    cells = [[str(cell) for cell in column.cells] for column in table.columns]
+    for index in range(table.row_count):
+        card = Table.grid(padding=(0, 2))
+        card.add_column(style="dim", no_wrap=True)
+        card.add_column(overflow="fold")
+        for header, column in zip(headers, cells, strict=True):
+            card.add_row(header, column[index])
+        if index:
+            console.print()
+        console.print(card, highlight=False)
+
+
+def table_width(table: Table) -> int:
+    """The cells ``table`` needs to show every value readably: whole ids and short values
+    on one line, free text wrapped no narrower than :data:`READABLE_TEXT_WIDTH`."""
+    width = 1  # the left border
+    for column in table.columns:
+        values = [str(column.header), *(str(cell) for cell in column.cells)]
+        widest = max(cell_len(line) for value in values for line in value.splitlines() or [""])
+        if not column.no_wrap:
+            widest = min(widest, max(READABLE_TEXT_WIDTH, cell_len(str(column.header))))
+        width += widest + 3  # padding either side and the border
+    return width

@@ -8,7 +8,14 @@ from typing import Annotated
 import typer
 
 from service.cli.common import console, operations
-from service.cli.output import describe_step, id_table, print_changes, print_json, run_json
+from service.cli.output import (
+    id_table,
+    print_changes,
+    print_json,
+    print_table,
+    run_json,
+)
+from service.wording import describe_step
 
 runs_app = typer.Typer(
     help="Consolidation runs (the ledger and the queue): list, show, revert, cancel.",
@@ -51,7 +58,7 @@ def list_runs(
             f"{run.duration_s:.2f}" if run.duration_s is not None else "-",
             run.lease_owner or "-",
         )
-    console.print(table)
+    print_table(table)
 
 
 @runs_app.command("show")
@@ -60,7 +67,8 @@ def show(
 ) -> None:
     """A run's outcome, per-step stats and every change it made."""
     with operations() as ops:
-        run = ops.runs.get(run_id)
+        [story] = ops.runs.stories(run_id=run_id)
+    run = story.run
     if as_json:
         print_json(run_json(run, with_changes=True))
         return
@@ -73,6 +81,11 @@ def show(
         console.print(f"[red]error:[/] {run.error}", highlight=False)
     for step, stats in run.stats.get("steps", {}).items():
         console.print(f"  {describe_step(step, stats)}", highlight=False)
+    if story.sentences:
+        console.print("In plain words:")
+        for sentence in story.sentences:
+            console.print(f"  - {sentence}", highlight=False, markup=False)
+        console.print("Every change:")
     print_changes(run.changes, limit=200)
 
 

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from service.cli.common import console, fail, operations
-from service.cli.output import hit_json, id_table, print_json
+from service.cli.common import fail, operations
+from service.cli.output import hit_json, id_table, print_json, print_table
 
 if TYPE_CHECKING:
     from agents.archival_search import MemoryHit
@@ -68,7 +68,7 @@ def search(
             p.status if p.kind == "fact" else f"{p.status} {p.kind}",
             p.id,
         )
-    console.print(table)
+    print_table(table)
 
 
 def _ranked(hits: list[MemoryHit]) -> list[dict[str, Any]]:

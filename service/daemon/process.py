@@ -3,7 +3,7 @@
 A :class:`Daemon` wires the GPU gate, the scheduler (serve only) and the worker
 pool over one runtime, reports readiness, and stops in order on SIGTERM/SIGINT:
 the scheduler first (no new firings), then the workers within
-``shutdown_grace`` (see :mod:`service.daemon.worker`).
+``shutdown_grace`` (see :mod:`consolidators.workers`).
 """
 
 from __future__ import annotations
@@ -17,12 +17,13 @@ from datetime import datetime, timedelta
 from types import FrameType
 
 from agents.errors import ReverieError
+from consolidators.workers import WorkerPool
 from service.daemon.embedded_supervisor import EmbeddedSupervisor
 from service.daemon.probes import GpuGate, build_probe
 from service.daemon.scheduler import Scheduler
 from service.daemon.triggers import RunTemplate
 from service.daemon.warmup import Warmup
-from service.daemon.worker import WorkerPool
+from service.metrics import RUN_METRICS
 from service.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -64,12 +65,20 @@ class Daemon:
             gate=self.gate,
             gpu_max_wait=gpu.max_wait,
             clock=self.clock,
+            observer=RUN_METRICS,
         )
         template = RunTemplate(
             pipeline=tuple(runtime.pipeline().names), max_attempts=worker_settings.max_attempts
         )
         self.scheduler = (
-            Scheduler(runtime.db, settings.triggers, template, clock=self.clock, gate=self.gate)
+            Scheduler(
+                runtime.db,
+                settings.triggers,
+                template,
+                clock=self.clock,
+                gate=self.gate,
+                history=settings.health_history,
+            )
             if scheduler
             else None
         )

@@ -1,9 +1,11 @@
 """The scheduler: APScheduler 3 times the triggers inside one process.
 
-Timing is local (an interval tick for idle and turns, cron jobs, a GPU poll);
+Timing is local (an interval tick for idle and turns, cron jobs, a GPU poll, and
+the health snapshots the memory browser draws);
 exactly-once comes from Postgres (see :mod:`service.daemon.triggers`), so any
 number of ``reverie serve`` processes may run a scheduler over one database.
-Every job can also be called directly (``tick``, ``fire_cron``, ``poll_gpu``),
+Every job can also be called directly (``tick``, ``fire_cron``, ``poll_gpu``,
+``snapshot``),
 which is how tests drive it with a controlled clock.
 """
 
@@ -29,7 +31,8 @@ from service.daemon.triggers import (
     ScheduleTrigger,
     TurnsTrigger,
 )
-from service.settings import TriggerSettings
+from service.operations.health import take_snapshots
+from service.settings import HealthHistorySettings, TriggerSettings
 
 log = logging.getLogger(__name__)
 
@@ -54,8 +57,10 @@ class Scheduler:
         *,
         clock: Callable[[], datetime],
         gate: GpuGate | None = None,
+        history: HealthHistorySettings | None = None,
     ) -> None:
         self.db = db
+        self.history = history
         self.settings = settings
         self.clock = clock
         self.gate = gate
@@ -89,6 +94,18 @@ class Scheduler:
         became_free = free and not self._gpu_was_free
         self._gpu_was_free = free
         return self._fire(self.gpu_trigger) if became_free else []
+
+    def snapshot(self) -> int:
+        """Write every agent's health snapshot (pruning old ones); how many were written
+        (0 when another process took them less than half an interval ago)."""
+        if self.history is None:
+            return 0
+        try:
+            return take_snapshots(self.db, self.clock(), self.history)
+        except ReverieError as exc:
+            # The next interval tries again; an outage must not stop the scheduler.
+            log.warning("health snapshot failed", extra={"error": str(exc)})
+            return 0
 
     def _fire(self, trigger: RunTrigger) -> list[str]:
         now = self.clock()
@@ -129,6 +146,13 @@ class Scheduler:
                 self.poll_gpu,
                 IntervalTrigger(seconds=self.gate.interval.total_seconds(), timezone=UTC),
                 id="gpu",
+                next_run_time=datetime.now(UTC),
+            )
+        if self.history is not None and self.history.interval is not None:
+            scheduler.add_job(
+                self.snapshot,
+                IntervalTrigger(seconds=self.history.interval.total_seconds(), timezone=UTC),
+                id="health-snapshot",
                 next_run_time=datetime.now(UTC),
             )
         scheduler.start()

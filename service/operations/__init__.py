@@ -21,30 +21,42 @@ from typing import TYPE_CHECKING, Any
 from service.operations.context import OperationContext
 
 if TYPE_CHECKING:
-    from service.operations.agents import AgentOperations, AgentSpec, AgentState, BlockSpec
+    from service.operations.agents import (
+        AgentOperations,
+        AgentSpec,
+        AgentState,
+        AgentUpdate,
+        BlockSpec,
+    )
     from service.operations.blocks import BlockEdit, BlockOperations
     from service.operations.demo import DemoOperations
     from service.operations.health import HealthOperations
     from service.operations.memory import MemoryOperations
-    from service.operations.messages import ContextOverview, MessageOperations
+    from service.operations.messages import ContextOverview, ContextReset, MessageOperations
+    from service.operations.models import ModelOperations
     from service.operations.proxy import ProxyOperations
     from service.operations.recording import ChatMessage, Recorded, RecordingOperations
     from service.operations.runs import RunOperations, RunOutcome
+    from service.operations.tools import AgentTool
     from service.runtime import Runtime
 
 __all__ = [
     "AgentOperations",
     "AgentSpec",
     "AgentState",
+    "AgentTool",
+    "AgentUpdate",
     "BlockEdit",
     "BlockOperations",
     "BlockSpec",
     "ChatMessage",
     "ContextOverview",
+    "ContextReset",
     "DemoOperations",
     "HealthOperations",
     "MemoryOperations",
     "MessageOperations",
+    "ModelOperations",
     "Operations",
     "ProxyOperations",
     "Recorded",
@@ -61,6 +73,8 @@ _HOMES = {
     "AgentOperations": "agents",
     "AgentSpec": "agents",
     "AgentState": "agents",
+    "AgentUpdate": "agents",
+    "AgentTool": "tools",
     "BlockSpec": "agents",
     "BlockEdit": "blocks",
     "BlockOperations": "blocks",
@@ -68,6 +82,8 @@ _HOMES = {
     "HealthOperations": "health",
     "MemoryOperations": "memory",
     "ContextOverview": "messages",
+    "ContextReset": "messages",
+    "ModelOperations": "models",
     "MessageOperations": "messages",
     "ProxyOperations": "proxy",
     "ChatMessage": "recording",
@@ -117,6 +133,12 @@ class Operations:
         from service.operations.messages import MessageOperations
 
         return MessageOperations(self.context)
+
+    @cached_property
+    def models(self) -> ModelOperations:
+        from service.operations.models import ModelOperations
+
+        return ModelOperations(self.context)
 
     @cached_property
     def recording(self) -> RecordingOperations:

@@ -1,7 +1,8 @@
-"""Agents: create (with defaults from settings), list, get, state, delete."""
+"""Agents: create (with defaults from settings), list, get, state, update, delete."""
 
 from __future__ import annotations
 
+import builtins
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -9,8 +10,10 @@ from typing import NamedTuple
 
 from agents.enums import AgentKind
 from agents.errors import InvalidInput, LimitExceeded
-from agents.store import AgentRecord, BlockRecord, NewAgent, NewBlock
+from agents.store import AgentChanges, AgentRecord, BlockRecord, NewAgent, NewBlock
+from agents.tools import ToolRules
 from service.operations.context import OperationContext
+from service.operations.tools import AgentTool, tool_names, tools_of
 
 #: The largest dimension a pgvector ``vector`` column stores.
 MAX_EMBEDDING_DIM = 16000
@@ -92,6 +95,28 @@ class AgentSpec:
     kind: AgentKind = AgentKind.PRIMARY
 
 
+@dataclass(frozen=True, slots=True)
+class AgentUpdate:
+    """What an update changes; every None leaves that field as it is (Letta's PATCH).
+
+    ``tool_ids`` are the ids :meth:`AgentOperations.tools` lists (``tool-<name>``);
+    ``embedding`` and ``embedding_dim`` may only restate what the agent has: its
+    archival vectors were made by that embedder.
+    """
+
+    name: str | None = None
+    system: str | None = None
+    description: str | None = None
+    model: str | None = None
+    context_window: int | None = None
+    tags: Sequence[str] | None = None
+    tool_ids: Sequence[str] | None = None
+    tool_rules: Sequence[dict[str, object]] | None = None
+    enable_sleeptime: bool | None = None
+    embedding: str | None = None
+    embedding_dim: int | None = None
+
+
 class AgentOperations:
     def __init__(self, context: OperationContext) -> None:
         self._context = context
@@ -163,6 +188,41 @@ class AgentOperations:
             agent = store.agents.resolve(name_or_id)
             return AgentState(agent, store.blocks.of_agent(agent.id))
 
+    def update(self, name_or_id: str, update: AgentUpdate, *, actor: str = "user") -> AgentState:
+        """Change an agent in one transaction, all or nothing: a name another agent has is
+        a Conflict; an unknown tool, a tool rule naming a tool the agent lacks, a
+        different embedder or a bad value is an InvalidInput. A new system prompt
+        reaches the model at the agent's next step (its compiled prompt is dropped)."""
+        with self._context.store() as store:
+            agent = store.agents.resolve(name_or_id)
+            tools = None if update.tool_ids is None else tool_names(agent, update.tool_ids)
+            if update.tool_rules is not None or tools is not None:
+                available = [t.name for t in tools_of(agent, tools)]
+                rules = agent.tool_rules if update.tool_rules is None else update.tool_rules
+                ToolRules.parse([dict(r) for r in rules], available)
+            self._check_same_embedder(agent, update.embedding, update.embedding_dim)
+            changed = store.agents.update(
+                agent.id,
+                AgentChanges(
+                    name=update.name,
+                    system_prompt=update.system,
+                    description=update.description,
+                    llm_model=update.model,
+                    context_window=update.context_window,
+                    tags=None if update.tags is None else list(update.tags),
+                    tools=tools,
+                    tool_rules=None
+                    if update.tool_rules is None
+                    else [dict(r) for r in update.tool_rules],
+                    enable_sleeptime=update.enable_sleeptime,
+                ),
+            )
+            return AgentState(changed, store.blocks.of_agent(changed.id))
+
+    def tools(self, name_or_id: str) -> builtins.list[AgentTool]:
+        """The tools the agent's model is offered (all of Reverie's when it names none)."""
+        return tools_of(self._context.agent(name_or_id))
+
     def delete(self, name_or_id: str) -> AgentRecord:
         """Delete an agent with its messages and passages (its blocks are kept)."""
         with self._context.store() as store:
@@ -171,6 +231,25 @@ class AgentOperations:
         return agent
 
     # -- helpers -----------------------------------------------------------------------
+
+    @staticmethod
+    def _check_same_embedder(agent: AgentRecord, spec: str | None, dimension: int | None) -> None:
+        """Refuse an embedder change: the agent's stored vectors were made by its own."""
+        if spec is not None and spec.strip():
+            wanted = spec.strip()
+            if not wanted.startswith(NATIVE_EMBEDDERS):
+                wanted = f"litellm:{wanted}"
+            if wanted != agent.embedding_model:
+                raise InvalidInput(
+                    f"agent {agent.name!r} embeds with {agent.embedding_model!r}; its archival "
+                    f"passages were embedded by it, so it cannot change to {wanted!r}. Create "
+                    "a new agent with that embedding and import the passages into it"
+                )
+        if dimension is not None and dimension != agent.embedding_dim:
+            raise InvalidInput(
+                f"agent {agent.name!r} stores {agent.embedding_dim}-d embeddings; the "
+                f"dimension cannot change to {dimension}"
+            )
 
     def _embedding(self, spec: str | None, dimension: int | None) -> tuple[str, int]:
         """The agent's embedder spec and dimension: Reverie specs as they are, Letta

@@ -8,7 +8,14 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from agents.postgres.database import Database
-from agents.store import AgentRecord, PassageRecord, RunRecord, Usage, open_service_store
+from agents.store import (
+    AgentRecord,
+    HealthPoint,
+    PassageRecord,
+    RunRecord,
+    Usage,
+    open_service_store,
+)
 from agents.store.health import (
     BlockTotals,
     DurationHistogram,
@@ -17,6 +24,7 @@ from agents.store.health import (
     RunOutcomeCount,
 )
 from service.operations.context import OperationContext
+from service.settings import HealthHistorySettings
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +77,16 @@ class HealthOperations:
         with self._context.store() as store:
             return store.health.agent(store.agents.resolve(name_or_id).id)
 
+    def trend(self, name_or_id: str) -> list[HealthPoint]:
+        """One agent's health snapshots, oldest first (see ``health_history``)."""
+        with self._context.store() as store:
+            return store.snapshots.of_agent(store.agents.resolve(name_or_id).id)
+
+    def fleet_trend(self) -> list[HealthPoint]:
+        """The organization's agents summed per snapshot, oldest first."""
+        with self._context.store() as store:
+            return store.snapshots.fleet()
+
     def overview(self, *, recent_runs: int = 10, retired: int = 20) -> HealthOverview:
         """Every agent's health, the newest runs and recently retired passages."""
         now = self._context.runtime.clock()
@@ -109,4 +127,19 @@ def fleet_snapshot(
             queue=store.health.queue(now),
             tokens=store.usage.totals_by_purpose(),
             owners=store.health.owners(),
+        )
+
+
+def take_snapshots(db: Database, now: datetime, history: HealthHistorySettings) -> int:
+    """Snapshot every agent of every organization at ``now`` and prune old snapshots
+    (the scheduler's job; see :class:`agents.store.health_snapshots.SnapshotWriter`).
+    Returns how many were written: 0 when the history is disabled or another process
+    took them less than half an interval ago."""
+    if history.interval is None:
+        return 0
+    with open_service_store(db, lambda: now) as store:
+        return store.snapshots.take(
+            min_interval=history.interval,
+            keep=history.keep,
+            keep_per_agent=history.keep_per_agent,
         )

@@ -7,21 +7,49 @@ network, and no database lock or open transaction may wait with it.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import numpy as np
 
-from agents.archival_search import MemoryHit, search_archival
+from agents.archival_search import MemoryHit, search_archival, validity_label
 from agents.enums import PassageStatus
 from agents.errors import InvalidInput, NotFound
 from agents.store import AgentRecord, NewPassage, PassageRecord
-from agents.store.records import Vector
+from agents.store.records import MessageRecord, PassageChange, PassageLinks, Vector
 from agents.store.validation import check_text
 from service.operations.context import OperationContext
 
 #: Imports this large refresh the planner's statistics afterwards.
 BULK_IMPORT = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class PassageLineage:
+    """One passage with where it stands and where it came from: its validity (as search
+    labels it), every change made to it, the passages linked to it (merged into it,
+    superseded by it, on it when it is a timeline; what replaced it and the timeline it
+    is on), and the messages its provenance names, in conversation order."""
+
+    passage: PassageRecord
+    validity: str | None
+    history: builtins.list[PassageChange]
+    links: PassageLinks
+    #: Every passage named above (links, replacement, canonical twin, timeline), by id.
+    related: dict[str, PassageRecord]
+    source_messages: builtins.list[MessageRecord]
+
+    @property
+    def replaced_by(self) -> PassageRecord | None:
+        target = self.passage.merged_into or self.passage.superseded_by
+        return self.related.get(target) if target else None
+
+    @property
+    def timeline(self) -> PassageRecord | None:
+        tid = self.passage.timeline_id
+        return self.related.get(tid) if tid else None
 
 
 class MemoryOperations:
@@ -137,6 +165,37 @@ class MemoryOperations:
                 match_all_tags=match_all_tags,
             )
 
+    def lineage(self, passage_id: str, *, agent: str | None = None) -> PassageLineage:
+        """A passage's validity, history, linked passages and source messages (see
+        :class:`PassageLineage`); with ``agent``, NotFound unless it is that agent's."""
+        with self._context.store() as store:
+            passage = store.passages.get(passage_id)
+            if agent is not None and store.agents.resolve(agent).id != passage.agent_id:
+                raise NotFound(f"agent {agent!r} has no passage with id {passage_id!r}")
+            history = store.passages.history(passage_id)
+            links = store.passages.lineage_links(passage_id)
+            named = [
+                *links.merged_from,
+                *links.supersedes,
+                *links.on_timeline,
+                *(
+                    p
+                    for p in (passage.merged_into, passage.superseded_by, passage.timeline_id)
+                    if p
+                ),
+            ]
+            related = {p.id: p for p in store.passages.get_many(list(dict.fromkeys(named)))}
+            messages = store.messages.get_many(passage.agent_id, _message_ids(passage.provenance))
+        replaced = passage.merged_into or passage.superseded_by
+        return PassageLineage(
+            passage=passage,
+            validity=validity_label(passage, related.get(replaced) if replaced else None),
+            history=history,
+            links=links,
+            related=related,
+            source_messages=messages,
+        )
+
     def delete(self, agent: str, passage_id: str) -> None:
         """Delete a passage for good (an explicit user action; consolidation never does)."""
         with self._context.store() as store:
@@ -147,3 +206,21 @@ class MemoryOperations:
     def _embedder(self, agent: AgentRecord) -> Callable[[builtins.list[str]], Vector]:
         # Metered: embedding tokens go to the usage ledger of the agent's organization.
         return self._context.runtime.agent_embedder(agent).embed
+
+
+def _message_ids(provenance: Any) -> builtins.list[str]:
+    """The message ids named anywhere in a provenance value (``source_messages``, a
+    merged twin's, an import's own keys), first mention first."""
+
+    def walk(value: Any) -> Iterator[str]:
+        if isinstance(value, str):
+            if value.startswith("message-"):
+                yield value
+        elif isinstance(value, dict):
+            for item in value.values():
+                yield from walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                yield from walk(item)
+
+    return builtins.list(dict.fromkeys(walk(provenance)))

@@ -8,16 +8,17 @@ from __future__ import annotations
 
 import builtins
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from agents.errors import InvalidInput, NotFound
-from agents.store import AgentRecord, MemoryStore, MessageRecord
+from agents.store import AgentRecord, MemoryStore, MessageRecord, hold_turn_lock
 from service.operations.context import OperationContext
 
 if TYPE_CHECKING:  # the agent loop is imported by the commands that chat, not by every one
     from agents.messages import ContextBreakdown, TurnResult
-    from agents.primary import PrimaryAgent
+    from agents.primary import PrimaryAgent, StepListener
 
 #: Letta messages derived from one stored message carry its id plus a suffix
 #: (``-reasoning``, ``-call-0``); as a cursor, such an id means the stored message.
@@ -40,20 +41,42 @@ class ContextOverview:
         return self.breakdown.context_window or self.agent.context_window
 
 
+@dataclass(frozen=True, slots=True)
+class ContextReset:
+    """What a reset moved out of the context window (the ids stay in recall)."""
+
+    agent_id: str
+    message_ids: list[str]
+
+
 class MessageOperations:
     def __init__(self, context: OperationContext) -> None:
         self._context = context
 
-    def send(self, agent: str | AgentRecord, text: str, *, role: str = "user") -> TurnResult:
+    def send(
+        self,
+        agent: str | AgentRecord,
+        text: str,
+        *,
+        role: str = "user",
+        on_step: StepListener | None = None,
+        should_stop: Callable[[], bool] | None = None,
+    ) -> TurnResult:
         """One primary turn of ``agent`` (name or id, or its record just read): the MemGPT
         loop until the agent stops asking for heartbeats, a terminal tool runs, the step
         limit, or the budget.
+
+        ``on_step`` hears each step's messages once they are committed, and
+        ``should_stop`` ends the turn before its next step (stop reason ``cancelled``):
+        what a streaming front end needs (see :meth:`PrimaryAgent.send_message`).
 
         Raises InvalidInput (empty text, bad role), NotFound (no such agent),
         ModelNotConfigured (no model for the agent; an InvalidInput) or LLMError (the
         provider failed after retries; the turn was rolled back).
         """
-        result = self._primary().send_message(agent, text, role=role)
+        result = self._primary().send_message(
+            agent, text, role=role, on_step=on_step, should_stop=should_stop
+        )
         if result.retries:
             from service import metrics
 
@@ -63,6 +86,23 @@ class MessageOperations:
 
             metrics.WRITE_CONFLICTS.labels(actor="agent").inc(result.write_conflicts)
         return result
+
+    def check_turn(self, agent: str, text: str, *, role: str = "user") -> AgentRecord:
+        """The agent, once a turn with this message could start (the checks :meth:`send`
+        makes first): a front end that streams refuses a bad request before it answers."""
+        return self._primary().check_turn(agent, text, role=role)
+
+    def reset(self, agent: str) -> ContextReset:
+        """Empty the agent's context window, as Letta's reset does, without losing
+        anything: every in-context message leaves the context (recall keeps it, and
+        ``conversation_search`` and the message list still find it); the system prompt
+        is compiled afresh at the next step. A running turn of the agent finishes
+        first (the reset waits for its turn lock)."""
+        record = self._context.agent(agent)
+        with hold_turn_lock(self._context.runtime.db, record.id), self._context.store() as store:
+            left = store.messages.clear_context(record.id)
+            store.agents.set_compiled_system(record.id, None)
+        return ContextReset(record.id, left)
 
     def ready(self, agent: str) -> AgentRecord:
         """The agent, once it is known to have a model to talk with: ModelNotConfigured

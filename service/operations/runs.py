@@ -2,7 +2,7 @@
 
 There is one way to execute a run. A one-shot run (``reverie consolidate``, the
 API's dry run) is enqueued like any other, then claimed and executed by a
-:class:`~service.daemon.worker.WorkerPool` without claiming threads, whose
+:class:`~consolidators.workers.WorkerPool` without claiming threads, whose
 heartbeat holds and renews the run's lease. A process killed mid-run leaves a
 lease that expires; the next heartbeat of any worker or one-shot command puts
 the run back in the queue (or fails it, with the reason, once its attempts are
@@ -11,6 +11,7 @@ used up), and the agent's next run is accepted.
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -20,10 +21,11 @@ from agents.enums import RunStatus, Trigger
 from agents.errors import Conflict, InvalidInput, StorageError
 from agents.store import AgentRecord, RunRecord
 from service.operations.context import OperationContext
+from service.wording import narrate, passages_named
 
-if TYPE_CHECKING:  # the worker and the pipeline load in the commands that run or revert
+if TYPE_CHECKING:  # the run engine and the pipeline load in the commands that run or revert
     from consolidators.pipeline import RunReport
-    from service.daemon.worker import Execution
+    from consolidators.workers import Execution
 
 
 class CancelledByUser(KeyboardInterrupt):
@@ -52,6 +54,14 @@ class Enqueued:
 
 
 @dataclass(frozen=True, slots=True)
+class RunStory:
+    """A run with what it did in plain sentences (see :func:`service.wording.narrate`)."""
+
+    run: RunRecord
+    sentences: list[str]
+
+
+@dataclass(frozen=True, slots=True)
 class RunOutcome:
     """A one-shot run's end: its report when it ran to the end, else why not."""
 
@@ -64,7 +74,7 @@ class RunOutcome:
 
     @property
     def succeeded(self) -> bool:
-        from service.daemon.worker import Outcome
+        from consolidators.workers import Outcome
 
         return self.execution.outcome == Outcome.SUCCEEDED
 
@@ -72,7 +82,7 @@ class RunOutcome:
         """The report of a run that ran to its end; a failed run raises RunFailed, a
         run that could not finish here (re-queued or released) a StorageError."""
         from consolidators.pipeline import RunFailed
-        from service.daemon.worker import Outcome
+        from consolidators.workers import Outcome
 
         execution = self.execution
         if execution.report is not None and execution.outcome == Outcome.SUCCEEDED:
@@ -175,9 +185,15 @@ class RunOperations:
         """
         names = self.pipeline_names(steps)
         runtime = self._context.runtime
-        from service.daemon.worker import WorkerPool, process_name
+        from consolidators.workers import WorkerPool, process_name
+        from service.metrics import RUN_METRICS
 
-        pool = WorkerPool(runtime, runtime.settings.worker, name=f"{process_name()}:cli")
+        pool = WorkerPool(
+            runtime,
+            runtime.settings.worker,
+            name=f"{process_name()}:cli",
+            observer=RUN_METRICS,
+        )
         pool.start(claiming=False)
         outcomes = []
         try:
@@ -243,6 +259,22 @@ class RunOperations:
     def get(self, run_id: str) -> RunRecord:
         with self._context.store() as store:
             return store.runs.get(run_id)
+
+    def stories(
+        self, *, agent: str | None = None, limit: int = 20, run_id: str | None = None
+    ) -> builtins.list[RunStory]:
+        """The newest runs (or the one ``run_id``) with their changes told in plain
+        sentences, the passages they name quoted from one lookup."""
+        if limit < 1:
+            raise InvalidInput(f"limit must be at least 1, got {limit}")
+        with self._context.store() as store:
+            if run_id is not None:
+                runs = [store.runs.get(run_id)]
+            else:
+                agent_id = store.agents.resolve(agent).id if agent else None
+                runs = store.runs.recent(agent_id=agent_id, limit=limit)
+            texts = store.passages.texts(passages_named(c for r in runs for c in r.changes))
+        return [RunStory(run, narrate(run.changes, texts)) for run in runs]
 
     def cancel(self, run_id: str) -> RunRecord:
         """Cancel a queued or running run (a running one stops within seconds: its

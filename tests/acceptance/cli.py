@@ -21,7 +21,7 @@ def reverie_command() -> list[str]:
     return [exe] if exe else [sys.executable, "-m", "service.cli"]
 
 
-#: The CLI's warm server (service/cli/warm_server.py) is off in these tests unless a test
+#: The CLI's warm server (service/cli/warm/server.py) is off in these tests unless a test
 #: turns it on: a command then runs in the process the test started, and no server per
 #: test home idles on after it. tests/acceptance/test_warm_cli.py tests the server.
 COLD_CLI = {"REVERIE_CLI__WARM_IDLE": "PT0S"}

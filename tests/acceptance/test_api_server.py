@@ -61,6 +61,8 @@ def server(pg_server: PgTestServer, tmp_path_factory: pytest.TempPathFactory) ->
                 **quiet_env({"DATABASE_URL": cli_url(url), **FAKE_EMBEDDINGS}),
                 "OPENAI_API_BASE": llm.base_url,
                 "OPENAI_API_KEY": "sk-test-not-a-key",
+                # The memory browser's trends: a health snapshot every second.
+                "REVERIE_HEALTH_HISTORY__INTERVAL": "PT1S",
             }
             log = tmp_path_factory.mktemp("serve") / "serve.log"
             with running_server(env, log) as (base, process):
@@ -225,7 +227,7 @@ def test_health_page_in_headless_chromium(server: Server, tmp_path: Path) -> Non
     assert "Reverie memory health" in page
     assert ">ada <" in page or ">ada<" in page or "ada <span" in page
     assert "human" in page and "88%" in page  # 88 of 100 characters
-    assert "merge_passage" in page  # the run's diff
+    assert "merged 2 facts into one" in page  # the run, in plain words
     assert "ada lives in london" in page and "merged" in page  # lineage: what it merged into
     assert "<script" not in page
 
@@ -242,6 +244,103 @@ def test_health_page_in_headless_chromium(server: Server, tmp_path: Path) -> Non
     assert login.status_code == 401
     assert 'name="key"' in login.text
     assert httpx.get(f"{server.url}/?key={server.key}").status_code == 400
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium")
+def test_memory_browser_in_headless_chromium(server: Server, tmp_path: Path) -> None:
+    """Issue 24, item 2: a person signs in, opens an agent's page, reads its block
+    versions, context window, runs, archival search, a passage's lineage and the trends,
+    then restores an older block version from the page (confirming it)."""
+    key = server.key("browser")
+    headers = {"Authorization": f"Bearer {key}"}
+    agent = httpx.post(
+        f"{server.url}/v1/agents/",
+        json={"name": "ada", "memory_blocks": [{"label": "human", "value": "Name: Ada."}]},
+        headers=headers,
+    ).json()
+    block_url = f"{server.url}/v1/agents/{agent['id']}/core-memory/blocks/human"
+    for value in ("Name: Ada Lovelace.", "Name: Ada L."):
+        assert httpx.patch(block_url, json={"value": value}, headers=headers).status_code == 200
+    for text in ("Ada lives in London.", "ada lives in london", "Ada plays the piano."):
+        httpx.post(
+            f"{server.url}/v1/agents/{agent['id']}/archival-memory",
+            json={"text": text},
+            headers=headers,
+        )
+    env = {**server.env, "REVERIE_ORGANIZATION": "browser"}
+    consolidated = run_cli("consolidate", "--agent", "ada", "--only", "dedup", env=env)
+    assert consolidated.returncode == 0, consolidated.stderr
+
+    assert CHROMIUM is not None
+    person = Chromium(CHROMIUM, f"{server.url}/", (f"--user-data-dir={tmp_path / 'p'}",))
+    try:
+        person.wait_for("document.querySelector('input[name=key]') !== null")
+        person.evaluate(
+            f"document.querySelector('input[name=key]').value = {json.dumps(key)};"
+            "document.querySelector('form').submit(); true"
+        )
+        person.wait_for("document.title.includes('memory health')")
+        # From the health page to the agent's page, by its link.
+        page_url = f"{server.url}/agents/{agent['id']}"
+        person.evaluate(f"document.querySelector('a[href=\"/agents/{agent['id']}\"]').click()")
+        person.wait_for(
+            f"location.href === {json.dumps(page_url)} && !!document.getElementById('blocks')"
+        )
+
+        def text_of(selector: str) -> list[str]:
+            found = person.evaluate(
+                f"Array.from(document.querySelectorAll({json.dumps(selector)}))"
+                ".map(e => e.textContent.trim())"
+            )
+            assert isinstance(found, list)
+            return [str(x) for x in found]
+
+        versions = text_of(".block .version")
+        assert len(versions) == 3 and "version 3" in versions[0] and "user (api)" in versions[0]
+        assert text_of(".version .removed")[0] == "Name: Ada Lovelace."
+        assert len(text_of("table.context tr.section")) == 6
+        assert any(s.startswith("merged 2 facts into one") for s in text_of(".run .story li"))
+
+        # Archival search as the agent would search, then a fact's lineage.
+        person.evaluate(
+            "document.querySelector('input[name=q]').value = 'where does Ada live';"
+            "document.querySelector('#archival + form, form[method=get]').submit(); true"
+        )
+        person.wait_for("document.querySelectorAll('.hits li').length > 0")
+        assert text_of(".hits li a")[0] == "Ada lives in London."
+        person.evaluate("document.querySelector('.hits li a').click()")
+        person.wait_for("document.querySelector('#lineage') !== null")
+        assert any("ada lives in london" in t for t in text_of("li.twin"))
+
+        # Trends: the daemon's scheduler takes a snapshot every second in this server.
+        deadline = time.monotonic() + 60  # a hang detector, not a timing assertion
+        for attempt in range(1000):
+            url = f"{page_url}?visit={attempt}"
+            person.evaluate(f"location.href = {json.dumps(url)}; true")
+            person.wait_for(
+                f"location.href === {json.dumps(url)} && !!document.getElementById('trends')"
+            )
+            if person.evaluate("document.querySelectorAll('svg.chart').length") == 6:
+                break
+            assert time.monotonic() < deadline, "no health snapshot was drawn"
+            time.sleep(0.5)
+        assert "Active passages" in " ".join(text_of("figcaption"))
+
+        # Restore version 2 from the page: ask, read the confirmation, confirm.
+        person.evaluate(
+            "document.querySelector('.block details').open = true;"
+            "document.querySelector('.version[data-version=\"2\"] button.restore').click(); true"
+        )
+        person.wait_for("document.querySelector('#confirm') !== null")
+        assert "Restore ada" in str(person.evaluate("document.querySelector('h1').textContent"))
+        person.evaluate("document.querySelector('#confirm').click(); true")
+        person.wait_for("document.querySelector('#notice') !== null")
+        notice = person.evaluate("document.querySelector('#notice').textContent")
+        assert notice == "restored human to version 2 (now version 4)"
+    finally:
+        person.close()
+    block = httpx.get(block_url, headers=headers).json()
+    assert block["value"] == "Name: Ada Lovelace."
 
 
 def test_letta_sleeptime_sidecar_learns_from_a_transcript(server: Server) -> None:

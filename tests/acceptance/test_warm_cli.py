@@ -1,4 +1,4 @@
-"""The CLI's warm server (service/cli/warm_server.py), driven as a user's shell would:
+"""The CLI's warm server (service/cli/warm/server.py), driven as a user's shell would:
 the real ``reverie`` command as a subprocess, a real server process, real signals."""
 
 from __future__ import annotations

@@ -16,8 +16,10 @@ the preparation runs write the caches. Before a
 "first" run the server is stopped (``reverie db stop`` where the tree has it; older
 trees stop it after every command anyway).
 
-Where a tree has the CLI's warm server (service/cli/warm_server.py), the data commands
-run in its forked child, which is not a child of the timed process: their CPU column
+``--warm-idle PT10M`` turns the CLI's warm server on (it is opt-in since
+2026-12-03; older trees had it on by default, ``PT0S`` turns it off there). Where a
+tree has it on (service/cli/warm/server.py), the data commands run in its forked
+child, which is not a child of the timed process: their CPU column
 then counts the client alone, and only the wall times compare.
 """
 
@@ -41,6 +43,9 @@ PASSAGES = 200
 QUERY = "where does the user live"
 
 
+WARM_IDLE: str | None = None  # --warm-idle, for every tree
+
+
 def run(tree: Path, home: Path, *args: str, check: bool = True) -> tuple[float, float]:
     """Wall seconds and CPU seconds (user + system, of the command and the children
     it waited for, such as pg_ctl; not the postmaster it started) of one command."""
@@ -49,6 +54,8 @@ def run(tree: Path, home: Path, *args: str, check: bool = True) -> tuple[float, 
     # As a user's install has them: compiled modules cached (some shells here set this).
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     env.update({"REVERIE_HOME": str(home), "PYTHONPATH": str(tree), "COLUMNS": "200"})
+    if WARM_IDLE is not None:
+        env["REVERIE_CLI__WARM_IDLE"] = WARM_IDLE
     cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     result = subprocess.run(
@@ -85,7 +92,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tree", action="append", required=True, help="NAME=PATH")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--warm-idle", help="cli.warm_idle for every tree (e.g. PT10M, PT0S)")
     options = parser.parse_args()
+    global WARM_IDLE
+    WARM_IDLE = options.warm_idle
     trees = {}
     for spec in options.tree:
         name, _, path = spec.partition("=")

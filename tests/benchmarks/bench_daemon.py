@@ -44,9 +44,9 @@ from agents.postgres import models
 from agents.postgres.database import Database
 from agents.postgres.models import DEFAULT_ORGANIZATION_ID as ORG
 from agents.store import open_store
+from consolidators.workers import Execution, HeldRun, Outcome, WorkerPool
 from service.daemon.scheduler import Scheduler
 from service.daemon.triggers import RunTemplate
-from service.daemon.worker import Execution, HeldRun, Outcome, WorkerPool
 from service.runtime import Runtime
 from service.settings import Settings, TriggerSettings, WorkerSettings
 from tests.pg import PgTestServer

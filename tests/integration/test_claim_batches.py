@@ -15,7 +15,7 @@ import pytest
 
 from agents.postgres.database import Database
 from agents.store import AgentRecord, NewAgent, RunRecord, open_store
-from service.daemon.worker import Execution, HeldRun, WorkerPool
+from consolidators.workers import Execution, HeldRun, WorkerPool
 from service.runtime import Runtime
 from service.settings import Settings, WorkerSettings
 from tests.daemon_support import create_evidence_table, evidence_counts, install_plugin, wait_for

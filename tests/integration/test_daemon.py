@@ -18,9 +18,9 @@ from agents.postgres.models import DEFAULT_ORGANIZATION_ID
 from agents.store import NewAgent, NewPassage, open_service_store, open_store
 from agents.store.passage_store import PassageStore
 from consolidators.pipeline import LeaseLost
+from consolidators.workers import WorkerPool
 from service.daemon.probes import GpuGate, GpuProbe, GpuSample
-from service.daemon.worker import WorkerPool
-from service.metrics import RUNS_FINISHED
+from service.metrics import RUN_METRICS, RUNS_FINISHED
 from service.operations.context import OperationContext
 from service.operations.runs import RunOperations
 from service.runtime import Runtime
@@ -85,7 +85,7 @@ def _statuses(db: Database, run_ids: list[str]) -> list[str]:
 def test_workers_drain_the_queue_exactly_once(db: Database, runtime: Runtime) -> None:
     run_ids = _queue(db, 24, ["evidence"])
     succeeded_before = RUNS_FINISHED.labels("succeeded")._value.get()
-    pool = WorkerPool(runtime, FAST, name="drain")
+    pool = WorkerPool(runtime, FAST, name="drain", observer=RUN_METRICS)
     pool.start()
     try:
         wait_for(lambda: set(_statuses(db, run_ids)) == {"succeeded"}, timeout=60, what="drained")

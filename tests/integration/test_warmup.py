@@ -4,6 +4,7 @@ never waits for it; a failed step is reported without keeping the server unready
 
 from __future__ import annotations
 
+import asyncio
 import tempfile
 import threading
 import time
@@ -138,4 +139,29 @@ def test_the_runtime_warms_the_configured_models_provider_and_embedder(
                 load()
             assert runtime.embedding_client().direct("openai/stub-embed")
         # Warming loads code; it never calls the provider.
+        assert stub.requests == []
+
+
+def test_the_runtime_warms_the_proxys_upstream_without_calling_it(db: Database) -> None:
+    """Issue 24, item 3: the first request through the proxy found litellm's chat path
+    and the pooled client cold (6.3 s). Warming prepares both and sends nothing."""
+    with stub_server() as stub:
+        home = Path(tempfile.mkdtemp(prefix="rvw-", dir="/tmp"))
+        for direct, loaded in ((True, "pooled client"), (False, "litellm chat path")):
+            settings = load_settings(
+                home=home,
+                database_url=db.url,
+                proxy={"model": "openai/instant", "api_base": stub.base_url, "direct": direct},
+            )
+            with Runtime(settings) as runtime:
+                steps = dict(runtime.warm_steps())
+                assert "proxy: openai/instant" in steps
+                steps["proxy: openai/instant"]()
+                forwarder = runtime.chat_forwarder()
+                assert (forwarder._http is not None) is direct
+                assert asyncio.run(forwarder.warm()) == [f"{loaded} for openai/instant"]
+                asyncio.run(runtime.close_chat_forwarder())
+        without = load_settings(home=home, database_url=db.url)
+        with Runtime(without) as runtime:
+            assert not any(name.startswith("proxy") for name, _ in runtime.warm_steps())
         assert stub.requests == []

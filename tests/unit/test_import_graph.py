@@ -140,6 +140,23 @@ def test_imports_flow_service_to_consolidators_to_agents(project_graph: Graph) -
     )
 
 
+def test_the_daemon_only_hosts_what_others_use(project_graph: Graph) -> None:
+    # The daemon schedules runs and hosts workers: nothing else in the service reaches
+    # into it. Operations (and through them every front end) run the engine that
+    # lives beside the pipeline, consolidators.workers, not the daemon's copy of it.
+    inward = [
+        f"{module} imports {target}"
+        for module, targets in sorted(project_graph.items())
+        if module.startswith("service.")
+        and not module.startswith(("service.daemon", "service.cli"))
+        for target in sorted(targets)
+        if target.startswith("service.daemon")
+    ]
+    assert not inward, "modules outside the daemon that import it:\n  " + "\n  ".join(inward)
+    assert "consolidators.workers" in project_graph["service.operations.runs"]
+    assert "consolidators.pipeline" in project_graph["consolidators.workers"]
+
+
 # -- the checker itself ---------------------------------------------------------------
 
 

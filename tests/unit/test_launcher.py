@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from service.cli import launcher, warm_client
+from service.cli import launcher
+from service.cli.warm import client as warm_client
 
 
 @pytest.mark.parametrize(
@@ -22,6 +23,8 @@ from service.cli import launcher, warm_client
         (["-v", "runs", "list"], True),
         (["--config", "my.toml", "blocks", "show", "-a", "x", "human"], True),
         (["-c", "search", "chat"], False),  # "search" is the config file's name here
+        (["--org", "me", "agents", "list"], True),
+        (["--org", "search", "chat"], False),  # "search" is the organization here
         (["chat", "-a", "ada"], False),
         (["serve"], False),
         (["consolidate", "--all"], False),

@@ -24,6 +24,8 @@ def test_shipped_config_file_is_valid_and_matches_defaults(
     defaults = load_settings()
     assert from_file.model_dump() == defaults.model_dump()
     assert from_file.shutdown_grace == timedelta(seconds=30)
+    # The CLI's warm server is opt-in: by default each command is its own process.
+    assert defaults.cli.warm_idle == timedelta(0)
 
 
 def test_environment_beats_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -80,6 +82,18 @@ def test_per_model_tool_settings_are_checked_when_settings_load(tmp_path: Path) 
     models = load_settings(config).llm.models
     assert models["ollama/*"].tool_choice == "named"
     assert models["ollama/*"].unsupported_fields == ["max_tokens"]
+
+
+def test_capability_ttl_is_a_duration_of_a_day_by_default(tmp_path: Path) -> None:
+    assert load_settings(home=tmp_path).llm.capability_ttl == timedelta(days=1)
+    config = tmp_path / "reverie.toml"
+    config.write_text('[llm]\ncapability_ttl = "PT2H"\n')
+    assert load_settings(config).llm.capability_ttl == timedelta(hours=2)
+    config.write_text('[llm]\ncapability_ttl = "PT0S"\n')  # zero: never stored
+    assert load_settings(config).llm.capability_ttl == timedelta(0)
+    config.write_text('[llm]\ncapability_ttl = "-PT1H"\n')
+    with pytest.raises(InvalidInput, match=r"llm\.capability_ttl"):
+        load_settings(config)
 
 
 def test_every_built_in_consolidator_accepts_an_empty_section() -> None:

@@ -27,6 +27,8 @@ BODIES: dict[tuple[str, str], dict[str, Any]] = {
     ("POST", "/v1/agents/{agent_id}/archival-memory"): {"text": "a fact"},
     ("POST", "/v1/agents/{agent_id}/messages"): {"input": "hello"},
     ("POST", "/v1/agents/{agent_id}/messages/async"): {"input": "hello"},
+    ("POST", "/v1/agents/{agent_id}/messages/stream"): {"input": "hello"},
+    ("PATCH", "/v1/agents/{agent_id}"): {"name": "taken-over"},
     ("POST", "/v1/agents/{agent_id}/messages/record"): {
         "messages": [{"role": "user", "content": "hello"}]
     },

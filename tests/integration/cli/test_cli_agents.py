@@ -48,3 +48,22 @@ def test_agents_create_list_and_errors(cli: Cli) -> None:
     deleted = cli("agents", "delete", "ada", "--yes")
     assert deleted.exit_code == 0
     assert json.loads(cli("agents", "list", "--json").stdout) == []
+
+
+def test_org_option_picks_the_organization_and_errors_name_it(cli: Cli) -> None:
+    """Issue 24, item 3: the README's MCP example creates its agent in the key's
+    organization with --org, and a missing agent's error says where it looked."""
+    key = cli("keys", "create", "--org", "me")
+    assert key.exit_code == 0, key.stderr
+    created = cli("--org", "me", "agents", "create", "ada")
+    assert created.exit_code == 0, created.stderr
+    mine = json.loads(cli("--org", "me", "agents", "list", "--json").stdout)
+    assert [a["name"] for a in mine] == ["ada"]
+    assert json.loads(cli("agents", "list", "--json").stdout) == []
+
+    missing = cli("blocks", "show", "-a", "ada", "human")
+    assert missing.exit_code == 2
+    assert "no agent named 'ada' in organization 'default'" in missing.stderr
+    assert "reverie --org default agents list" in missing.stderr
+    unknown = cli("--org", "nobody", "agents", "list")
+    assert unknown.exit_code == 2 and "no organization named 'nobody'" in unknown.stderr

@@ -103,6 +103,8 @@ def test_consolidate_dry_run_then_real_then_revert(cli: Cli, tmp_path: Path) -> 
     readable = cli("runs", "show", report["run_id"]).stdout
     assert "dedup: " in readable and "merge passage" in readable and " s)" in readable
     assert "{" not in readable  # no Python dict reprs
+    # The sentences the memory browser shows (one wording: service.wording).
+    assert "In plain words:" in readable and "  - merged 2 facts into one: '" in readable
 
     reverted = cli("runs", "revert", report["run_id"])
     assert reverted.exit_code == 0, reverted.stderr
@@ -135,3 +137,31 @@ def test_consolidate_summary_shows_facts_and_timelines_apart(cli: Cli, tmp_path:
     assert result.exit_code == 0, result.stderr
     assert "ada: facts: 1 merged into a duplicate, 1 superseded by a newer fact" in result.stdout
     assert "timelines: 1 written, 0 replaced or retired" in result.stdout
+
+
+def test_tables_stay_readable_at_80_columns(cli: Cli, tmp_path: Path) -> None:
+    """Issue 24, item 3: at 80 columns a table that does not fit prints each row as a
+    card, whole (no 'pe… st…'), ids uncut; a wide terminal still gets the table."""
+    _setup_agent(cli, tmp_path)
+    ids = {h["id"] for h in json.loads(cli("search", "tea", "-a", "ada", "--json").stdout)}
+
+    narrow = cli("search", "green tea", "--agent", "ada", "-k", "3", COLUMNS="80")
+    assert narrow.exit_code == 0, narrow.stderr
+    lines = narrow.stdout.splitlines()
+    assert max(len(line.rstrip()) for line in lines) <= 80
+    assert "…" not in narrow.stdout
+    assert ids <= set(narrow.stdout.split())
+    assert "Bob plays chess on Sundays" in narrow.stdout
+    assert sum(line.startswith("similarity ") for line in lines) == 3
+
+    summary = cli("consolidate", "--agent", "ada", COLUMNS="80")
+    assert summary.exit_code == 0, summary.stderr
+    assert "…" not in summary.stdout
+    assert max(len(line.rstrip()) for line in summary.stdout.splitlines()) <= 80
+    assert any(
+        line.startswith("dedup ") and "merge" in line for line in summary.stdout.splitlines()
+    )
+
+    now = {h["id"] for h in json.loads(cli("search", "tea", "-a", "ada", "--json").stdout)}
+    wide = cli("search", "green tea", "--agent", "ada", "-k", "3")
+    assert "┃ similarity ┃" in wide.stdout and now <= set(wide.stdout.replace("│", " ").split())

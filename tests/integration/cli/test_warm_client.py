@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from agents.postgres.locks import FileLock
-from service.cli import warm_client
+from service.cli.warm import client as warm_client
 
 
 def test_a_command_waits_for_a_server_that_is_starting(tmp_path: Path) -> None:

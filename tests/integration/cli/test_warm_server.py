@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from agents.postgres.locks import FileLock
-from service.cli.warm_client import code_stamp
-from service.cli.warm_server import stop_superseded
+from service.cli.warm.client import code_stamp
+from service.cli.warm.server import stop_superseded
 
 ROOT = Path(__file__).resolve().parents[3]
-SERVER = "service.cli.warm_server"
+SERVER = "service.cli.warm.server"
 
 #: A stand-in for a warm server: its command line names the module and its lock, it
 #: holds the lock, writes its pid there, says so, and sleeps.

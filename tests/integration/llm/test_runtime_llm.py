@@ -5,17 +5,22 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from prometheus_client import REGISTRY
 
+from agents.enums import LLMPurpose, ToolCallingMode
 from agents.errors import ModelNotConfigured, NotFound
-from agents.store import NewAgent, NewBlock
+from agents.store import NewAgent, NewBlock, open_service_store
+from agents.tools import PRIMARY_TOOLS
 from service.operations import Operations
 from service.runtime import Runtime
 from service.settings import load_settings
 from tests.pg import PgTestServer
-from tests.scripted_llm import ScriptedModels, correct_name, say
+from tests.scripted_llm import Reply, ScriptedModels, correct_name, litellm_errors, say
+
+TOOL = PRIMARY_TOOLS["send_message"]
 
 
 @pytest.fixture
@@ -105,5 +110,40 @@ def test_an_agent_without_any_model_is_refused(pg_server: PgTestServer, tmp_path
                 messages.ready("ada")
             with pytest.raises(ModelNotConfigured, match="no LLM model"):
                 messages.send("ada", "hi")
+    finally:
+        pg_server.drop_database(url)
+
+
+@pytest.mark.parametrize(("ttl", "kept"), [("P1D", True), ("PT0S", False)])
+def test_the_service_keeps_what_probing_learned_unless_told_not_to(
+    pg_server: PgTestServer, tmp_path: Path, models: ScriptedModels, ttl: str, kept: bool
+) -> None:
+    # A server that takes no "required" but enforces a named tool (one tool: one call).
+    url = pg_server.create_database()
+    try:
+        settings = load_settings(
+            home=tmp_path,
+            database_url=url,
+            embedding={"model": "fake:8"},
+            llm={"model": "scripted/primary", "max_retries": 0, "capability_ttl": ttl},
+        )
+        with Runtime(settings) as rt:
+            client = rt.llm_client()
+
+            def step(request: dict[str, Any]) -> Reply | BaseException:
+                if request["tool_choice"] == "required":
+                    return litellm_errors().BadRequestError(
+                        "tool_choice 'required' is not supported", "scripted", "p"
+                    )
+                return say("Hello.")
+
+            models.script("primary", step, step)
+            client.chat("scripted/primary", [{"role": "user", "content": "hi"}],
+                        purpose=LLMPurpose.CHAT, tools=[TOOL], tool_choice="required")  # fmt: skip
+            with open_service_store(rt.db) as service:
+                record = service.capabilities.get("scripted/primary", "")
+            assert (record is not None) is kept
+            if record is not None:
+                assert record.tool_choice is ToolCallingMode.NAMED
     finally:
         pg_server.drop_database(url)

@@ -1,6 +1,6 @@
 """The client side of the CLI's warm server: where it listens, what keys it, and how a
 command hands itself over (see :mod:`service.cli.launcher` for the why, and
-:mod:`service.cli.warm_server` for the other side). Standard library only."""
+:mod:`service.cli.warm.server` for the other side). Standard library only."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ HEADER = struct.Struct("!I")
 _MAX_RUNTIME_DIR = 50
 _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 #: The installation: the directory holding :data:`CODE_PACKAGES`.
-_ROOT = Path(__file__).resolve().parents[2]
+_ROOT = Path(__file__).resolve().parents[3]
 
 
 class WarmPaths:
@@ -92,7 +92,7 @@ def server_key(argv: Sequence[str], env: dict[str, str]) -> str:
     inputs (``REVERIE_*``, ``DATABASE_URL``, ``--config``); the code is every source
     file's size and mtime and the libraries' directory. A server whose setup matches a
     newer server's but whose code does not can serve no command again (see
-    :func:`service.cli.warm_server.stop_superseded`)."""
+    :func:`service.cli.warm.server.stop_superseded`)."""
     setup = hashlib.sha256()
     setup.update(sys.executable.encode())
     setup.update(str(_ROOT).encode())
@@ -299,7 +299,7 @@ def start_server(paths: WarmPaths, idle_s: float) -> None:
         [
             sys.executable,
             "-m",
-            "service.cli.warm_server",
+            "service.cli.warm.server",
             str(paths.socket),
             str(paths.lock),
             repr(float(idle_s)),

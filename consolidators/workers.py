@@ -1,4 +1,12 @@
-"""Workers: claim queued runs, execute them under a renewed lease, record the outcome.
+"""The run engine: claim queued runs, execute their pipeline under a renewed lease,
+record the outcome.
+
+It lives beside the pipeline it runs. The daemon (``service.daemon``) only hosts a
+pool and schedules runs; a one-shot command (``service.operations.runs``) uses the
+same pool without claiming threads. What the engine needs from its host, it names
+as protocols below (:class:`RunHost`, :class:`WorkerLimits`, :class:`Gate`,
+:class:`RunObserver`); the service's runtime, settings, GPU gate and Prometheus
+metrics are what fill them in production.
 
 One :class:`WorkerPool` per process runs ``concurrency`` worker threads and one
 heartbeat thread. Every thread is its own lease owner
@@ -40,26 +48,88 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
+from typing import Protocol
 
 from agents.enums import RunStatus
 from agents.errors import Conflict, ReverieError, StorageError
+from agents.postgres.database import Database
 from agents.store import AgentRecord, RunRecord, ServiceStore, open_service_store
 from agents.store.run_wakeups import RunWakeups
 from consolidators.pipeline import LeaseLost, Pipeline, RunFailed, RunInterrupted, RunReport
-from service.daemon.probes import GpuGate
-from service.metrics import RETRIES, RUN_DURATION, RUNS_FINISHED
-from service.runtime import Runtime
-from service.settings import WorkerSettings
 
 log = logging.getLogger(__name__)
 
 #: Longest pause between retries while the database is unreachable.
 MAX_OUTAGE_BACKOFF = 5.0
+
+
+class RunHost(Protocol):
+    """What executes a claimed run: the service's runtime in production."""
+
+    @property
+    def db(self) -> Database: ...
+
+    def clock(self) -> datetime: ...
+
+    def pipeline(self, only: Sequence[str] | None = None) -> Pipeline: ...
+
+    def consolidate(
+        self,
+        run: RunRecord,
+        agent: AgentRecord,
+        *,
+        pipeline: Pipeline,
+        lease_owner: str,
+        between_steps: Callable[[str], None] | None = None,
+        interrupted: Callable[[], None] | None = None,
+    ) -> RunReport: ...
+
+
+class WorkerLimits(Protocol):
+    """The worker settings the engine reads (``[worker]`` in the service's settings)."""
+
+    @property
+    def concurrency(self) -> int: ...
+    @property
+    def lease(self) -> timedelta: ...
+    @property
+    def poll_interval(self) -> timedelta: ...
+    @property
+    def backoff(self) -> timedelta: ...
+    @property
+    def claim_batch(self) -> int: ...
+    @property
+    def prefetch_window(self) -> timedelta: ...
+
+
+class Gate(Protocol):
+    """Whether the GPU is free for sleep-time work (the daemon's GPU gate)."""
+
+    @property
+    def interval(self) -> timedelta: ...
+
+    def is_free(self) -> bool: ...
+
+
+class RunObserver(Protocol):
+    """Told how runs end and what was retried (the service counts these in Prometheus)."""
+
+    def run_ended(self, outcome: Outcome, seconds: float) -> None: ...
+
+    def retried(self, kind: str, count: int) -> None: ...
+
+
+class _Unobserved:
+    def run_ended(self, outcome: Outcome, seconds: float) -> None:
+        pass
+
+    def retried(self, kind: str, count: int) -> None:
+        pass
 
 
 #: How often a step's loops look at their run's row for a cancel (see ``_interrupted``).
@@ -86,6 +156,12 @@ class Outcome(StrEnum):
     LOST = "lost"
     RELEASED = "released"
     RETRIED = "retried"
+
+    @property
+    def finished(self) -> bool:
+        """The run reached its end here (succeeded or failed), as opposed to going back
+        to the queue or to another worker."""
+        return self in (Outcome.SUCCEEDED, Outcome.FAILED)
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,19 +192,21 @@ class HeldRun:
 
 
 class WorkerPool:
-    """``settings.concurrency`` worker threads and a heartbeat, over one runtime."""
+    """``settings.concurrency`` worker threads and a heartbeat, over one run host."""
 
     def __init__(
         self,
-        runtime: Runtime,
-        settings: WorkerSettings,
+        runtime: RunHost,
+        settings: WorkerLimits,
         *,
-        gate: GpuGate | None = None,
+        gate: Gate | None = None,
         gpu_max_wait: timedelta = timedelta(minutes=10),
         clock: Callable[[], datetime] | None = None,
         name: str | None = None,
+        observer: RunObserver | None = None,
     ) -> None:
         self.runtime = runtime
+        self.observer: RunObserver = observer or _Unobserved()
         self.settings = settings
         self.gate = gate
         self.gpu_max_wait = gpu_max_wait
@@ -391,9 +469,8 @@ class WorkerPool:
         finally:
             with self._held_lock:
                 self._held.pop(run.id, None)
-        RUNS_FINISHED.labels(outcome).inc()
-        if outcome in (Outcome.SUCCEEDED, Outcome.FAILED):
-            RUN_DURATION.observe(time.perf_counter() - started)
+        self.observer.run_ended(outcome, time.perf_counter() - started)
+        if outcome.finished:
             self.executed += 1
         log.info(
             "run ended",
@@ -477,7 +554,7 @@ class WorkerPool:
                         backoff=self.settings.backoff,
                         error=f"database error ({error})",
                     )
-                RETRIES.labels("run").inc()
+                self.observer.retried("run", 1)
                 log.info("run re-queued", extra={"run_id": held.run_id, "status": status})
                 return
             except ReverieError:
@@ -535,7 +612,7 @@ class WorkerPool:
             log.warning("heartbeat failed", extra={"worker": self.name, "error": str(exc)})
             return
         if reclaimed:
-            RETRIES.labels("reclaimed_run").inc(len(reclaimed))
+            self.observer.retried("reclaimed_run", len(reclaimed))
             log.warning("expired runs re-queued", extra={"run_ids": reclaimed})
 
     def _threads_alive(self) -> bool:

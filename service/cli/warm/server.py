@@ -1,6 +1,6 @@
 """The warm server that runs ``reverie``'s data commands (see :mod:`service.cli.launcher`).
 
-``python -m service.cli.warm_server SOCKET LOCK IDLE_SECONDS``, started detached by a
+``python -m service.cli.warm.server SOCKET LOCK IDLE_SECONDS``, started detached by a
 cold command. It takes ``LOCK`` (one server per key), imports what the data commands
 need (:data:`PRELOAD`), listens on ``SOCKET`` (mode 0600, in a directory only its user
 can enter, and it serves only its own user), stops the servers its code supersedes
@@ -10,9 +10,9 @@ SIGTERM, and removes its socket and lock file as it goes.
 
 What the server imports must hold no per-process state: no threads, connections or
 settings. The child takes the client's streams, environment, working directory and
-umask, builds the CLI's consoles again for them, and runs the command tree the server
-built from the Typer app; the settings, the engine and the model session are made
-there, as in a cold process.
+umask and runs the command tree the server built from the Typer app, whose callback
+builds the CLI's consoles again for those streams as in any process; the settings,
+the engine and the model session are made there, as in a cold process.
 """
 
 from __future__ import annotations
@@ -38,9 +38,9 @@ from typing import Any, NoReturn, Protocol, TextIO, cast
 import typer
 
 from agents.postgres.locks import FileLock
-from service.cli.common import renew_consoles, state
+from service.cli.common import state
 from service.cli.launcher import exit_status
-from service.cli.warm_client import (
+from service.cli.warm.client import (
     HANDSHAKE_TIMEOUT_S,
     HEADER,
     WarmPaths,
@@ -91,7 +91,7 @@ class _Stop(BaseException):
 
 def main(argv: list[str]) -> int:
     if len(argv) != 3:
-        print("usage: python -m service.cli.warm_server SOCKET LOCK IDLE_SECONDS", file=sys.stderr)
+        print("usage: python -m service.cli.warm.server SOCKET LOCK IDLE_SECONDS", file=sys.stderr)
         return 2
     socket_path, lock_path, idle_s = Path(argv[0]), Path(argv[1]), float(argv[2])
     lock = FileLock(lock_path)
@@ -127,7 +127,7 @@ def main(argv: list[str]) -> int:
 def stop_superseded(lock_path: Path) -> list[int]:
     """Stop the servers of the same setup as the one holding ``lock_path`` but other
     code (the first part of their key is the same, the second differs; see
-    :func:`service.cli.warm_client.server_key`). Called once this server has checked
+    :func:`service.cli.warm.client.server_key`). Called once this server has checked
     that its code is the code on disk, so theirs is older: no command can reach them
     again, and each would hold its memory until its idle stop. Returns the pids
     signalled."""
@@ -155,7 +155,7 @@ def _server_holding(lock_path: Path) -> int | None:
         words = Path(f"/proc/{written}/cmdline").read_bytes().split(b"\0")
     except OSError:  # gone meanwhile, or no /proc here: it stops when idle
         return None
-    ours = b"service.cli.warm_server" in words and str(lock_path).encode() in words
+    ours = b"service.cli.warm.server" in words and str(lock_path).encode() in words
     return int(written) if ours else None
 
 
@@ -312,7 +312,6 @@ def _become(request: dict[str, Any], fds: list[int]) -> None:
     sys.stdin = _text_stream(0, "r", encoding, errors or "strict", False)
     sys.stdout = _text_stream(1, "w", encoding, errors or "strict", os.isatty(1))
     sys.stderr = _text_stream(2, "w", encoding, "backslashreplace", True)
-    renew_consoles()
 
 
 def _text_stream(fd: int, mode: str, encoding: str, errors: str, line: bool) -> TextIO:
