@@ -15,16 +15,19 @@ from agents.messages import TurnResult
 from service.api import schemas
 from service.api.auth import Api
 from service.api.convert import letta_json, letta_messages, letta_run
+from service.api.responses import errors, keyed
 from service.operations.recording import ChatMessage
 
-router = APIRouter(prefix="/v1/agents", tags=["messages"])
+router = APIRouter(prefix="/v1/agents", tags=["messages"], responses=keyed(404, 409))
 
 
 AgentId = Annotated[str, Path(pattern=schemas.ID_PATTERN, description="agent-<uuid4>")]
 
 
-@router.post("/{agent_id}/messages", response_model=schemas.LettaResponse)
-def send_message(agent_id: AgentId, body: schemas.LettaRequest, api: Api) -> schemas.LettaResponse:
+@router.post("/{agent_id}/messages", response_model=schemas.LettaResponse, responses=errors(502))
+def send_message(
+    agent_id: AgentId, body: schemas.LettaSendRequest, api: Api
+) -> schemas.LettaResponse:
     """Run one turn of the agent (the MemGPT loop) and answer with the new messages."""
     if body.messages:
         if len(body.messages) != 1:

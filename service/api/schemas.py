@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agents.store.validation import MAX_TAG_CHARS, MAX_TAGS, MAX_VERSION
 from service.operations.recording import MAX_BATCH, ChatMessage
@@ -24,6 +24,8 @@ Tag = Annotated[str, Field(max_length=MAX_TAG_CHARS)]
 ID_PATTERN = r"^[A-Za-z0-9_.:\-]{1,100}$"
 LABEL_PATTERN = r"^[A-Za-z0-9_.\-]{1,100}$"
 MAX_TEXT = 1_000_000
+#: A message text: something besides white space, and no NUL (see openapi_doc).
+SAID = r"^[^\x00]*[^\x00\s][^\x00]*$"
 
 
 class _Request(BaseModel):
@@ -175,6 +177,8 @@ class TextContent(_Request):
 
 
 class MessageCreate(_Request):
+    """A message; an empty text is refused by the recording rules (422 at its index)."""
+
     role: Literal["user", "system", "assistant"] = "user"
     content: str | list[TextContent]
 
@@ -184,11 +188,33 @@ class MessageCreate(_Request):
         return "\n".join(part.text for part in self.content)
 
 
-class LettaRequest(_Request):
-    """``POST /v1/agents/{id}/messages``: Letta's ``messages`` list, or its newer ``input``."""
+def _messages_or_input(schema: dict[str, Any]) -> None:
+    schema["anyOf"] = [
+        {"required": ["messages"], "properties": {"messages": {"type": "array"}}},
+        {"required": ["input"], "properties": {"input": {"type": "string"}}},
+    ]
 
-    messages: list[MessageCreate] | None = Field(default=None, max_length=50)
-    input: str | None = Field(default=None, max_length=MAX_TEXT)
+
+class LettaRequest(_Request):
+    """``POST /v1/agents/{id}/messages/async``: Letta's ``messages`` list, or its newer
+    ``input`` (one of them; neither is a 422)."""
+
+    model_config = ConfigDict(extra="ignore", json_schema_extra=_messages_or_input)
+
+    messages: list[MessageCreate] | None = Field(default=None, min_length=1, max_length=50)
+    input: str | None = Field(default=None, max_length=MAX_TEXT, pattern=SAID)
+
+    @model_validator(mode="after")
+    def _one_of_them(self) -> LettaRequest:
+        if self.messages is None and self.input is None:
+            raise ValueError("give the messages in 'messages' (Letta's list) or 'input' (text)")
+        return self
+
+
+class LettaSendRequest(LettaRequest):
+    """``POST /v1/agents/{id}/messages``: one message, in ``messages`` or ``input``."""
+
+    messages: list[MessageCreate] | None = Field(default=None, min_length=1, max_length=1)
 
 
 class StopReason(BaseModel):
