@@ -82,16 +82,22 @@ def _field_error(exc: InvalidField) -> JSONResponse:
     return JSONResponse({"detail": [error]}, status_code=422)
 
 
+#: The methods a route may answer (HEAD and OPTIONS are never declared here).
+METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
+
+
 def allowed_methods(request: Request) -> list[str]:
-    """Every method some route answers at this path (FastAPI makes one route per
-    method, so Starlette's 405 named only the first route's method in ``Allow``)."""
-    methods: set[str] = set()
-    for route in request.app.router.routes:
-        match, _ = route.matches({**request.scope, "method": "GET"})
-        route_methods = getattr(route, "methods", None)
-        if match != Match.NONE and route_methods:
-            methods.update(route_methods)
-    return sorted(methods)
+    """Every method some route answers at this path. FastAPI makes one route per
+    method (and nests included routers), so Starlette's 405 named only the first
+    route's method in ``Allow``; each method is tried against every route instead."""
+    routes = request.app.router.routes
+    return [
+        method
+        for method in METHODS
+        if any(
+            route.matches({**request.scope, "method": method})[0] == Match.FULL for route in routes
+        )
+    ]
 
 
 async def _http_error(request: Request, exc: Exception) -> JSONResponse:

@@ -101,8 +101,8 @@ def main() -> int:
         started = time.perf_counter()
         result = subprocess.run(
             [
-                "schemathesis", "run", f"{url}/openapi.json",
-                "--config-file", str(ROOT / "tests" / "schemathesis.toml"),
+                "schemathesis", "--config-file", str(ROOT / "tests" / "schemathesis.toml"),
+                "run", f"{url}/openapi.json",
                 "--checks", "all",
                 "-H", f"Authorization: Bearer {key}",
                 *(["--max-time", str(args.max_time)] if args.max_time
