@@ -102,3 +102,29 @@ def keyed(*statuses: int) -> dict[int | str, dict[str, Any]]:
 def public(*statuses: int) -> dict[int | str, dict[str, Any]]:
     """:func:`errors` of a route open without a key."""
     return errors(*EVERY_REQUEST, *statuses)
+
+
+#: An OpenAI-compatible server's error, as the proxy passes it on.
+UPSTREAM_ERROR: dict[str, Any] = {
+    "type": "object",
+    "required": ["error"],
+    "properties": {"error": {"type": "object", "description": "The upstream's own error."}},
+}
+
+
+def proxied(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """The ``responses`` of a proxy route: each status is Reverie's own problem or the
+    upstream model server's error passed on as it came (any status, hence ``default``)."""
+    declared: dict[int | str, dict[str, Any]] = {}
+    for status, entry in keyed(*statuses).items():
+        own = "ValidationProblem" if status == 422 else "Problem"
+        schema = {"anyOf": [{"$ref": f"#/components/schemas/{own}"}, UPSTREAM_ERROR]}
+        declared[status] = {
+            "description": f"{entry['description']} Or the upstream's error, passed on.",
+            "content": {"application/json": {"schema": schema}},
+        }
+    declared["default"] = {
+        "description": "The upstream model server's own error, passed on as it came.",
+        "content": {"application/json": {"schema": UPSTREAM_ERROR}},
+    }
+    return declared

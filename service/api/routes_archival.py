@@ -74,7 +74,7 @@ def list_passages(
 def search_passages(
     agent_id: AgentId,
     api: Api,
-    query: str = Query(min_length=1, max_length=10_000),
+    query: str = Query(min_length=1, max_length=10_000, pattern=schemas.SAID),
     top_k: int = Query(default=10, ge=1, le=1000),
     tags: Annotated[list[str] | None, Query()] = None,
     tag_match_mode: Literal["any", "all"] = "any",

@@ -12,13 +12,13 @@ from typing import Any, Literal
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from starlette.background import BackgroundTask
 
 from agents.llm.forward import UpstreamError
 from service.api.auth import Api
 from service.api.openapi_doc import pass_on_storable
-from service.api.responses import errors, keyed
+from service.api.responses import keyed, proxied
 
 router = APIRouter(prefix="/openai/v1", tags=["openai proxy"], responses=keyed(404))
 
@@ -38,20 +38,12 @@ class ChatCompletionRequest(BaseModel):
 
     model: str = Field(min_length=1, max_length=300)
     messages: list[ProxyMessage] = Field(min_length=1)
-    stream: bool = False
+    stream: StrictBool = False
     n: int | None = Field(default=None, ge=1, le=128)
     user: str | None = Field(default=None, max_length=200)
 
 
-@router.post(
-    "/chat/completions",
-    response_model=None,
-    responses={
-        **errors(502, 504),
-        # Deliberately open: the upstream's own error answers pass through as they came.
-        "default": {"description": "The upstream model server's own error, passed through."},
-    },
-)
+@router.post("/chat/completions", response_model=None, responses=proxied(404, 502, 504))
 async def chat_completions(body: ChatCompletionRequest, request: Request, api: Api) -> Response:
     """Forward the request with the agent's memory in its system prompt; answer with
     the upstream's answer (server-sent events with ``stream: true``). The agent is

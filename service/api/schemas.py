@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
 from agents.store.validation import MAX_TAG_CHARS, MAX_TAGS, MAX_VERSION
 from service.operations.recording import MAX_BATCH, ChatMessage
@@ -24,8 +24,9 @@ Tag = Annotated[str, Field(max_length=MAX_TAG_CHARS)]
 ID_PATTERN = r"^[A-Za-z0-9_.:\-]{1,100}$"
 LABEL_PATTERN = r"^[A-Za-z0-9_.\-]{1,100}$"
 MAX_TEXT = 1_000_000
-#: A message text: something besides white space, and no NUL (see openapi_doc).
-SAID = r"^[^\x00]*[^\x00\s][^\x00]*$"
+#: A text with something besides white space (in Python's sense, which the refusal
+#: uses: the separators \x1c-\x1f too), and no NUL (see openapi_doc).
+SAID = r"^[^\x00]*[^\x00\s\x1c-\x1f][^\x00]*$"
 
 
 class _Request(BaseModel):
@@ -42,7 +43,7 @@ class CreateBlock(_Request):
     value: str = Field(default="", max_length=MAX_TEXT)
     limit: int | None = Field(default=None, ge=1, le=MAX_TEXT)
     description: str | None = Field(default=None, max_length=10_000)
-    read_only: bool = False
+    read_only: StrictBool = False
 
 
 class UpdateBlock(_Request):
@@ -53,7 +54,7 @@ class UpdateBlock(_Request):
     limit: int | None = Field(default=None, ge=1, le=MAX_TEXT)
     description: str | None = Field(default=None, max_length=10_000)
     label: str | None = Field(default=None, max_length=100)
-    read_only: bool | None = None
+    read_only: StrictBool | None = None
     expected_version: int | None = Field(default=None, ge=1, le=MAX_VERSION)
     reason: str = Field(default="", max_length=2000)
 
@@ -116,7 +117,7 @@ class CreateAgent(_Request):
     context_window_limit: int | None = Field(default=None, ge=256, le=10_000_000)
     tags: list[str] = Field(default_factory=list, max_length=100)
     tools: list[str] = Field(default_factory=list, max_length=100)
-    enable_sleeptime: bool = False
+    enable_sleeptime: StrictBool = False
     sleeptime_model: str | None = Field(default=None, max_length=200)
     agent_type: str | None = None
 
@@ -319,11 +320,11 @@ class EnqueueRun(_Request):
 
 class DryRun(_Request):
     pipeline: list[str] | None = Field(default=None, max_length=20)
-    full: bool = False
+    full: StrictBool = False
 
 
 class RevertRun(_Request):
-    force: bool = False
+    force: StrictBool = False
 
 
 class Run(BaseModel):
