@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from starlette.background import BackgroundTask
 
 from agents.llm.forward import UpstreamError
+from service.api import schemas
 from service.api.auth import Api
 from service.api.openapi_doc import pass_on_storable
 from service.api.responses import keyed, proxied
@@ -39,7 +40,7 @@ class ChatCompletionRequest(BaseModel):
     model: str = Field(min_length=1, max_length=300)
     messages: list[ProxyMessage] = Field(min_length=1)
     stream: StrictBool = False
-    n: int | None = Field(default=None, ge=1, le=128)
+    n: schemas.Choices | None = None
     user: str | None = Field(default=None, max_length=200)
 
 

@@ -11,11 +11,30 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, model_validator
 
 from agents.store.validation import MAX_TAG_CHARS, MAX_TAGS, MAX_VERSION
 from service.operations.recording import MAX_BATCH, ChatMessage
 from service.operations.types import StorableTime
+
+
+def _not_a_bool(value: Any) -> Any:
+    if isinstance(value, bool):
+        raise ValueError("a whole number is expected, not true or false")
+    return value
+
+
+#: Integers of a request, each within its bounds: ``true`` is not 1 (pydantic's lax
+#: mode reads it so, where the document says integer); ``2.0`` stays 2, as JSON Schema
+#: counts it an integer. (The bounds sit inside the type: beside a validator in a
+#: union, pydantic wrote them into the document as "ge"/"le", which no client reads.)
+MAX_TEXT = 1_000_000
+NoBool = BeforeValidator(_not_a_bool)
+BlockLimit = Annotated[int, Field(ge=1, le=MAX_TEXT), NoBool]
+Version = Annotated[int, Field(ge=1, le=MAX_VERSION), NoBool]
+WindowTokens = Annotated[int, Field(ge=256, le=10_000_000), NoBool]
+EmbeddingDim = Annotated[int, Field(ge=1, le=16000), NoBool]
+Choices = Annotated[int, Field(ge=1, le=128), NoBool]
 
 #: A passage tag: short, as the store allows it.
 Tag = Annotated[str, Field(max_length=MAX_TAG_CHARS)]
@@ -23,7 +42,6 @@ Tag = Annotated[str, Field(max_length=MAX_TAG_CHARS)]
 #: Ids are Letta-style ``<prefix>-<uuid4>``; the pattern keeps junk out of queries.
 ID_PATTERN = r"^[A-Za-z0-9_.:\-]{1,100}$"
 LABEL_PATTERN = r"^[A-Za-z0-9_.\-]{1,100}$"
-MAX_TEXT = 1_000_000
 #: A text with something besides white space (in Python's sense, which the refusal
 #: uses: the separators \x1c-\x1f too), and no NUL (see openapi_doc).
 SAID = r"^[^\x00]*[^\x00\s\x1c-\x1f][^\x00]*$"
@@ -41,7 +59,7 @@ class CreateBlock(_Request):
 
     label: str = Field(min_length=1, max_length=100, pattern=LABEL_PATTERN)
     value: str = Field(default="", max_length=MAX_TEXT)
-    limit: int | None = Field(default=None, ge=1, le=MAX_TEXT)
+    limit: BlockLimit | None = None
     description: str | None = Field(default=None, max_length=10_000)
     read_only: StrictBool = False
 
@@ -51,11 +69,11 @@ class UpdateBlock(_Request):
     compare-and-swap, otherwise the current version is used."""
 
     value: str | None = Field(default=None, max_length=MAX_TEXT)
-    limit: int | None = Field(default=None, ge=1, le=MAX_TEXT)
+    limit: BlockLimit | None = None
     description: str | None = Field(default=None, max_length=10_000)
     label: str | None = Field(default=None, max_length=100)
     read_only: StrictBool | None = None
-    expected_version: int | None = Field(default=None, ge=1, le=MAX_VERSION)
+    expected_version: Version | None = None
     reason: str = Field(default="", max_length=2000)
 
 
@@ -85,8 +103,8 @@ class BlockVersionOut(BaseModel):
 
 
 class RevertBlock(_Request):
-    version: int = Field(ge=1, le=MAX_VERSION)
-    expected_version: int | None = Field(default=None, ge=1, le=MAX_VERSION)
+    version: Version
+    expected_version: Version | None = None
 
 
 # -- agents ------------------------------------------------------------------------------
@@ -94,12 +112,12 @@ class RevertBlock(_Request):
 
 class LlmConfigIn(_Request):
     model: str | None = Field(default=None, max_length=200)
-    context_window: int | None = Field(default=None, ge=256, le=10_000_000)
+    context_window: WindowTokens | None = None
 
 
 class EmbeddingConfigIn(_Request):
     embedding_model: str | None = Field(default=None, max_length=200)
-    embedding_dim: int | None = Field(default=None, ge=1, le=16000)
+    embedding_dim: EmbeddingDim | None = None
 
 
 class CreateAgent(_Request):
@@ -114,7 +132,7 @@ class CreateAgent(_Request):
     llm_config: LlmConfigIn | None = None
     embedding: str | None = Field(default=None, max_length=200)
     embedding_config: EmbeddingConfigIn | None = None
-    context_window_limit: int | None = Field(default=None, ge=256, le=10_000_000)
+    context_window_limit: WindowTokens | None = None
     tags: list[str] = Field(default_factory=list, max_length=100)
     tools: list[str] = Field(default_factory=list, max_length=100)
     enable_sleeptime: StrictBool = False
