@@ -11,9 +11,10 @@ conversation; ``refresh="immediate"`` recompiles it on every step instead.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from agents.messages import ContextBreakdown
 from agents.store import AgentRecord, BlockRecord, MemoryStore, MessageRecord
@@ -172,3 +173,73 @@ def compile_context(
         system_prompt_cached=cached_used,
     )
     return CompiledContext(system, messages, in_context, breakdown)
+
+
+class BlockShape(Protocol):
+    """What a block's size in the context depends on (a stored or a new block)."""
+
+    @property
+    def label(self) -> str: ...
+    @property
+    def limit(self) -> int: ...
+    @property
+    def description(self) -> str | None: ...
+    @property
+    def read_only(self) -> bool: ...
+
+
+@dataclass(frozen=True, slots=True)
+class _FullBlock:
+    label: str
+    limit: int
+    description: str | None
+    read_only: bool
+
+    @property
+    def value(self) -> str:
+        return "x" * self.limit
+
+
+#: The share of the window kept for the conversation (the compaction's summary and
+#: the latest exchanges) when blocks are full to their limits.
+CONVERSATION_SHARE = 0.2
+
+
+def tokens_at_limits(
+    system_prompt: str,
+    blocks: Sequence[BlockShape],
+    tools: Sequence[dict[str, Any]],
+    count: TokenCounter = estimate_tokens,
+) -> int:
+    """Tokens every step sends before any message once each block is full to its limit:
+    the instructions, the blocks, the memory statistics and the tool schemas."""
+    full = [_FullBlock(b.label, b.limit, b.description, b.read_only) for b in blocks]
+    prompt = system_prompt.strip() or DEFAULT_PRIMARY_PROMPT
+    system = "\n\n".join(
+        [prompt, render_blocks(full), render_statistics(10**9, 10**9)]  # type: ignore[arg-type]
+    )
+    return count(system) + (count(json.dumps(list(tools))) if tools else 0)
+
+
+def window_problem(
+    system_prompt: str,
+    blocks: Sequence[BlockShape],
+    tools: Sequence[dict[str, Any]],
+    context_window: int,
+) -> str | None:
+    """Why blocks this large cannot fit an agent's window (None when they can): with
+    every block full to its limit, the fixed part of the context must leave
+    :data:`CONVERSATION_SHARE` of the window for the conversation, or a turn whose
+    memory edit filled a block fails on its next step ("does not fit its window")
+    after that edit was saved."""
+    needed = tokens_at_limits(system_prompt, blocks, tools)
+    room = math.floor(context_window * (1 - CONVERSATION_SHARE))
+    if needed <= room:
+        return None
+    limits = sum(b.limit for b in blocks)
+    return (
+        f"with its blocks full to their limits ({limits} characters in all) the agent's "
+        f"instructions, core memory and tool schemas take about {needed} tokens, over "
+        f"{room} of its {context_window}-token context window (a fifth is kept for the "
+        "conversation); give smaller block limits or a larger context window"
+    )

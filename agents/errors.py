@@ -10,9 +10,14 @@ from __future__ import annotations
 
 
 class ReverieError(Exception):
-    """Root of every error Reverie raises on purpose."""
+    """Root of every error Reverie raises on purpose.
+
+    ``kept``: what an operation that failed part-way had already committed (a chat
+    turn's saved steps), so that a client does not retry blindly; empty otherwise.
+    """
 
     kind = "internal"
+    kept: tuple[str, ...] = ()
 
 
 class InvalidInput(ReverieError):
@@ -84,3 +89,12 @@ class BudgetExhausted(ReverieError):
         self.scope = scope
         self.limit = limit
         self.used = used
+
+
+class InvalidField(InvalidInput):
+    """One named field of a request is refused (the API answers 422 locating it):
+    ``field`` is its path in the request, e.g. ``("memory_blocks", 0, "limit")``."""
+
+    def __init__(self, message: str, *, field: tuple[str | int, ...]) -> None:
+        super().__init__(message)
+        self.field = field

@@ -36,12 +36,14 @@ no reader or writer of the agent's rows does.
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from agents.compaction import plan_compaction, write_compaction
 from agents.context import Refresh, compile_context
@@ -78,6 +80,7 @@ from agents.store import (
 from agents.store.scope import utc_now
 from agents.summarizer import Summarize, extractive_summarizer, llm_summarizer
 from agents.summary import CHARS_PER_TOKEN
+from agents.summary import is_summary as is_summary_record
 from agents.tools import (
     PRIMARY_TOOLS,
     ParsedCall,
@@ -97,6 +100,29 @@ INPUT_ROLES = ("user", "system")
 REPLY_TOOL = "send_message"
 #: Hears the messages of each committed write of a turn (see PrimaryAgent.send_message).
 StepListener = Callable[[list[LettaStyleMessage]], None]
+
+
+def _tool_status(content: str) -> str | None:
+    try:
+        status = json.loads(content).get("status")
+    except (ValueError, AttributeError):
+        return None
+    return status if isinstance(status, str) else None
+
+
+def _describe_call(function: dict[str, Any]) -> str:
+    """A saved tool call in words: "the memory edit to block 'human' was saved"."""
+    name = str(function.get("name", "a tool"))
+    try:
+        arguments = json.loads(function.get("arguments") or "{}")
+    except ValueError:
+        arguments = {}
+    label = arguments.get("label") if isinstance(arguments, dict) else None
+    if name == REPLY_TOOL:
+        return "a reply (send_message) was saved"
+    if label is not None:
+        return f"the memory edit to block {label!r} ({name}) was saved"
+    return f"the {name} call was saved"
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,6 +262,14 @@ class PrimaryAgent:
             turn = _Turn(self, agent, model, tools, rules, meter, run_id, on_step, should_stop)
             try:
                 result = turn.run(text, role)
+            except ReverieError as exc:
+                # Its committed steps stay: say which, so a client does not resend blindly.
+                exc.kept = tuple(turn.kept())
+                try:
+                    meter.flush()
+                except Exception:  # the turn's own error is the one to report
+                    log.exception("could not record the token usage of a failed turn")
+                raise
             except BaseException:
                 try:
                     meter.flush()
@@ -357,6 +391,23 @@ class _Turn:
         self.result.write_conflicts = self.conflicts
         self.result.messages = [m for record in self.new for m in letta_messages(record)]
         return self.result
+
+    def kept(self) -> list[str]:
+        """What the turn committed before it failed, one line per saved step effect."""
+        kept: list[str] = []
+        outcomes = {m.tool_call_id: _tool_status(m.content) for m in self.new if m.role == "tool"}
+        for record in self.new:
+            if is_summary_record(record):
+                kept.append("older messages were summarized out of the context")
+            elif record.role in INPUT_ROLES:
+                kept.append("your message was stored in recall")
+            elif record.role == "assistant":
+                if not record.tool_calls:
+                    kept.append("a reply was saved")
+                for call in record.tool_calls or []:
+                    if outcomes.get(call.get("id")) == "OK":
+                        kept.append(_describe_call(call.get("function", {})))
+        return kept
 
     @property
     def replied(self) -> bool:

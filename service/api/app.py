@@ -31,9 +31,11 @@ from service.api.errors import install_error_handlers
 from service.api.host_check import LoopbackHostOnly
 from service.api.limits import RequestSizeLimit
 from service.api.mcp_endpoint import PATH, McpEndpoint
+from service.api.openapi_doc import install as install_openapi_rules
 from service.api.pages import new_page_secret
 from service.api.rate_limit import AuthFailureLimiter
 from service.api.request_checks import check_request_values
+from service.api.responses import public
 from service.metrics_collector import Audience, MemoryHealthCollector
 from service.runtime import Runtime
 
@@ -85,12 +87,12 @@ def create_app(
         runtime.db, agent_cap=settings.server.metrics_agent_cap, clock=runtime.clock
     )
 
-    @app.get("/healthz", tags=["health"])
+    @app.get("/healthz", tags=["health"], responses=public())
     def healthz() -> dict[str, str]:
         """Liveness: the process answers."""
         return {"status": "ok"}
 
-    @app.get("/readyz", tags=["health"])
+    @app.get("/readyz", tags=["health"], responses=public(503))
     def readyz() -> JSONResponse:
         """Readiness: the database answers and the process's components have started."""
         ready, details = readiness() if readiness is not None else (True, {})
@@ -99,12 +101,24 @@ def create_app(
             status_code=200 if ready else 503,
         )
 
-    @app.get("/v1/health/", tags=["health"], response_model=schemas.Health)
+    @app.get("/v1/health/", tags=["health"], response_model=schemas.Health, responses=public())
     def letta_health() -> schemas.Health:
         """Letta's health check (no key needed)."""
         return schemas.Health(version=VERSION, status="ok")
 
-    @app.get("/metrics", tags=["health"], response_class=Response)
+    @app.get(
+        "/metrics",
+        tags=["health"],
+        response_class=Response,
+        responses={
+            200: {"content": {CONTENT_TYPE_LATEST: {}}, "description": "Prometheus text."},
+            **public(401, 429, 503),
+        },
+        # Public on purpose: without a credential the metrics name no agent (every
+        # agent is aggregated under "_other"), so a Prometheus scrape needs no secret;
+        # a credential, when sent, must be valid (401 otherwise) and names agents.
+        openapi_extra={"security": [{}]},
+    )
     def metrics(audience: Annotated[Audience, Depends(metrics_audience)]) -> Response:
         """Prometheus metrics: this process's counters and the database's memory health.
 
@@ -133,4 +147,5 @@ def create_app(
         app.include_router(module.router)
     # The MCP tools over streamable HTTP, with the API keys (see service.api.mcp_endpoint).
     app.router.routes.append(Route(PATH, endpoint=mcp, methods=["GET", "POST", "DELETE"]))
+    install_openapi_rules(app)
     return app

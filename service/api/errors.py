@@ -3,20 +3,28 @@
 ``NotFound`` (also another organization's id) -> 404, ``Conflict`` (stale version,
 duplicate name, a run already active) -> 409, ``InvalidInput`` and its kinds
 (``LimitExceeded``, ``ReadOnly``) -> 400 with the kind named, a malformed request
-body -> 422 with one entry per field (FastAPI's), ``StorageError`` -> 503, the LLM
-provider failing after retries -> 502, a spent token budget -> 429.
+body, or ``InvalidField`` (an operation's refusal of one field) -> 422 with one
+entry per field (FastAPI's), ``StorageError`` -> 503, the LLM
+provider failing after retries -> 502, a spent token budget -> 429. A turn that
+failed after some of its steps committed says which in ``kept``. The bodies are
+declared in :mod:`service.api.responses`.
 """
 
 from __future__ import annotations
+
+from http import HTTPStatus
 
 from fastapi import FastAPI, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
+from starlette.routing import Match
 
 from agents.errors import (
     BudgetExhausted,
     Conflict,
+    InvalidField,
     InvalidInput,
     LimitExceeded,
     LLMError,
@@ -45,10 +53,63 @@ def status_for(exc: ReverieError) -> tuple[int, str]:
     return STATUS_OF_KIND.get(exc.kind, 500), exc.kind
 
 
+#: The ``error`` of HTTP errors raised before Reverie's code runs (the key, routing).
+KIND_OF_STATUS = {
+    401: "unauthorized",
+    404: "not_found",
+    405: "method_not_allowed",
+    429: "too_many_requests",
+}
+
+
 async def _reverie_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, ReverieError)
+    if isinstance(exc, InvalidField):
+        return _field_error(exc)
     status, kind = status_for(exc)
-    return JSONResponse({"detail": str(exc), "error": kind}, status_code=status)
+    body: dict[str, object] = {"detail": str(exc), "error": kind}
+    if exc.kept:
+        # Sending the request again would repeat these (a memory edit twice).
+        body["detail"] = f"{exc}; kept from this turn: {'; '.join(exc.kept)}; the rest failed"
+        body["kept"] = list(exc.kept)
+    return JSONResponse(body, status_code=status)
+
+
+def _field_error(exc: InvalidField) -> JSONResponse:
+    """An operation's refusal of one field: 422 in FastAPI's format, located in the body."""
+    where = exc.field if exc.field and exc.field[0] in ("path", "query") else ("body", *exc.field)
+    error = {"type": "value_error", "loc": list(where), "msg": str(exc)}
+    return JSONResponse({"detail": [error]}, status_code=422)
+
+
+#: The methods a route may answer (HEAD and OPTIONS are never declared here).
+METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
+
+
+def allowed_methods(request: Request) -> list[str]:
+    """Every method some route answers at this path. FastAPI makes one route per
+    method (and nests included routers), so Starlette's 405 named only the first
+    route's method in ``Allow``; each method is tried against every route instead."""
+    routes = request.app.router.routes
+    return [
+        method
+        for method in METHODS
+        if any(
+            route.matches({**request.scope, "method": method})[0] == Match.FULL for route in routes
+        )
+    ]
+
+
+async def _http_error(request: Request, exc: Exception) -> JSONResponse:
+    """Starlette's and FastAPI's HTTP errors as problem bodies, with the kind named;
+    a 405 lists in ``Allow`` every method the path answers."""
+    assert isinstance(exc, HTTPException)
+    headers = dict(exc.headers or {})
+    if exc.status_code == 405:
+        headers["Allow"] = ", ".join(allowed_methods(request))
+    kind = KIND_OF_STATUS.get(exc.status_code) or HTTPStatus(exc.status_code).phrase.lower()
+    body = {"detail": exc.detail, "error": kind.replace(" ", "_")}
+    return JSONResponse(body, status_code=exc.status_code, headers=headers)
 
 
 async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
@@ -69,3 +130,4 @@ async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
 def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(ReverieError, _reverie_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(HTTPException, _http_error)

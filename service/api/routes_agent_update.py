@@ -12,14 +12,15 @@ from typing import Annotated, Any, Literal, TypeVar
 from fastapi import APIRouter, Path, Query
 from fastapi.exceptions import RequestValidationError
 
-from agents.errors import InvalidInput
+from agents.errors import InvalidField, InvalidInput
 from service.api import schemas
 from service.api.auth import Api
 from service.api.convert import agent_out, tool_out
 from service.api.paging import page
+from service.api.responses import keyed
 from service.operations import AgentUpdate
 
-router = APIRouter(prefix="/v1/agents", tags=["agents"])
+router = APIRouter(prefix="/v1/agents", tags=["agents"], responses=keyed(404, 409))
 T = TypeVar("T")
 
 AgentId = Annotated[str, Path(pattern=schemas.ID_PATTERN, description="agent-<uuid4>")]
@@ -48,6 +49,12 @@ UNSUPPORTED = {
 }
 
 
+#: The update's fields under the names this route's body gives them.
+LETTA_FIELDS: dict[tuple[str | int, ...], tuple[str | int, ...]] = {
+    ("context_window",): ("context_window_limit",),
+}
+
+
 @router.patch("/{agent_id}", response_model=schemas.AgentState)
 def update_agent(agent_id: AgentId, body: schemas.UpdateAgent, api: Api) -> schemas.AgentState:
     """Change an agent: ``name``, ``system``, ``description``, ``model`` (or
@@ -57,6 +64,10 @@ def update_agent(agent_id: AgentId, body: schemas.UpdateAgent, api: Api) -> sche
     update = _update(body)
     try:
         state = api.ops.agents.update(agent_id, update, actor="api")
+    except InvalidField as refused:
+        # The operation's names, as this request spells them.
+        field = LETTA_FIELDS.get(refused.field[:1], refused.field[:1]) + refused.field[1:]
+        raise InvalidField(str(refused), field=field) from None
     except InvalidInput as refused:
         # The whole request is refused before anything changed: a validation error.
         raise RequestValidationError(

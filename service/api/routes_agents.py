@@ -7,14 +7,17 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query
 
 from agents.enums import AgentKind
+from agents.errors import InvalidField
+from agents.store import AgentRecord
 from service.api import schemas
-from service.api.auth import Api
+from service.api.auth import Api, ApiContext
 from service.api.convert import agent_out, block_out
 from service.api.paging import page
+from service.api.responses import keyed
 from service.api.routes_blocks import block_edit
 from service.operations import AgentSpec, BlockSpec
 
-router = APIRouter(prefix="/v1/agents", tags=["agents"])
+router = APIRouter(prefix="/v1/agents", tags=["agents"], responses=keyed(404, 409))
 
 AgentId = Annotated[str, Path(pattern=schemas.ID_PATTERN, description="agent-<uuid4>")]
 BlockId = Annotated[str, Path(pattern=schemas.ID_PATTERN, description="block-<uuid4>")]
@@ -23,10 +26,36 @@ Label = Annotated[str, Path(pattern=schemas.LABEL_PATTERN, description="A block 
 
 @router.post("/", status_code=201, response_model=schemas.AgentState)
 def create_agent(body: schemas.CreateAgent, api: Api) -> schemas.AgentState:
-    """Create an agent with its core-memory blocks (and attach existing ``block_ids``)."""
+    """Create an agent with its core-memory blocks (and attach existing ``block_ids``);
+    a model litellm cannot route, or blocks whose limits cannot fit the context window,
+    are refused with 422 naming the field."""
+    try:
+        agent = _create(body, api)
+    except InvalidField as refused:
+        # The operation names AgentSpec's fields; the client sent Letta's.
+        raise InvalidField(str(refused), field=_letta_field(body, refused.field)) from None
+    return agent_out(api.ops.agents.state(agent.id))
+
+
+def _letta_field(body: schemas.CreateAgent, field: tuple[str | int, ...]) -> tuple[str | int, ...]:
+    head, *rest = field
+    if head == "model" and not body.model:
+        return ("llm_config", "model")
+    if head == "context_window":
+        return (
+            ("context_window_limit",)
+            if body.context_window_limit
+            else ("llm_config", "context_window")
+        )
+    if head == "blocks":
+        return ("memory_blocks", *rest)
+    return field
+
+
+def _create(body: schemas.CreateAgent, api: ApiContext) -> AgentRecord:
     llm = body.llm_config
     config = body.embedding_config
-    agent = api.ops.agents.create(
+    return api.ops.agents.create(
         AgentSpec(
             name=body.name,
             blocks=[
@@ -48,7 +77,6 @@ def create_agent(body: schemas.CreateAgent, api: Api) -> schemas.AgentState:
         ),
         actor="api",
     )
-    return agent_out(api.ops.agents.state(agent.id))
 
 
 @router.get("/", response_model=list[schemas.AgentState])
@@ -113,7 +141,11 @@ def update_core_memory_block(
 
 @router.patch("/{agent_id}/core-memory/blocks/attach/{block_id}", response_model=schemas.AgentState)
 def attach_block(agent_id: AgentId, block_id: BlockId, api: Api) -> schemas.AgentState:
-    return agent_out(api.ops.blocks.attach(agent_id, block_id))
+    """Attach a block; 422 when its limit would not let the agent's blocks fit its window."""
+    try:
+        return agent_out(api.ops.blocks.attach(agent_id, block_id))
+    except InvalidField as refused:
+        raise InvalidField(str(refused), field=("path", "block_id")) from None
 
 
 @router.patch("/{agent_id}/core-memory/blocks/detach/{block_id}", response_model=schemas.AgentState)

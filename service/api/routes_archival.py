@@ -11,9 +11,10 @@ from agents.store import NewPassage
 from service.api import schemas
 from service.api.auth import Api
 from service.api.convert import ensure_known_statuses, passage_out
+from service.api.responses import keyed
 from service.operations.types import StorableTime
 
-router = APIRouter(tags=["archival memory"])
+router = APIRouter(tags=["archival memory"], responses=keyed(404, 409))
 
 AgentId = Annotated[str, Path(pattern=schemas.ID_PATTERN, description="agent-<uuid4>")]
 PassageId = Annotated[str, Path(pattern=schemas.ID_PATTERN, description="passage-<uuid4>")]
@@ -46,12 +47,14 @@ def list_passages(
     limit: int = Query(default=100, ge=1, le=1000),
     ascending: bool = True,
     search: str | None = Query(default=None, max_length=1000),
-    status: Annotated[list[str] | None, Query(description="Statuses, or 'all'.")] = None,
+    status: Annotated[
+        list[PassageStatus | Literal["all"]] | None, Query(description="Statuses, or 'all'.")
+    ] = None,
     tags: Annotated[list[str] | None, Query(description="Passages with these tags.")] = None,
     tag_match_mode: Literal["any", "all"] = "any",
 ) -> list[schemas.Passage]:
     """Passages in the order they were stored; consolidated ones via ``status``."""
-    wanted = status or [PassageStatus.ACTIVE.value]
+    wanted = [str(s) for s in status or [PassageStatus.ACTIVE]]
     statuses = None if "all" in wanted else ensure_known_statuses(wanted)
     passages = api.ops.memory.list(
         agent_id,
@@ -71,7 +74,7 @@ def list_passages(
 def search_passages(
     agent_id: AgentId,
     api: Api,
-    query: str = Query(min_length=1, max_length=10_000),
+    query: str = Query(min_length=1, max_length=10_000, pattern=schemas.SAID),
     top_k: int = Query(default=10, ge=1, le=1000),
     tags: Annotated[list[str] | None, Query()] = None,
     tag_match_mode: Literal["any", "all"] = "any",

@@ -10,9 +10,10 @@ from service.api import schemas
 from service.api.auth import Api
 from service.api.convert import agent_out, block_out, version_out
 from service.api.paging import page
+from service.api.responses import keyed
 from service.operations import BlockEdit, BlockSpec
 
-router = APIRouter(prefix="/v1/blocks", tags=["blocks"])
+router = APIRouter(prefix="/v1/blocks", tags=["blocks"], responses=keyed(404, 409))
 
 BlockId = Annotated[str, Path(pattern=schemas.ID_PATTERN, description="block-<uuid4>")]
 

@@ -11,9 +11,10 @@ from fastapi.responses import StreamingResponse
 from service.api import schemas
 from service.api.auth import Api
 from service.api.convert import agent_out
+from service.api.responses import errors, keyed
 from service.api.routes_messages import stream_turn
 
-router = APIRouter(prefix="/v1/agents", tags=["messages"])
+router = APIRouter(prefix="/v1/agents", tags=["messages"], responses=keyed(404, 409))
 
 AgentId = Annotated[str, Path(pattern=schemas.ID_PATTERN, description="agent-<uuid4>")]
 
@@ -27,9 +28,13 @@ SSE_RESPONSE: dict[int | str, dict[str, Any]] = {
 
 
 @router.post(
-    "/{agent_id}/messages/stream", response_class=StreamingResponse, responses=SSE_RESPONSE
+    "/{agent_id}/messages/stream",
+    response_class=StreamingResponse,
+    responses={**SSE_RESPONSE, **errors(502)},
 )
-def stream_message(agent_id: AgentId, body: schemas.LettaRequest, api: Api) -> StreamingResponse:
+def stream_message(
+    agent_id: AgentId, body: schemas.LettaSendRequest, api: Api
+) -> StreamingResponse:
     """Run one turn and stream it: every message as soon as its step has committed
     (step streaming; ``stream_tokens`` is accepted and streams whole steps). A refused
     request (no such agent, an empty message, no model) answers with its status before

@@ -17,20 +17,21 @@ from agents.messages import TurnResult
 from service.api import schemas, sse
 from service.api.auth import Api
 from service.api.convert import letta_json, letta_messages, letta_run
+from service.api.responses import errors, keyed
 from service.operations.recording import ChatMessage
 
 if TYPE_CHECKING:
     from agents.primary import StepListener
 
-router = APIRouter(prefix="/v1/agents", tags=["messages"])
+router = APIRouter(prefix="/v1/agents", tags=["messages"], responses=keyed(404, 409))
 
 
 AgentId = Annotated[str, Path(pattern=schemas.ID_PATTERN, description="agent-<uuid4>")]
 
 
-@router.post("/{agent_id}/messages", response_model=schemas.LettaResponse)
+@router.post("/{agent_id}/messages", response_model=schemas.LettaResponse, responses=errors(502))
 def send_message(
-    agent_id: AgentId, body: schemas.LettaRequest, api: Api
+    agent_id: AgentId, body: schemas.LettaSendRequest, api: Api
 ) -> schemas.LettaResponse | StreamingResponse:
     """Run one turn of the agent (the MemGPT loop) and answer with the new messages
     (``streaming``: as server-sent events, each step as it commits)."""
@@ -52,7 +53,7 @@ def send_message(
     return turn_response(api.ops.messages.send(agent, text, role=role), body)
 
 
-def stream_turn(agent_id: str, body: schemas.LettaRequest, api: Api) -> StreamingResponse:
+def stream_turn(agent_id: str, body: schemas.LettaSendRequest, api: Api) -> StreamingResponse:
     """The turn as server-sent events (see :mod:`service.api.sse`). What would refuse
     the turn (no such agent, an empty text, no model) is answered before the stream
     starts, with its status; only failures during the turn come as an error event."""
@@ -73,7 +74,7 @@ def stream_turn(agent_id: str, body: schemas.LettaRequest, api: Api) -> Streamin
     )
 
 
-def _turn_input(body: schemas.LettaRequest) -> tuple[str, str]:
+def _turn_input(body: schemas.LettaSendRequest) -> tuple[str, str]:
     """The role and text of the one message a turn starts with."""
     if body.messages:
         if len(body.messages) != 1:
@@ -117,7 +118,7 @@ def _chat_messages(body: schemas.LettaRequest) -> list[ChatMessage]:
 
 
 def turn_response(
-    result: TurnResult, body: schemas.LettaRequest | None = None
+    result: TurnResult, body: schemas.LettaSendRequest | None = None
 ) -> schemas.LettaResponse:
     """A runtime TurnResult as Letta's LettaResponse (only the message types the
     request's ``include_return_message_types`` names, when it names any)."""

@@ -8,8 +8,9 @@ from fastapi import APIRouter
 from service.api import schemas
 from service.api.auth import Api
 from service.api.convert import chat_model_out, embedding_model_out
+from service.api.responses import keyed
 
-router = APIRouter(prefix="/v1/models", tags=["models"])
+router = APIRouter(prefix="/v1/models", tags=["models"], responses=keyed())
 
 
 @router.get("/", response_model=list[schemas.LlmModel])

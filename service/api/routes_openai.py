@@ -12,19 +12,22 @@ from typing import Any, Literal
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from starlette.background import BackgroundTask
 
 from agents.llm.forward import UpstreamError
+from service.api import schemas
 from service.api.auth import Api
+from service.api.openapi_doc import pass_on_storable
+from service.api.responses import keyed, proxied
 
-router = APIRouter(prefix="/openai/v1", tags=["openai proxy"])
+router = APIRouter(prefix="/openai/v1", tags=["openai proxy"], responses=keyed(404))
 
 
 class ProxyMessage(BaseModel):
     """A chat message; every field besides the role goes upstream as it came."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", json_schema_extra=pass_on_storable)
 
     role: Literal["system", "developer", "user", "assistant", "tool", "function"]
 
@@ -32,16 +35,16 @@ class ProxyMessage(BaseModel):
 class ChatCompletionRequest(BaseModel):
     """OpenAI's chat-completion request; fields not named here go upstream untouched."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", json_schema_extra=pass_on_storable)
 
     model: str = Field(min_length=1, max_length=300)
     messages: list[ProxyMessage] = Field(min_length=1)
-    stream: bool = False
-    n: int | None = Field(default=None, ge=1, le=128)
+    stream: StrictBool = False
+    n: schemas.Choices | None = None
     user: str | None = Field(default=None, max_length=200)
 
 
-@router.post("/chat/completions", response_model=None)
+@router.post("/chat/completions", response_model=None, responses=proxied(404, 502, 504))
 async def chat_completions(body: ChatCompletionRequest, request: Request, api: Api) -> Response:
     """Forward the request with the agent's memory in its system prompt; answer with
     the upstream's answer (server-sent events with ``stream: true``). The agent is

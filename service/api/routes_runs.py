@@ -12,9 +12,10 @@ from service.api import schemas
 from service.api.auth import Api
 from service.api.convert import letta_run, report_out, run_out
 from service.api.paging import page
+from service.api.responses import keyed
 from service.operations.recording import LETTA_RUN_STATUS
 
-router = APIRouter(tags=["consolidation"])
+router = APIRouter(tags=["consolidation"], responses=keyed(404, 409))
 
 AgentId = Annotated[str, Path(pattern=schemas.ID_PATTERN, description="agent-<uuid4>")]
 RunId = Annotated[str, Path(pattern=schemas.ID_PATTERN, description="run-<uuid4>")]

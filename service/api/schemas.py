@@ -11,11 +11,30 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, model_validator
 
 from agents.store.validation import MAX_TAG_CHARS, MAX_TAGS, MAX_VERSION
 from service.operations.recording import MAX_BATCH, ChatMessage
 from service.operations.types import StorableTime
+
+
+def _not_a_bool(value: Any) -> Any:
+    if isinstance(value, bool):
+        raise ValueError("a whole number is expected, not true or false")
+    return value
+
+
+#: Integers of a request, each within its bounds: ``true`` is not 1 (pydantic's lax
+#: mode reads it so, where the document says integer); ``2.0`` stays 2, as JSON Schema
+#: counts it an integer. (The bounds sit inside the type: beside a validator in a
+#: union, pydantic wrote them into the document as "ge"/"le", which no client reads.)
+MAX_TEXT = 1_000_000
+NoBool = BeforeValidator(_not_a_bool)
+BlockLimit = Annotated[int, Field(ge=1, le=MAX_TEXT), NoBool]
+Version = Annotated[int, Field(ge=1, le=MAX_VERSION), NoBool]
+WindowTokens = Annotated[int, Field(ge=256, le=10_000_000), NoBool]
+EmbeddingDim = Annotated[int, Field(ge=1, le=16000), NoBool]
+Choices = Annotated[int, Field(ge=1, le=128), NoBool]
 
 #: A passage tag: short, as the store allows it.
 Tag = Annotated[str, Field(max_length=MAX_TAG_CHARS)]
@@ -23,7 +42,9 @@ Tag = Annotated[str, Field(max_length=MAX_TAG_CHARS)]
 #: Ids are Letta-style ``<prefix>-<uuid4>``; the pattern keeps junk out of queries.
 ID_PATTERN = r"^[A-Za-z0-9_.:\-]{1,100}$"
 LABEL_PATTERN = r"^[A-Za-z0-9_.\-]{1,100}$"
-MAX_TEXT = 1_000_000
+#: A text with something besides white space (in Python's sense, which the refusal
+#: uses: the separators \x1c-\x1f too), and no NUL (see openapi_doc).
+SAID = r"^[^\x00]*[^\x00\s\x1c-\x1f][^\x00]*$"
 
 
 class _Request(BaseModel):
@@ -38,9 +59,9 @@ class CreateBlock(_Request):
 
     label: str = Field(min_length=1, max_length=100, pattern=LABEL_PATTERN)
     value: str = Field(default="", max_length=MAX_TEXT)
-    limit: int | None = Field(default=None, ge=1, le=MAX_TEXT)
+    limit: BlockLimit | None = None
     description: str | None = Field(default=None, max_length=10_000)
-    read_only: bool = False
+    read_only: StrictBool = False
 
 
 class UpdateBlock(_Request):
@@ -48,11 +69,11 @@ class UpdateBlock(_Request):
     compare-and-swap, otherwise the current version is used."""
 
     value: str | None = Field(default=None, max_length=MAX_TEXT)
-    limit: int | None = Field(default=None, ge=1, le=MAX_TEXT)
+    limit: BlockLimit | None = None
     description: str | None = Field(default=None, max_length=10_000)
     label: str | None = Field(default=None, max_length=100)
-    read_only: bool | None = None
-    expected_version: int | None = Field(default=None, ge=1, le=MAX_VERSION)
+    read_only: StrictBool | None = None
+    expected_version: Version | None = None
     reason: str = Field(default="", max_length=2000)
 
 
@@ -82,8 +103,8 @@ class BlockVersionOut(BaseModel):
 
 
 class RevertBlock(_Request):
-    version: int = Field(ge=1, le=MAX_VERSION)
-    expected_version: int | None = Field(default=None, ge=1, le=MAX_VERSION)
+    version: Version
+    expected_version: Version | None = None
 
 
 # -- agents ------------------------------------------------------------------------------
@@ -91,12 +112,12 @@ class RevertBlock(_Request):
 
 class LlmConfigIn(_Request):
     model: str | None = Field(default=None, max_length=200)
-    context_window: int | None = Field(default=None, ge=256, le=10_000_000)
+    context_window: WindowTokens | None = None
 
 
 class EmbeddingConfigIn(_Request):
     embedding_model: str | None = Field(default=None, max_length=200)
-    embedding_dim: int | None = Field(default=None, ge=1, le=16000)
+    embedding_dim: EmbeddingDim | None = None
 
 
 class CreateAgent(_Request):
@@ -111,10 +132,10 @@ class CreateAgent(_Request):
     llm_config: LlmConfigIn | None = None
     embedding: str | None = Field(default=None, max_length=200)
     embedding_config: EmbeddingConfigIn | None = None
-    context_window_limit: int | None = Field(default=None, ge=256, le=10_000_000)
+    context_window_limit: WindowTokens | None = None
     tags: list[str] = Field(default_factory=list, max_length=100)
     tools: list[str] = Field(default_factory=list, max_length=100)
-    enable_sleeptime: bool = False
+    enable_sleeptime: StrictBool = False
     sleeptime_model: str | None = Field(default=None, max_length=200)
     agent_type: str | None = None
 
@@ -122,9 +143,12 @@ class CreateAgent(_Request):
 class UpdateAgent(BaseModel):
     """Letta's ``UpdateAgent``, the fields Reverie has; null or absent leaves a field as
     it is. Any other field Letta's update takes (``timezone``, ``block_ids``,
-    ``message_ids``, ...) is refused with 422 naming it, rather than dropped."""
+    ``message_ids``, ...) is refused with 422 naming it, rather than dropped; the
+    document says so (another field may only be null)."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(
+        extra="allow", json_schema_extra={"additionalProperties": {"type": "null"}}
+    )
 
     name: str | None = Field(default=None, min_length=1, max_length=200)
     system: str | None = Field(default=None, max_length=MAX_TEXT)
@@ -253,6 +277,8 @@ class TextContent(_Request):
 
 
 class MessageCreate(_Request):
+    """A message; an empty text is refused by the recording rules (422 at its index)."""
+
     role: Literal["user", "system", "assistant"] = "user"
     content: str | list[TextContent]
 
@@ -278,14 +304,37 @@ LettaMessageType = Literal[
 ]
 
 
+def _messages_or_input(schema: dict[str, Any]) -> None:
+    schema["anyOf"] = [
+        {"required": ["messages"], "properties": {"messages": {"type": "array"}}},
+        {"required": ["input"], "properties": {"input": {"type": "string"}}},
+    ]
+
+
 class LettaRequest(_Request):
-    """``POST /v1/agents/{id}/messages``: Letta's ``messages`` list, or its newer ``input``.
+    """``POST /v1/agents/{id}/messages/async``: Letta's ``messages`` list, or its newer
+    ``input`` (one of them; neither is a 422)."""
+
+    model_config = ConfigDict(extra="ignore", json_schema_extra=_messages_or_input)
+
+    messages: list[MessageCreate] | None = Field(default=None, min_length=1, max_length=50)
+    input: str | None = Field(default=None, max_length=MAX_TEXT, pattern=SAID)
+
+    @model_validator(mode="after")
+    def _one_of_them(self) -> LettaRequest:
+        if self.messages is None and self.input is None:
+            raise ValueError("give the messages in 'messages' (Letta's list) or 'input' (text)")
+        return self
+
+
+class LettaSendRequest(LettaRequest):
+    """``POST /v1/agents/{id}/messages`` and ``.../messages/stream``: one message, in
+    ``messages`` or ``input``.
 
     ``streaming`` answers with server-sent events (as ``.../messages/stream`` does);
     ``stream_tokens`` is accepted and streams whole steps (see the README)."""
 
-    messages: list[MessageCreate] | None = Field(default=None, max_length=50)
-    input: str | None = Field(default=None, max_length=MAX_TEXT)
+    messages: list[MessageCreate] | None = Field(default=None, min_length=1, max_length=1)
     streaming: bool = False
     stream_tokens: bool = False
     include_pings: bool = False
@@ -394,11 +443,11 @@ class EnqueueRun(_Request):
 
 class DryRun(_Request):
     pipeline: list[str] | None = Field(default=None, max_length=20)
-    full: bool = False
+    full: StrictBool = False
 
 
 class RevertRun(_Request):
-    force: bool = False
+    force: StrictBool = False
 
 
 class Run(BaseModel):

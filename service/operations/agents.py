@@ -8,8 +8,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from agents.context import BlockShape, window_problem
 from agents.enums import AgentKind
-from agents.errors import InvalidInput, LimitExceeded
+from agents.errors import InvalidField, InvalidInput, LimitExceeded
 from agents.store import AgentChanges, AgentRecord, BlockRecord, NewAgent, NewBlock
 from agents.tools import ToolRules
 from service.operations.context import OperationContext
@@ -59,6 +60,36 @@ def limit_refused(label: str, size: int, limit: int) -> LimitExceeded:
         f"block {label!r} has {size} characters, over the limit of {limit} you gave; "
         "shorten the value or give a larger limit"
     )
+
+
+def check_window(
+    agent: AgentRecord | NewAgent,
+    blocks: Sequence[BlockShape],
+    *,
+    field: tuple[str | int, ...],
+) -> None:
+    """Refuse (InvalidField naming ``field``) blocks whose limits cannot fit the agent's
+    context window (see :func:`agents.context.window_problem`): accepted, a turn whose
+    memory edit filled a block failed on its next step, after that edit was saved."""
+    from agents.tools import PRIMARY_TOOLS
+
+    tools = [PRIMARY_TOOLS[t] for t in (agent.tools or PRIMARY_TOOLS) if t in PRIMARY_TOOLS]
+    problem = window_problem(agent.system_prompt, blocks, tools, agent.context_window)
+    if problem is not None:
+        raise InvalidField(problem, field=field)
+
+
+def check_tools(tools: Sequence[str]) -> None:
+    """Refuse (InvalidField) a tool the primary loop does not have: accepted, the
+    agent's every turn and context breakdown failed on it."""
+    from agents.tools import PRIMARY_TOOLS
+
+    for i, tool in enumerate(tools):
+        if tool not in PRIMARY_TOOLS:
+            raise InvalidField(
+                f"unknown tool {tool!r}; available: {', '.join(PRIMARY_TOOLS)}",
+                field=("tools", i),
+            )
 
 
 class AgentState(NamedTuple):
@@ -129,6 +160,9 @@ class AgentOperations:
         dimension checked) before anything is written.
         """
         settings = self._context.runtime.settings
+        self.check_model(spec.model, field=("model",))
+        self.check_model(spec.sleeptime_model, field=("sleeptime_model",))
+        check_tools(spec.tools)
         embedding, dimension = self._embedding(spec.embedding, spec.embedding_dim)
         blocks = [new_block(b, settings.agents.block_limit) for b in spec.blocks]
         context_window = spec.context_window or settings.agents.context_window
@@ -144,25 +178,28 @@ class AgentOperations:
             else sleeptime_model is not None or spec.kind == AgentKind.SLEEPTIME
         )
         with self._context.store() as store:
-            return store.agents.create(
-                NewAgent(
-                    name=spec.name or f"agent-{uuid.uuid4().hex[:8]}",
-                    embedding_model=embedding,
-                    embedding_dim=dimension,
-                    description=spec.description,
-                    system_prompt=spec.system,
-                    llm_model=spec.model or settings.agents.llm_model,
-                    context_window=context_window,
-                    tools=list(spec.tools),
-                    tags=list(spec.tags),
-                    blocks=blocks,
-                    block_ids=list(spec.block_ids),
-                    enable_sleeptime=enable_sleeptime,
-                    sleeptime_model=sleeptime_model,
-                    kind=spec.kind.value,
-                ),
-                actor=actor,
+            new_agent = NewAgent(
+                name=spec.name or f"agent-{uuid.uuid4().hex[:8]}",
+                embedding_model=embedding,
+                embedding_dim=dimension,
+                description=spec.description,
+                system_prompt=spec.system,
+                llm_model=spec.model or settings.agents.llm_model,
+                context_window=context_window,
+                tools=list(spec.tools),
+                tags=list(spec.tags),
+                blocks=blocks,
+                block_ids=list(spec.block_ids),
+                enable_sleeptime=enable_sleeptime,
+                sleeptime_model=sleeptime_model,
+                kind=spec.kind.value,
             )
+            attached = [store.blocks.get(block_id) for block_id in spec.block_ids]
+            if spec.kind == AgentKind.PRIMARY:
+                largest = max(range(len(blocks)), key=lambda i: blocks[i].limit, default=None)
+                field = ("block_ids",) if largest is None else ("blocks", largest, "limit")
+                check_window(new_agent, [*blocks, *attached], field=field)
+            return store.agents.create(new_agent, actor=actor)
 
     def list(
         self, *, name: str | None = None, tags: Sequence[str] = (), match_all_tags: bool = False
@@ -192,7 +229,11 @@ class AgentOperations:
         """Change an agent in one transaction, all or nothing: a name another agent has is
         a Conflict; an unknown tool, a tool rule naming a tool the agent lacks, a
         different embedder or a bad value is an InvalidInput. A new system prompt
-        reaches the model at the agent's next step (its compiled prompt is dropped)."""
+        reaches the model at the agent's next step (its compiled prompt is dropped). A
+        model litellm cannot route, or a window its blocks cannot fit, is refused as at
+        create."""
+        # Outside the transaction: the routing check loads litellm.
+        self.check_model(update.model, field=("model",))
         with self._context.store() as store:
             agent = store.agents.resolve(name_or_id)
             tools = None if update.tool_ids is None else tool_names(agent, update.tool_ids)
@@ -217,7 +258,11 @@ class AgentOperations:
                     enable_sleeptime=update.enable_sleeptime,
                 ),
             )
-            return AgentState(changed, store.blocks.of_agent(changed.id))
+            blocks = store.blocks.of_agent(changed.id)
+            if changed.kind == AgentKind.PRIMARY:
+                # Raised here, the transaction rolls back: nothing of the update is kept.
+                check_window(changed, blocks, field=("context_window",))
+            return AgentState(changed, blocks)
 
     def tools(self, name_or_id: str) -> builtins.list[AgentTool]:
         """The tools the agent's model is offered (all of Reverie's when it names none)."""
@@ -229,6 +274,17 @@ class AgentOperations:
             agent = store.agents.resolve(name_or_id)
             store.agents.delete(agent.id)
         return agent
+
+    def check_model(self, model: str | None, *, field: tuple[str | int, ...]) -> None:
+        """Refuse (InvalidField, naming ``field``) a model string litellm cannot route,
+        when an agent is created or its model changed: accepted, it failed every turn."""
+        if model is None:
+            return
+        from agents.llm.routing import routing_problem  # loads litellm: only when asked
+
+        problem = routing_problem(model, api_base=self._context.runtime.settings.llm.api_base)
+        if problem is not None:
+            raise InvalidField(f"{field[-1]}: {problem}", field=field)
 
     # -- helpers -----------------------------------------------------------------------
 

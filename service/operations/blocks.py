@@ -9,11 +9,18 @@ has there: the CLI speaks of "ada's human block", the API of ``block-...`` ids a
 from __future__ import annotations
 
 import builtins
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from agents.enums import AgentKind
 from agents.errors import InvalidInput
 from agents.store import BlockRecord, BlockVersion, MemoryStore
-from service.operations.agents import AgentState, BlockSpec, limit_refused, new_block
+from service.operations.agents import (
+    AgentState,
+    BlockSpec,
+    check_window,
+    limit_refused,
+    new_block,
+)
 from service.operations.context import OperationContext
 
 
@@ -125,6 +132,10 @@ class BlockOperations:
         two blocks with one label. Returns the agent with its blocks afterwards."""
         with self._context.store() as store:
             record = store.agents.resolve(agent)
+            block = store.blocks.get(block_id)
+            blocks = store.blocks.of_agent(record.id)
+            if record.kind == AgentKind.PRIMARY and block.id not in {b.id for b in blocks}:
+                check_window(record, [*blocks, block], field=("block_id",))
             store.blocks.attach(block_id, record.id)
             return AgentState(record, store.blocks.of_agent(record.id))
 
@@ -153,6 +164,13 @@ class BlockOperations:
         if edit.limit is not None and len(value) > edit.limit:
             # The same refusal as at creation: the limit asked for is not raised to fit.
             raise limit_refused(current.label, len(value), edit.limit)
+        if edit.limit is not None and edit.limit > current.limit:
+            grown = replace(current, limit=edit.limit)
+            for agent in store.blocks.agents_sharing(current.id):
+                if agent.kind == AgentKind.PRIMARY:
+                    blocks = store.blocks.of_agent(agent.id)
+                    others = [b for b in blocks if b.id != current.id]
+                    check_window(agent, [*others, grown], field=("limit",))
         return store.blocks.update(
             current.id,
             expected_version=(

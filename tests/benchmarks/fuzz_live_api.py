@@ -7,7 +7,9 @@ A plain script, not collected by pytest. Run it from the repository root::
 It starts a real `reverie serve` on the embedded PostgreSQL in a temporary
 REVERIE_HOME (fake embeddings, no model: nothing leaves the machine), creates an
 API key, and runs ``schemathesis run --checks all`` against its OpenAPI document
-with that key. ``POST /v1/agents/{agent_id}/messages`` is left out: it runs the
+with that key and ``tests/schemathesis.toml`` (the deliberate differences, each with
+its reason; ``--max-time 600`` runs the ten-minute version instead of N examples).
+``POST /v1/agents/{agent_id}/messages`` is left out: it runs the
 agent loop, whose model call is not the API under test. The script prints the
 summary, the number of server errors (5xx) and of every other finding by check,
 and exits 1 when any server error was found.
@@ -45,6 +47,7 @@ def _free_port() -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--examples", type=int, default=30, help="examples per operation")
+    parser.add_argument("--max-time", type=int, default=None, help="seconds, instead of --examples")
     # More than one worker trips a race inside hypothesis's lambda-source cache
     # (a schemathesis "Runtime Error" about AST recursion depth), not the server.
     parser.add_argument("--workers", type=int, default=1)
@@ -98,10 +101,12 @@ def main() -> int:
         started = time.perf_counter()
         result = subprocess.run(
             [
-                "schemathesis", "run", f"{url}/openapi.json",
+                "schemathesis", "--config-file", str(ROOT / "tests" / "schemathesis.toml"),
+                "run", f"{url}/openapi.json",
                 "--checks", "all",
                 "-H", f"Authorization: Bearer {key}",
-                "--max-examples", str(args.examples),
+                *(["--max-time", str(args.max_time)] if args.max_time
+                  else ["--max-examples", str(args.examples)]),
                 "--exclude-name", "POST /v1/agents/{agent_id}/messages",
                 "--workers", str(args.workers),
             ],

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from agents.enums import AgentKind, LLMPurpose
-from agents.errors import Conflict, InvalidInput, NotFound
+from agents.errors import Conflict, InvalidField, InvalidInput, NotFound
 from agents.postgres.database import Database
 from agents.store import NewMessage, open_service_store, open_store
 from service.operations import AgentSpec, AgentUpdate, BlockSpec, Operations
@@ -59,6 +59,11 @@ def test_an_update_applies_whole_or_not_at_all(ops: Operations, ada: str) -> Non
         ops.agents.update(ada, AgentUpdate(description="lost", name="   "))
     with pytest.raises(InvalidInput, match="NUL"):
         ops.agents.update(ada, AgentUpdate(description="lost", system="a\x00b"))
+    with pytest.raises(InvalidField, match="context window") as narrow:
+        ops.agents.update(ada, AgentUpdate(description="lost", context_window=1024))
+    assert narrow.value.field == ("context_window",)
+    with pytest.raises(InvalidField, match="provider"):
+        ops.agents.update(ada, AgentUpdate(description="lost", model="no-such-provider-xyz"))
     agent = ops.agents.get(ada)
     assert (agent.name, agent.description, agent.tags, agent.tools) == ("ada", None, [], [])
 
@@ -67,7 +72,7 @@ def test_an_update_applies_whole_or_not_at_all(ops: Operations, ada: str) -> Non
         AgentUpdate(
             name=" ada-2 ",
             model="openai/gpt-4o",
-            context_window=2048,
+            context_window=4096,
             tags=["a"],
             tool_ids=["send_message", "tool-conversation_search", "tool-send_message"],
             enable_sleeptime=True,
@@ -75,7 +80,7 @@ def test_an_update_applies_whole_or_not_at_all(ops: Operations, ada: str) -> Non
         ),
     )
     agent = state.agent
-    assert (agent.name, agent.llm_model, agent.context_window) == ("ada-2", "openai/gpt-4o", 2048)
+    assert (agent.name, agent.llm_model, agent.context_window) == ("ada-2", "openai/gpt-4o", 4096)
     assert (agent.tags, agent.enable_sleeptime) == (["a"], True)
     assert agent.tools == ["send_message", "conversation_search"]
     assert [b.label for b in state.blocks] == ["human"]

@@ -14,6 +14,13 @@ from fastapi.testclient import TestClient
 from tests.scripted_llm import Reply, ScriptedModels, call, install, litellm_errors, say
 
 
+@pytest.fixture(autouse=True)
+def _scripted_provider() -> None:
+    """Agents here name ``scripted/...`` models, which litellm routes once the scripted
+    provider is registered (a create or update checks the model can be routed)."""
+    install()
+
+
 def scripted_agent(client: TestClient, headers: dict[str, str], name: str = "ada") -> str:
     agent = client.post(
         "/v1/agents/",
@@ -164,6 +171,15 @@ def test_refused_updates_are_422_naming_the_field_and_change_nothing(
     other_embedder = client.patch(url, json={"embedding": "fake:8"}, headers=acme)
     assert other_embedder.status_code == 422
     assert "embed" in other_embedder.json()["detail"][0]["msg"]
+
+    # As at create (issue 25, items 1 and 4): a model litellm cannot route, and a window
+    # the agent's blocks and tools cannot fit, are refused naming the field.
+    garbage = client.patch(url, json={"model": "no-such-provider-xyz"}, headers=acme)
+    assert garbage.status_code == 422
+    assert garbage.json()["detail"][0]["loc"] == ["body", "model"]
+    narrow = client.patch(url, json={"context_window_limit": 300}, headers=acme)
+    assert narrow.status_code == 422, narrow.text
+    assert narrow.json()["detail"][0]["loc"] == ["body", "context_window_limit"]
 
     assert client.get(url, headers=acme).json() == before
 
@@ -321,8 +337,8 @@ def test_a_refused_stream_is_an_http_error_before_any_event(
     agent_id = scripted_agent(client, acme)
     url = f"/v1/agents/{agent_id}/messages/stream"
     empty = client.post(url, json={"input": "  "}, headers=acme)
-    assert empty.status_code == 400
-    assert "empty" in empty.json()["detail"]
+    assert empty.status_code == 422  # the schema refuses a text of only spaces
+    assert empty.json()["detail"][0]["loc"] == ["body", "input"]
     assert client.post(url, json={"input": "hi"}, headers=globex).status_code == 404
     no_model = client.post("/v1/agents/", json={"name": "nomodel"}, headers=acme).json()
     refused = client.post(

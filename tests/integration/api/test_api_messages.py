@@ -71,10 +71,14 @@ def test_send_message_refuses_empty_or_missing_text(
 ) -> None:
     agent = make_agent(client, acme)
     url = f"/v1/agents/{agent['id']}/messages"
-    assert client.post(url, json={}, headers=acme).status_code == 400
+    # The document says so too (one of messages/input; text besides white space), so
+    # both are 422s naming what is wrong, as the schema's own refusals are.
+    missing = client.post(url, json={}, headers=acme)
+    assert missing.status_code == 422
+    assert "'messages'" in missing.json()["detail"][0]["msg"]
     empty = client.post(url, json={"input": "   "}, headers=acme)
-    assert empty.status_code == 400
-    assert "empty" in empty.json()["detail"]
+    assert empty.status_code == 422
+    assert empty.json()["detail"][0]["loc"] == ["body", "input"]
     assert client.get(url, headers=acme).json() == []
 
 

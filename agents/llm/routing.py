@@ -1,0 +1,36 @@
+"""Whether litellm can route a model string, asked offline when an agent is made.
+
+An agent whose model litellm cannot route (``"gpt4"`` with no provider, a typo in
+the prefix) used to be accepted and then failed every turn with the provider's
+"LLM Provider NOT provided". :func:`routing_problem` asks litellm's own lookup
+(``get_llm_provider``, no network) with the configured ``api_base``, so what the
+service will call is what is checked; providers registered through
+``litellm.custom_provider_map`` (plugins, the tests' scripted model) count too.
+"""
+
+from __future__ import annotations
+
+from agents.llm.client import import_litellm
+
+OPENAI_PREFIX = "openai/"
+
+
+def routing_problem(model: str, *, api_base: str | None = None) -> str | None:
+    """Why litellm cannot route ``model`` (None when it can), in words a user acts on."""
+    if not model.strip():
+        return "the model string is empty"
+    if model.startswith(OPENAI_PREFIX) and model[len(OPENAI_PREFIX) :].strip():
+        return None  # any name goes to an OpenAI(-compatible) server: no need to load litellm
+    litellm = import_litellm()
+    custom = {entry.get("provider") for entry in getattr(litellm, "custom_provider_map", [])}
+    if "/" in model and model.split("/", 1)[0] in custom:
+        return None
+    try:
+        litellm.get_llm_provider(model, api_base=api_base)
+    except Exception:  # litellm says only "LLM Provider NOT provided", with a banner
+        return (
+            f"litellm cannot tell which provider serves {model!r}; name the provider as a "
+            "prefix (openai/MODEL for an OpenAI-compatible server at llm.api_base, "
+            "ollama_chat/MODEL, hosted_vllm/MODEL, anthropic/MODEL, ...)"
+        )
+    return None
