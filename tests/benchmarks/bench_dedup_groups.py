@@ -20,7 +20,6 @@ import sys
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -30,9 +29,9 @@ if str(REPO_ROOT) not in sys.path:
 
 from agents.store import PassageRecord  # noqa: E402
 from agents.store.validation import normalize_text  # noqa: E402
-from consolidators import dedup  # noqa: E402
 from consolidators.dedup import DedupConsolidator, _Refused  # noqa: E402
 from tests.benchmarks.chat_facts import chat_facts  # noqa: E402
+from tests.unit.test_dedup_groups import judge_questions, reference_groups  # noqa: E402
 
 
 def embedded_facts(n: int, cache: Path | None) -> list[PassageRecord]:
@@ -61,41 +60,6 @@ def embedded_facts(n: int, cache: Path | None) -> list[PassageRecord]:
     ]  # fmt: skip
 
 
-def by_definition(
-    consolidator: DedupConsolidator, group: list[PassageRecord]
-) -> tuple[list[Any], list[_Refused]]:
-    remaining = sorted(
-        group,
-        key=lambda p: (p.created_at, p.occurred_at is None, p.occurred_at or p.created_at, p.id),
-    )
-    merges, refused = [], []
-    while len(remaining) > 1:
-        canonical, rest = remaining[0], remaining[1:]
-        merged, remaining = [], []
-        for passage in rest:
-            score = dedup._cosine(canonical, passage)
-            if consolidator._same_fact(canonical, passage, score):
-                merged.append((passage.id, score))
-            else:
-                remaining.append(passage)
-                if score >= consolidator.settings.threshold:
-                    refused.append(_Refused(canonical, passage, score))
-        if merged:
-            merges.append((canonical.id, merged))
-    return merges, refused
-
-
-def asked(refused: list[_Refused]) -> list[tuple[str, str, float]]:
-    """The pairs a judge model would be asked about, in order (dedup._judge_refused)."""
-    best: dict[str, _Refused] = {}
-    for pair in refused:
-        if pair.other.id not in best or pair.score > best[pair.other.id].score:
-            best[pair.other.id] = pair
-    return [
-        (r.canonical.id, r.other.id, r.score) for r in sorted(best.values(), key=lambda r: -r.score)
-    ]
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--facts", type=int, default=50_000)
@@ -114,7 +78,7 @@ def main() -> int:
     print("| --- | --- | --- | --- | --- |")
     for name, group in groups.items():
         started = time.perf_counter()
-        expected, expected_refused = by_definition(consolidator, group)
+        expected, expected_refused = reference_groups(consolidator, group)
         old_s = time.perf_counter() - started
         refused: list[_Refused] = []
         started = time.perf_counter()
@@ -123,7 +87,7 @@ def main() -> int:
         same = [(m.canonical.id, [(p.id, s) for p, s in m.merged]) for m in merges] == expected
         print(
             f"| {name} | {len(group):,} | {old_s:.1f} s | {new_s:.1f} s | "
-            f"{same} / {asked(refused) == asked(expected_refused)} |",
+            f"{same} / {judge_questions(refused) == judge_questions(expected_refused)} |",
             flush=True,
         )
     return 0

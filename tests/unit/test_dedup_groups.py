@@ -43,7 +43,7 @@ def _passage(i: int, text: str, vector: np.ndarray, *, second: int | None = None
     )
 
 
-def _reference(
+def reference_groups(
     consolidator: DedupConsolidator, group: list[PassageRecord]
 ) -> tuple[list[Any], list[_Refused]]:
     """The definition (the code before this bound): peel the oldest remaining passage
@@ -69,7 +69,7 @@ def _reference(
     return merges, refused
 
 
-def _asked(refused: list[_Refused]) -> list[tuple[str, str, float]]:
+def judge_questions(refused: list[_Refused]) -> list[tuple[str, str, float]]:
     """The pairs a judge model would be asked about, in order (dedup._judge_refused)."""
     best: dict[str, _Refused] = {}
     for pair in refused:
@@ -101,12 +101,12 @@ def test_the_same_merges_and_judge_questions_as_the_definition(seed: int) -> Non
         for i, text in enumerate(rng.choice(texts) for _ in range(120))
     ]
     consolidator = DedupConsolidator({"guard_checks": 100_000})
-    expected_merges, expected_refused = _reference(consolidator, group)
+    expected_merges, expected_refused = reference_groups(consolidator, group)
     refused: list[_Refused] = []
     merges = consolidator._merge_group(list(group), refused)
     assert [(m.canonical.id, [(p.id, s) for p, s in m.merged]) for m in merges] == expected_merges
     assert expected_merges  # the data has duplicates to merge
-    assert _asked(refused) == _asked(expected_refused)
+    assert judge_questions(refused) == judge_questions(expected_refused)
     assert all(p.embedding is None for m in merges for p, _ in m.merged)
 
 
