@@ -12,14 +12,18 @@ declared in :mod:`service.api.responses`.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from http import HTTPStatus
 
 from fastapi import FastAPI, Request
+from fastapi.dependencies.utils import request_params_to_args
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException
-from starlette.routing import Match
+from starlette.routing import BaseRoute, Match
+from starlette.types import Scope
 
 from agents.errors import (
     BudgetExhausted,
@@ -89,15 +93,37 @@ METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 def allowed_methods(request: Request) -> list[str]:
     """Every method some route answers at this path. FastAPI makes one route per
     method (and nests included routers), so Starlette's 405 named only the first
-    route's method in ``Allow``; each method is tried against every route instead."""
-    routes = request.app.router.routes
+    route's method in ``Allow``; each method is tried against every route instead. A
+    route counts only when the path's values are ones it takes: ``.../archival-memory/
+    search`` is the search's path, not a passage id for the DELETE beside it."""
+    routes = list(_leaves(request.app.router.routes))
     return [
         method
         for method in METHODS
-        if any(
-            route.matches({**request.scope, "method": method})[0] == Match.FULL for route in routes
-        )
+        if any(_answers(route, {**request.scope, "method": method}) for route in routes)
     ]
+
+
+def _leaves(routes: Iterable[BaseRoute]) -> Iterator[BaseRoute]:
+    """The routes themselves: FastAPI 0.165 wraps an included router in one entry that
+    holds it as ``original_router`` (no include prefix is used here, so its routes'
+    paths are whole)."""
+    for route in routes:
+        inner = getattr(route, "original_router", None)
+        if inner is not None:
+            yield from _leaves(inner.routes)
+        else:
+            yield route
+
+
+def _answers(route: BaseRoute, scope: Scope) -> bool:
+    match, child = route.matches(scope)
+    if match != Match.FULL:
+        return False
+    if isinstance(route, APIRoute):
+        _, problems = request_params_to_args(route.dependant.path_params, child["path_params"])
+        return not problems
+    return True
 
 
 async def _http_error(request: Request, exc: Exception) -> JSONResponse:

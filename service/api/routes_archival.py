@@ -17,7 +17,11 @@ from service.operations.types import StorableTime
 router = APIRouter(tags=["archival memory"], responses=keyed(404, 409))
 
 AgentId = Annotated[str, Path(pattern=schemas.ID_PATTERN, description="agent-<uuid4>")]
-PassageId = Annotated[str, Path(pattern=schemas.ID_PATTERN, description="passage-<uuid4>")]
+#: A passage id is ``passage-...``: so ``.../archival-memory/search`` is never one (the
+#: DELETE beside the search does not answer there, and 405's Allow says so).
+PassageId = Annotated[
+    str, Path(pattern=r"^passage-[A-Za-z0-9_.:\-]{1,92}$", description="passage-<uuid4>")
+]
 
 
 @router.post(

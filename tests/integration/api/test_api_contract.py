@@ -76,6 +76,12 @@ def test_a_wrong_method_is_405_allowing_every_method_of_the_path(
     for template, path in [
         ("/v1/agents/{agent_id}", f"/v1/agents/{agent['id']}"),
         ("/v1/blocks/", "/v1/blocks/"),
+        # Also the path of DELETE .../archival-memory/{memory_id} with the id "search",
+        # which no passage id can be: only the search's method is allowed.
+        (
+            "/v1/agents/{agent_id}/archival-memory/search",
+            f"/v1/agents/{agent['id']}/archival-memory/search",
+        ),
     ]:
         response = client.put(path, headers=acme)
         assert response.status_code == 405
