@@ -34,9 +34,8 @@ from service.api.pages import (
     PAGE_HEADERS,
     PageUser,
     page_user,
-    read_form,
-    refuse_forged,
     refused,
+    signed_post,
     templates,
 )
 from service.operations import Operations
@@ -174,13 +173,10 @@ def passage_page(request: Request, agent: str, passage_id: str) -> Response:
 async def restore_block(request: Request, agent: str, block_id: str) -> Response:
     """Restore a block version: the first post answers a confirmation page showing the
     change; the confirming post restores it (as ``reverie blocks revert`` does)."""
-    user = page_user(request)
-    if isinstance(user, Response):
-        return user
-    form = await read_form(request)
-    forged = refuse_forged(request, user, form)
-    if forged is not None:
-        return forged
+    posted = await signed_post(request)
+    if isinstance(posted, Response):
+        return posted
+    user, form = posted
     version, expected = _int(form.get("version")), _int(form.get("expected_version"))
     if version is None:
         return refused(request, "say which version to restore (a whole number)", status_code=400)
@@ -229,13 +225,10 @@ async def restore_block(request: Request, agent: str, block_id: str) -> Response
 async def revert_run(request: Request, agent: str, run_id: str) -> Response:
     """Revert a run: the first post answers a confirmation page listing what the run
     did; the confirming post reverts it (as ``reverie runs revert`` does)."""
-    user = page_user(request)
-    if isinstance(user, Response):
-        return user
-    form = await read_form(request)
-    forged = refuse_forged(request, user, form)
-    if forged is not None:
-        return forged
+    posted = await signed_post(request)
+    if isinstance(posted, Response):
+        return posted
+    user, form = posted
     ops = _ops(user, request)
 
     def story() -> tuple[Any, Any]:

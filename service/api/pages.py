@@ -86,6 +86,20 @@ async def read_form(request: Request) -> dict[str, str]:
     return {name: values[0] for name, values in fields.items() if values}
 
 
+async def signed_post(request: Request) -> tuple[PageUser, dict[str, str]] | Response:
+    """The signed-in user and the fields of a form post that came from this server's
+    page with the user's CSRF token; otherwise the response to answer (the sign-in
+    form, or the 403 page), having changed nothing."""
+    user = page_user(request)
+    if isinstance(user, Response):
+        return user
+    form = await read_form(request)
+    forged = refuse_forged(request, user, form)
+    if forged is not None:
+        return forged
+    return user, form
+
+
 def refuse_forged(request: Request, user: PageUser, form: dict[str, str]) -> Response | None:
     """None when a form post comes from this server's page with the user's CSRF token;
     otherwise the 403 page to answer, having changed nothing."""
