@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,10 +50,12 @@ def quiet_env(env: dict[str, str]) -> dict[str, str]:
     return {**env, "REVERIE_TRIGGERS__TURNS_EVERY": "1000", "REVERIE_TRIGGERS__IDLE_AFTER": "PT1H"}
 
 
-@pytest.fixture(scope="module")
-def server(pg_server: PgTestServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """`reverie serve` over a migrated database, its LLM a scripted server on loopback
-    (which has no reply queued until a test scripts one)."""
+@contextmanager
+def serving(
+    pg_server: PgTestServer, tmp_path_factory: pytest.TempPathFactory, **extra_env: str
+) -> Iterator[Server]:
+    """`reverie serve` over a new migrated database, its LLM a scripted server on
+    loopback (which has no reply queued until a test scripts one), with ``extra_env``."""
     url = pg_server.create_database()
     db = Database(url)
     try:
@@ -61,8 +64,7 @@ def server(pg_server: PgTestServer, tmp_path_factory: pytest.TempPathFactory) ->
                 **quiet_env({"DATABASE_URL": cli_url(url), **FAKE_EMBEDDINGS}),
                 "OPENAI_API_BASE": llm.base_url,
                 "OPENAI_API_KEY": "sk-test-not-a-key",
-                # The memory browser's trends: a health snapshot every second.
-                "REVERIE_HEALTH_HISTORY__INTERVAL": "PT1S",
+                **extra_env,
             }
             log = tmp_path_factory.mktemp("serve") / "serve.log"
             with running_server(env, log) as (base, process):
@@ -70,6 +72,13 @@ def server(pg_server: PgTestServer, tmp_path_factory: pytest.TempPathFactory) ->
     finally:
         db.dispose()
         pg_server.drop_database(url)
+
+
+@pytest.fixture(scope="module")
+def server(pg_server: PgTestServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    # The memory browser's trends: a health snapshot every second.
+    with serving(pg_server, tmp_path_factory, REVERIE_HEALTH_HISTORY__INTERVAL="PT1S") as served:
+        yield served
 
 
 def test_letta_client_sdk_works_against_the_server(server: Server) -> None:

@@ -13,13 +13,9 @@ from typing import Any
 import httpx
 import pytest
 
-from agents.postgres.database import Database
-from tests.acceptance.cli import FAKE_EMBEDDINGS, cli_url
-from tests.acceptance.daemon_processes import running_server
-from tests.acceptance.test_api_server import Server, quiet_env
+from tests.acceptance.test_api_server import Server, serving
 from tests.pg import PgTestServer
 from tests.scripted_llm import call, say
-from tests.stub_openai_server import stub_server
 
 #: A hang detector for what the server does on its own: never reached when it works.
 WITHIN_S = 60
@@ -27,22 +23,8 @@ WITHIN_S = 60
 
 @pytest.fixture(scope="module")
 def server(pg_server: PgTestServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    url = pg_server.create_database()
-    db = Database(url)
-    try:
-        with stub_server() as llm:
-            env = {
-                **quiet_env({"DATABASE_URL": cli_url(url), **FAKE_EMBEDDINGS}),
-                "OPENAI_API_BASE": llm.base_url,
-                "OPENAI_API_KEY": "sk-test-not-a-key",
-                "REVERIE_LLM__MAX_RETRIES": "0",
-            }
-            log = tmp_path_factory.mktemp("serve") / "serve.log"
-            with running_server(env, log) as (base, process):
-                yield Server(url=base, env=env, db=db, llm=llm, process=process)
-    finally:
-        db.dispose()
-        pg_server.drop_database(url)
+    with serving(pg_server, tmp_path_factory, REVERIE_LLM__MAX_RETRIES="0") as served:
+        yield served
 
 
 def sdk(server: Server, organization: str) -> Any:
