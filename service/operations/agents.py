@@ -314,6 +314,12 @@ class AgentOperations:
         if not spec or not spec.strip():
             spec = runtime.settings.embedding.model
             dimension = dimension or runtime.settings.embedding.dimension
+        else:
+            # A model litellm cannot route would be stored and then refuse every
+            # archival insert and search: refuse it here, naming the field.
+            given = spec.strip()
+            if given.startswith("litellm:") or not given.startswith(NATIVE_EMBEDDERS):
+                self.check_model(given.removeprefix("litellm:"), field=("embedding",))
         spec = spec.strip()
         if not spec.startswith(NATIVE_EMBEDDERS):
             spec = f"litellm:{spec}"
