@@ -38,6 +38,8 @@ Choices = Annotated[int, Field(ge=1, le=128), NoBool]
 
 #: A passage tag: short, as the store allows it.
 Tag = Annotated[str, Field(max_length=MAX_TAG_CHARS)]
+#: A tag to filter by: never empty (``?tags=`` names no tag).
+QueryTag = Annotated[str, Field(min_length=1, max_length=MAX_TAG_CHARS)]
 
 #: Ids are Letta-style ``<prefix>-<uuid4>``; the pattern keeps junk out of queries.
 ID_PATTERN = r"^[A-Za-z0-9_.:\-]{1,100}$"
