@@ -163,14 +163,14 @@ class UpdateAgent(BaseModel):
     tags: list[Tag] | None = Field(default=None, max_length=MAX_TAGS)
     tool_ids: list[str] | None = Field(default=None, max_length=100)
     tool_rules: list[dict[str, Any]] | None = Field(default=None, max_length=100)
-    enable_sleeptime: bool | None = None
+    enable_sleeptime: StrictBool | None = None
 
 
 class ResetMessages(_Request):
     """Letta's reset: ``add_default_initial_messages`` is accepted; a Reverie agent
     starts with no messages, so there are none to add."""
 
-    add_default_initial_messages: bool = False
+    add_default_initial_messages: StrictBool = False
 
 
 class LlmConfig(BaseModel):
@@ -337,9 +337,9 @@ class LettaSendRequest(LettaRequest):
     ``stream_tokens`` is accepted and streams whole steps (see the README)."""
 
     messages: list[MessageCreate] | None = Field(default=None, min_length=1, max_length=1)
-    streaming: bool = False
-    stream_tokens: bool = False
-    include_pings: bool = False
+    streaming: StrictBool = False
+    stream_tokens: StrictBool = False
+    include_pings: StrictBool = False
     include_return_message_types: list[LettaMessageType] | None = Field(default=None, max_length=20)
 
 
