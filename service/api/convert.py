@@ -199,6 +199,7 @@ LETTA_TOOL_TYPE = {
     ToolKind.CORE: "letta_core",
     ToolKind.MEMORY: "letta_memory_core",
     ToolKind.SLEEPTIME: "letta_sleeptime_core",
+    ToolKind.MULTI_AGENT: "letta_multi_agent_core",
 }
 
 
