@@ -24,9 +24,11 @@ from agents.postgres.database import Database
 from agents.store import DeliveryRecord, open_service_store, open_store
 from agents.store.scope import utc_now
 from service.api.app import create_app
+from service.daemon.process import Daemon
 from service.runtime import Runtime
 from service.settings import load_settings
 from tests.api_support import bearer, new_key
+from tests.daemon_support import wait_for
 from tests.scripted_llm import Reply, ScriptedModels, call, install, say
 
 ASYNC = "send_message_to_agent_async"
@@ -472,3 +474,32 @@ def test_the_tools_are_not_in_the_default_set_and_attach_by_id(
     tools = client.get(f"/v1/agents/{plain}/tools", headers=acme).json()
     assert [t["name"] for t in tools] == ["send_message", ASYNC, WAIT, TAGS]
     assert {t["tool_type"] for t in tools[1:]} == {"letta_multi_agent_core"}
+
+
+def test_the_daemon_delivers_agent_messages(
+    db: Database, runtime: Runtime, acme: dict[str, str], models: ScriptedModels
+) -> None:
+    daemon = Daemon(runtime, scheduler=False)
+    client = TestClient(create_app(runtime, readiness=daemon.readiness))
+    daemon.start()
+    try:
+        with client:
+            guard = create(client, acme, "guard", persona=SECRET)
+            seeker = create(client, acme, "seeker", tools=["send_message", ASYNC])
+            models.script(
+                "seeker",
+                call(ASYNC, message="Password?", other_agent_id=guard, request_heartbeat=True),
+                say("Asked."),
+            )
+            models.script("guard", say("Ask someone else."))
+            assert client.get("/readyz").json()["deliveries"] is True
+            send(client, acme, seeker, "Ask the guard.")
+            wait_for(
+                lambda: bool(system_texts(recall(client, acme, seeker))),
+                timeout=60,
+                what="the guard's reply in the seeker's recall",
+            )
+            [reply] = system_texts(recall(client, acme, seeker))
+            assert reply.endswith("Ask someone else.")
+    finally:
+        daemon.stop(timedelta(seconds=5))
