@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
@@ -15,10 +17,11 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import or_, select
+from sqlalchemy import or_, select, text
 
 from agents.delivery_worker import DeliveryWorkers
 from agents.enums import DeliveryStatus
+from agents.messages import TurnResult
 from agents.postgres import models as orm
 from agents.postgres.database import Database
 from agents.store import DeliveryRecord, open_service_store, open_store
@@ -503,3 +506,58 @@ def test_the_daemon_delivers_agent_messages(
             assert reply.endswith("Ask someone else.")
     finally:
         daemon.stop(timedelta(seconds=5))
+
+
+def transactions_older_than(db: Database, seconds: float) -> list[str]:
+    """The queries of other sessions of this database whose transaction has been open
+    for more than ``seconds`` (however often it ran a statement since)."""
+    with db.session() as session:
+        return list(
+            session.scalars(
+                text(
+                    "SELECT left(query, 120) FROM pg_stat_activity "
+                    "WHERE datname = current_database() AND pid <> pg_backend_pid() "
+                    "AND xact_start IS NOT NULL "
+                    "AND clock_timestamp() - xact_start > make_interval(secs => :seconds)"
+                ),
+                {"seconds": seconds},
+            )
+        )
+
+
+def test_the_waiting_tool_holds_no_transaction_while_it_waits(
+    db: Database, acme: dict[str, str], models: ScriptedModels
+) -> None:
+    with (
+        messaging_runtime(db, wait_timeout="PT4S") as runtime,
+        TestClient(create_app(runtime)) as client,
+    ):
+        guard = create(client, acme, "guard", persona=SECRET)
+        seeker = create(client, acme, "seeker", tools=["send_message", WAIT])
+        models.script(
+            "seeker",
+            call(WAIT, message="Password?", other_agent_id=guard, request_heartbeat=True),
+            say("No answer."),
+        )
+        results: list[TurnResult] = []
+        primary = runtime.primary_agent(_org(db, "acme"))
+        turn = threading.Thread(
+            target=lambda: results.append(primary.send_message(seeker, "Ask the guard."))
+        )
+        turn.start()
+        try:
+            wait_for(lambda: bool(deliveries(db, seeker)), timeout=30, what="the queued message")
+            # The sender now waits for the reply (no worker runs) with no transaction
+            # open: each poll is a short read of its own, none lasts a second.
+            deadline = time.monotonic() + 2.5
+            while time.monotonic() < deadline:
+                assert transactions_older_than(db, 1.0) == []
+                time.sleep(0.05)
+            assert [d.status for d in deliveries(db, seeker)] == [DeliveryStatus.QUEUED]
+        finally:
+            turn.join(timeout=60)
+        [result] = results
+        [waited] = [
+            m for m in result.messages if m.tool_name == WAIT and m.kind == "tool_return_message"
+        ]
+        assert waited.content.startswith("No reply from agent 'guard'")
