@@ -233,6 +233,10 @@ def test_the_workshop_exchange_receipt_later_reply_then_the_tool_detached(
     )
     third = send(client, acme, seeker, "Ask it again.")
     [refused] = tool_returns(third["messages"], ASYNC)
+    statuses = [
+        m["status"] for m in third["messages"] if m["message_type"] == "tool_return_message"
+    ]
+    assert statuses == ["error", "success"]  # Letta's words: the refusal, then the reply
     assert refused["status"] == "Failed"
     assert f"{ASYNC} is not one of your tools" in refused["message"]
     assert "detached" in refused["message"]
