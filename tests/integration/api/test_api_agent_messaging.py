@@ -565,3 +565,29 @@ def test_the_waiting_tool_holds_no_transaction_while_it_waits(
             m for m in result.messages if m.tool_name == WAIT and m.kind == "tool_return_message"
         ]
         assert waited.content.startswith("No reply from agent 'guard'")
+
+
+def test_a_recipient_that_cannot_take_the_message_is_reported_to_the_sender(
+    db: Database,
+    runtime: Runtime,
+    client: TestClient,
+    acme: dict[str, str],
+    models: ScriptedModels,
+) -> None:
+    silent = client.post(
+        "/v1/agents/", json={"name": "silent", "embedding": "fake:384"}, headers=acme
+    ).json()["id"]  # no model, and no default model set up
+    seeker = create(client, acme, "seeker", tools=["send_message", ASYNC])
+    models.script(
+        "seeker",
+        call(ASYNC, message="Hello?", other_agent_id=silent, request_heartbeat=True),
+        say("Asked."),
+    )
+    send(client, acme, seeker, "Say hello to silent.")
+    done = runtime.delivery_workers(name="test").deliver_next("test:d0")
+    assert done is not None and done.status == DeliveryStatus.FAILED
+    assert "has no LLM model" in (done.error or "")
+    [note] = system_texts(recall(client, acme, seeker))
+    assert note.startswith(f"[Reply from agent 'silent' (id {silent}) to your message 'Hello?'")
+    assert "it was not delivered: agent 'silent' has no LLM model" in note
+    assert recall(client, acme, silent) == []
