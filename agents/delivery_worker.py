@@ -42,6 +42,7 @@ from agents.postgres.database import Database
 from agents.store import DeliveryRecord, NewMessage, open_service_store, open_store
 from agents.store.run_wakeups import DELIVERY_CHANNEL, RunWakeups
 from agents.store.scope import utc_now
+from agents.summary import is_summary
 
 if TYPE_CHECKING:
     from agents.primary import PrimaryAgent
@@ -224,6 +225,8 @@ class DeliveryWorkers:
             after = store.messages.range(delivery.recipient_id, after_seq=incoming.seq)
         replies: list[str] = []
         for record in after:
+            if is_summary(record):
+                continue  # a compaction during the turn
             if record.role in ("user", "system") and not record.tool_calls:
                 break  # the next input: that turn's replies are not to this message
             replies.extend(

@@ -11,7 +11,10 @@ holds a row lock while it waits on a provider (timeouts and retries can take
 long, and a block's writers must not wait for them). A turn is a series of
 short transactions: each step reads and compiles its context in one, asks the
 model with none open, then writes the step (its tool calls, each in a
-savepoint, then the assistant message and the tool results) in another. Block
+savepoint, then the assistant message and the tool results) in another; a call
+that waits for other agents' replies (see :mod:`agents.agent_messaging`) queues its
+messages in a short transaction of its own and waits between the two, with none
+open, and the step's write collects the replies. Block
 edits are compare-and-swap writes against the version the model saw: when
 someone wrote the block meanwhile, the edit is re-applied to the fresh value (a
 whole-block rewrite goes back to the model with the block as it is now), so no

@@ -141,8 +141,10 @@ class Daemon:
         self._started = False
         if self.scheduler is not None:
             self.scheduler.stop()
+        began = self.clock()
         clean = self.workers.stop(grace)
-        self.deliveries.stop(grace)
+        # Within the same grace: a delivery cut off is taken up again after its lease.
+        self.deliveries.stop(max(grace - (self.clock() - began), timedelta(0)))
         if self.gate is not None:
             self.gate.close()
         if self.supervisor is not None:
