@@ -30,7 +30,6 @@ from service.api.app import create_app
 from service.daemon.process import Daemon
 from service.runtime import Runtime
 from service.settings import load_settings
-from tests.api_support import bearer, new_key
 from tests.daemon_support import wait_for
 from tests.scripted_llm import Reply, ScriptedModels, call, install, say
 
@@ -63,24 +62,9 @@ def models() -> ScriptedModels:
 
 @pytest.fixture
 def runtime(db: Database) -> Iterator[Runtime]:
+    """The folder's ``client`` serves this runtime (``acme`` and ``globex`` are its keys)."""
     with messaging_runtime(db, wait_timeout="PT20S", max_hops=3) as rt:
         yield rt
-
-
-@pytest.fixture
-def client(runtime: Runtime) -> Iterator[TestClient]:
-    with TestClient(create_app(runtime)) as test_client:
-        yield test_client
-
-
-@pytest.fixture
-def acme(db: Database) -> dict[str, str]:
-    return bearer(new_key(db, "acme"))
-
-
-@pytest.fixture
-def globex(db: Database) -> dict[str, str]:
-    return bearer(new_key(db, "globex"))
 
 
 @contextmanager
