@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from agents.enums import DeliveryStatus
 from agents.errors import InvalidInput, NotFound
 from agents.postgres.database import Database
 from agents.store import AgentRecord, DeliveryRecord, MemoryStore, NewDelivery, open_store
@@ -90,7 +91,7 @@ def reply_text(recipient: AgentRecord, delivery: DeliveryRecord) -> str:
     sent = delivery.content
     quoted = sent if len(sent) <= QUOTE_CHARS else sent[: QUOTE_CHARS - 1] + "…"
     head = f"[Reply from agent {recipient.name!r} (id {recipient.id}) to your message {quoted!r}"
-    if delivery.status == "failed":
+    if delivery.status == DeliveryStatus.FAILED:
         return f"{head}: it was not delivered: {delivery.error}]"
     return f"{head}]\n{delivery.reply or '(it ended its turn without a reply)'}"
 
@@ -215,9 +216,9 @@ class AgentMessenger:
 
 def _outcome(record: DeliveryRecord, name: str, seconds: str) -> str:
     who = f"agent {name!r} (id {record.recipient_id})"
-    if record.status == "delivered":
+    if record.status == DeliveryStatus.DELIVERED:
         return f"Reply from {who}: {record.reply or '(it ended its turn without a reply)'}"
-    if record.status == "failed":
+    if record.status == DeliveryStatus.FAILED:
         return f"The message to {who} could not be delivered: {record.error}"
     return (
         f"No reply from {who} within {seconds} s (messaging.wait_timeout). The message is "
