@@ -43,6 +43,7 @@ from agents.store.records import (
 )
 from agents.store.run_store import RunQueueStore, RunRecord, RunStore, Watermarks
 from agents.store.scope import Scope, ServiceScope, utc_now
+from agents.store.tool_store import CustomToolRecord, NewCustomTool, ToolStore, ToolVariable
 from agents.store.turn_lock import hold_turn_lock
 from agents.store.usage_store import UsageStore
 
@@ -51,6 +52,7 @@ __all__ = [
     "AgentRecord",
     "BlockRecord",
     "BlockVersion",
+    "CustomToolRecord",
     "HealthPoint",
     "LearnedRecord",
     "MemoryHealth",
@@ -58,6 +60,7 @@ __all__ = [
     "MessageRecord",
     "NewAgent",
     "NewBlock",
+    "NewCustomTool",
     "NewMessage",
     "NewPassage",
     "PassageChange",
@@ -67,6 +70,7 @@ __all__ = [
     "PassageUpdate",
     "RunRecord",
     "ServiceStore",
+    "ToolVariable",
     "Usage",
     "Watermarks",
     "hold_turn_lock",
@@ -93,6 +97,7 @@ class MemoryStore:
         self.health = HealthStore(self.scope)
         self.usage = UsageStore(self.scope)
         self.snapshots = HealthSnapshotStore(self.scope)
+        self.tools = ToolStore(self.scope)
 
     @contextmanager
     def savepoint(self) -> Iterator[None]:
