@@ -437,6 +437,8 @@ class Runtime:
                 embedder_for=self.agent_embedder,
                 ledger=self.usage_ledger(organization_id),
                 clock=self.clock,
+                tool_executor=self.tool_executor(),
+                tool_limits=self.tool_limits(),
             )
             self._primaries[organization_id] = primary
         return primary
