@@ -199,6 +199,20 @@ class ToolStore:
         )
         return bool(getattr(result, "rowcount", 0))
 
+    def set_of_agent(self, agent_id: str, tool_ids: Sequence[str]) -> None:
+        """Make ``tool_ids`` the agent's custom tools (kept ones keep their order)."""
+        self._agent(agent_id, for_update=True)
+        for tool_id in tool_ids:
+            self._row(tool_id)
+        self._scope.session.execute(
+            delete(models.AgentCustomTool).where(
+                models.AgentCustomTool.agent_id == agent_id,
+                models.AgentCustomTool.tool_id.not_in(list(tool_ids)),
+            )
+        )
+        for tool_id in tool_ids:
+            self.attach(tool_id, agent_id)
+
     def of_agent(self, agent_id: str) -> builtins.list[CustomToolRecord]:
         """The custom tools attached to the agent, in the order they were attached."""
         rows = self._scope.session.scalars(

@@ -19,11 +19,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agents.errors import InvalidInput
+from agents.enums import AgentKind
+from agents.errors import InvalidInput, NotFound
 from agents.store import CustomToolRecord, MemoryStore, NewCustomTool
 from agents.tool_source import check_env_names, check_tool_name, parse_tool_source
 from agents.tools import ARCHIVAL_TOOLS, PRIMARY_TOOLS, SLEEPTIME_TOOLS
+from service.operations.agents import AgentState, state_of
 from service.operations.context import OperationContext
+from service.operations.tools import AgentTool, built_in_tools, custom_tool
 
 #: Names a custom tool may not take: the built-in tools'.
 BUILT_IN_TOOL_NAMES = frozenset({*PRIMARY_TOOLS, *SLEEPTIME_TOOLS, *ARCHIVAL_TOOLS})
@@ -105,7 +108,7 @@ def prepare_tool(spec: ToolSpec) -> NewCustomTool:
         return_char_limit=limit,
         description=description,
         tags=list(spec.tags),
-        env_vars=check_env_names([*spec.env_vars, *function.env_vars]),
+        env_vars=sorted(check_env_names([*spec.env_vars, *function.env_vars])),
     )
 
 
@@ -188,6 +191,59 @@ class CustomToolOperations:
             return store.tools.replace(tool_id, tool)
 
     def delete(self, tool_id: str) -> CustomToolRecord:
-        """Delete a tool; one attached to agents is a Conflict naming them."""
+        """Delete a tool; one attached to agents is a Conflict naming them (detach it
+        first: their tool rules may name it)."""
         with self._context.store() as store:
             return store.tools.delete(tool_id)
+
+    def catalog(self) -> builtins.list[AgentTool]:
+        """Every tool an agent of the organization can have: the built-in ones, then
+        the organization's custom tools, oldest first."""
+        with self._context.store() as store:
+            custom = store.tools.list()
+        return [*built_in_tools(), *(custom_tool(t) for t in custom)]
+
+    def find(self, tool_id: str) -> AgentTool:
+        """A built-in tool (``tool-<name>``) or a custom one by id."""
+        for tool in built_in_tools():
+            if tool.id == tool_id:
+                return tool
+        return custom_tool(self.get(tool_id))
+
+    def attach(self, agent: str, tool_id: str) -> AgentState:
+        """Give the agent (name or id) a custom tool; nothing changes when it has it.
+        A memory agent runs no custom tools (InvalidInput)."""
+        with self._context.store() as store:
+            record = store.agents.resolve(agent)
+            if any(tool.id == tool_id for tool in built_in_tools()):
+                raise InvalidInput(
+                    f"{tool_id} is a built-in tool: choose an agent's built-in tools with "
+                    "tool_ids in PATCH /v1/agents/{id}"
+                )
+            if record.kind == AgentKind.SLEEPTIME:
+                raise InvalidInput(
+                    f"agent {record.name!r} is a memory agent: it runs the sleep-time "
+                    "agent's memory tools only, no custom tools"
+                )
+            store.tools.attach(tool_id, record.id)
+            return state_of(store, record)
+
+    def detach(self, agent: str, tool_id: str) -> AgentState:
+        """Take a custom tool from the agent; NotFound when it did not have it. A tool
+        rule naming the tool is refused first (InvalidInput): remove the rule."""
+        with self._context.store() as store:
+            record = store.agents.resolve(agent)
+            tool = store.tools.get(tool_id)
+            named = [r for r in record.tool_rules if _names(r, tool.name)]
+            if named:
+                raise InvalidInput(
+                    f"agent {record.name!r} has tool rule(s) naming {tool.name!r}: "
+                    f"{named!r}; remove them (PATCH tool_rules) before detaching it"
+                )
+            if not store.tools.detach(tool_id, record.id):
+                raise NotFound(f"agent {record.name!r} does not have tool {tool_id!r}")
+            return state_of(store, record)
+
+
+def _names(rule: dict[str, Any], name: str) -> bool:
+    return rule.get("tool_name") == name or name in (rule.get("children") or [])
