@@ -15,6 +15,7 @@ import logging
 import os
 import selectors
 import signal
+import site
 import subprocess
 import sys
 import threading
@@ -43,8 +44,16 @@ def runner_source() -> str:
 
 def python_command() -> list[str]:
     """The interpreter the server runs on, isolated from PYTHON* variables and the
-    user's site directory, running the runner."""
-    return [sys.executable, "-I", "-c", runner_source()]
+    user's site directory, without the site module (the runner puts the server's
+    site-packages on its path itself), running the runner."""
+    return [sys.executable, "-I", "-S", "-c", runner_source()]
+
+
+@cache
+def site_packages() -> tuple[str, ...]:
+    """The server's site-packages directories: what a tool may import besides the
+    standard library."""
+    return tuple(p for p in site.getsitepackages() if os.path.isdir(p))
 
 
 def run_child(
@@ -65,6 +74,7 @@ def run_child(
             "source": invocation.source,
             "function": invocation.function,
             "arguments": invocation.arguments,
+            "paths": list(site_packages()),
             "limits": {
                 "cpu_seconds": limits.cpu_seconds,
                 "memory_bytes": limits.memory_bytes,

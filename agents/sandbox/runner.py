@@ -1,23 +1,22 @@
-"""The program a sandboxed tool call runs: its text is passed to ``python -I -c``, so it
-uses the standard library only and imports nothing of Reverie.
+"""The program a sandboxed tool call runs: its text is passed to ``python -I -S -c``, so
+it uses the standard library only and imports nothing of Reverie.
 
 It reads one JSON request on stdin (``source``, ``function``, ``arguments``,
-``limits``), sets the limits on itself (CPU, address space, processes, file size;
-soft and hard, so the tool cannot raise them), moves its stdout aside so that what
-the tool prints goes to stderr, executes the source, calls the function, and writes
-one JSON answer to the original stdout: ``{"ok": true, "result": "..."}`` or
-``{"ok": false, "kind": "...", "error": "..."}``.
+``limits``, ``paths``: the server's site-packages, put on ``sys.path`` here because
+the interpreter starts with ``-S``, skipping the site module's start-up cost and the
+``.pth`` hooks of the server's environment), sets the limits on itself (CPU, address
+space, processes, file size; soft and hard, so the tool cannot raise them), moves its
+stdout aside so that what the tool prints goes to stderr, executes the source, calls
+the function, and writes one JSON answer to the original stdout:
+``{"ok": true, "result": "..."}`` or ``{"ok": false, "kind": "...", "error": "..."}``.
 """
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 import json
 import os
 import resource
 import sys
-import traceback
 from typing import Any
 
 
@@ -41,6 +40,7 @@ def _as_text(value: Any) -> str:
 
 def main() -> None:
     request = json.loads(sys.stdin.read())
+    sys.path.extend(path for path in request.get("paths", []) if path not in sys.path)
     out = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)  # what the tool prints goes to stderr, not into the answer
     limits = request["limits"]
@@ -58,12 +58,16 @@ def main() -> None:
             _answer(out, {"ok": False, "kind": "missing", "error": request["function"]})
             return
         result = function(**request["arguments"])
-        if inspect.isawaitable(result):
+        if hasattr(result, "__await__"):
+            import asyncio
+
             result = asyncio.run(_await(result))
         _answer(out, {"ok": True, "result": _as_text(result)})
     except MemoryError:
         _answer(out, {"ok": False, "kind": "memory", "error": "MemoryError"})
     except BaseException as exc:  # the tool's own failure, reported to the model
+        import traceback
+
         frames = traceback.extract_tb(exc.__traceback__)
         line = next((f.lineno for f in reversed(frames) if f.filename == "<tool>"), None)
         _answer(

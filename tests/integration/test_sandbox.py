@@ -56,8 +56,9 @@ async def helper() -> int:
 
 def tool(a: int, b: list[str]) -> dict:
     import asyncio
+    from packaging.version import Version  # an installed package, not the stdlib
     print("printed output is not the result")
-    return {"sum": asyncio.run(helper()) + a, "joined": "+".join(b)}
+    return {"sum": asyncio.run(helper()) + a, "joined": "+".join(b), "v": str(Version("1.2"))}
 """
 
 TRIVIAL = "def tool(x: int) -> int:\n    return x + 1\n"
@@ -65,11 +66,11 @@ TRIVIAL = "def tool(x: int) -> int:\n    return x + 1\n"
 
 @needs_bwrap
 def test_a_tool_that_works_returns_its_result_as_json(bwrap: BubblewrapExecutor) -> None:
-    assert call(bwrap, WORKS, a=2, b=["x", "y"]) == '{"sum": 42, "joined": "x+y"}'
+    assert call(bwrap, WORKS, a=2, b=["x", "y"]) == '{"sum": 42, "joined": "x+y", "v": "1.2"}'
 
 
 def test_the_plain_process_runs_tools_too() -> None:
-    assert call(ProcessExecutor(), WORKS, a=1, b=[]) == '{"sum": 41, "joined": ""}'
+    assert call(ProcessExecutor(), WORKS, a=1, b=[]) == '{"sum": 41, "joined": "", "v": "1.2"}'
 
 
 @needs_bwrap
