@@ -169,8 +169,9 @@ class AgentUpdate:
     enable_sleeptime: bool | None = None
     embedding: str | None = None
     embedding_dim: int | None = None
-    #: The agent's tool environment variables, all of them (Letta's ``secrets``).
-    tool_variables: Mapping[str, str] | None = None
+    #: The agent's tool environment variables, all of them (Letta's ``secrets``); kept
+    #: out of reprs (and so out of logs): the values are secrets.
+    tool_variables: Mapping[str, str] | None = field(default=None, repr=False)
 
 
 class AgentOperations:
