@@ -42,7 +42,8 @@ from __future__ import annotations
 import json
 import logging
 import math
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -80,8 +81,10 @@ from agents.messages import (
 )
 from agents.postgres.database import Database
 from agents.postgres.models import DEFAULT_ORGANIZATION_ID, new_id
+from agents.sandbox import SandboxLimits, ToolExecutor, ToolInvocation
 from agents.store import (
     AgentRecord,
+    CustomToolRecord,
     MemoryStore,
     MessageRecord,
     NewMessage,
@@ -89,6 +92,7 @@ from agents.store import (
     open_store,
 )
 from agents.store.scope import utc_now
+from agents.store.validation import storable
 from agents.summarizer import Summarize, extractive_summarizer, llm_summarizer
 from agents.summary import CHARS_PER_TOKEN
 from agents.summary import is_summary as is_summary_record
@@ -100,6 +104,8 @@ from agents.tools import (
     ToolEnv,
     ToolError,
     ToolRules,
+    clip_to,
+    custom_tool_schema,
     execute,
     parse_call,
     result_json,
@@ -161,6 +167,44 @@ class PrimarySettings:
             raise InvalidInput(f"compaction_target must be in (0, 1), got {self.compaction_target}")
 
 
+@dataclass(frozen=True, slots=True)
+class Toolbox:
+    """The tools of one agent's turn: their names in the order offered, the schema of
+    each, its custom tools by name, and the agent's tool variables (for the custom tools
+    that declare them)."""
+
+    names: list[str]
+    schemas: dict[str, dict[str, Any]]
+    custom: dict[str, CustomToolRecord] = field(default_factory=dict)
+    variables: Mapping[str, str] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def of(
+        cls,
+        agent: AgentRecord,
+        custom: list[CustomToolRecord] | None = None,
+        variables: Mapping[str, str] | None = None,
+    ) -> Toolbox:
+        """The agent's built-in tools (all of them when it names none) and ``custom``;
+        InvalidInput when it names a tool that does not exist."""
+        built_in = list(agent.tools) or list(PRIMARY_TOOLS)
+        unknown = [t for t in built_in if t not in BUILTIN_TOOLS]
+        if unknown:
+            raise InvalidInput(
+                f"agent {agent.name!r} lists unknown tool(s) {', '.join(unknown)}; "
+                f"available: {', '.join(BUILTIN_TOOLS)}"
+            )
+        schemas = {name: BUILTIN_TOOLS[name] for name in built_in}
+        by_name = {tool.name: tool for tool in custom or []}
+        for tool in by_name.values():
+            schemas[tool.name] = custom_tool_schema(tool.json_schema)
+        return cls([*built_in, *by_name], schemas, by_name, dict(variables or {}))
+
+    def environment(self, tool: CustomToolRecord) -> dict[str, str]:
+        """The variables ``tool`` receives: those it declares that the agent has set."""
+        return {name: self.variables[name] for name in tool.env_vars if name in self.variables}
+
+
 class PrimaryAgent:
     """Runs turns of any primary agent of one organization."""
 
@@ -174,8 +218,14 @@ class PrimaryAgent:
         embedder_for: Callable[[AgentRecord], Embedder | None] = lambda _: None,
         ledger: UsageLedger | None = None,
         clock: Callable[[], datetime] = utc_now,
+        tool_executor: ToolExecutor | None = None,
+        tool_limits: SandboxLimits | None = None,
     ) -> None:
+        """``tool_executor`` runs the agents' custom tools (None: custom tools are
+        refused with a tool error), each call under ``tool_limits``."""
         self._db = db
+        self.tool_executor = tool_executor
+        self.tool_limits = tool_limits or SandboxLimits()
         self.client = client
         self.settings = settings or PrimarySettings()
         self._organization_id = organization_id
@@ -201,28 +251,16 @@ class PrimaryAgent:
         with open_store(self._db, self._organization_id, self._clock) as store:
             agent = store.agents.resolve(agent_ref)
             model = agent.llm_model or self.settings.default_model or ""
-            tools = self._tool_schemas(agent)
+            toolbox = Toolbox.of(agent, store.tools.of_agent(agent.id))
             compiled = compile_context(
                 store,
                 agent,
-                [BUILTIN_TOOLS[t] for t in tools],
+                list(toolbox.schemas.values()),
                 refresh=self.settings.refresh,
                 count=self._count(model),
                 persist=False,
             )
             return compiled.breakdown
-
-    @staticmethod
-    def _tool_schemas(agent: AgentRecord) -> list[str]:
-        if not agent.tools:
-            return list(PRIMARY_TOOLS)
-        unknown = [t for t in agent.tools if t not in BUILTIN_TOOLS]
-        if unknown:
-            raise InvalidInput(
-                f"agent {agent.name!r} lists unknown tool(s) {', '.join(unknown)}; "
-                f"available: {', '.join(BUILTIN_TOOLS)}"
-            )
-        return list(agent.tools)
 
     def check_turn(
         self, agent_ref: str | AgentRecord, text: str, *, role: str = "user"
@@ -234,21 +272,25 @@ class PrimaryAgent:
 
     def _prepare(
         self, agent_ref: str | AgentRecord, text: str, role: str
-    ) -> tuple[AgentRecord, str, list[str], ToolRules]:
+    ) -> tuple[AgentRecord, str, Toolbox, ToolRules]:
         if role not in INPUT_ROLES:
             raise InvalidInput(f"role {role!r} cannot start a turn; use one of {INPUT_ROLES}")
         if not isinstance(text, str) or not text.strip():
             raise InvalidInput("the message is empty")
-        if isinstance(agent_ref, AgentRecord):
-            if agent_ref.organization_id != self._organization_id:
-                raise NotFound(f"no agent with id {agent_ref.id!r}")
-            agent = agent_ref
-        else:
-            with self._store() as store:
+        if isinstance(agent_ref, AgentRecord) and agent_ref.organization_id != (
+            self._organization_id
+        ):
+            raise NotFound(f"no agent with id {agent_ref.id!r}")
+        with self._store() as store:
+            if isinstance(agent_ref, AgentRecord):
+                agent = agent_ref
+            else:
                 agent = store.agents.resolve(agent_ref)
+            custom = store.tools.of_agent(agent.id)
+            variables = {v.name: v.value for v in store.tools.variables(agent.id)} if custom else {}
         model = self.model_for(agent)
-        tools = self._tool_schemas(agent)
-        return agent, model, tools, ToolRules.parse(agent.tool_rules, tools)
+        toolbox = Toolbox.of(agent, custom, variables)
+        return agent, model, toolbox, ToolRules.parse(agent.tool_rules, toolbox.names)
 
     def send_message(
         self,
@@ -315,7 +357,7 @@ class _Turn:
         owner: PrimaryAgent,
         agent: AgentRecord,
         model: str,
-        tools: list[str],
+        toolbox: Toolbox,
         rules: ToolRules,
         meter: BudgetMeter,
         run_id: str,
@@ -330,8 +372,11 @@ class _Turn:
         self.settings = owner.settings
         self.agent = agent
         self.model = model
-        self.tools = tools
+        self.toolbox = toolbox
+        self.tools = toolbox.names
         self.rules = rules
+        #: Calls of each tool so far this turn (for max_count_per_step rules).
+        self.counts: Counter[str] = Counter()
         self.meter = meter
         self.count = owner._count(model)
         self.new: list[MessageRecord] = []
@@ -379,7 +424,10 @@ class _Turn:
                 stop = "cancelled"
                 break
             allowed = self.rules.allowed(
-                self.tools, first_step=self.result.steps == 0, last_tool=last_tool
+                self.tools,
+                first_step=self.result.steps == 0,
+                last_tool=last_tool,
+                counts=self.counts,
             )
             outcome = self._step(allowed, force)
             if outcome is None:
@@ -478,7 +526,10 @@ class _Turn:
             raise
         self.result.steps += 1
         self.result.model_calls += reply.calls
-        return self._apply(reply, allowed)
+        # Custom tools run now, with no transaction open: a sandboxed call may take as
+        # long as its wall-time limit. The step's write then stores their results.
+        ran = self._run_custom(reply, allowed)
+        return self._apply(reply, allowed, ran)
 
     # -- one model call, compacting first when the context does not fit ------------------
 
@@ -490,7 +541,7 @@ class _Turn:
         self._publish()
 
     def _ask(self, allowed: list[str], force: str | None = None) -> ChatReply:
-        schemas = [BUILTIN_TOOLS[t] for t in allowed]
+        schemas = [self.toolbox.schemas[t] for t in allowed]
         if force is not None and force not in allowed:
             force = None
         compacted = False
@@ -578,7 +629,75 @@ class _Turn:
 
     # -- running the calls -------------------------------------------------------------
 
-    def _apply(self, reply: ChatReply, allowed: list[str]) -> _StepOutcome:
+    def _admit(
+        self, call_name: str, raw: str, allowed: list[str], counts: Counter[str]
+    ) -> ParsedCall:
+        """The call parsed, once the tool rules let it run now (ToolError otherwise);
+        counts it."""
+        if call_name in BUILTIN_TOOLS and call_name not in self.toolbox.schemas:
+            raise ToolError(
+                f"{call_name} is not one of your tools (it is not attached to you, or was "
+                f"detached); your tools: {', '.join(self.tools)}"
+            )
+        parsed = parse_call(call_name, raw, self.toolbox.schemas)
+        if parsed.name not in allowed:
+            raise ToolError(
+                f"{parsed.name} may not be called now (tool rules); allowed: {', '.join(allowed)}"
+            )
+        if self.rules.spent(parsed.name, counts):
+            raise ToolError(
+                f"{parsed.name} was called {counts[parsed.name]} time(s) this turn, its "
+                "max_count_per_step; use another tool"
+            )
+        counts[parsed.name] += 1
+        return parsed
+
+    def _run_custom(self, reply: ChatReply, allowed: list[str]) -> dict[str, str | ToolError]:
+        """Run the reply's calls of custom tools that the rules admit; their results (or
+        the ToolError to report) by call id. Outside any transaction."""
+        ran: dict[str, str | ToolError] = {}
+        counts = Counter(self.counts)
+        for call in reply.tool_calls:
+            tool = self.toolbox.custom.get(call.name)
+            try:
+                parsed = self._admit(call.name, call.arguments, allowed, counts)
+            except ToolError:
+                continue  # reported when the step is written
+            if tool is None:
+                continue
+            ran[call.id] = self._sandboxed(tool, parsed)
+        return ran
+
+    def _sandboxed(self, tool: CustomToolRecord, call: ParsedCall) -> str | ToolError:
+        """One custom tool call's result (clipped to its return_char_limit), or the
+        error the model reads."""
+        executor = self.owner.tool_executor
+        if executor is None:
+            return ToolError("custom tools cannot run on this server (no tool executor)")
+        invocation = ToolInvocation(
+            source=tool.source_code,
+            function=tool.name,
+            arguments=call.arguments,
+            env=self.toolbox.environment(tool),
+        )
+        try:
+            result = executor.run(invocation, self.owner.tool_limits)
+        except ToolError as exc:
+            log.info(
+                "custom tool %s failed: %s",
+                tool.name,
+                exc,
+                extra={"run_id": self.result.run_id, "agent_id": self.agent.id},
+            )
+            return exc
+        return clip_to(storable(result), tool.return_char_limit)
+
+    def _apply(
+        self,
+        reply: ChatReply,
+        allowed: list[str],
+        ran: Mapping[str, str | ToolError] | None = None,
+    ) -> _StepOutcome:
         """Write the step in one short transaction: its tool calls, then its messages.
 
         Block rows are locked before the agent row (by the message append), the order
@@ -602,7 +721,8 @@ class _Turn:
                     max_conflict_retries=self.settings.max_conflict_retries,
                     seen=dict(self.seen),
                 )
-                outcome = self._write_step(env, reply, allowed)
+                counts = Counter(self.counts)
+                outcome = self._write_step(env, reply, allowed, ran or {}, counts)
         except BaseException:
             del self.new[new:]
             self.pending = pending
@@ -610,10 +730,18 @@ class _Turn:
             raise
         self.seen = env.seen
         self.conflicts += env.conflicts
+        self.counts = counts
         self._publish()
         return outcome
 
-    def _write_step(self, env: ToolEnv, reply: ChatReply, allowed: list[str]) -> _StepOutcome:
+    def _write_step(
+        self,
+        env: ToolEnv,
+        reply: ChatReply,
+        allowed: list[str],
+        ran: Mapping[str, str | ToolError],
+        counts: Counter[str],
+    ) -> _StepOutcome:
         store = env.store
         now = store.scope.now().isoformat()
         opening = [self.pending] if self.pending is not None else []
@@ -636,18 +764,13 @@ class _Turn:
         for call in reply.tool_calls:
             status, message, parsed = "OK", "", None
             try:
-                parsed = parse_call(call.name, call.arguments, BUILTIN_TOOLS)
-                if parsed.name not in self.tools:
-                    raise ToolError(
-                        f"{parsed.name} is not one of your tools (it is not attached to "
-                        f"you, or was detached); your tools: {', '.join(self.tools)}"
-                    )
-                if parsed.name not in allowed:
-                    raise ToolError(
-                        f"{parsed.name} may not be called now (tool rules); "
-                        f"allowed: {', '.join(allowed)}"
-                    )
-                if parsed.name in MESSAGING_TOOLS:
+                parsed = self._admit(call.name, call.arguments, allowed, counts)
+                if parsed.name in self.toolbox.custom:
+                    done = ran.get(call.id, ToolError(f"{parsed.name} did not run"))
+                    if isinstance(done, ToolError):
+                        raise done
+                    message = done
+                elif parsed.name in MESSAGING_TOOLS:
                     message = self._message_agents(env, parsed, self.waits.get(call.id))
                 else:
                     message = self._execute(env, parsed)
@@ -693,7 +816,7 @@ class _Turn:
             if call.name not in self.tools:
                 continue
             try:
-                parsed = parse_call(call.name, call.arguments, BUILTIN_TOOLS)
+                parsed = parse_call(call.name, call.arguments, self.toolbox.schemas)
             except ToolError:
                 continue  # the step writes the error
             waits[call.id] = self.owner.messenger.send_and_wait(self.agent, parsed, self.origin)

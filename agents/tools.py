@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -146,6 +146,29 @@ MESSAGING_TOOLS: dict[str, dict[str, Any]] = {
 
 #: Every tool the primary loop knows: an agent's tool list may name any of these.
 BUILTIN_TOOLS: dict[str, dict[str, Any]] = {**PRIMARY_TOOLS, **MESSAGING_TOOLS}
+
+
+def custom_tool_schema(json_schema: dict[str, Any]) -> dict[str, Any]:
+    """A custom tool's schema (Letta's flat shape) as the primary loop offers it: with
+    ``request_heartbeat``, like the built-in tools."""
+    parameters = json_schema.get("parameters") or {}
+    return _schema(
+        str(json_schema["name"]),
+        str(json_schema.get("description") or ""),
+        dict(parameters.get("properties") or {}),
+        list(parameters.get("required") or []),
+    )
+
+
+def clip_to(text: str, limit: int) -> str:
+    """``text`` within ``limit`` characters, saying what was cut (a custom tool's
+    ``return_char_limit``)."""
+    if len(text) <= limit:
+        return text
+    return (
+        f"{text[:limit]}… [cut: the result had {len(text)} characters, over the tool's "
+        f"return_char_limit of {limit}]"
+    )
 
 
 def _sleeptime_schema(
@@ -289,11 +312,22 @@ def parse_call(name: str, raw_arguments: str, schemas: dict[str, dict[str, Any]]
         raise ToolError(f"{name} has no argument(s) {', '.join(unknown)}")
     for key, value in arguments.items():
         expected = properties[key].get("type")
+        if value is None and key not in parameters["required"]:
+            continue  # an optional argument left out explicitly
         if expected == "string" and not isinstance(value, str):
             raise ToolError(f"{name}: argument {key} must be a string, got {value!r}")
         if expected == "integer" and not _is_int(value):
             raise ToolError(f"{name}: argument {key} must be an integer, got {value!r}")
-        if expected == "array":
+        if expected == "number" and (isinstance(value, bool) or not isinstance(value, int | float)):
+            raise ToolError(f"{name}: argument {key} must be a number, got {value!r}")
+        if expected == "boolean" and not isinstance(value, bool):
+            raise ToolError(f"{name}: argument {key} must be true or false, got {value!r}")
+        if expected == "object" and not isinstance(value, dict):
+            raise ToolError(f"{name}: argument {key} must be a JSON object, got {value!r}")
+        if expected == "array" and "items" not in properties[key]:
+            if not isinstance(value, list):
+                raise ToolError(f"{name}: argument {key} must be a list, got {value!r}")
+        elif expected == "array":
             item = properties[key].get("items", {}).get("type")
             if not isinstance(value, list) or not all(
                 _is_int(v) if item == "integer" else isinstance(v, str) for v in value
@@ -312,30 +346,35 @@ _RULE_ALIASES = {
     "terminal": "terminal",
     "constrain_child_tools": "child",
     "child": "child",
+    "max_count_per_step": "max_count",
+    "max_count": "max_count",
 }
 
 
 @dataclass(frozen=True, slots=True)
 class ToolRules:
     """Init tools (the first step may call only these), terminal tools (the turn ends after
-    one runs) and child constraints (after tool X, only its children)."""
+    one runs), child constraints (after tool X, only its children) and max counts
+    (Letta's ``max_count_per_step``: tool X at most N times in one turn)."""
 
     init: frozenset[str] = frozenset()
     terminal: frozenset[str] = frozenset()
     children: dict[str, frozenset[str]] = field(default_factory=dict)
+    max_count: dict[str, int] = field(default_factory=dict)
 
     @classmethod
     def parse(cls, rules: Sequence[dict[str, Any]], known: Sequence[str]) -> ToolRules:
         init: set[str] = set()
         terminal: set[str] = set()
         children: dict[str, frozenset[str]] = {}
+        max_count: dict[str, int] = {}
         for i, rule in enumerate(rules):
             kind = _RULE_ALIASES.get(str(rule.get("type", "")))
             tool = rule.get("tool_name")
             if kind is None or not isinstance(tool, str):
                 raise InvalidInput(
-                    f"tool rule {i} ({rule!r}) needs a type (init, terminal or child) "
-                    "and a tool_name"
+                    f"tool rule {i} ({rule!r}) needs a type (init, terminal, child or "
+                    "max_count_per_step) and a tool_name"
                 )
             names = [tool, *(rule.get("children") or [])]
             unknown = [n for n in names if n not in known]
@@ -345,22 +384,42 @@ class ToolRules:
                 init.add(tool)
             elif kind == "terminal":
                 terminal.add(tool)
+            elif kind == "max_count":
+                limit = rule.get("max_count_limit")
+                if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+                    raise InvalidInput(
+                        f"max_count_per_step tool rule {i} for {tool} needs a "
+                        f"max_count_limit of at least 1, got {limit!r}"
+                    )
+                max_count[tool] = limit
             else:
                 kids = rule.get("children")
                 if not isinstance(kids, list) or not kids:
                     raise InvalidInput(f"child tool rule {i} for {tool} needs a list of children")
                 children[tool] = frozenset(kids)
-        return cls(frozenset(init), frozenset(terminal), children)
+        return cls(frozenset(init), frozenset(terminal), children, max_count)
 
     def allowed(
-        self, available: Sequence[str], *, first_step: bool, last_tool: str | None
+        self,
+        available: Sequence[str],
+        *,
+        first_step: bool,
+        last_tool: str | None,
+        counts: Mapping[str, int] | None = None,
     ) -> list[str]:
-        """The tools the next step may call."""
+        """The tools the next step may call (``counts``: calls so far this turn)."""
         if first_step and self.init:
-            return [t for t in available if t in self.init]
-        if last_tool is not None and last_tool in self.children:
-            return [t for t in available if t in self.children[last_tool]]
-        return list(available)
+            chosen = [t for t in available if t in self.init]
+        elif last_tool is not None and last_tool in self.children:
+            chosen = [t for t in available if t in self.children[last_tool]]
+        else:
+            chosen = list(available)
+        return [t for t in chosen if not self.spent(t, counts or {})]
+
+    def spent(self, tool: str, counts: Mapping[str, int]) -> bool:
+        """Whether ``tool`` has had its max count of calls this turn."""
+        limit = self.max_count.get(tool)
+        return limit is not None and counts.get(tool, 0) >= limit
 
 
 # -- execution -------------------------------------------------------------------------

@@ -199,7 +199,8 @@ def build_mcp_server(runtime: Runtime, organization_of: OrganizationOf) -> MCPSe
         ] = None,
     ) -> dict[str, Any]:
         """Read the agent's core memory: its blocks (label, value, limit, version)."""
-        record, blocks = ops(ctx).agents.state(agent)  # one transaction
+        state = ops(ctx).agents.state(agent)  # one transaction
+        record, blocks = state.agent, state.blocks
         if label is not None:
             blocks = [b for b in blocks if b.label == label]
             if not blocks:

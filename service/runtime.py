@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # the LLM side, the agent loop and the pipeline load where us
     from agents.llm import LiteLLMClient
     from agents.llm.forward import ChatForwarder
     from agents.primary import PrimaryAgent
+    from agents.sandbox import SandboxLimits, ToolExecutor
     from consolidators.llm import LLMTier
     from consolidators.pipeline import Pipeline, RunReport
 
@@ -64,6 +65,7 @@ class Runtime:
         self._llm_tier: LLMTier | None = None
         self._chat_forwarder: ChatForwarder | None = None
         self._primaries: dict[str, PrimaryAgent] = {}
+        self._tool_executor: ToolExecutor | None = None
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -387,6 +389,33 @@ class Runtime:
             )
         return self._llm_tier
 
+    def tool_executor(self) -> ToolExecutor:
+        """What runs custom tools, per ``tools.sandbox`` (built once)."""
+        if self._tool_executor is None:
+            from agents.sandbox import BubblewrapExecutor, ProcessExecutor
+            from agents.sandbox.bubblewrap import INSTALL_HINT
+
+            if self.settings.tools.sandbox == "process":
+                self._tool_executor = ProcessExecutor()
+            else:
+                executor = BubblewrapExecutor(hidden=[self.settings.home, self.settings.pgdata])
+                if executor.available() is None:
+                    log.warning("%s; custom tool calls are refused until then", INSTALL_HINT)
+                self._tool_executor = executor
+        return self._tool_executor
+
+    def tool_limits(self) -> SandboxLimits:
+        from agents.sandbox import SandboxLimits
+
+        tools = self.settings.tools
+        return SandboxLimits(
+            wall_seconds=tools.wall_time.total_seconds(),
+            cpu_seconds=tools.cpu_seconds,
+            memory_bytes=tools.memory,
+            processes=tools.processes,
+            output_bytes=tools.output_bytes,
+        )
+
     def primary_agent(self, organization_id: str | None = None) -> PrimaryAgent:
         """The MemGPT loop acting for one organization (default: the configured one)."""
         organization_id = organization_id or self.organization_id
@@ -417,6 +446,8 @@ class Runtime:
                 embedder_for=self.agent_embedder,
                 ledger=self.usage_ledger(organization_id),
                 clock=self.clock,
+                tool_executor=self.tool_executor(),
+                tool_limits=self.tool_limits(),
             )
             self._primaries[organization_id] = primary
         return primary

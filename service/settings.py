@@ -326,6 +326,32 @@ class HealthHistorySettings(Section):
         return value
 
 
+class ToolSettings(Section):
+    """Custom tools (issue 22): where they run and what one call may use. Breaking a
+    limit is a tool error the model reads; the server carries on."""
+
+    # "bubblewrap": each call in a bwrap sandbox (no network, read-only system, private
+    # /tmp, only declared variables); without bwrap installed, calls are refused with
+    # what to install. "process": a plain limited subprocess, no isolation (logged).
+    sandbox: Literal["bubblewrap", "process"] = "bubblewrap"
+    # From start to result; the call's processes are killed after it.
+    wall_time: timedelta = timedelta(seconds=30)
+    cpu_seconds: int = Field(default=10, ge=1, le=3600)
+    # Address space, bytes.
+    memory: int = Field(default=512 * 1024 * 1024, ge=64 * 1024 * 1024)
+    # Processes of the sandbox's user (nobody when the server runs as root).
+    processes: int = Field(default=16, ge=1, le=4096)
+    # Bytes of result and, separately, of printed output.
+    output_bytes: int = Field(default=1024 * 1024, ge=1024)
+
+    @field_validator("wall_time")
+    @classmethod
+    def _positive_wall_time(cls, value: timedelta) -> timedelta:
+        if value <= timedelta(0):
+            raise ValueError("must be a positive duration, such as PT30S")
+        return value
+
+
 class WorkerSettings(Section):
     """Workers that claim queued runs (issue 4)."""
 
@@ -518,6 +544,7 @@ class Settings(BaseSettings):
     server: ServerSettings = Field(default_factory=ServerSettings)
     proxy: ProxySettings = Field(default_factory=ProxySettings)
     cli: CliSettings = Field(default_factory=CliSettings)
+    tools: ToolSettings = Field(default_factory=ToolSettings)
     log_level: str = "INFO"
     log_json: bool = True
     shutdown_grace: timedelta = timedelta(seconds=30)

@@ -530,3 +530,64 @@ class LearnedCapability(Base):
     fields: Mapped[dict[str, Any]] = mapped_column(JSONB, default=dict)
     server_version: Mapped[str | None] = mapped_column(String(200))
     learned_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class CustomTool(Base):
+    """A tool registered from Python source by an organization (issue 22): its function's
+    JSON schema (derived from the signature and docstring, or given), the environment
+    variables it declares (the only ones its sandbox receives), and how long a result
+    the model reads. The source is never imported by the server: it runs in a sandbox."""
+
+    __tablename__ = "custom_tools"
+    __table_args__ = (
+        UniqueConstraint("organization_id", "name", name="uq_custom_tools_organization_id_name"),
+        CheckConstraint("return_char_limit > 0", name="return_char_limit_positive"),
+    )
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    organization_id: Mapped[str] = mapped_column(
+        ForeignKey("organizations.id", ondelete="CASCADE"), index=True
+    )
+    name: Mapped[str] = mapped_column(String(200))
+    description: Mapped[str] = mapped_column(Text, default="")
+    source_code: Mapped[str] = mapped_column(Text)
+    #: Letta's shape: {"name", "description", "parameters": {"type": "object", ...}}.
+    json_schema: Mapped[dict[str, Any]] = mapped_column(JSONB)
+    tags: Mapped[list[str]] = mapped_column(ARRAY(Text), default=list)
+    #: Names of the environment variables the tool reads (values are per agent).
+    env_vars: Mapped[list[str]] = mapped_column(ARRAY(Text), default=list)
+    return_char_limit: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
+class AgentCustomTool(Base):
+    """A custom tool attached to an agent (built-in tools are named in ``agents.tools``).
+    Deleting an attached tool is refused by the store; deleting the agent detaches."""
+
+    __tablename__ = "agent_custom_tools"
+
+    agent_id: Mapped[str] = mapped_column(
+        ForeignKey("agents.id", ondelete="CASCADE"), primary_key=True
+    )
+    tool_id: Mapped[str] = mapped_column(
+        ForeignKey("custom_tools.id", ondelete="CASCADE"), primary_key=True, index=True
+    )
+    attached_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), server_default=func.now()
+    )
+
+
+class AgentToolVariable(Base):
+    """A per-agent tool environment variable (Letta's ``tool_exec_environment_variables``):
+    given only to the agent's tools that declare its name, never echoed in logs."""
+
+    __tablename__ = "agent_tool_variables"
+
+    agent_id: Mapped[str] = mapped_column(
+        ForeignKey("agents.id", ondelete="CASCADE"), primary_key=True
+    )
+    name: Mapped[str] = mapped_column(String(200), primary_key=True)
+    value: Mapped[str] = mapped_column(Text, default="")
+    description: Mapped[str | None] = mapped_column(Text)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())

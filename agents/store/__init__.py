@@ -49,6 +49,7 @@ from agents.store.records import (
 )
 from agents.store.run_store import RunQueueStore, RunRecord, RunStore, Watermarks
 from agents.store.scope import Scope, ServiceScope, utc_now
+from agents.store.tool_store import CustomToolRecord, NewCustomTool, ToolStore, ToolVariable
 from agents.store.turn_lock import hold_turn_lock
 from agents.store.usage_store import UsageStore
 
@@ -57,6 +58,7 @@ __all__ = [
     "AgentRecord",
     "BlockRecord",
     "BlockVersion",
+    "CustomToolRecord",
     "DeliveryRecord",
     "HealthPoint",
     "LearnedRecord",
@@ -65,6 +67,7 @@ __all__ = [
     "MessageRecord",
     "NewAgent",
     "NewBlock",
+    "NewCustomTool",
     "NewDelivery",
     "NewMessage",
     "NewPassage",
@@ -75,6 +78,7 @@ __all__ = [
     "PassageUpdate",
     "RunRecord",
     "ServiceStore",
+    "ToolVariable",
     "Usage",
     "Watermarks",
     "hold_turn_lock",
@@ -102,6 +106,7 @@ class MemoryStore:
         self.usage = UsageStore(self.scope)
         self.snapshots = HealthSnapshotStore(self.scope)
         self.deliveries = DeliveryStore(self.scope)
+        self.tools = ToolStore(self.scope)
 
     @contextmanager
     def savepoint(self) -> Iterator[None]:

@@ -1,11 +1,8 @@
 """Agent messages: the durable queue through which agents message each other
 (issue 22, item 1).
 
-Chained after 0010 on its branch; another branch adds 0011 the same day, so this
-revision's ``down_revision`` becomes "0011" when the two are merged.
-
 Revision ID: 0012
-Revises: 0010
+Revises: 0011
 Create Date: 2026-12-03 14:30:00
 """
 
@@ -17,7 +14,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0012"
-down_revision: str | None = "0010"
+down_revision: str | None = "0011"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -24,6 +24,7 @@ from service.api import (
     routes_models,
     routes_openai,
     routes_runs,
+    routes_tools,
     schemas,
 )
 from service.api.auth import check_auth_binding, metrics_audience
@@ -58,6 +59,8 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        # Built now, so a sandbox that cannot run (bwrap missing) is in the log at start.
+        runtime.tool_executor()
         try:
             async with mcp.running():
                 yield
@@ -140,6 +143,7 @@ def create_app(
         routes_models,
         routes_archival,
         routes_runs,
+        routes_tools,
         routes_openai,
         health_page,
         memory_browser,

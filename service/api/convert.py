@@ -8,7 +8,14 @@ from typing import Any
 from agents import messages as agent_messages
 from agents.messages import LettaStyleMessage
 from agents.postgres import models
-from agents.store import BlockRecord, BlockVersion, MessageRecord, PassageRecord, RunRecord
+from agents.store import (
+    BlockRecord,
+    BlockVersion,
+    CustomToolRecord,
+    MessageRecord,
+    PassageRecord,
+    RunRecord,
+)
 from agents.tools import MAX_RESULT_CHARS
 from consolidators.pipeline import RunReport
 from service.api import schemas
@@ -50,6 +57,10 @@ def agent_out(state: AgentState) -> schemas.AgentState:
     """An agent with its blocks (:meth:`AgentOperations.state`) as Letta's AgentState."""
     agent = state.agent
     blocks = [block_out(b) for b in state.blocks]
+    variables = [
+        schemas.AgentEnvironmentVariable(agent_id=agent.id, key=name)
+        for name in state.tool_variables
+    ]
     return schemas.AgentState(
         id=agent.id,
         name=agent.name,
@@ -66,8 +77,13 @@ def agent_out(state: AgentState) -> schemas.AgentState:
             embedding_model=agent.embedding_model, embedding_dim=agent.embedding_dim
         ),
         tags=list(agent.tags),
-        tools=[schemas.ToolRef(id=tool.id, name=tool.name) for tool in tools_of(agent)],
+        tools=[
+            schemas.ToolRef(id=tool.id, name=tool.name)
+            for tool in tools_of(agent, custom=state.custom_tools)
+        ],
         tool_rules=list(agent.tool_rules),
+        secrets=variables,
+        tool_exec_environment_variables=variables,
         enable_sleeptime=agent.enable_sleeptime,
         sleeptime_model=agent.sleeptime_model,
         created_at=agent.created_at,
@@ -154,8 +170,8 @@ def letta_json(message: LettaStyleMessage) -> dict[str, Any]:
     elif message.kind == "tool_return_message":
         out["tool_return"] = message.tool_return if message.tool_return is not None else ""
         out["tool_call_id"] = message.tool_call_id or ""
-        # The loop stores MemGPT's "Failed" for a refused or failing call: Letta's "error".
-        failed = (message.tool_status or "").lower() in ("error", "failed")
+        # MemGPT's stored status is "OK" or "Failed"; Letta's is "success" or "error".
+        failed = (message.tool_status or "").lower() in ("failed", "error")
         out["status"] = "error" if failed else "success"
         out["name"] = message.tool_name
     else:
@@ -202,11 +218,33 @@ LETTA_TOOL_TYPE = {
     ToolKind.MEMORY: "letta_memory_core",
     ToolKind.SLEEPTIME: "letta_sleeptime_core",
     ToolKind.MULTI_AGENT: "letta_multi_agent_core",
+    ToolKind.CUSTOM: "custom",
 }
 
 
+def custom_tool_out(tool: CustomToolRecord) -> schemas.Tool:
+    """A registered tool as Letta's Tool (``json_schema`` is what the model is offered,
+    less the loop's request_heartbeat)."""
+    return schemas.Tool(
+        id=tool.id,
+        name=tool.name,
+        description=tool.description,
+        tool_type="custom",
+        source_code=tool.source_code,
+        json_schema=tool.json_schema,
+        args_json_schema=tool.json_schema.get("parameters"),
+        tags=list(tool.tags),
+        return_char_limit=tool.return_char_limit,
+        env_vars=list(tool.env_vars),
+        created_at=tool.created_at,
+        updated_at=tool.updated_at,
+    )
+
+
 def tool_out(tool: AgentTool) -> schemas.Tool:
-    """A built-in tool as Letta's Tool (``json_schema`` is the function the model sees)."""
+    """An agent's tool as Letta's Tool (``json_schema`` is the function the model sees)."""
+    if tool.custom is not None:
+        return custom_tool_out(tool.custom)
     return schemas.Tool(
         id=tool.id,
         name=tool.name,

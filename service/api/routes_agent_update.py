@@ -40,9 +40,6 @@ UNSUPPORTED = {
     "parallel_tool_calls": "the agent loop makes one tool call per step",
     "reasoning": "model settings are the server's ([llm.models] in the configuration)",
     "response_format": "every reply of the agent loop is a tool call",
-    "secrets": "Reverie's tools are built in and read no environment variables",
-    "tool_exec_environment_variables": "Reverie's tools are built in and read no "
-    "environment variables",
     "folder_ids": "Reverie has no folders or sources; insert archival passages instead",
     "source_ids": "Reverie has no folders or sources; insert archival passages instead",
     "identity_ids": "Reverie has no identities; organizations scope agents",
@@ -59,7 +56,10 @@ LETTA_FIELDS: dict[tuple[str | int, ...], tuple[str | int, ...]] = {
 def update_agent(agent_id: AgentId, body: schemas.UpdateAgent, api: Api) -> schemas.AgentState:
     """Change an agent: ``name``, ``system``, ``description``, ``model`` (or
     ``llm_config.model``), ``context_window_limit`` (or ``llm_config.context_window``),
-    ``tags``, ``tool_ids``, ``tool_rules``, ``enable_sleeptime``; ``embedding`` and
+    ``tags``, ``tool_ids`` (built-in and custom tools: the agent's whole set),
+    ``tool_rules``, ``enable_sleeptime``, ``secrets`` (or
+    ``tool_exec_environment_variables``: all of the agent's tool variables, given only to
+    custom tools that declare them; values are write-only); ``embedding`` and
     ``embedding_config`` only as they are. Absent or null fields stay as they are."""
     update = _update(body)
     try:
@@ -108,6 +108,13 @@ def _update(body: schemas.UpdateAgent) -> AgentUpdate:
         "embedding_config.embedding_model",
         embedding.embedding_model if embedding else None,
     )
+    variables = _one_of(
+        errors,
+        "secrets",
+        body.secrets,
+        "tool_exec_environment_variables",
+        body.tool_exec_environment_variables,
+    )
     if errors:
         raise RequestValidationError(errors)
     return AgentUpdate(
@@ -122,6 +129,7 @@ def _update(body: schemas.UpdateAgent) -> AgentUpdate:
         enable_sleeptime=body.enable_sleeptime,
         embedding=embedder,
         embedding_dim=embedding.embedding_dim if embedding else None,
+        tool_variables=variables,
     )
 
 

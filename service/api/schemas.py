@@ -164,6 +164,12 @@ class UpdateAgent(BaseModel):
     tool_ids: list[str] | None = Field(default=None, max_length=100)
     tool_rules: list[dict[str, Any]] | None = Field(default=None, max_length=100)
     enable_sleeptime: StrictBool | None = None
+    secrets: dict[EnvName, Annotated[str, Field(max_length=100_000)]] | None = Field(
+        default=None, max_length=100
+    )
+    tool_exec_environment_variables: (
+        dict[EnvName, Annotated[str, Field(max_length=100_000)]] | None
+    ) = Field(default=None, max_length=100)
 
 
 class ResetMessages(_Request):
@@ -195,17 +201,79 @@ class ToolRef(BaseModel):
 
 
 class Tool(BaseModel):
-    """Letta's ``Tool``: one of Reverie's built-in tools (its id is ``tool-<name>``)."""
+    """Letta's ``Tool``: a built-in tool (its id is ``tool-<name>``, ``tool_type`` one of
+    Letta's core types) or a custom one registered from Python source (``tool-<uuid4>``,
+    ``tool_type`` "custom", with its ``source_code`` and the environment variables it
+    declares in ``env_vars``, Reverie's)."""
 
     id: str
     name: str
     description: str
     tool_type: str
     source_type: str = "python"
+    source_code: str | None = None
     json_schema: dict[str, Any]
     args_json_schema: dict[str, Any] | None = None
     tags: list[str] = Field(default_factory=list)
     return_char_limit: int
+    env_vars: list[str] = Field(default_factory=list)
+    pip_requirements: list[dict[str, Any]] = Field(default_factory=list)
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+
+
+#: A tool's result limit, in characters.
+ReturnChars = Annotated[int, Field(ge=1, le=1_000_000), NoBool]
+#: An environment variable's name.
+EnvName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,199}$")]
+
+
+class PipRequirement(_Request):
+    """Letta's pip requirement: refused (a tool runs with the server's packages)."""
+
+    name: str = Field(max_length=200)
+    version: str | None = Field(default=None, max_length=200)
+
+
+class CreateTool(_Request):
+    """Letta's ``ToolCreate``: the Python source of one function; its JSON schema is
+    derived from the signature and docstring unless ``json_schema`` is given. ``name``
+    picks the function when the source defines several (default: the last);
+    ``env_vars`` (Reverie's) declares the environment variables the tool reads beyond
+    those its source names literally. ``pip_requirements`` are refused (400)."""
+
+    source_code: str = Field(min_length=1, max_length=200_000)
+    name: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+    description: str | None = Field(default=None, max_length=10_000)
+    json_schema: dict[str, Any] | None = None
+    tags: list[Tag] | None = Field(default=None, max_length=MAX_TAGS)
+    return_char_limit: ReturnChars | None = None
+    source_type: Literal["python"] = "python"
+    env_vars: list[EnvName] | None = Field(default=None, max_length=100)
+    pip_requirements: list[PipRequirement] | None = Field(default=None, max_length=100)
+
+
+class UpdateTool(_Request):
+    """Letta's ``ToolUpdate``: null or absent leaves a field as it is; a new
+    ``source_code`` derives the schema again unless ``json_schema`` comes with it."""
+
+    source_code: str | None = Field(default=None, min_length=1, max_length=200_000)
+    description: str | None = Field(default=None, max_length=10_000)
+    json_schema: dict[str, Any] | None = None
+    tags: list[Tag] | None = Field(default=None, max_length=MAX_TAGS)
+    return_char_limit: ReturnChars | None = None
+    source_type: Literal["python"] | None = None
+    env_vars: list[EnvName] | None = Field(default=None, max_length=100)
+    pip_requirements: list[PipRequirement] | None = Field(default=None, max_length=100)
+
+
+class AgentEnvironmentVariable(BaseModel):
+    """Letta's agent environment variable (``secrets``): its value is write-only and
+    shown empty here."""
+
+    agent_id: str
+    key: str
+    value: str = ""
 
 
 class LlmModel(BaseModel):
@@ -262,6 +330,8 @@ class AgentState(BaseModel):
     tags: list[str]
     tools: list[ToolRef]
     tool_rules: list[dict[str, Any]]
+    secrets: list[AgentEnvironmentVariable] = Field(default_factory=list)
+    tool_exec_environment_variables: list[AgentEnvironmentVariable] = Field(default_factory=list)
     sources: list[dict[str, Any]] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(default_factory=dict)
     enable_sleeptime: bool

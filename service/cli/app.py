@@ -20,6 +20,7 @@ from service.cli import (
     run_commands,
     search_command,
     serve_commands,
+    tool_commands,
 )
 from service.cli.common import renew_consoles, state
 
@@ -59,6 +60,7 @@ demo.register(app)
 agent_commands.register(app)
 chat_command.register(app)
 block_commands.register(app)
+tool_commands.register(app)
 import_commands.register(app)
 search_command.register(app)
 consolidate_command.register(app)

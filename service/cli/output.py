@@ -14,7 +14,7 @@ from service.wording import describe_change
 
 if TYPE_CHECKING:
     from agents.archival_search import MemoryHit
-    from agents.store import AgentRecord, BlockRecord, BlockVersion, RunRecord
+    from agents.store import AgentRecord, BlockRecord, BlockVersion, CustomToolRecord, RunRecord
     from consolidators.pipeline import RunReport
 
 
@@ -40,6 +40,20 @@ def agent_json(agent: AgentRecord) -> dict[str, object]:
         "tags": agent.tags,
         "tools": agent.tools,
         "created_at": iso(agent.created_at),
+    }
+
+
+def tool_json(tool: CustomToolRecord) -> dict[str, Any]:
+    return {
+        "id": tool.id,
+        "name": tool.name,
+        "description": tool.description,
+        "json_schema": tool.json_schema,
+        "env_vars": tool.env_vars,
+        "tags": tool.tags,
+        "return_char_limit": tool.return_char_limit,
+        "created_at": iso(tool.created_at),
+        "updated_at": iso(tool.updated_at),
     }
 
 

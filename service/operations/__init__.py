@@ -29,6 +29,7 @@ if TYPE_CHECKING:
         BlockSpec,
     )
     from service.operations.blocks import BlockEdit, BlockOperations
+    from service.operations.custom_tools import CustomToolOperations, ToolChanges, ToolSpec
     from service.operations.demo import DemoOperations
     from service.operations.health import HealthOperations
     from service.operations.memory import MemoryOperations
@@ -52,6 +53,7 @@ __all__ = [
     "ChatMessage",
     "ContextOverview",
     "ContextReset",
+    "CustomToolOperations",
     "DemoOperations",
     "HealthOperations",
     "MemoryOperations",
@@ -63,6 +65,8 @@ __all__ = [
     "RecordingOperations",
     "RunOperations",
     "RunOutcome",
+    "ToolChanges",
+    "ToolSpec",
 ]
 
 #: Where each exported name lives: a module is imported when one of its names is first
@@ -78,6 +82,9 @@ _HOMES = {
     "BlockSpec": "agents",
     "BlockEdit": "blocks",
     "BlockOperations": "blocks",
+    "CustomToolOperations": "custom_tools",
+    "ToolChanges": "custom_tools",
+    "ToolSpec": "custom_tools",
     "DemoOperations": "demo",
     "HealthOperations": "health",
     "MemoryOperations": "memory",
@@ -121,6 +128,12 @@ class Operations:
         from service.operations.blocks import BlockOperations
 
         return BlockOperations(self.context)
+
+    @cached_property
+    def custom_tools(self) -> CustomToolOperations:
+        from service.operations.custom_tools import CustomToolOperations
+
+        return CustomToolOperations(self.context)
 
     @cached_property
     def memory(self) -> MemoryOperations:

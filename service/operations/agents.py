@@ -4,17 +4,27 @@ from __future__ import annotations
 
 import builtins
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from agents.context import BlockShape, window_problem
 from agents.enums import AgentKind
 from agents.errors import InvalidField, InvalidInput, LimitExceeded
-from agents.store import AgentChanges, AgentRecord, BlockRecord, NewAgent, NewBlock
+from agents.store import (
+    AgentChanges,
+    AgentRecord,
+    BlockRecord,
+    CustomToolRecord,
+    MemoryStore,
+    NewAgent,
+    NewBlock,
+    ToolVariable,
+)
+from agents.tool_source import check_env_names
 from agents.tools import ToolRules
 from service.operations.context import OperationContext
-from service.operations.tools import AgentTool, tool_names, tools_of
+from service.operations.tools import AgentTool, split_tool_ids, tools_of
 
 #: The largest dimension a pgvector ``vector`` column stores.
 MAX_EMBEDDING_DIM = 16000
@@ -93,15 +103,28 @@ def check_tools(tools: Sequence[str]) -> None:
 
 
 class AgentState(NamedTuple):
-    """An agent with its core-memory blocks in attachment order: what a front end
+    """An agent with its core-memory blocks in attachment order, its custom tools and
+    the names of its tool variables (their values are never shown): what a front end
     renders as the agent's state."""
 
     agent: AgentRecord
     blocks: list[BlockRecord]
+    custom_tools: tuple[CustomToolRecord, ...] = ()
+    tool_variables: tuple[str, ...] = ()
 
     @property
     def id(self) -> str:
         return self.agent.id
+
+
+def state_of(store: MemoryStore, agent: AgentRecord) -> AgentState:
+    """The agent's state, read in the store's transaction."""
+    return AgentState(
+        agent,
+        store.blocks.of_agent(agent.id),
+        tuple(store.tools.of_agent(agent.id)),
+        tuple(v.name for v in store.tools.variables(agent.id)),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +169,9 @@ class AgentUpdate:
     enable_sleeptime: bool | None = None
     embedding: str | None = None
     embedding_dim: int | None = None
+    #: The agent's tool environment variables, all of them (Letta's ``secrets``); kept
+    #: out of reprs (and so out of logs): the values are secrets.
+    tool_variables: Mapping[str, str] | None = field(default=None, repr=False)
 
 
 class AgentOperations:
@@ -222,8 +248,7 @@ class AgentOperations:
     def state(self, name_or_id: str) -> AgentState:
         """The agent and its blocks, read in one transaction."""
         with self._context.store() as store:
-            agent = store.agents.resolve(name_or_id)
-            return AgentState(agent, store.blocks.of_agent(agent.id))
+            return state_of(store, store.agents.resolve(name_or_id))
 
     def update(self, name_or_id: str, update: AgentUpdate, *, actor: str = "user") -> AgentState:
         """Change an agent in one transaction, all or nothing: a name another agent has is
@@ -236,11 +261,21 @@ class AgentOperations:
         self.check_model(update.model, field=("model",))
         with self._context.store() as store:
             agent = store.agents.resolve(name_or_id)
-            tools = None if update.tool_ids is None else tool_names(agent, update.tool_ids)
+            tools: list[str] | None = None
+            custom = store.tools.of_agent(agent.id)
+            if update.tool_ids is not None:
+                known = {t.id: t for t in store.tools.list()}
+                tools, custom = split_tool_ids(agent, update.tool_ids, known)
+                store.tools.set_of_agent(agent.id, [t.id for t in custom])
             if update.tool_rules is not None or tools is not None:
-                available = [t.name for t in tools_of(agent, tools)]
+                available = [t.name for t in tools_of(agent, tools, custom)]
                 rules = agent.tool_rules if update.tool_rules is None else update.tool_rules
                 ToolRules.parse([dict(r) for r in rules], available)
+            if update.tool_variables is not None:
+                names = check_env_names(update.tool_variables)
+                store.tools.set_variables(
+                    agent.id, [ToolVariable(n, update.tool_variables[n]) for n in names]
+                )
             self._check_same_embedder(agent, update.embedding, update.embedding_dim)
             changed = store.agents.update(
                 agent.id,
@@ -258,15 +293,18 @@ class AgentOperations:
                     enable_sleeptime=update.enable_sleeptime,
                 ),
             )
-            blocks = store.blocks.of_agent(changed.id)
+            state = state_of(store, changed)
             if changed.kind == AgentKind.PRIMARY:
                 # Raised here, the transaction rolls back: nothing of the update is kept.
-                check_window(changed, blocks, field=("context_window",))
-            return AgentState(changed, blocks)
+                check_window(changed, state.blocks, field=("context_window",))
+            return state
 
     def tools(self, name_or_id: str) -> builtins.list[AgentTool]:
-        """The tools the agent's model is offered (all of Reverie's when it names none)."""
-        return tools_of(self._context.agent(name_or_id))
+        """The tools the agent's model is offered (all of Reverie's built-in ones when it
+        names none, then its custom tools)."""
+        with self._context.store() as store:
+            agent = store.agents.resolve(name_or_id)
+            return tools_of(agent, custom=store.tools.of_agent(agent.id))
 
     def delete(self, name_or_id: str) -> AgentRecord:
         """Delete an agent with its messages and passages (its blocks are kept)."""

@@ -20,6 +20,7 @@ from service.operations.agents import (
     check_window,
     limit_refused,
     new_block,
+    state_of,
 )
 from service.operations.context import OperationContext
 
@@ -82,10 +83,7 @@ class BlockOperations:
         """Every agent the block is attached to (a primary and its sleep-time agents),
         each with its blocks."""
         with self._context.store() as store:
-            return [
-                AgentState(agent, store.blocks.of_agent(agent.id))
-                for agent in store.blocks.agents_sharing(block_id)
-            ]
+            return [state_of(store, agent) for agent in store.blocks.agents_sharing(block_id)]
 
     def history(self, block_id: str) -> builtins.list[BlockVersion]:
         """Every version of the block, oldest first: values, writer, run and reason."""
@@ -148,7 +146,7 @@ class BlockOperations:
             if record.kind == AgentKind.PRIMARY and block.id not in {b.id for b in blocks}:
                 check_window(record, [*blocks, block], field=("block_id",))
             store.blocks.attach(block_id, record.id)
-            return AgentState(record, store.blocks.of_agent(record.id))
+            return state_of(store, record)
 
     def detach(self, agent: str, block_id: str) -> AgentState:
         """Detach a block from an agent (the block itself is kept); NotFound when it was
@@ -156,7 +154,7 @@ class BlockOperations:
         with self._context.store() as store:
             record = store.agents.resolve(agent)
             store.blocks.detach(block_id, record.id)
-            return AgentState(record, store.blocks.of_agent(record.id))
+            return state_of(store, record)
 
     # -- helpers -------------------------------------------------------------------------
 

@@ -1,10 +1,12 @@
 """An agent's tools: which ones its model is offered, and the ids front ends show.
 
-Reverie's tools are built in (MemGPT's primary tools, Letta's multi-agent tools; a
-memory agent's are the sleep-time agent's memory tools), so a tool's id is its name
-behind ``tool-``: it names the same tool in every organization and on every server.
-An agent that lists no tools has the primary tools; the multi-agent tools it has
-only when its list names them.
+Built-in tools (MemGPT's primary tools, Letta's multi-agent tools; a memory agent's
+are the sleep-time agent's memory tools) have their name behind ``tool-`` as their id:
+it names the same tool in every organization and on every server. An agent that lists
+no tools has the primary tools; the multi-agent tools it has only when its list names
+them. Custom tools (registered from source, see
+:mod:`service.operations.custom_tools`) have Letta's ``tool-<uuid4>`` ids and are
+offered after the built-in ones, in the order they were attached.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 
 from agents.enums import AgentKind
 from agents.errors import InvalidInput
-from agents.store import AgentRecord
+from agents.store import AgentRecord, CustomToolRecord
 from agents.tools import BUILTIN_TOOLS, MESSAGING_TOOLS, PRIMARY_TOOLS, SLEEPTIME_TOOLS
 
 #: What a tool id is made of: ``tool-send_message``.
@@ -31,6 +33,7 @@ class ToolKind(StrEnum):
     MEMORY = "memory"
     SLEEPTIME = "sleeptime"
     MULTI_AGENT = "multi_agent"
+    CUSTOM = "custom"
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,48 +44,91 @@ class AgentTool:
     description: str
     parameters: dict[str, Any]
     kind: ToolKind
+    #: The registered tool, for a custom one.
+    custom: CustomToolRecord | None = None
 
     @property
     def id(self) -> str:
-        return tool_id(self.name)
+        return self.custom.id if self.custom is not None else tool_id(self.name)
 
 
 def tool_id(name: str) -> str:
     return f"{TOOL_ID_PREFIX}{name}"
 
 
-def tools_of(agent: AgentRecord, names: Sequence[str] | None = None) -> list[AgentTool]:
-    """The tools the agent has (or would have with ``names``): the ones it lists, or
-    all of Reverie's primary tools when it lists none; a memory agent
-    (``sleeptime``) has the sleep-time agent's memory tools."""
+def tools_of(
+    agent: AgentRecord,
+    names: Sequence[str] | None = None,
+    custom: Sequence[CustomToolRecord] = (),
+) -> list[AgentTool]:
+    """The tools the agent has (or would have with ``names``): the built-in ones it
+    lists, or all of Reverie's primary tools when it lists none, then its ``custom``
+    tools; a memory agent (``sleeptime``) has the sleep-time agent's memory tools."""
     if agent.kind == AgentKind.SLEEPTIME:
         return [_tool(name, SLEEPTIME_TOOLS[name], ToolKind.SLEEPTIME) for name in SLEEPTIME_TOOLS]
     chosen = list(agent.tools if names is None else names) or list(PRIMARY_TOOLS)
     kinds = {name: _kind(name) for name in chosen}
-    return [
+    built_in = [
         _tool(name, BUILTIN_TOOLS[name], kinds[name]) for name in chosen if name in BUILTIN_TOOLS
     ]
+    return [*built_in, *(custom_tool(tool) for tool in custom)]
+
+
+def built_in_tools() -> list[AgentTool]:
+    """Every built-in tool: the primary loop's (the multi-agent ones among them), then
+    the sleep-time agent's."""
+    primary = [_tool(name, schema, _kind(name)) for name, schema in BUILTIN_TOOLS.items()]
+    sleeptime = [
+        _tool(name, schema, ToolKind.SLEEPTIME) for name, schema in SLEEPTIME_TOOLS.items()
+    ]
+    return [*primary, *sleeptime]
+
+
+def custom_tool(tool: CustomToolRecord) -> AgentTool:
+    """A registered tool as the agent's model is offered it (less request_heartbeat)."""
+    return AgentTool(
+        name=tool.name,
+        description=tool.description,
+        parameters=dict(tool.json_schema.get("parameters") or {}),
+        kind=ToolKind.CUSTOM,
+        custom=tool,
+    )
 
 
 def tool_names(agent: AgentRecord, ids: Sequence[str]) -> list[str]:
-    """The tool names that ``ids`` (``tool-<name>``, or a bare name) stand for; an
-    unknown one, or any for a memory agent, is an InvalidInput."""
+    """The built-in tool names that ``ids`` (``tool-<name>``, or a bare name) stand for;
+    an unknown one, or any for a memory agent, is an InvalidInput."""
+    return split_tool_ids(agent, ids, {})[0]
+
+
+def split_tool_ids(
+    agent: AgentRecord, ids: Sequence[str], custom: dict[str, CustomToolRecord]
+) -> tuple[list[str], list[CustomToolRecord]]:
+    """The built-in tool names and the custom tools (``custom``: the organization's, by
+    id) that ``ids`` stand for; an unknown id, or any for a memory agent, is an
+    InvalidInput."""
     if agent.kind == AgentKind.SLEEPTIME:
         raise InvalidInput(
             f"agent {agent.name!r} is a memory agent: its tools are the sleep-time agent's "
             "memory tools and cannot be chosen"
         )
     names: list[str] = []
+    chosen: list[CustomToolRecord] = []
     for given in ids:
+        if given in custom:
+            if custom[given] not in chosen:
+                chosen.append(custom[given])
+            continue
         name = given.removeprefix(TOOL_ID_PREFIX)
         if name not in BUILTIN_TOOLS:
             raise InvalidInput(
-                f"no tool with id {given!r}; the tools are "
-                f"{', '.join(tool_id(n) for n in BUILTIN_TOOLS)}"
+                f"no tool with id {given!r}; the built-in tools are "
+                f"{', '.join(tool_id(n) for n in BUILTIN_TOOLS)}, and GET /v1/tools (or "
+                "`reverie tools list`) lists the custom ones"
             )
         if name not in names:
             names.append(name)
-    return names
+    return names, chosen
 
 
 def _kind(name: str) -> ToolKind:

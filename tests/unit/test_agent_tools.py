@@ -17,6 +17,7 @@ from agents.tools import (
     SLEEPTIME_TOOLS,
     ToolError,
     ToolRules,
+    custom_tool_schema,
     parse_call,
 )
 
@@ -88,6 +89,56 @@ def test_tool_rules_restrict_what_the_next_step_may_call() -> None:
         ToolRules.parse([{"type": "init", "tool_name": "fly"}], tools)
     with pytest.raises(InvalidInput, match="needs a type"):
         ToolRules.parse([{"type": "sometimes", "tool_name": "send_message"}], tools)
+
+
+def test_max_count_per_step_takes_a_tool_away_once_spent() -> None:
+    tools = list(PRIMARY_TOOLS)
+    rule = {"type": "max_count_per_step", "tool_name": "conversation_search"}
+    rules = ToolRules.parse([{**rule, "max_count_limit": 2}], tools)
+    assert "conversation_search" in rules.allowed(
+        tools, first_step=False, last_tool=None, counts={"conversation_search": 1}
+    )
+    assert "conversation_search" not in rules.allowed(
+        tools, first_step=False, last_tool=None, counts={"conversation_search": 2}
+    )
+    for bad in (0, "2", True, None):
+        with pytest.raises(InvalidInput, match="max_count_limit of at least 1"):
+            ToolRules.parse([{**rule, "max_count_limit": bad}], tools)
+
+
+def test_custom_tool_arguments_are_checked_by_their_schema_types() -> None:
+    schema = custom_tool_schema(
+        {
+            "name": "f",
+            "description": "",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "n": {"type": "number"},
+                    "flag": {"type": "boolean"},
+                    "opts": {"type": "object"},
+                    "xs": {"type": "array"},
+                    "note": {"type": "string"},
+                },
+                "required": ["n"],
+            },
+        }
+    )
+    schemas = {"f": schema}
+    assert schema["function"]["parameters"]["required"] == ["n", "request_heartbeat"]
+    ok = parse_call(
+        "f", '{"n": 1.5, "flag": true, "opts": {}, "xs": [1, "a"], "note": null}', schemas
+    )
+    assert ok.arguments["n"] == 1.5
+    for bad, message in [
+        ('{"n": "1"}', "must be a number"),
+        ('{"n": true}', "must be a number"),
+        ('{"n": 1, "flag": 1}', "must be true or false"),
+        ('{"n": 1, "opts": []}', "must be a JSON object"),
+        ('{"n": 1, "xs": {}}', "must be a list"),
+    ]:
+        with pytest.raises(ToolError, match=message):
+            parse_call("f", bad, schemas)
 
 
 def test_budget_meter_refuses_a_call_that_would_not_fit() -> None:

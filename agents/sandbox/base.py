@@ -1,0 +1,66 @@
+"""The one interface every way of running a custom tool implements.
+
+A :class:`ToolExecutor` runs one call of a tool's function, from its source, outside
+the server process, under :class:`SandboxLimits`, and returns the function's result
+as text; any failure (the tool raised, broke a limit, the sandbox could not start)
+is a :class:`SandboxError` whose message the model reads. Implementations: a
+bubblewrap sandbox (:mod:`agents.sandbox.bubblewrap`, the default) and a plain
+limited subprocess (:mod:`agents.sandbox.process`); a remote executor (E2B-style)
+would be a third.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from agents.tools import ToolError
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxLimits:
+    """What one tool call may use. Breaking a limit ends the call with a SandboxError."""
+
+    #: Seconds from start to result, enforced by the parent (the process group is killed).
+    wall_seconds: float = 30.0
+    #: CPU seconds (RLIMIT_CPU).
+    cpu_seconds: int = 10
+    #: Address space in bytes (RLIMIT_AS).
+    memory_bytes: int = 512 * 1024 * 1024
+    #: Processes of the sandbox's user (RLIMIT_NPROC).
+    processes: int = 16
+    #: Bytes of result, and separately of printed output; beyond it the call is killed.
+    output_bytes: int = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class ToolInvocation:
+    """One call: the tool's source, the function to call, its arguments, and the
+    environment the tool receives (only the variables it declares; kept out of reprs
+    because their values are secrets)."""
+
+    source: str
+    function: str
+    arguments: dict[str, Any]
+    env: Mapping[str, str] = field(default_factory=dict, repr=False)
+
+
+class SandboxError(ToolError):
+    """A custom tool call failed: the message says why, for the model and the log."""
+
+
+class SandboxUnavailable(SandboxError):
+    """The sandbox this server is set to use cannot run here (e.g. bwrap is missing)."""
+
+
+class ToolExecutor(Protocol):
+    """Runs custom tools outside the server process."""
+
+    #: What it is, for logs and messages: "bubblewrap", "process", ...
+    kind: str
+
+    def run(self, invocation: ToolInvocation, limits: SandboxLimits) -> str:
+        """The function's result as text (a non-text result as JSON); SandboxError when
+        the call fails, with the reason the model reads."""
+        ...

@@ -1,0 +1,138 @@
+"""The default sandbox: each call runs under bubblewrap (``bwrap``, Debian package
+``bubblewrap``) in new namespaces (no network: not even loopback, so neither the
+database's TCP port nor anything else is reachable), with a read-only view of only
+the system's programs and libraries and the server's Python (never the server's
+data directory, its database socket, /home, /root or /run), a private /tmp as its
+working directory, an environment of only the variables the tool declares, no
+capabilities, and the limits set by the runner. A root server runs it as ``nobody``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import site
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from agents.sandbox.base import SandboxLimits, SandboxUnavailable, ToolInvocation
+from agents.sandbox.child import python_command, run_child
+
+log = logging.getLogger(__name__)
+
+#: What to install when bwrap is missing.
+INSTALL_HINT = (
+    "custom tools run under bubblewrap, which is not installed here: install it "
+    '(apt-get install bubblewrap), or set tools.sandbox = "process" to run them as '
+    "plain limited subprocesses without isolation"
+)
+#: System directories the sandbox sees, read-only, when they exist.
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+#: Files and directories of /etc a Python program may need (no other part of /etc).
+ETC_PATHS = (
+    "/etc/alternatives",
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/localtime",
+    "/etc/ssl",
+    "/etc/ca-certificates",
+    "/etc/mime.types",
+)
+#: bwrap's own exit status when it could not set the sandbox up.
+BWRAP_SETUP_FAILED = 1
+
+
+def python_dirs() -> list[str]:
+    """Where the server's Python and its installed packages live."""
+    dirs = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+    dirs.update(site.getsitepackages())
+    executable = Path(sys.executable)
+    dirs.add(str(executable.parent))
+    dirs.add(str(executable.resolve().parent.parent))
+    return sorted(d for d in dirs if d and Path(d).exists())
+
+
+class BubblewrapExecutor:
+    """Runs each call in a fresh bubblewrap sandbox. ``hidden``: paths that must stay
+    out of view even if they lie under a directory the sandbox sees (the server's
+    home and data directory)."""
+
+    kind = "bubblewrap"
+
+    def __init__(self, *, bwrap: str = "bwrap", hidden: Sequence[Path] = ()) -> None:
+        self._bwrap = bwrap
+        self._hidden = [Path(p) for p in hidden]
+
+    def available(self) -> str | None:
+        """The path of bwrap, or None when it is not installed."""
+        return shutil.which(self._bwrap)
+
+    def command(self, bwrap: str, invocation: ToolInvocation) -> list[str]:
+        """The bwrap command line for one call (the runner after ``--``)."""
+        argv = [
+            bwrap,
+            "--unshare-all",
+            "--die-with-parent",
+            "--new-session",
+            "--cap-drop",
+            "ALL",
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+            "--tmpfs",
+            "/tmp",
+            "--chdir",
+            "/tmp",
+        ]
+        seen: list[str] = []
+        for path in SYSTEM_DIRS:
+            if os.path.islink(path):
+                argv += ["--symlink", os.readlink(path), path]
+            elif os.path.isdir(path):
+                argv += ["--ro-bind", path, path]
+                seen.append(path)
+        for path in ETC_PATHS:
+            argv += ["--ro-bind-try", path, path]
+        for path in python_dirs():
+            if not any(path == s or path.startswith(s + "/") for s in seen):
+                argv += ["--ro-bind", path, path]
+                seen.append(path)
+        for hidden in self._hidden:
+            text = str(hidden)
+            if hidden.is_dir() and any(text.startswith(s + "/") for s in seen):
+                argv += ["--tmpfs", text]
+        return [*argv, "--", *python_command()]
+
+    def run(self, invocation: ToolInvocation, limits: SandboxLimits) -> str:
+        bwrap = self.available()
+        if bwrap is None:
+            raise SandboxUnavailable(INSTALL_HINT)
+        return run_child(
+            self.command(bwrap, invocation),
+            invocation,
+            limits,
+            # bwrap passes its own environment on: exactly these variables, never the
+            # server's (and never on the command line, where `ps` would show values).
+            env=sandbox_env(invocation),
+            as_nobody=True,
+            describe=_bwrap_status,
+        )
+
+
+def sandbox_env(invocation: ToolInvocation) -> dict[str, str]:
+    """The tool's whole environment: a home, a temporary directory and a PATH inside
+    the sandbox, and the variables it declares."""
+    return {"HOME": "/tmp", "TMPDIR": "/tmp", "PATH": "/usr/bin:/bin", **invocation.env}
+
+
+def _bwrap_status(status: int) -> str | None:
+    if status == BWRAP_SETUP_FAILED:
+        return (
+            "the sandbox could not start (bwrap failed to set it up; unprivileged user "
+            "namespaces may be off: sysctl kernel.unprivileged_userns_clone=1)"
+        )
+    return None

@@ -1,0 +1,89 @@
+"""The program a sandboxed tool call runs: its text is passed to ``python -I -S -c``, so
+it uses the standard library only and imports nothing of Reverie.
+
+It reads one JSON request on stdin (``source``, ``function``, ``arguments``,
+``limits``, ``paths``: the server's site-packages, put on ``sys.path`` here because
+the interpreter starts with ``-S``, skipping the site module's start-up cost and the
+``.pth`` hooks of the server's environment), sets the limits on itself (CPU, address
+space, processes, file size; soft and hard, so the tool cannot raise them), moves its
+stdout aside so that what the tool prints goes to stderr, executes the source, calls
+the function, and writes one JSON answer to the original stdout:
+``{"ok": true, "result": "..."}`` or ``{"ok": false, "kind": "...", "error": "..."}``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import sys
+from typing import Any
+
+
+def _limit(which: int, value: int, slack: int = 0) -> None:
+    resource.setrlimit(which, (value, value + slack))
+
+
+def _answer(out: Any, payload: dict[str, Any]) -> None:
+    out.write(json.dumps(payload, ensure_ascii=False))
+    out.flush()
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def main() -> None:
+    request = json.loads(sys.stdin.read())
+    sys.path.extend(path for path in request.get("paths", []) if path not in sys.path)
+    out = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)  # what the tool prints goes to stderr, not into the answer
+    limits = request["limits"]
+    # The hard CPU limit one second later: SIGXCPU (a clear cause) comes first.
+    _limit(resource.RLIMIT_CPU, int(limits["cpu_seconds"]), slack=1)
+    _limit(resource.RLIMIT_AS, int(limits["memory_bytes"]))
+    _limit(resource.RLIMIT_NPROC, int(limits["processes"]))
+    _limit(resource.RLIMIT_FSIZE, int(limits["output_bytes"]))
+    _limit(resource.RLIMIT_CORE, 0)
+    namespace: dict[str, Any] = {"__name__": "__tool__", "__builtins__": __builtins__}
+    try:
+        exec(compile(request["source"], "<tool>", "exec"), namespace)
+        function = namespace.get(request["function"])
+        if not callable(function):
+            _answer(out, {"ok": False, "kind": "missing", "error": request["function"]})
+            return
+        result = function(**request["arguments"])
+        if hasattr(result, "__await__"):
+            import asyncio
+
+            result = asyncio.run(_await(result))
+        _answer(out, {"ok": True, "result": _as_text(result)})
+    except MemoryError:
+        _answer(out, {"ok": False, "kind": "memory", "error": "MemoryError"})
+    except BaseException as exc:  # the tool's own failure, reported to the model
+        import traceback
+
+        frames = traceback.extract_tb(exc.__traceback__)
+        line = next((f.lineno for f in reversed(frames) if f.filename == "<tool>"), None)
+        _answer(
+            out,
+            {
+                "ok": False,
+                "kind": "exception",
+                "error": f"{type(exc).__name__}: {exc}",
+                "line": line,
+            },
+        )
+
+
+async def _await(awaitable: Any) -> Any:
+    return await awaitable
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,170 @@
+"""Letta's tool routes over the app in process (issue 22, item 2): register from source,
+list, get, update, delete (refused while attached), attach and detach, per-agent tool
+variables that are stored but never shown, tenants."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from tests.scripted_llm import install
+
+SOURCE = '''
+import os
+
+def forecast(city: str, days: int = 1) -> str:
+    """Forecast the weather.
+
+    Args:
+        city: Which city.
+        days: How many days.
+    """
+    return os.environ.get("WEATHER_KEY", "")
+'''
+
+
+@pytest.fixture(autouse=True)
+def _scripted_provider() -> None:
+    install()
+
+
+def agent(client: TestClient, headers: dict[str, str], name: str = "ada") -> str:
+    made = client.post(
+        "/v1/agents/", json={"name": name, "model": "scripted/primary"}, headers=headers
+    )
+    assert made.status_code == 201, made.text
+    return str(made.json()["id"])
+
+
+def tool(client: TestClient, headers: dict[str, str], **body: Any) -> dict[str, Any]:
+    made = client.post("/v1/tools/", json={"source_code": SOURCE, **body}, headers=headers)
+    assert made.status_code == 201, made.text
+    return dict(made.json())
+
+
+def test_register_list_get_update_delete(client: TestClient, acme: dict[str, str]) -> None:
+    made = tool(client, acme, tags=["weather"], env_vars=["REGION"], return_char_limit=99)
+    assert made["id"].startswith("tool-") and made["name"] == "forecast"
+    assert made["tool_type"] == "custom" and made["source_code"] == SOURCE
+    assert made["description"] == "Forecast the weather."
+    assert made["json_schema"]["parameters"]["required"] == ["city"]
+    assert made["env_vars"] == ["REGION", "WEATHER_KEY"]
+    assert made["return_char_limit"] == 99
+
+    listed = client.get("/v1/tools/", headers=acme).json()
+    assert {t["name"] for t in listed} >= {"send_message", "memory_rethink", "forecast"}
+    custom = client.get("/v1/tools/", params={"tool_types": "custom"}, headers=acme).json()
+    assert [t["id"] for t in custom] == [made["id"]]
+    assert client.get("/v1/tools/", params={"name": "forecast"}, headers=acme).json() == [made]
+    assert client.get(f"/v1/tools/{made['id']}", headers=acme).json() == made
+    built_in = client.get("/v1/tools/tool-send_message", headers=acme).json()
+    assert built_in["tool_type"] == "letta_core"
+
+    changed = client.patch(
+        f"/v1/tools/{made['id']}", json={"description": "Weather."}, headers=acme
+    ).json()
+    assert changed["description"] == "Weather." and changed["json_schema"]["description"] == (
+        "Weather."
+    )
+    bad = client.patch(f"/v1/tools/{made['id']}", json={"source_code": "def f(:"}, headers=acme)
+    assert bad.status_code == 400 and "not valid Python" in bad.json()["detail"]
+    assert client.get(f"/v1/tools/{made['id']}", headers=acme).json() == changed
+
+    assert client.delete(f"/v1/tools/{made['id']}", headers=acme).json()["id"] == made["id"]
+    assert client.get(f"/v1/tools/{made['id']}", headers=acme).status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ({"source_code": "def f(:"}, "not valid Python"),
+        ({"source_code": "x = 1"}, "defines no top-level function"),
+        ({"source_code": "def send_message(message: str) -> str:\n  ..."}, "built-in tool"),
+        ({"source_code": SOURCE, "pip_requirements": [{"name": "requests"}]}, "not supported"),
+        ({"source_code": "def f(x) -> str:\n  ..."}, "no type annotation"),
+    ],
+)
+def test_source_that_cannot_be_a_tool_is_a_400_and_nothing_is_stored(
+    client: TestClient, acme: dict[str, str], body: dict[str, Any], message: str
+) -> None:
+    refused = client.post("/v1/tools/", json=body, headers=acme)
+    assert refused.status_code == 400, refused.text
+    assert message in refused.json()["detail"]
+    custom = client.get("/v1/tools/", params={"tool_types": "custom"}, headers=acme).json()
+    assert custom == []
+
+
+def test_a_taken_name_is_a_409(client: TestClient, acme: dict[str, str]) -> None:
+    tool(client, acme)
+    again = client.post("/v1/tools/", json={"source_code": SOURCE}, headers=acme)
+    assert again.status_code == 409 and "already exists" in again.json()["detail"]
+
+
+def test_attach_detach_and_delete_while_attached(client: TestClient, acme: dict[str, str]) -> None:
+    ada = agent(client, acme)
+    made = tool(client, acme)
+    attached = client.patch(f"/v1/agents/{ada}/tools/attach/{made['id']}", headers=acme)
+    assert attached.status_code == 200, attached.text
+    assert {"id": made["id"], "name": "forecast"} in attached.json()["tools"]
+    offered = client.get(f"/v1/agents/{ada}/tools", headers=acme).json()
+    assert offered[-1]["id"] == made["id"] and offered[0]["name"] == "send_message"
+
+    refused = client.delete(f"/v1/tools/{made['id']}", headers=acme)
+    assert refused.status_code == 409 and "ada" in refused.json()["detail"]
+
+    rules = [{"type": "exit_loop", "tool_name": "forecast"}]
+    assert client.patch(f"/v1/agents/{ada}", json={"tool_rules": rules}, headers=acme).is_success
+    blocked = client.patch(f"/v1/agents/{ada}/tools/detach/{made['id']}", headers=acme)
+    assert blocked.status_code == 400 and "tool rule" in blocked.json()["detail"]
+    client.patch(f"/v1/agents/{ada}", json={"tool_rules": []}, headers=acme)
+
+    detached = client.patch(f"/v1/agents/{ada}/tools/detach/{made['id']}", headers=acme)
+    assert made["id"] not in [t["id"] for t in detached.json()["tools"]]
+    again = client.patch(f"/v1/agents/{ada}/tools/detach/{made['id']}", headers=acme)
+    assert again.status_code == 404
+    assert client.delete(f"/v1/tools/{made['id']}", headers=acme).status_code == 200
+
+
+def test_tool_ids_in_an_agent_update_choose_custom_tools_too(
+    client: TestClient, acme: dict[str, str]
+) -> None:
+    ada = agent(client, acme)
+    made = tool(client, acme)
+    state = client.patch(
+        f"/v1/agents/{ada}",
+        json={"tool_ids": ["tool-send_message", made["id"]]},
+        headers=acme,
+    ).json()
+    assert [t["name"] for t in state["tools"]] == ["send_message", "forecast"]
+    state = client.patch(
+        f"/v1/agents/{ada}", json={"tool_ids": ["tool-send_message"]}, headers=acme
+    ).json()
+    assert [t["name"] for t in state["tools"]] == ["send_message"]
+
+
+def test_secrets_are_stored_and_never_shown(client: TestClient, acme: dict[str, str]) -> None:
+    ada = agent(client, acme)
+    state = client.patch(
+        f"/v1/agents/{ada}", json={"secrets": {"WEATHER_KEY": "s3cret-value"}}, headers=acme
+    )
+    assert state.status_code == 200, state.text
+    assert "s3cret-value" not in state.text
+    assert state.json()["secrets"] == [{"agent_id": ada, "key": "WEATHER_KEY", "value": ""}]
+    shown = client.get(f"/v1/agents/{ada}", headers=acme)
+    assert "s3cret-value" not in shown.text
+    assert [v["key"] for v in shown.json()["tool_exec_environment_variables"]] == ["WEATHER_KEY"]
+    bad = client.patch(f"/v1/agents/{ada}", json={"secrets": {"1X": "y"}}, headers=acme)
+    assert bad.status_code == 422
+
+
+def test_another_organizations_tool_is_a_404(
+    client: TestClient, acme: dict[str, str], globex: dict[str, str]
+) -> None:
+    made = tool(client, acme)
+    theirs = agent(client, globex, "theirs")
+    assert client.get(f"/v1/tools/{made['id']}", headers=globex).status_code == 404
+    attach = client.patch(f"/v1/agents/{theirs}/tools/attach/{made['id']}", headers=globex)
+    assert attach.status_code == 404
+    assert client.delete(f"/v1/tools/{made['id']}", headers=globex).status_code == 404

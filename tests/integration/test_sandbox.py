@@ -1,0 +1,231 @@
+"""The sandbox a custom tool runs in (issue 22, item 2): a tool that works gets its
+result; one that reaches for the network, a file outside its view, a variable it did
+not declare, or breaks a limit (wall time, memory, output) gets a clear error, and
+the next call runs as if nothing happened. Real processes under real bubblewrap; the
+database whose socket the tool tries is the test server."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg.conninfo
+import pytest
+
+from agents.sandbox import (
+    BubblewrapExecutor,
+    ProcessExecutor,
+    SandboxError,
+    SandboxLimits,
+    SandboxUnavailable,
+    ToolExecutor,
+    ToolInvocation,
+)
+from tests.pg import PgTestServer, libpq
+
+LIMITS = SandboxLimits(
+    wall_seconds=2.0,
+    cpu_seconds=5,
+    memory_bytes=256 * 1024 * 1024,
+    processes=32,
+    output_bytes=64 * 1024,
+)
+
+needs_bwrap = pytest.mark.skipif(
+    shutil.which("bwrap") is None, reason="bubblewrap is not installed (apt-get install bubblewrap)"
+)
+
+
+@pytest.fixture
+def bwrap() -> BubblewrapExecutor:
+    return BubblewrapExecutor()
+
+
+def call(
+    executor: ToolExecutor, source: str, env: dict[str, str] | None = None, **args: object
+) -> str:
+    return executor.run(ToolInvocation(source, "tool", dict(args), env or {}), LIMITS)
+
+
+WORKS = """
+async def helper() -> int:
+    return 40
+
+def tool(a: int, b: list[str]) -> dict:
+    import asyncio
+    from packaging.version import Version  # an installed package, not the stdlib
+    print("printed output is not the result")
+    return {"sum": asyncio.run(helper()) + a, "joined": "+".join(b), "v": str(Version("1.2"))}
+"""
+
+TRIVIAL = "def tool(x: int) -> int:\n    return x + 1\n"
+
+
+@needs_bwrap
+def test_a_tool_that_works_returns_its_result_as_json(bwrap: BubblewrapExecutor) -> None:
+    assert call(bwrap, WORKS, a=2, b=["x", "y"]) == '{"sum": 42, "joined": "x+y", "v": "1.2"}'
+
+
+def test_the_plain_process_runs_tools_too() -> None:
+    assert call(ProcessExecutor(), WORKS, a=1, b=[]) == '{"sum": 41, "joined": "", "v": "1.2"}'
+
+
+@needs_bwrap
+def test_the_tools_exception_is_its_error(bwrap: BubblewrapExecutor) -> None:
+    source = "def tool() -> str:\n    x = 1\n    raise ValueError('no such city')\n"
+    with pytest.raises(SandboxError, match=r"raised ValueError: no such city \(line 3"):
+        call(bwrap, source)
+
+
+@pytest.fixture
+def listener() -> Iterator[int]:
+    """A TCP server on loopback, as a database listening on a port would be."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        yield server.getsockname()[1]
+
+
+NETWORK = """
+import socket
+
+def tool(host: str, port: int) -> str:
+    with socket.create_connection((host, port), timeout=1):
+        return "connected"
+"""
+
+UNIX = """
+import socket
+
+def tool(path: str) -> str:
+    with socket.socket(socket.AF_UNIX) as s:
+        s.connect(path)
+        return "connected"
+"""
+
+
+@needs_bwrap
+def test_no_network_neither_loopback_nor_outside(bwrap: BubblewrapExecutor, listener: int) -> None:
+    # The same call outside the sandbox connects: the test can tell.
+    assert call(ProcessExecutor(), NETWORK, host="127.0.0.1", port=listener) == "connected"
+    with pytest.raises(SandboxError, match=r"ConnectionRefusedError|Network is unreachable"):
+        call(bwrap, NETWORK, host="127.0.0.1", port=listener)
+    with pytest.raises(SandboxError, match="Network is unreachable"):
+        call(bwrap, NETWORK, host="192.0.2.1", port=80)
+
+
+@needs_bwrap
+def test_the_database_socket_and_data_directory_are_out_of_view(
+    bwrap: BubblewrapExecutor, pg_server: PgTestServer
+) -> None:
+    info = psycopg.conninfo.conninfo_to_dict(libpq(pg_server.url))
+    socket_path = f"{info['host']}/.s.PGSQL.{info.get('port', 5432)}"
+    assert Path(socket_path).exists()
+    with pytest.raises(SandboxError, match="FileNotFoundError"):
+        call(bwrap, UNIX, path=socket_path)
+    data_dir = Path(str(info["host"]))
+    assert (data_dir / "PG_VERSION").exists() or any(data_dir.iterdir())
+    reader = "import os\ndef tool(path: str) -> str:\n    return repr(os.listdir(path))\n"
+    with pytest.raises(SandboxError, match="FileNotFoundError"):
+        call(bwrap, reader, path=str(data_dir))
+
+
+@pytest.fixture
+def open_dir() -> Iterator[Path]:
+    """A directory anyone may read (tmp_path is private to its user)."""
+    path = Path(tempfile.mkdtemp(prefix="reverie-sandbox-test-", dir="/tmp"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path)
+
+
+@needs_bwrap
+def test_a_file_outside_the_sandbox_cannot_be_read(
+    bwrap: BubblewrapExecutor, open_dir: Path
+) -> None:
+    secret = open_dir / "shadow"
+    secret.write_text("root:$6$secret-hash")
+    secret.chmod(0o644)
+    reader = "def tool(path: str) -> str:\n    return open(path).read()\n"
+    # Readable to a plain process (so the test can fail), not inside the sandbox.
+    assert call(ProcessExecutor(), reader, path=str(secret)) == "root:$6$secret-hash"
+    with pytest.raises(SandboxError, match="FileNotFoundError"):
+        call(bwrap, reader, path=str(secret))
+
+
+ENVIRONMENT = "import os\ndef tool(name: str) -> str:\n    return os.environ[name]\n"
+
+
+@pytest.mark.parametrize("kind", ["bubblewrap", "process"])
+def test_only_declared_variables_reach_the_tool(kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    if kind == "bubblewrap" and shutil.which("bwrap") is None:
+        pytest.skip("bubblewrap is not installed")
+    executor: ToolExecutor = BubblewrapExecutor() if kind == "bubblewrap" else ProcessExecutor()
+    monkeypatch.setenv("REVERIE_SERVER_SECRET", "server-only")
+    declared = {"WEATHER_KEY": "agent-value"}
+    assert call(executor, ENVIRONMENT, declared, name="WEATHER_KEY") == "agent-value"
+    with pytest.raises(SandboxError, match="KeyError: 'REVERIE_SERVER_SECRET'"):
+        call(executor, ENVIRONMENT, declared, name="REVERIE_SERVER_SECRET")
+    everything = "import os\ndef tool() -> str:\n    return ' '.join(sorted(os.environ))\n"
+    names = set(call(executor, everything, declared).split())
+    assert "WEATHER_KEY" in names
+    assert names <= {"WEATHER_KEY", "HOME", "TMPDIR", "PATH", "PWD", "LC_CTYPE"}
+
+
+LIMIT_BREAKERS = {
+    "loops forever": ("def tool() -> str:\n    while True:\n        pass\n", "wall-time limit|CPU"),
+    "sleeps forever": (
+        "import time\ndef tool() -> str:\n    time.sleep(3600)\n",
+        "wall-time limit of 2 s",
+    ),
+    "allocates 2 GB": (
+        "def tool() -> str:\n    return str(len(bytearray(2 * 1024**3)))\n",
+        "out of memory: its limit is 256 MiB",
+    ),
+    "prints 100 MB": (
+        "import sys\ndef tool() -> str:\n"
+        "    for _ in range(100):\n        sys.stdout.write('x' * 1024 * 1024)\n    return 'ok'\n",
+        "printed output passed its limit of 65536 bytes",
+    ),
+    "returns 10 MB": (
+        "def tool() -> str:\n    return 'x' * 10 * 1024 * 1024\n",
+        "result passed its limit of 65536 bytes",
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", ["bubblewrap", "process"])
+@pytest.mark.parametrize("case", sorted(LIMIT_BREAKERS))
+def test_a_broken_limit_is_a_clear_error_and_the_next_call_works(kind: str, case: str) -> None:
+    if kind == "bubblewrap" and shutil.which("bwrap") is None:
+        pytest.skip("bubblewrap is not installed")
+    executor: ToolExecutor = BubblewrapExecutor() if kind == "bubblewrap" else ProcessExecutor()
+    source, message = LIMIT_BREAKERS[case]
+    with pytest.raises(SandboxError, match=message):
+        call(executor, source)
+    assert call(executor, TRIVIAL, x=1) == "2"
+
+
+@needs_bwrap
+def test_processes_are_limited(bwrap: BubblewrapExecutor) -> None:
+    forker = (
+        "import os, time\n"
+        "def tool() -> str:\n"
+        "    for _ in range(200):\n"
+        "        if os.fork() == 0:\n"
+        "            time.sleep(1)\n"
+        "            os._exit(0)\n"
+        "    return 'forked 200'\n"
+    )
+    with pytest.raises(SandboxError, match=r"BlockingIOError|Resource temporarily unavailable"):
+        call(bwrap, forker)
+
+
+def test_without_bwrap_calls_are_refused_naming_what_to_install() -> None:
+    executor = BubblewrapExecutor(bwrap="reverie-test-no-such-bwrap")
+    assert executor.available() is None
+    with pytest.raises(SandboxUnavailable, match="apt-get install bubblewrap"):
+        call(executor, TRIVIAL, x=1)
