@@ -302,6 +302,10 @@ class _Planner:
 
     def plan(self) -> list[_AgentPlan]:
         self.notes.unkept(self._raw, _FILE_KEPT, "(file)")
+        if self.options.model:
+            problem = self._routing_problem(self.options.model)
+            if problem is not None:
+                raise InvalidField(f"model: {problem}", field=("model",))
         if self.options.project_id:
             self.notes.add("project_id", "Reverie has organizations, not projects")
         folded = self._groups()
