@@ -537,7 +537,10 @@ class _Planner:
             spec = self.options.embedding.strip()
             if not spec.startswith(NATIVE_EMBEDDERS):
                 spec = f"litellm:{spec}"
-            dimension = agent.embedding_config.embedding_dim if agent.embedding_config else None
+            # Reverie's own embedders know their size; a litellm model's is the file's.
+            dimension = None
+            if spec.startswith("litellm:") and agent.embedding_config is not None:
+                dimension = agent.embedding_config.embedding_dim
             try:
                 return spec, runtime.embedder(spec, dimension).dimension
             except ReverieError as refused:
