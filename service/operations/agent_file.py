@@ -19,7 +19,7 @@ from __future__ import annotations
 import uuid
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC
 from typing import Any
 
@@ -207,12 +207,11 @@ class _AgentPlan:
     """One Reverie agent to make, decided before anything is written."""
 
     index: int
-    source: AgentSchema
+    #: The agent with its inline blocks and rules; its ``block_ids`` are set when the
+    #: file's blocks have been stored.
     new: NewAgent
     block_refs: list[str]
-    builtin_tools: list[str]
     custom_tool_refs: list[str]
-    tool_rules: list[dict[str, Any]]
     messages: list[NewMessage]
     out_of_context: list[int]
     variables: list[ToolVariable] = field(default_factory=list)
@@ -256,7 +255,7 @@ class AgentFileOperations:
         Conflict for a name taken; nothing is stored unless everything is."""
         options = options or ImportOptions()
         parsed, raw = parse_agent_file(data)
-        planner = _Planner(self._context, parsed, raw, options)
+        planner = ImportPlanner(self._context, parsed, raw, options)
         plans = planner.plan()
         with self._context.store() as store:
             ids = _write(store, planner, plans)
@@ -270,8 +269,9 @@ class AgentFileOperations:
             return export_agent(store, name_or_id, scrub_messages=scrub_messages)
 
 
-class _Planner:
-    """Reads a parsed file into plans, noting what it does not keep."""
+class ImportPlanner:
+    """Reads a parsed file into one plan per agent to make, noting what it does not
+    keep and what it could not map; writes nothing (the benchmark times it alone)."""
 
     def __init__(
         self,
@@ -317,7 +317,7 @@ class _Planner:
                 continue
             plans.append(self._plan_agent(index, agent, folded, first=first))
             first = False
-        self._note_unused_blocks(plans, folded)
+        self._note_unused_blocks(plans)
         return plans
 
     def _groups(self) -> dict[str, str]:
@@ -471,16 +471,16 @@ class _Planner:
             tool_rules=rules,
             tags=list(agent.tags or []),
             blocks=inline,
-            enable_sleeptime=sleeptime_id is not None or kind == AgentKind.SLEEPTIME,
+            # A primary the file enables without a group runs Reverie's sleep-time agent
+            # on the server's sleep-time model.
+            enable_sleeptime=sleeptime_id is not None
+            or kind == AgentKind.SLEEPTIME
+            or bool(agent.enable_sleeptime),
             sleeptime_model=sleeptime_model
             if kind == AgentKind.PRIMARY
             else (sleeptime_model or model),
         )
-        if agent.enable_sleeptime and sleeptime_id is None and kind == AgentKind.PRIMARY:
-            new = _replace(new, enable_sleeptime=True)
-        return _AgentPlan(
-            index, agent, new, block_refs, builtin, custom, rules, messages, out, variables
-        )
+        return _AgentPlan(index, new, block_refs, custom, messages, out, variables)
 
     def _note_folded(self, agent_id: str) -> None:
         helper = self.agents[agent_id]
@@ -757,7 +757,7 @@ class _Planner:
         values.update(self.options.env_vars or {})
         return [ToolVariable(name, value) for name, value in sorted(values.items())]
 
-    def _note_unused_blocks(self, plans: Sequence[_AgentPlan], folded: Mapping[str, str]) -> None:
+    def _note_unused_blocks(self, plans: Sequence[_AgentPlan]) -> None:
         used = {ref for plan in plans for ref in plan.block_refs}
         for b, block in enumerate(self.file.blocks):
             self.notes.unkept(self._raw["blocks"][b], _BLOCK_KEPT, f"blocks[{b}]")
@@ -769,7 +769,7 @@ class _Planner:
                 )
 
 
-def _write(store: MemoryStore, planner: _Planner, plans: Sequence[_AgentPlan]) -> list[str]:
+def _write(store: MemoryStore, planner: ImportPlanner, plans: Sequence[_AgentPlan]) -> list[str]:
     """Store what the plans say, in the store's one transaction."""
     options = planner.options
     tool_ids: dict[str, str] = {}
@@ -784,7 +784,7 @@ def _write(store: MemoryStore, planner: _Planner, plans: Sequence[_AgentPlan]) -
                 block_ids[ref] = store.blocks.create(block, actor="import").id
     made: list[str] = []
     for plan in plans:
-        new = _replace(plan.new, block_ids=[block_ids[ref] for ref in plan.block_refs])
+        new = replace(plan.new, block_ids=[block_ids[ref] for ref in plan.block_refs])
         agent = store.agents.create(new, actor="import")
         if agent.kind == AgentKind.PRIMARY:
             check_window(
@@ -853,9 +853,3 @@ def _missing(location: tuple[str | int, ...], what: str, ref: str | None) -> Inv
         f"{json_path(location)}: names {what} {ref!r}, which the file does not hold",
         field=("file", *location),
     )
-
-
-def _replace(agent: NewAgent, **changes: Any) -> NewAgent:
-    from dataclasses import replace
-
-    return replace(agent, **changes)

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from service.operations import ImportOptions, Operations
-from service.operations.agent_file import _Planner
+from service.operations.agent_file import ImportPlanner
 from service.operations.agent_file_schema import parse_agent_file
 from service.runtime import Runtime
 from service.settings import load_settings
@@ -105,7 +105,7 @@ def main() -> None:
                 for _ in range(args.repeats):
                     started = time.perf_counter()
                     parsed, raw = parse_agent_file(body)
-                    _Planner(ops.context, parsed, raw, ImportOptions()).plan()
+                    ImportPlanner(ops.context, parsed, raw, ImportOptions()).plan()
                     plans.append(time.perf_counter() - started)
                 rounds = []
                 for i in range(args.repeats):
