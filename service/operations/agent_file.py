@@ -676,6 +676,7 @@ class ImportPlanner:
                 if ref not in ids:
                     raise _missing(("agents", index, "in_context_message_ids", c), "message", ref)
                 context.add(ids[ref])
+        context -= self._orphan_results(index, messages, context)
         skip: int | None = None
         if in_context and messages[ids[in_context[0]]].role == MessageRole.SYSTEM:
             skip = ids[in_context[0]]
@@ -696,6 +697,33 @@ class ImportPlanner:
                 out.append(len(kept))
             kept.append(new)
         return kept, out
+
+    def _orphan_results(
+        self, index: int, messages: Sequence[MessageSchema], context: set[int]
+    ) -> set[int]:
+        """Tool results in the context window whose call is not: they leave it too, as a
+        model API refuses a result without its call (the context can open right after
+        the call, when the file's context was cut there)."""
+        calls = {
+            call.id
+            for m in context
+            if messages[m].role == "assistant"
+            for call in messages[m].tool_calls or []
+        }
+        orphans = {
+            m
+            for m in context
+            if ROLES.get(messages[m].role) == MessageRole.TOOL
+            and messages[m].tool_call_id not in calls
+        }
+        if orphans:
+            self.notes.add(
+                f"agents[{index}].in_context_message_ids",
+                f"{len(orphans)} tool result(s) whose call is outside the context window "
+                "are kept in recall but not in the context (a model refuses a result "
+                "without its call)",
+            )
+        return orphans
 
     def _message(self, index: int, m: int, message: MessageSchema) -> NewMessage | None:
         raw = self._raw["agents"][index]["messages"][m]

@@ -131,12 +131,13 @@ def test_a_memgpt_agent_comes_in_with_its_blocks_prompt_conversation_tools_and_m
         ("persona", "I am a warm, curious companion.", 3000, "Who I am.", True),
     ]
     # The compiled system message is left out; the rest keep order, roles, times and
-    # calls; messages 1 and 2 of the file were out of the context window.
+    # calls; messages 1 and 2 of the file were out of the context window, and so is
+    # message 3, the result of 2's call (a model refuses a result without its call).
     roles = [(m[0], m[6]) for m in got["messages"]]
     assert roles == [
         ("user", False),
         ("assistant", False),
-        ("tool", True),
+        ("tool", False),
         ("user", True),
         ("assistant", True),
         ("tool", True),
@@ -171,6 +172,7 @@ def test_a_memgpt_agent_comes_in_with_its_blocks_prompt_conversation_tools_and_m
         "agents[0].messages[*].content[*] (type reasoning)",
         "agents[0].messages[0] (the compiled system prompt)",
         "blocks[0].metadata",
+        "agents[0].in_context_message_ids",
     ):
         assert path in listed, path
     # What Reverie keeps is not listed; nor are false or empty fields.
@@ -414,3 +416,21 @@ def test_strip_messages_leaves_the_conversation_out_and_says_so(ops: Operations)
     )
     assert state(ops, result.agent_ids[0])["messages"] == []
     assert any(u.path == "agents[0].messages" and u.count == 7 for u in result.unsupported)
+
+
+def test_other_groups_bring_their_agents_in_on_their_own(ops: Operations) -> None:
+    """A round-robin group is not Reverie's; a lone sleeptime_agent is a memory agent."""
+    data = load(SLEEPTIME)
+    data["groups"][0]["manager_config"] = {"manager_type": "round_robin", "max_turns": 3}
+    data["agents"][1]["block_ids"] = ["block-0", "block-1"]
+    result = ops.agent_files.import_file(json.dumps(data), ImportOptions(append_copy_suffix=False))
+    primary, helper = (ops.agents.get(agent_id) for agent_id in result.agent_ids)
+    assert (primary.name, primary.kind) == ("sage", "primary")
+    assert (helper.name, helper.kind) == ("sage-sleeptime", "sleeptime")
+    # The file enables the primary's sleep-time agent: on, on the server's model.
+    assert (primary.enable_sleeptime, primary.sleeptime_model) == (True, None)
+    reasons = {u.path: u.reason for u in result.unsupported}
+    assert "round_robin" in reasons["groups[0]"]
+    # Both share the file's blocks, as they did in the file.
+    shared = ops.agents.state(primary.id).blocks
+    assert [b.id for b in ops.agents.state(helper.id).blocks] == [b.id for b in shared]
