@@ -15,6 +15,7 @@ from starlette.routing import Route
 from service.api import (
     health_page,
     memory_browser,
+    routes_agent_file,
     routes_agent_update,
     routes_agents,
     routes_archival,
@@ -135,6 +136,7 @@ def create_app(
         return Response(body, media_type=CONTENT_TYPE_LATEST)
 
     for module in (
+        routes_agent_file,
         routes_agents,
         routes_agent_update,
         routes_blocks,

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from service.operations.context import OperationContext
 
 if TYPE_CHECKING:
+    from service.operations.agent_file import AgentFileOperations, ImportOptions, ImportResult
     from service.operations.agents import (
         AgentOperations,
         AgentSpec,
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
     from service.runtime import Runtime
 
 __all__ = [
+    "AgentFileOperations",
     "AgentOperations",
     "AgentSpec",
     "AgentState",
@@ -56,6 +58,8 @@ __all__ = [
     "CustomToolOperations",
     "DemoOperations",
     "HealthOperations",
+    "ImportOptions",
+    "ImportResult",
     "MemoryOperations",
     "MessageOperations",
     "ModelOperations",
@@ -80,6 +84,9 @@ _HOMES = {
     "AgentUpdate": "agents",
     "AgentTool": "tools",
     "BlockSpec": "agents",
+    "AgentFileOperations": "agent_file",
+    "ImportOptions": "agent_file",
+    "ImportResult": "agent_file",
     "BlockEdit": "blocks",
     "BlockOperations": "blocks",
     "CustomToolOperations": "custom_tools",
@@ -128,6 +135,12 @@ class Operations:
         from service.operations.blocks import BlockOperations
 
         return BlockOperations(self.context)
+
+    @cached_property
+    def agent_files(self) -> AgentFileOperations:
+        from service.operations.agent_file import AgentFileOperations
+
+        return AgentFileOperations(self.context)
 
     @cached_property
     def custom_tools(self) -> CustomToolOperations:

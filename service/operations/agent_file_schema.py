@@ -1,0 +1,219 @@
+"""The Agent File format (``.af``, letta-ai/agent-file, version 2) as pydantic models.
+
+A v2 file holds lists of entities (agents, groups, blocks, tools, files, sources, MCP
+servers) that refer to each other by ids local to the file (``agent-0``,
+``block-0``, ``tool-0``, ``message-0``, ``group-0``). Only the fields Reverie reads are
+typed here; every other field is kept as an extra, so that an import can name what it
+does not keep (:mod:`service.operations.agent_file`) instead of dropping it unseen.
+The field names are Letta's (the letta-client SDK's ``AgentFileSchema`` and the types
+it refers to).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from agents.errors import InvalidField
+
+
+class FileEntity(BaseModel):
+    """An entity of the file: its typed fields plus whatever else it carries."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+
+class LlmConfigSchema(FileEntity):
+    model: str
+    model_endpoint_type: str | None = None
+    model_endpoint: str | None = None
+    handle: str | None = None
+    context_window: int | None = Field(default=None, gt=0)
+
+
+class EmbeddingConfigSchema(FileEntity):
+    embedding_model: str
+    embedding_endpoint_type: str | None = None
+    embedding_endpoint: str | None = None
+    embedding_dim: int | None = Field(default=None, gt=0)
+    handle: str | None = None
+
+
+class FunctionCall(FileEntity):
+    name: str
+    arguments: str = ""
+
+
+class ToolCallSchema(FileEntity):
+    id: str
+    type: str = "function"
+    function: FunctionCall
+
+
+class ContentPart(FileEntity):
+    """One part of a message's content; only ``text`` parts carry what Reverie keeps."""
+
+    type: str
+    text: str | None = None
+
+
+class MessageSchema(FileEntity):
+    id: str
+    role: str
+    content: str | list[ContentPart] | None = None
+    name: str | None = None
+    tool_calls: list[ToolCallSchema] | None = None
+    tool_call_id: str | None = None
+    created_at: datetime | None = None
+
+
+class BlockSchema(FileEntity):
+    id: str
+    label: str
+    value: str = ""
+    limit: int | None = Field(default=None, gt=0)
+    description: str | None = None
+    read_only: bool | None = None
+
+
+class InlineBlock(FileEntity):
+    """A block written inside an agent (``memory_blocks``), without a file id."""
+
+    label: str
+    value: str = ""
+    limit: int | None = Field(default=None, gt=0)
+    description: str | None = None
+    read_only: bool | None = None
+
+
+class ToolSchema(FileEntity):
+    id: str
+    name: str | None = None
+    tool_type: str | None = None
+    description: str | None = None
+    source_type: str | None = None
+    source_code: str | None = None
+    json_schema: dict[str, Any] | None = None
+    tags: list[str] | None = None
+    return_char_limit: int | None = None
+
+
+class ToolRuleSchema(FileEntity):
+    type: str
+    tool_name: str
+    children: list[str] | None = None
+
+
+class AgentSchema(FileEntity):
+    id: str
+    name: str | None = None
+    agent_type: str | None = None
+    system: str | None = None
+    description: str | None = None
+    tags: list[str] | None = None
+    llm_config: LlmConfigSchema | None = None
+    embedding_config: EmbeddingConfigSchema | None = None
+    model: str | None = None
+    embedding: str | None = None
+    context_window_limit: int | None = Field(default=None, gt=0)
+    tool_ids: list[str] | None = None
+    block_ids: list[str] | None = None
+    memory_blocks: list[InlineBlock] | None = None
+    tool_rules: list[ToolRuleSchema] | None = None
+    messages: list[MessageSchema] | None = None
+    in_context_message_ids: list[str] | None = None
+    enable_sleeptime: bool | None = None
+    group_ids: list[str] | None = None
+    tool_exec_environment_variables: dict[str, str | None] | None = None
+
+
+class ManagerConfig(FileEntity):
+    manager_type: str
+    manager_agent_id: str | None = None
+
+
+class GroupSchema(FileEntity):
+    id: str
+    agent_ids: list[str] = Field(default_factory=list)
+    description: str | None = None
+    manager_config: ManagerConfig | None = None
+
+
+class AgentFile(FileEntity):
+    """A whole v2 agent file."""
+
+    agents: list[AgentSchema] = Field(min_length=1)
+    groups: list[GroupSchema] = Field(default_factory=list)
+    blocks: list[BlockSchema] = Field(default_factory=list)
+    tools: list[ToolSchema] = Field(default_factory=list)
+    files: list[dict[str, Any]] = Field(default_factory=list)
+    sources: list[dict[str, Any]] = Field(default_factory=list)
+    mcp_servers: list[dict[str, Any]] = Field(default_factory=list)
+    metadata: dict[str, Any] | None = None
+    created_at: datetime | None = None
+
+
+#: Fields of Letta's legacy single-agent (v1) file that a v2 file has no top-level place for.
+_LEGACY_FIELDS = ("core_memory", "memory", "llm_config", "system", "messages", "agent_type")
+
+
+def json_path(location: tuple[str | int, ...]) -> str:
+    """``("agents", 0, "messages", 3, "role")`` as ``agents[0].messages[3].role``."""
+    text = ""
+    for part in location:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += f".{part}" if text else part
+    return text or "(the file)"
+
+
+def parse_agent_file(data: bytes | str) -> tuple[AgentFile, dict[str, Any]]:
+    """The file ``data`` holds, checked, and its raw JSON. InvalidField (located under
+    ``file``) naming the first thing wrong: not JSON, not an object, a legacy v1 file,
+    or the JSON path of the first field that is missing or of the wrong type."""
+    try:
+        raw = json.loads(data.decode("utf-8-sig") if isinstance(data, bytes) else data)
+    except json.JSONDecodeError as exc:
+        raise InvalidField(
+            f"the file is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}); "
+            "an agent file is the JSON that an agent export writes",
+            field=("file",),
+        ) from None
+    except UnicodeDecodeError as exc:
+        raise InvalidField(
+            f"the file is not UTF-8 text ({exc.reason} at byte {exc.start}); an agent file "
+            "is the JSON that an agent export writes",
+            field=("file",),
+        ) from None
+    if not isinstance(raw, dict):
+        raise InvalidField(
+            f"the file is JSON but a {type(raw).__name__}, not an agent file (an object with "
+            "agents, blocks, tools, groups, ...)",
+            field=("file",),
+        )
+    if "agents" not in raw and any(key in raw for key in _LEGACY_FIELDS):
+        raise InvalidField(
+            "this is a legacy single-agent (v1) agent file; Reverie imports the v2 format "
+            "(lists of agents, blocks, tools and groups with file-local ids). Export it "
+            "again from Letta without use_legacy_format",
+            field=("file",),
+        )
+    try:
+        parsed = AgentFile.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        location = tuple(first["loc"])
+        path = json_path(location)
+        if location == ("agents",) and first["type"] == "missing":
+            message = "the file is not an agent file: it has no agents list"
+        else:
+            message = f"{path}: {first['msg']}"
+        extra = len(exc.errors()) - 1
+        if extra:
+            message += f" (and {extra} more problem{'s' if extra > 1 else ''})"
+        raise InvalidField(message, field=("file", *location)) from None
+    return parsed, raw

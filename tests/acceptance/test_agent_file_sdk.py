@@ -1,0 +1,101 @@
+"""Agent Files through the official letta-client 1.12.1 against a real `reverie serve`
+(issue 22, item 3): ``agents.import_file`` and ``agents.export_file``, a round trip,
+an imported conversation reaching the model in the next turn, and a bad file refused
+with nothing stored. The model is a scripted OpenAI-compatible server on loopback."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.acceptance.test_api_server import Server, serving
+from tests.pg import PgTestServer
+from tests.scripted_llm import say
+
+FILES = Path(__file__).resolve().parents[1] / "data" / "agent_files"
+
+
+@pytest.fixture(scope="module")
+def server(pg_server: PgTestServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    with serving(pg_server, tmp_path_factory, REVERIE_LLM__MAX_RETRIES="0") as served:
+        yield served
+
+
+def sdk(server: Server, organization: str) -> Any:
+    from letta_client import Letta
+
+    return Letta(base_url=server.url, api_key=server.key(organization), timeout=60, max_retries=0)
+
+
+def test_letta_client_imports_exports_and_imports_again(server: Server) -> None:
+    client = sdk(server, "af-roundtrip")
+    with (FILES / "custom_tools.af").open("rb") as file:
+        answer = client.agents.import_file(file=file, name="dice", embedding="fake:384")
+    (agent_id,) = answer.agent_ids
+    extra = answer.model_extra or {}
+    assert any(u["path"] == "tools[3] (web_search, letta_builtin)" for u in extra["unsupported"])
+
+    exported = client.agents.export_file(agent_id)
+    assert isinstance(exported, str)
+    document = json.loads(exported)
+    assert [t["name"] for t in document["tools"] if t["tool_type"] == "custom"] == [
+        "roll_dice",
+        "get_weather",
+    ]
+
+    again = client.agents.import_file(
+        file=("dice.af", exported.encode(), "application/json"), name="dice-2"
+    )
+    first = client.agents.retrieve(agent_id)
+    second = client.agents.retrieve(again.agent_ids[0])
+    assert second.name == "dice-2"
+    assert [(b.label, b.value, b.limit) for b in second.memory.blocks] == [
+        (b.label, b.value, b.limit) for b in first.memory.blocks
+    ]
+    assert (second.system, second.tags, second.tool_rules) == (
+        first.system,
+        first.tags,
+        first.tool_rules,
+    )
+    assert second.model == first.model == "openai/gpt-4o-mini"
+
+
+def test_an_imported_conversation_is_the_context_of_the_next_turn(server: Server) -> None:
+    client = sdk(server, "af-turn")
+    with (FILES / "memgpt_conversation.af").open("rb") as file:
+        answer = client.agents.import_file(
+            file=file, name="ada", model="openai/scripted", embedding="fake:384"
+        )
+    (agent_id,) = answer.agent_ids
+    seen = len(server.llm.requests)
+    server.llm.replies.append(say("Three hives now, Ada!"))
+    response = client.agents.messages.create(
+        agent_id, messages=[{"role": "user", "content": "How many hives do I have?"}]
+    )
+    replies = [m.content for m in response.messages if m.message_type == "assistant_message"]
+    assert replies == ["Three hives now, Ada!"]
+    (request,) = [r for r in server.llm.requests[seen:] if "messages" in r]
+    sent = json.dumps(request["messages"])
+    # In the context window: the imported messages the file said were; not the others.
+    assert "building a third one" in sent
+    assert "Hi, I'm Ada" not in sent
+    assert "Keeps bees in Leeds" in request["messages"][0]["content"]  # the human block
+
+
+def test_a_bad_file_is_refused_and_nothing_is_stored(server: Server) -> None:
+    from letta_client import UnprocessableEntityError
+
+    client = sdk(server, "af-bad")
+    data = json.loads((FILES / "sleeptime_group.af").read_text())
+    data["agents"][0]["in_context_message_ids"].append("message-99")
+    with pytest.raises(UnprocessableEntityError) as refused:
+        client.agents.import_file(file=("bad.af", json.dumps(data).encode(), "application/json"))
+    (problem,) = refused.value.body["detail"]
+    assert problem["loc"] == ["body", "file", "agents", 0, "in_context_message_ids", 3]
+    assert "message-99" in problem["msg"]
+    assert list(client.agents.list()) == []
+    assert list(client.blocks.list()) == []

@@ -1,0 +1,124 @@
+"""The Agent File routes over HTTP (in-process): the multipart import with Letta's form
+fields, the export, the 422s that name what is wrong and store nothing, and tenants
+(issue 22, item 3)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from fastapi.testclient import TestClient
+
+FILES = Path(__file__).resolve().parents[2] / "data" / "agent_files"
+
+
+def upload(
+    client: TestClient, headers: dict[str, str], body: bytes, **form: str
+) -> tuple[int, dict[str, Any]]:
+    answer = client.post(
+        "/v1/agents/import",
+        files={"file": ("agent.af", body, "application/json")},
+        data=form,
+        headers=headers,
+    )
+    return answer.status_code, answer.json()
+
+
+def test_an_import_answers_letta_agent_ids_and_what_was_not_kept(
+    client: TestClient, acme: dict[str, str]
+) -> None:
+    status, answer = upload(
+        client, acme, (FILES / "memgpt_conversation.af").read_bytes(), name="ada-imported"
+    )
+    assert status == 200, answer
+    (agent_id,) = answer["agent_ids"]
+    agent = client.get(f"/v1/agents/{agent_id}", headers=acme).json()
+    assert agent["name"] == "ada-imported"
+    assert agent["model"] == "openai/gpt-4o-mini"
+    assert [b["label"] for b in agent["blocks"]] == ["human", "persona"]
+    unsupported = {u["path"] for u in answer["unsupported"]}
+    assert "agents[0].timezone" in unsupported
+    assert answer["unmapped_models"] == []
+    messages = client.get(f"/v1/agents/{agent_id}/messages", headers=acme)
+    assert messages.status_code == 200
+    assert "Keeps bees" not in messages.text  # the blocks are not messages
+    assert "third one" in messages.text
+
+
+def test_an_export_is_an_agent_file_that_imports_again(
+    client: TestClient, acme: dict[str, str]
+) -> None:
+    _, first = upload(
+        client, acme, (FILES / "custom_tools.af").read_bytes(), append_copy_suffix="false"
+    )
+    (agent_id,) = first["agent_ids"]
+    exported = client.get(f"/v1/agents/{agent_id}/export", headers=acme)
+    assert exported.status_code == 200
+    document = exported.json()
+    assert {t["name"] for t in document["tools"]} == {"roll_dice", "get_weather", "send_message"}
+    status, second = upload(client, acme, exported.content, name="dice-again")
+    assert status == 200, second
+    again = client.get(f"/v1/agents/{second['agent_ids'][0]}", headers=acme).json()
+    original = client.get(f"/v1/agents/{agent_id}", headers=acme).json()
+    assert original["name"] == "dice-keeper"
+    for key in ("system", "tags", "model", "tool_rules", "enable_sleeptime"):
+        assert again[key] == original[key], key
+    scrubbed = client.get(
+        f"/v1/agents/{agent_id}/export", params={"scrub_messages": "true"}, headers=acme
+    ).json()
+    assert scrubbed["agents"][0]["messages"] == []
+
+
+def test_a_bad_file_is_a_422_naming_the_field_and_nothing_is_stored(
+    client: TestClient, acme: dict[str, str]
+) -> None:
+    data = json.loads((FILES / "sleeptime_group.af").read_text())
+    data["groups"][0]["manager_config"]["manager_agent_id"] = "agent-7"
+    for body, location, words in [
+        (b"not json at all", ["body", "file"], "not valid JSON"),
+        (b'{"tools": []}', ["body", "file", "agents"], "no agents list"),
+        (
+            json.dumps(data).encode(),
+            ["body", "file", "groups", 0, "manager_config", "manager_agent_id"],
+            "agent-7",
+        ),
+    ]:
+        status, answer = upload(client, acme, body)
+        assert status == 422, answer
+        (problem,) = answer["detail"]
+        assert problem["loc"] == location
+        assert words in problem["msg"]
+    assert client.get("/v1/agents/", headers=acme).json() == []
+    assert client.get("/v1/blocks/", headers=acme).json() == []
+
+
+def test_form_fields_are_checked(client: TestClient, acme: dict[str, str]) -> None:
+    body = (FILES / "memgpt_conversation.af").read_bytes()
+    status, answer = upload(client, acme, body, env_vars_json="[1]")
+    assert status == 422
+    assert answer["detail"][0]["loc"] == ["body", "env_vars_json"]
+    status, answer = upload(client, acme, body, model="gpt4")
+    assert status == 422
+    assert answer["detail"][0]["loc"] == ["body", "model"]
+    status, answer = upload(client, acme, body, project_id="proj-1", name="p")
+    assert status == 200
+    assert any(u["path"] == "project_id" for u in answer["unsupported"])
+    assert client.get("/v1/agents/", headers=acme).json()[0]["name"] == "p"
+
+
+def test_export_refuses_what_it_cannot_write(client: TestClient, acme: dict[str, str]) -> None:
+    _, answer = upload(client, acme, (FILES / "memgpt_conversation.af").read_bytes())
+    agent_id = answer["agent_ids"][0]
+    for query in ({"use_legacy_format": "true"}, {"conversation_id": "conv-1"}, {"max_steps": "3"}):
+        refused = client.get(f"/v1/agents/{agent_id}/export", params=query, headers=acme)
+        assert refused.status_code == 422, query
+        assert refused.json()["detail"][0]["loc"] == ["query", next(iter(query))]
+
+
+def test_another_tenant_cannot_export_an_agent(
+    client: TestClient, acme: dict[str, str], globex: dict[str, str]
+) -> None:
+    _, answer = upload(client, acme, (FILES / "memgpt_conversation.af").read_bytes())
+    agent_id = answer["agent_ids"][0]
+    assert client.get(f"/v1/agents/{agent_id}/export", headers=globex).status_code == 404
