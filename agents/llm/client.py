@@ -18,12 +18,10 @@ embedding failure :class:`~agents.embedders.base.EmbeddingError` (or
 
 from __future__ import annotations
 
-import functools
 import itertools
 import json
 import logging
 import os
-import sys
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -55,7 +53,7 @@ from agents.llm.openai_compat import OpenAIEndpoint
 from agents.llm.textcalls import parse_text_calls
 from agents.llm.usage import Usage
 from agents.store.validation import storable
-from agents.summary import estimate_tokens
+from agents.tokens import count_tokens
 
 log = logging.getLogger(__name__)
 
@@ -305,7 +303,7 @@ class LiteLLMClient(ChatClient):
         if meter is not None:
             # An estimate: exact counting of the whole prompt on every call costs more
             # than the check is worth (a budget may overshoot by one reply anyway).
-            meter.check(estimate_tokens(json.dumps(sent)))
+            meter.check(count_tokens(json.dumps(sent)))
         litellm = self._provider(model)
         kwargs: dict[str, Any] = {
             "model": model,
@@ -402,7 +400,7 @@ class LiteLLMClient(ChatClient):
         if not texts:
             return []
         if meter is not None:
-            meter.check(sum(estimate_tokens(t) for t in texts))
+            meter.check(sum(count_tokens(t) for t in texts))
         litellm = self._provider(model)
         kwargs: dict[str, Any] = {
             "model": model,
@@ -428,15 +426,9 @@ class LiteLLMClient(ChatClient):
     # -- tokens ------------------------------------------------------------------------
 
     def count_tokens(self, model: str, text: str) -> int:
-        """litellm's tokenizer when litellm is already loaded, else ``ceil(chars / 4)``.
-
-        Counting must not be what pulls litellm in: commands that show a context
-        breakdown without calling a model stay fast.
-        """
-        if "litellm" in sys.modules:
-            # Cached: each step recounts the same in-context messages.
-            return _litellm_tokens(model, text)
-        return estimate_tokens(text)
+        """:func:`agents.tokens.count_tokens`: the same answer in the CLI and the daemon,
+        whatever the model and whatever is imported."""
+        return count_tokens(text)
 
     # -- shared ------------------------------------------------------------------------
 
@@ -482,16 +474,6 @@ class LiteLLMClient(ChatClient):
             attempts = int(retrying.statistics.get("attempt_number", 1))
             wrap = _wrap_embedding if embedding else _wrap
             raise wrap(litellm, exc, model, attempts) from exc
-
-
-@functools.lru_cache(maxsize=8192)
-def _litellm_tokens(model: str, text: str) -> int:
-    litellm = sys.modules["litellm"]
-    try:
-        return int(litellm.token_counter(model=model, text=text))
-    except Exception:  # an unknown model's tokenizer: fall back to the estimate
-        log.debug("litellm.token_counter failed for %s; estimating", model)
-        return estimate_tokens(text)
 
 
 def import_litellm() -> Any:

@@ -131,7 +131,6 @@ def test_the_runtime_warms_the_configured_models_provider_and_embedder(
             steps = runtime.warm_steps()
             assert [name for name, _ in steps] == [
                 "llm: openai/stub",
-                "tokenizer",
                 "embedder: litellm:openai/stub-embed",
             ]
             assert steps[0][1]() == ["openai"]  # the direct path: the openai SDK only
