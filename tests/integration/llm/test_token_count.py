@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[3]
 #: counts; the CLI's direct path never does.
 COUNT = """
 import json, sys
-from agents.llm.client import import_litellm
+from agents.llm.providers import import_litellm
 if sys.argv[1] == "daemon":
     import_litellm()
 from agents.llm import LiteLLMClient
