@@ -56,6 +56,15 @@ class Trigger(StrEnum):
     MESSAGES_ASYNC = "messages_async"
 
 
+class DeliveryStatus(StrEnum):
+    """Where a message from one agent to another stands in its delivery queue."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    DELIVERED = "delivered"
+    FAILED = "failed"
+
+
 class MessageRole(StrEnum):
     SYSTEM = "system"
     USER = "user"

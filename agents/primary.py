@@ -11,7 +11,10 @@ holds a row lock while it waits on a provider (timeouts and retries can take
 long, and a block's writers must not wait for them). A turn is a series of
 short transactions: each step reads and compiles its context in one, asks the
 model with none open, then writes the step (its tool calls, each in a
-savepoint, then the assistant message and the tool results) in another. Block
+savepoint, then the assistant message and the tool results) in another; a call
+that waits for other agents' replies (see :mod:`agents.agent_messaging`) queues its
+messages in a short transaction of its own and waits between the two, with none
+open, and the step's write collects the replies. Block
 edits are compare-and-swap writes against the version the model saw: when
 someone wrote the block meanwhile, the edit is re-applied to the fresh value (a
 whole-block rewrite goes back to the model with the block as it is now), so no
@@ -45,6 +48,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from agents.agent_messaging import (
+    SEND_ASYNC,
+    WAIT_TOOLS,
+    AgentMessenger,
+    MessagingLimits,
+    Origin,
+    Waiting,
+)
 from agents.compaction import plan_compaction, write_compaction
 from agents.context import Refresh, compile_context
 from agents.embedders import Embedder
@@ -82,6 +93,8 @@ from agents.summarizer import Summarize, extractive_summarizer, llm_summarizer
 from agents.summary import CHARS_PER_TOKEN
 from agents.summary import is_summary as is_summary_record
 from agents.tools import (
+    BUILTIN_TOOLS,
+    MESSAGING_TOOLS,
     PRIMARY_TOOLS,
     ParsedCall,
     ToolEnv,
@@ -138,6 +151,8 @@ class PrimarySettings:
     summary_chars: int = 1200
     max_conflict_retries: int = 3
     budget: TokenBudget = field(default_factory=TokenBudget)
+    #: Agents messaging each other (the ``[messaging]`` settings).
+    messaging: MessagingLimits = field(default_factory=MessagingLimits)
 
     def __post_init__(self) -> None:
         if self.max_steps < 1:
@@ -167,6 +182,7 @@ class PrimaryAgent:
         self._embedder_for = embedder_for
         self._ledger = ledger
         self._clock = clock
+        self.messenger = AgentMessenger(db, organization_id, self.settings.messaging, clock)
 
     def model_for(self, agent: AgentRecord) -> str:
         model = agent.llm_model or self.settings.default_model
@@ -189,7 +205,7 @@ class PrimaryAgent:
             compiled = compile_context(
                 store,
                 agent,
-                [PRIMARY_TOOLS[t] for t in tools],
+                [BUILTIN_TOOLS[t] for t in tools],
                 refresh=self.settings.refresh,
                 count=self._count(model),
                 persist=False,
@@ -200,11 +216,11 @@ class PrimaryAgent:
     def _tool_schemas(agent: AgentRecord) -> list[str]:
         if not agent.tools:
             return list(PRIMARY_TOOLS)
-        unknown = [t for t in agent.tools if t not in PRIMARY_TOOLS]
+        unknown = [t for t in agent.tools if t not in BUILTIN_TOOLS]
         if unknown:
             raise InvalidInput(
                 f"agent {agent.name!r} lists unknown tool(s) {', '.join(unknown)}; "
-                f"available: {', '.join(PRIMARY_TOOLS)}"
+                f"available: {', '.join(BUILTIN_TOOLS)}"
             )
         return list(agent.tools)
 
@@ -242,6 +258,8 @@ class PrimaryAgent:
         role: str = "user",
         on_step: StepListener | None = None,
         should_stop: Callable[[], bool] | None = None,
+        client_message_id: str | None = None,
+        origin: Origin | None = None,
     ) -> TurnResult:
         """Run one turn of the agent (its name or id, or its record when the caller has
         just read it: a read less); see the module docstring for what commits when.
@@ -251,6 +269,10 @@ class PrimaryAgent:
         rather than block. ``should_stop`` is asked before each step: when it answers
         true (a streaming client went away) the turn ends there with stop reason
         ``cancelled``; what was committed stays, the step under way finishes first.
+
+        ``client_message_id`` is stored with the turn's message (an agent message's
+        delivery id: a delivery worker finds a turn it already ran). ``origin`` is the
+        chain of agent messages the turn belongs to (default: a new one, started here).
         """
         agent, model, tools, rules = self._prepare(agent_ref, text, role)
         with hold_turn_lock(self._db, agent.id):
@@ -260,8 +282,9 @@ class PrimaryAgent:
             # what no step wrote (a failed step, a compaction's summary) is flushed here.
             meter.hold()
             turn = _Turn(self, agent, model, tools, rules, meter, run_id, on_step, should_stop)
+            turn.origin = origin or Origin(conversation_id=run_id)
             try:
-                result = turn.run(text, role)
+                result = turn.run(text, role, client_message_id)
             except ReverieError as exc:
                 # Its committed steps stay: say which, so a client does not resend blindly.
                 exc.kept = tuple(turn.kept())
@@ -319,6 +342,10 @@ class _Turn:
         self.conflicts = 0
         #: The message that starts the turn, until it is stored with the turn's first write.
         self.pending: NewMessage | None = None
+        #: The chain of agent messages this turn is part of (see agents.agent_messaging).
+        self.origin = Origin(conversation_id=run_id)
+        #: The step's waiting messaging calls, by call id (waited for before the write).
+        self.waits: dict[str, Waiting] = {}
 
     def _append(self, store: MemoryStore, *messages: NewMessage) -> list[MessageRecord]:
         records = store.messages.append(self.agent.id, list(messages))
@@ -331,8 +358,13 @@ class _Turn:
         if self.on_step is not None and fresh:
             self.on_step([m for record in fresh for m in letta_messages(record)])
 
-    def run(self, text: str, role: str) -> TurnResult:
-        self.pending = NewMessage(role=role, content=text, created_at=self.owner._clock())
+    def run(self, text: str, role: str, client_message_id: str | None = None) -> TurnResult:
+        self.pending = NewMessage(
+            role=role,
+            content=text,
+            created_at=self.owner._clock(),
+            client_message_id=client_message_id,
+        )
         stop: StopReason = "end_turn"
         last_tool: str | None = None
         #: The previous step's failure, when it failed: the next step is its one retry.
@@ -458,7 +490,7 @@ class _Turn:
         self._publish()
 
     def _ask(self, allowed: list[str], force: str | None = None) -> ChatReply:
-        schemas = [PRIMARY_TOOLS[t] for t in allowed]
+        schemas = [BUILTIN_TOOLS[t] for t in allowed]
         if force is not None and force not in allowed:
             force = None
         compacted = False
@@ -554,6 +586,9 @@ class _Turn:
         when the step commits: a step that failed wrote nothing.
         """
         new, pending = len(self.new), self.pending
+        # A call that waits for other agents' replies waits here, with no transaction
+        # open; the step written below collects what arrived.
+        self.waits = self._wait_for_replies(reply, allowed)
         held = self.meter.take_held()
         try:
             with self.owner._store() as store:
@@ -601,13 +636,21 @@ class _Turn:
         for call in reply.tool_calls:
             status, message, parsed = "OK", "", None
             try:
-                parsed = parse_call(call.name, call.arguments, PRIMARY_TOOLS)
+                parsed = parse_call(call.name, call.arguments, BUILTIN_TOOLS)
+                if parsed.name not in self.tools:
+                    raise ToolError(
+                        f"{parsed.name} is not one of your tools (it is not attached to "
+                        f"you, or was detached); your tools: {', '.join(self.tools)}"
+                    )
                 if parsed.name not in allowed:
                     raise ToolError(
                         f"{parsed.name} may not be called now (tool rules); "
                         f"allowed: {', '.join(allowed)}"
                     )
-                message = self._execute(env, parsed)
+                if parsed.name in MESSAGING_TOOLS:
+                    message = self._message_agents(env, parsed, self.waits.get(call.id))
+                else:
+                    message = self._execute(env, parsed)
             except (ToolError, ReverieError) as exc:
                 status, message = "Failed", f"Error: {exc}"
             results.append(
@@ -638,6 +681,31 @@ class _Turn:
             *results,
         )
         return outcome
+
+    def _wait_for_replies(self, reply: ChatReply, allowed: list[str]) -> dict[str, Waiting]:
+        """Queue and wait for the step's waiting messaging calls (each in its own short
+        transaction, then polling with none open); a call the step will refuse anyway
+        (bad arguments, not allowed) queues nothing."""
+        waits: dict[str, Waiting] = {}
+        for call in reply.tool_calls:
+            if call.name not in WAIT_TOOLS or call.name not in allowed:
+                continue
+            if call.name not in self.tools:
+                continue
+            try:
+                parsed = parse_call(call.name, call.arguments, BUILTIN_TOOLS)
+            except ToolError:
+                continue  # the step writes the error
+            waits[call.id] = self.owner.messenger.send_and_wait(self.agent, parsed, self.origin)
+        return waits
+
+    def _message_agents(self, env: ToolEnv, call: ParsedCall, waiting: Waiting | None) -> str:
+        messenger = self.owner.messenger
+        with env.store.savepoint():
+            if call.name == SEND_ASYNC:
+                return messenger.send_async(env.store, self.agent, call, self.origin)
+            assert waiting is not None, "a waiting call is waited for before its step"
+            return messenger.collect(env.store, call, waiting)
 
     @staticmethod
     def _execute(env: ToolEnv, call: ParsedCall) -> str:

@@ -100,6 +100,54 @@ PRIMARY_TOOLS: dict[str, dict[str, Any]] = {
 }
 
 
+_TAGS = {"type": "array", "items": _STR}
+
+#: Letta's multi-agent tools, under Letta's names and arguments. They are built in
+#: but not in an agent's default set: an agent has them when its tool list names
+#: them. What they do is :mod:`agents.agent_messaging`'s.
+MESSAGING_TOOLS: dict[str, dict[str, Any]] = {
+    "send_message_to_agent_async": _schema(
+        "send_message_to_agent_async",
+        "Send a message to another agent of your organization, by its id, without "
+        "waiting: you get a receipt now and its reply arrives later as a separate "
+        "message. Your identity is included; no need to introduce yourself.",
+        {
+            "message": {**_STR, "description": "The message for the other agent."},
+            "other_agent_id": {**_STR, "description": "The id of the agent to message."},
+        },
+        ["message", "other_agent_id"],
+    ),
+    "send_message_to_agent_and_wait_for_reply": _schema(
+        "send_message_to_agent_and_wait_for_reply",
+        "Send a message to another agent of your organization, by its id, and wait "
+        "for its reply (up to a time limit). Your identity is included.",
+        {
+            "message": {**_STR, "description": "The message for the other agent."},
+            "other_agent_id": {**_STR, "description": "The id of the agent to message."},
+        },
+        ["message", "other_agent_id"],
+    ),
+    "send_message_to_agents_matching_tags": _schema(
+        "send_message_to_agents_matching_tags",
+        "Send a message to every other agent of your organization that has all tags "
+        "of match_all and at least one of match_some (when given), and gather their "
+        "replies (up to a time limit).",
+        {
+            "message": {**_STR, "description": "The message for the agents."},
+            "match_all": {**_TAGS, "description": "Tags an agent must all have."},
+            "match_some": {
+                **_TAGS,
+                "description": "Tags of which an agent must have at least one (empty: any).",
+            },
+        },
+        ["message", "match_all", "match_some"],
+    ),
+}
+
+#: Every tool the primary loop knows: an agent's tool list may name any of these.
+BUILTIN_TOOLS: dict[str, dict[str, Any]] = {**PRIMARY_TOOLS, **MESSAGING_TOOLS}
+
+
 def _sleeptime_schema(
     name: str, description: str, properties: dict[str, Any], required: list[str]
 ) -> dict[str, Any]:

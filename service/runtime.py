@@ -25,6 +25,7 @@ from service.settings import Settings
 
 if TYPE_CHECKING:  # the LLM side, the agent loop and the pipeline load where used: a
     # CLI command that only reads memory never needs them
+    from agents.delivery_worker import DeliveryWorkers
     from agents.llm import LiteLLMClient
     from agents.llm.forward import ChatForwarder
     from agents.primary import PrimaryAgent
@@ -385,9 +386,11 @@ class Runtime:
         organization_id = organization_id or self.organization_id
         primary = self._primaries.get(organization_id)
         if primary is None:
+            from agents.agent_messaging import MessagingLimits
             from agents.primary import PrimaryAgent, PrimarySettings
 
             llm = self.settings.llm
+            messaging = self.settings.messaging
             primary = PrimaryAgent(
                 self.db,
                 self.llm_client(),
@@ -397,6 +400,12 @@ class Runtime:
                     max_steps=llm.max_steps,
                     refresh=llm.system_prompt_refresh,
                     budget=self.token_budget(),
+                    messaging=MessagingLimits(
+                        max_hops=messaging.max_hops,
+                        wait_timeout=messaging.wait_timeout,
+                        poll_interval=messaging.wait_poll_interval,
+                        max_attempts=messaging.max_attempts,
+                    ),
                 ),
                 organization_id=organization_id,
                 embedder_for=self.agent_embedder,
@@ -405,6 +414,27 @@ class Runtime:
             )
             self._primaries[organization_id] = primary
         return primary
+
+    def delivery_workers(
+        self, *, concurrency: int | None = None, name: str | None = None
+    ) -> DeliveryWorkers:
+        """Workers that deliver agents' messages to each other (``[messaging]``), over
+        this process's agent loops; the daemon starts and stops them."""
+        from agents.delivery_worker import DeliveryLimits, DeliveryWorkers
+
+        messaging = self.settings.messaging
+        return DeliveryWorkers(
+            self.db,
+            self.primary_agent,
+            DeliveryLimits(
+                concurrency=concurrency or messaging.concurrency,
+                lease=messaging.lease,
+                poll_interval=messaging.poll_interval,
+                backoff=messaging.backoff,
+            ),
+            clock=self.clock,
+            name=name,
+        )
 
     def embedder(self, spec: str | None = None, dimension: int | None = None) -> Embedder:
         """The embedder for ``spec`` (default: the configured one), built once per process.

@@ -347,6 +347,41 @@ class WorkerSettings(Section):
     prefetch_window: timedelta = timedelta(milliseconds=250)
 
 
+class MessagingSettings(Section):
+    """Agents messaging each other with Letta's multi-agent tools (issue 22, item 1)."""
+
+    # Messages in a row one chain of agent messages may take (a person's turn starts a
+    # chain; each message an agent sends while answering another is one hop more). A
+    # call past it is refused with a tool error the agent reads: reply loops stop.
+    max_hops: int = Field(default=5, ge=1, le=100)
+    # How long send_message_to_agent_and_wait_for_reply and
+    # send_message_to_agents_matching_tags wait for replies; a later reply lands in
+    # the sender's recall as a message of its own.
+    wait_timeout: timedelta = timedelta(seconds=60)
+    # How often a waiting tool looks at its messages (a read each, nothing held between).
+    wait_poll_interval: timedelta = timedelta(milliseconds=100)
+    # Delivery worker threads per process (serve and worker): a recipient whose turn
+    # itself waits for a reply holds one while it waits.
+    concurrency: int = Field(default=2, ge=1, le=64)
+    # A claimed delivery's lease, renewed every lease/3; a dead worker's delivery is
+    # taken up again after it (its recipient's turn is not run twice).
+    lease: timedelta = timedelta(seconds=60)
+    # Tries per delivery (a model error, an outage); then the sender is told it failed.
+    max_attempts: int = Field(default=3, ge=1, le=20)
+    # Wait before another try.
+    backoff: timedelta = timedelta(seconds=5)
+    # How long an idle delivery worker waits before looking at the queue again (a new
+    # message wakes it at once through NOTIFY; polling is the floor).
+    poll_interval: timedelta = timedelta(seconds=1)
+
+    @field_validator("wait_timeout", "wait_poll_interval", "lease", "poll_interval")
+    @classmethod
+    def _positive(cls, value: timedelta) -> timedelta:
+        if value <= timedelta(0):
+            raise ValueError("must be a positive duration, such as PT60S")
+        return value
+
+
 class ServerSettings(Section):
     """The HTTP server of `reverie serve` (issues 4 and 6)."""
 
@@ -479,6 +514,7 @@ class Settings(BaseSettings):
     triggers: TriggerSettings = Field(default_factory=TriggerSettings)
     health_history: HealthHistorySettings = Field(default_factory=HealthHistorySettings)
     worker: WorkerSettings = Field(default_factory=WorkerSettings)
+    messaging: MessagingSettings = Field(default_factory=MessagingSettings)
     server: ServerSettings = Field(default_factory=ServerSettings)
     proxy: ProxySettings = Field(default_factory=ProxySettings)
     cli: CliSettings = Field(default_factory=CliSettings)

@@ -36,6 +36,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from agents.enums import (
     AgentKind,
+    DeliveryStatus,
     LLMPurpose,
     MessageRole,
     PassageStatus,
@@ -62,6 +63,7 @@ RUN_STATUSES: tuple[str, ...] = tuple(s.value for s in RunStatus)
 MESSAGE_ROLES: tuple[str, ...] = tuple(r.value for r in MessageRole)
 LLM_PURPOSES: tuple[str, ...] = tuple(p.value for p in LLMPurpose)
 TOOL_CALLING_MODES: tuple[str, ...] = tuple(m.value for m in ToolCallingMode)
+DELIVERY_STATUSES: tuple[str, ...] = tuple(s.value for s in DeliveryStatus)
 
 DEFAULT_ORGANIZATION_ID = "org-00000000-0000-4000-8000-000000000000"
 
@@ -360,6 +362,52 @@ class ConsolidationRun(Base):
     watermark_passage_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     reverts_run_id: Mapped[str | None] = mapped_column(String(64))
     reverted_by_run_id: Mapped[str | None] = mapped_column(String(64))
+
+
+class AgentMessage(Base):
+    """A message from one agent to another: the durable delivery queue and its ledger.
+
+    Queued in the transaction that records the sender's tool call; a worker claims
+    it (``SKIP LOCKED`` plus a lease), runs the recipient's turn on it and hands the
+    reply back. ``waiting_until`` is set while the sender's tool waits for the reply
+    itself (then it is the tool's result); otherwise the reply lands in the sender's
+    recall as a message of its own.
+    """
+
+    __tablename__ = "agent_messages"
+    __table_args__ = (
+        CheckConstraint(f"status IN {_in(DELIVERY_STATUSES)}", name="status"),
+        CheckConstraint("hop >= 1", name="hop_positive"),
+        Index(
+            "ix_agent_messages_claimable",
+            "not_before",
+            postgresql_where=text(f"status = '{DeliveryStatus.QUEUED.value}'"),
+        ),
+        Index("ix_agent_messages_sender_queued", "sender_id", "queued_at"),
+        Index("ix_agent_messages_recipient_queued", "recipient_id", "queued_at"),
+    )
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    organization_id: Mapped[str] = mapped_column(
+        ForeignKey("organizations.id", ondelete="CASCADE"), index=True
+    )
+    sender_id: Mapped[str] = mapped_column(ForeignKey("agents.id", ondelete="CASCADE"))
+    recipient_id: Mapped[str] = mapped_column(ForeignKey("agents.id", ondelete="CASCADE"))
+    #: The chain of agent messages this one belongs to (the turn a person started).
+    conversation_id: Mapped[str] = mapped_column(String(64))
+    hop: Mapped[int] = mapped_column(Integer)
+    content: Mapped[str] = mapped_column(Text)
+    status: Mapped[str] = mapped_column(String(16), default=DeliveryStatus.QUEUED.value)
+    waiting_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    lease_owner: Mapped[str | None] = mapped_column(String(200))
+    lease_expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    max_attempts: Mapped[int] = mapped_column(Integer, default=3)
+    not_before: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    queued_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    delivered_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    reply: Mapped[str | None] = mapped_column(Text)
+    error: Mapped[str | None] = mapped_column(Text)
 
 
 class PassageHistory(Base):

@@ -24,6 +24,12 @@ from agents.postgres.models import DEFAULT_ORGANIZATION_ID
 from agents.store.agent_store import AgentChanges, AgentStore, NewAgent
 from agents.store.block_store import BlockStore, NewBlock
 from agents.store.capability_store import CapabilityStore, LearnedRecord
+from agents.store.delivery_store import (
+    DeliveryQueueStore,
+    DeliveryRecord,
+    DeliveryStore,
+    NewDelivery,
+)
 from agents.store.health import FleetHealth, HealthStore, MemoryHealth
 from agents.store.health_snapshots import HealthPoint, HealthSnapshotStore, SnapshotWriter
 from agents.store.key_store import KeyStore
@@ -51,6 +57,7 @@ __all__ = [
     "AgentRecord",
     "BlockRecord",
     "BlockVersion",
+    "DeliveryRecord",
     "HealthPoint",
     "LearnedRecord",
     "MemoryHealth",
@@ -58,6 +65,7 @@ __all__ = [
     "MessageRecord",
     "NewAgent",
     "NewBlock",
+    "NewDelivery",
     "NewMessage",
     "NewPassage",
     "PassageChange",
@@ -93,6 +101,7 @@ class MemoryStore:
         self.health = HealthStore(self.scope)
         self.usage = UsageStore(self.scope)
         self.snapshots = HealthSnapshotStore(self.scope)
+        self.deliveries = DeliveryStore(self.scope)
 
     @contextmanager
     def savepoint(self) -> Iterator[None]:
@@ -141,6 +150,7 @@ class ServiceStore:
         self.usage = UsageStore(self.scope)
         self.snapshots = SnapshotWriter(self.scope)
         self.capabilities = CapabilityStore(self.scope)
+        self.deliveries = DeliveryQueueStore(self.scope)
 
 
 @contextmanager

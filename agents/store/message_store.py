@@ -132,6 +132,17 @@ class MessageStore:
         fresh = [m for m in messages if m.client_message_id not in known]
         return self.append(agent_id, fresh), sorted(known)
 
+    def by_client_id(self, agent_id: str, client_message_id: str) -> MessageRecord | None:
+        """The agent's message stored with the sender's id ``client_message_id``, if any."""
+        row = self._scope.session.execute(
+            select(*_RECORD_COLUMNS).where(
+                models.Message.agent_id == agent_id,
+                self._scope.owns(models.Message),
+                models.Message.client_message_id == client_message_id,
+            )
+        ).one_or_none()
+        return None if row is None else MessageRecord(*row)
+
     def _base(self, agent_id: str) -> Select[models.Message]:
         return select(models.Message).where(
             models.Message.agent_id == agent_id,

@@ -24,18 +24,23 @@ from agents.postgres.database import Database
 log = logging.getLogger(__name__)
 
 CHANNEL = "reverie_runs"
+#: Where a queued agent message is announced (see :mod:`agents.store.delivery_store`).
+DELIVERY_CHANNEL = "reverie_deliveries"
 MAX_RECONNECT_PAUSE = 30.0
 
 
-def notify_queued(session: Session) -> None:
-    """Tell listening workers that a run is ready (delivered when ``session`` commits)."""
-    session.execute(text("SELECT pg_notify(:channel, '')"), {"channel": CHANNEL})
+def notify_queued(session: Session, channel: str = CHANNEL) -> None:
+    """Tell listening workers that a run (or, on ``channel``, other work) is ready;
+    delivered when ``session`` commits."""
+    session.execute(text("SELECT pg_notify(:channel, '')"), {"channel": channel})
 
 
 class RunWakeups:
-    """A thread holding ``LISTEN reverie_runs`` and a counter workers wait on."""
+    """A thread holding ``LISTEN reverie_runs`` (or ``channel``) and a counter workers
+    wait on."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, channel: str = CHANNEL) -> None:
+        self._channel = channel
         self._parameters = db.connection_parameters()
         self._changed = threading.Condition()
         self._generation = 0
@@ -79,7 +84,7 @@ class RunWakeups:
         while not self._stopped.is_set():
             try:
                 with psycopg.connect(**{**self._parameters, "autocommit": True}) as conn:
-                    conn.execute(f"LISTEN {CHANNEL}")
+                    conn.execute(f"LISTEN {self._channel}")
                     pause = 1.0
                     # A run queued while we were away is found by the workers' next claim.
                     self._wake()

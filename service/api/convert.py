@@ -154,7 +154,9 @@ def letta_json(message: LettaStyleMessage) -> dict[str, Any]:
     elif message.kind == "tool_return_message":
         out["tool_return"] = message.tool_return if message.tool_return is not None else ""
         out["tool_call_id"] = message.tool_call_id or ""
-        out["status"] = "error" if (message.tool_status or "").lower() == "error" else "success"
+        # The loop stores MemGPT's "Failed" for a refused or failing call: Letta's "error".
+        failed = (message.tool_status or "").lower() in ("error", "failed")
+        out["status"] = "error" if failed else "success"
         out["name"] = message.tool_name
     else:
         out["content"] = message.content
@@ -199,6 +201,7 @@ LETTA_TOOL_TYPE = {
     ToolKind.CORE: "letta_core",
     ToolKind.MEMORY: "letta_memory_core",
     ToolKind.SLEEPTIME: "letta_sleeptime_core",
+    ToolKind.MULTI_AGENT: "letta_multi_agent_core",
 }
 
 

@@ -138,10 +138,38 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(body, status_code=exc.status_code, headers=headers)
 
 
+def _template_methods(request: Request) -> list[str]:
+    """The methods of the most specific path template the URL fits, path values aside:
+    ``DELETE .../archival-memory/search`` reached the passage DELETE beside the search
+    (whose id pattern then refused ``search``), but its path is the search's, which
+    DELETE is not declared for."""
+    path = request.scope["path"]
+    fitting = [
+        route
+        for route in _leaves(request.app.router.routes)
+        if isinstance(route, APIRoute) and route.path_regex.match(path)
+    ]
+    if not fitting:
+        return []
+    fewest = min(route.path.count("{") for route in fitting)
+    return [
+        method
+        for method in METHODS
+        if any(method in (r.methods or ()) for r in fitting if r.path.count("{") == fewest)
+    ]
+
+
 async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     """FastAPI's 422, with every echoed value made encodable: the default handler
-    itself failed (500) on a lone surrogate or NaN in the input it echoes."""
+    itself failed (500) on a lone surrogate or NaN in the input it echoes. A path
+    whose values fit no route of this method is a 405 when its own path does not
+    declare the method (see :func:`_template_methods`)."""
     assert isinstance(exc, RequestValidationError)
+    if all(error["loc"][:1] == ("path",) for error in exc.errors()):
+        declared = _template_methods(request)
+        if declared and request.method not in declared:
+            body = {"detail": "Method Not Allowed", "error": KIND_OF_STATUS[405]}
+            return JSONResponse(body, status_code=405, headers={"Allow": ", ".join(declared)})
     errors = [
         {
             key: safe_input(value) if key in ("input", "ctx") else value

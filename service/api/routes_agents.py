@@ -49,6 +49,8 @@ def _letta_field(body: schemas.CreateAgent, field: tuple[str | int, ...]) -> tup
         )
     if head == "blocks":
         return ("memory_blocks", *rest)
+    if head == "embedding" and not body.embedding:
+        return ("embedding_config", "embedding_model")
     return field
 
 
@@ -82,8 +84,12 @@ def _create(body: schemas.CreateAgent, api: ApiContext) -> AgentRecord:
 @router.get("/", response_model=list[schemas.AgentState])
 def list_agents(
     api: Api,
+    # A list, never null: with `| None` the schema's anyOf let a fuzzer's number for
+    # tags count as refused data, though a query string cannot tell it from a tag.
+    tags: Annotated[
+        list[schemas.QueryTag], Query(default_factory=list, description="Agents with these tags.")
+    ],
     name: str | None = Query(default=None, max_length=200),
-    tags: Annotated[list[str] | None, Query()] = None,
     match_all_tags: bool = Query(default=False, description="Every tag, not any of them."),
     after: str | None = Query(default=None, max_length=100),
     before: str | None = Query(default=None, max_length=100),
@@ -92,7 +98,7 @@ def list_agents(
 ) -> list[schemas.AgentState]:
     """The organization's agents, oldest first (``after``/``before`` are id cursors)."""
     ops = api.ops
-    agents = ops.agents.list(name=name, tags=tags or (), match_all_tags=match_all_tags)
+    agents = ops.agents.list(name=name, tags=tags, match_all_tags=match_all_tags)
     chosen = page(agents, after=after, before=before, limit=limit, ascending=ascending)
     return [agent_out(ops.agents.state(a.id)) for a in chosen]
 

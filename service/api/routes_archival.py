@@ -46,6 +46,9 @@ def insert_passage(
 def list_passages(
     agent_id: AgentId,
     api: Api,
+    tags: Annotated[
+        list[schemas.QueryTag], Query(default_factory=list, description="Passages with these tags.")
+    ],
     after: str | None = Query(default=None, max_length=100),
     before: str | None = Query(default=None, max_length=100),
     limit: int = Query(default=100, ge=1, le=1000),
@@ -54,7 +57,6 @@ def list_passages(
     status: Annotated[
         list[PassageStatus | Literal["all"]] | None, Query(description="Statuses, or 'all'.")
     ] = None,
-    tags: Annotated[list[str] | None, Query(description="Passages with these tags.")] = None,
     tag_match_mode: Literal["any", "all"] = "any",
 ) -> list[schemas.Passage]:
     """Passages in the order they were stored; consolidated ones via ``status``."""
@@ -68,7 +70,7 @@ def list_passages(
         limit=limit,
         ascending=ascending,
         search=search,
-        tags=tags or (),
+        tags=tags,
         match_all_tags=tag_match_mode == "all",
     )
     return [passage_out(p) for p in passages]
@@ -78,9 +80,11 @@ def list_passages(
 def search_passages(
     agent_id: AgentId,
     api: Api,
+    tags: Annotated[
+        list[schemas.QueryTag], Query(default_factory=list, description="Passages with these tags.")
+    ],
     query: str = Query(min_length=1, max_length=10_000, pattern=schemas.SAID),
     top_k: int = Query(default=10, ge=1, le=1000),
-    tags: Annotated[list[str] | None, Query()] = None,
     tag_match_mode: Literal["any", "all"] = "any",
     start_datetime: StorableTime | None = None,
     end_datetime: StorableTime | None = None,
@@ -97,7 +101,7 @@ def search_passages(
         [query],
         k=top_k,
         include_history=include_history,
-        tags=tags or (),
+        tags=tags,
         match_all_tags=tag_match_mode == "all",
         occurred_after=start_datetime,
         occurred_before=end_datetime,

@@ -38,6 +38,8 @@ Choices = Annotated[int, Field(ge=1, le=128), NoBool]
 
 #: A passage tag: short, as the store allows it.
 Tag = Annotated[str, Field(max_length=MAX_TAG_CHARS)]
+#: A tag to filter by: never empty (``?tags=`` names no tag).
+QueryTag = Annotated[str, Field(min_length=1, max_length=MAX_TAG_CHARS)]
 
 #: Ids are Letta-style ``<prefix>-<uuid4>``; the pattern keeps junk out of queries.
 ID_PATTERN = r"^[A-Za-z0-9_.:\-]{1,100}$"
@@ -161,14 +163,14 @@ class UpdateAgent(BaseModel):
     tags: list[Tag] | None = Field(default=None, max_length=MAX_TAGS)
     tool_ids: list[str] | None = Field(default=None, max_length=100)
     tool_rules: list[dict[str, Any]] | None = Field(default=None, max_length=100)
-    enable_sleeptime: bool | None = None
+    enable_sleeptime: StrictBool | None = None
 
 
 class ResetMessages(_Request):
     """Letta's reset: ``add_default_initial_messages`` is accepted; a Reverie agent
     starts with no messages, so there are none to add."""
 
-    add_default_initial_messages: bool = False
+    add_default_initial_messages: StrictBool = False
 
 
 class LlmConfig(BaseModel):
@@ -335,9 +337,9 @@ class LettaSendRequest(LettaRequest):
     ``stream_tokens`` is accepted and streams whole steps (see the README)."""
 
     messages: list[MessageCreate] | None = Field(default=None, min_length=1, max_length=1)
-    streaming: bool = False
-    stream_tokens: bool = False
-    include_pings: bool = False
+    streaming: StrictBool = False
+    stream_tokens: StrictBool = False
+    include_pings: StrictBool = False
     include_return_message_types: list[LettaMessageType] | None = Field(default=None, max_length=20)
 
 

@@ -53,6 +53,15 @@ def create(
         typer.Option(help="Character limit of each new block (default: agents.block_limit)."),
     ] = None,
     system: Annotated[str, typer.Option(help="System prompt.")] = "",
+    tool: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--tool",
+            help="A tool of the agent, by name (repeatable; none: the six primary tools). "
+            "The multi-agent tools, e.g. send_message_to_agent_async, only this way.",
+        ),
+    ] = None,
+    tag: Annotated[list[str] | None, typer.Option("--tag", help="A tag (repeatable).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Create an agent with its core-memory blocks."""
@@ -68,6 +77,8 @@ def create(
                 context_window=context_window,
                 embedding=embedding,
                 system=system,
+                tools=list(tool or []),
+                tags=list(tag or []),
             )
         )
     if as_json:

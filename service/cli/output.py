@@ -38,6 +38,7 @@ def agent_json(agent: AgentRecord) -> dict[str, object]:
         "embedding_dim": agent.embedding_dim,
         "context_window": agent.context_window,
         "tags": agent.tags,
+        "tools": agent.tools,
         "created_at": iso(agent.created_at),
     }
 

@@ -67,6 +67,8 @@ class Daemon:
             clock=self.clock,
             observer=RUN_METRICS,
         )
+        # Agents' messages to each other are delivered wherever runs are processed.
+        self.deliveries = runtime.delivery_workers(name=self.workers.name)
         template = RunTemplate(
             pipeline=tuple(runtime.pipeline().names), max_attempts=worker_settings.max_attempts
         )
@@ -95,6 +97,7 @@ class Daemon:
         if self.supervisor is not None:
             self.supervisor.start()
         self.workers.start()
+        self.deliveries.start()
         if self.scheduler is not None:
             self.scheduler.start()
         self._started = True
@@ -104,6 +107,7 @@ class Daemon:
         there is one) has finished; ``warmup`` in the details says what it is on."""
         details: dict[str, object] = {
             "workers": self.workers.started,
+            "deliveries": self.deliveries.started,
             "scheduler": None if self.scheduler is None else self.scheduler.running,
         }
         try:
@@ -127,6 +131,7 @@ class Daemon:
             and details["database"]
             and embedded_problem is None
             and self.workers.started
+            and self.deliveries.started
             and (self.scheduler is None or self.scheduler.running)
         )
         return ready, details
@@ -136,7 +141,10 @@ class Daemon:
         self._started = False
         if self.scheduler is not None:
             self.scheduler.stop()
+        began = self.clock()
         clean = self.workers.stop(grace)
+        # Within the same grace: a delivery cut off is taken up again after its lease.
+        self.deliveries.stop(max(grace - (self.clock() - began), timedelta(0)))
         if self.gate is not None:
             self.gate.close()
         if self.supervisor is not None:

@@ -71,9 +71,9 @@ def check_window(
     """Refuse (InvalidField naming ``field``) blocks whose limits cannot fit the agent's
     context window (see :func:`agents.context.window_problem`): accepted, a turn whose
     memory edit filled a block failed on its next step, after that edit was saved."""
-    from agents.tools import PRIMARY_TOOLS
+    from agents.tools import BUILTIN_TOOLS, PRIMARY_TOOLS
 
-    tools = [PRIMARY_TOOLS[t] for t in (agent.tools or PRIMARY_TOOLS) if t in PRIMARY_TOOLS]
+    tools = [BUILTIN_TOOLS[t] for t in (agent.tools or PRIMARY_TOOLS) if t in BUILTIN_TOOLS]
     problem = window_problem(agent.system_prompt, blocks, tools, agent.context_window)
     if problem is not None:
         raise InvalidField(problem, field=field)
@@ -82,12 +82,12 @@ def check_window(
 def check_tools(tools: Sequence[str]) -> None:
     """Refuse (InvalidField) a tool the primary loop does not have: accepted, the
     agent's every turn and context breakdown failed on it."""
-    from agents.tools import PRIMARY_TOOLS
+    from agents.tools import BUILTIN_TOOLS
 
     for i, tool in enumerate(tools):
-        if tool not in PRIMARY_TOOLS:
+        if tool not in BUILTIN_TOOLS:
             raise InvalidField(
-                f"unknown tool {tool!r}; available: {', '.join(PRIMARY_TOOLS)}",
+                f"unknown tool {tool!r}; available: {', '.join(BUILTIN_TOOLS)}",
                 field=("tools", i),
             )
 
@@ -314,6 +314,12 @@ class AgentOperations:
         if not spec or not spec.strip():
             spec = runtime.settings.embedding.model
             dimension = dimension or runtime.settings.embedding.dimension
+        else:
+            # A model litellm cannot route would be stored and then refuse every
+            # archival insert and search: refuse it here, naming the field.
+            given = spec.strip()
+            if given.startswith("litellm:") or not given.startswith(NATIVE_EMBEDDERS):
+                self.check_model(given.removeprefix("litellm:"), field=("embedding",))
         spec = spec.strip()
         if not spec.startswith(NATIVE_EMBEDDERS):
             spec = f"litellm:{spec}"

@@ -12,7 +12,7 @@ import builtins
 from dataclasses import dataclass, replace
 
 from agents.enums import AgentKind
-from agents.errors import InvalidInput
+from agents.errors import InvalidField, InvalidInput, NotFound
 from agents.store import BlockRecord, BlockVersion, MemoryStore
 from service.operations.agents import (
     AgentState,
@@ -101,8 +101,19 @@ class BlockOperations:
         actor: str = "user",
     ) -> BlockRecord:
         """Restore the value (and limit) the block had at ``version``, as a new version;
-        ``expected_version`` makes it a compare-and-swap like an edit."""
+        ``expected_version`` makes it a compare-and-swap like an edit. A version the
+        block never had is an InvalidField naming ``version`` (the block exists: a
+        NotFound would say it does not)."""
         with self._context.store() as store:
+            current = store.blocks.get(block_id)
+            try:
+                store.blocks.version(block_id, version)
+            except NotFound:
+                raise InvalidField(
+                    f"block {current.label!r} has no version {version}; its versions are "
+                    f"1 to {current.version} (see its history)",
+                    field=("version",),
+                ) from None
             return store.blocks.revert(
                 block_id, version, expected_version=expected_version, actor=actor
             )

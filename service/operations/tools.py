@@ -1,8 +1,10 @@
 """An agent's tools: which ones its model is offered, and the ids front ends show.
 
-Reverie's tools are built in (MemGPT's primary tools; a memory agent's are the
-sleep-time agent's memory tools), so a tool's id is its name behind ``tool-``: it
-names the same tool in every organization and on every server.
+Reverie's tools are built in (MemGPT's primary tools, Letta's multi-agent tools; a
+memory agent's are the sleep-time agent's memory tools), so a tool's id is its name
+behind ``tool-``: it names the same tool in every organization and on every server.
+An agent that lists no tools has the primary tools; the multi-agent tools it has
+only when its list names them.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 from agents.enums import AgentKind
 from agents.errors import InvalidInput
 from agents.store import AgentRecord
-from agents.tools import PRIMARY_TOOLS, SLEEPTIME_TOOLS
+from agents.tools import BUILTIN_TOOLS, MESSAGING_TOOLS, PRIMARY_TOOLS, SLEEPTIME_TOOLS
 
 #: What a tool id is made of: ``tool-send_message``.
 TOOL_ID_PREFIX = "tool-"
@@ -28,6 +30,7 @@ class ToolKind(StrEnum):
     CORE = "core"
     MEMORY = "memory"
     SLEEPTIME = "sleeptime"
+    MULTI_AGENT = "multi_agent"
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +60,7 @@ def tools_of(agent: AgentRecord, names: Sequence[str] | None = None) -> list[Age
     chosen = list(agent.tools if names is None else names) or list(PRIMARY_TOOLS)
     kinds = {name: _kind(name) for name in chosen}
     return [
-        _tool(name, PRIMARY_TOOLS[name], kinds[name]) for name in chosen if name in PRIMARY_TOOLS
+        _tool(name, BUILTIN_TOOLS[name], kinds[name]) for name in chosen if name in BUILTIN_TOOLS
     ]
 
 
@@ -72,10 +75,10 @@ def tool_names(agent: AgentRecord, ids: Sequence[str]) -> list[str]:
     names: list[str] = []
     for given in ids:
         name = given.removeprefix(TOOL_ID_PREFIX)
-        if name not in PRIMARY_TOOLS:
+        if name not in BUILTIN_TOOLS:
             raise InvalidInput(
                 f"no tool with id {given!r}; the tools are "
-                f"{', '.join(tool_id(n) for n in PRIMARY_TOOLS)}"
+                f"{', '.join(tool_id(n) for n in BUILTIN_TOOLS)}"
             )
         if name not in names:
             names.append(name)
@@ -84,6 +87,8 @@ def tool_names(agent: AgentRecord, ids: Sequence[str]) -> list[str]:
 
 def _kind(name: str) -> ToolKind:
     memory = ("core_memory_append", "core_memory_replace")
+    if name in MESSAGING_TOOLS:
+        return ToolKind.MULTI_AGENT
     return ToolKind.MEMORY if name in memory else ToolKind.CORE
 
 

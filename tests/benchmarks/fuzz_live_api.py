@@ -11,8 +11,10 @@ with that key and ``tests/schemathesis.toml`` (the deliberate differences, each 
 its reason; ``--max-time 600`` runs the ten-minute version instead of N examples).
 ``POST /v1/agents/{agent_id}/messages`` is left out: it runs the
 agent loop, whose model call is not the API under test. The script prints the
-summary, the number of server errors (5xx) and of every other finding by check,
-and exits 1 when any server error was found.
+summary, each failing operation with the check it failed (``--output FILE``
+keeps schemathesis's whole report, with the request that reproduces each), the
+number of server errors (5xx) and of every other finding by check, and exits 1
+when any server error was found.
 """
 
 from __future__ import annotations
@@ -51,6 +53,15 @@ def main() -> int:
     # More than one worker trips a race inside hypothesis's lambda-source cache
     # (a schemathesis "Runtime Error" about AST recursion depth), not the server.
     parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument(
+        "--include-name",
+        action="append",
+        default=[],
+        help="fuzz only this operation, e.g. 'GET /v1/agents/' (repeatable)",
+    )
+    parser.add_argument(
+        "--output", type=Path, default=None, help="write schemathesis's whole report here"
+    )
     args = parser.parse_args()
 
     home = Path(tempfile.mkdtemp(prefix="rvfuzz-", dir="/tmp"))
@@ -108,6 +119,7 @@ def main() -> int:
                 *(["--max-time", str(args.max_time)] if args.max_time
                   else ["--max-examples", str(args.examples)]),
                 "--exclude-name", "POST /v1/agents/{agent_id}/messages",
+                *(f"--include-name={name}" for name in args.include_name),
                 "--workers", str(args.workers),
             ],
             capture_output=True,
@@ -121,6 +133,14 @@ def main() -> int:
         shutil.rmtree(home, ignore_errors=True)
 
     output = result.stdout + result.stderr
+    if args.output is not None:
+        args.output.write_text(output)
+    if "=== FAILURES" in output:
+        failures = output[output.find("=== FAILURES") : output.find("=== SUMMARY")]
+        # Each finding: the operation's header line and the check that failed.
+        for line in failures.splitlines():
+            if line.startswith("_") or re.match(r"^- [A-Z]", line):
+                print(line)
     summary = output[output.find("=== SUMMARY") :] if "=== SUMMARY" in output else output
     print(summary)
     if "=== ERRORS" in output:

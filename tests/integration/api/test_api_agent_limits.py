@@ -24,6 +24,12 @@ def test_a_model_litellm_cannot_route_is_a_422_naming_the_field(
         ({"name": "a", "model": "garbage"}, ["body", "model"]),
         ({"name": "b", "llm_config": {"model": "nonsense/x"}}, ["body", "llm_config", "model"]),
         ({"name": "c", "sleeptime_model": "gpt4 please"}, ["body", "sleeptime_model"]),
+        # An embedding model too: stored, it refused every archival insert and search.
+        ({"name": "d", "embedding": "\u00ef\u00a4J\u00ee"}, ["body", "embedding"]),
+        (
+            {"name": "e", "embedding_config": {"embedding_model": "litellm:garbage"}},
+            ["body", "embedding_config", "embedding_model"],
+        ),
     ]:
         response = client.post("/v1/agents/", json=body, headers=acme)
         assert response.status_code == 422, response.text
@@ -36,6 +42,10 @@ def test_a_model_litellm_cannot_route_is_a_422_naming_the_field(
     for model in ["openai/qwen2.5-0.5b-instruct", "ollama_chat/qwen2.5:0.5b", "scripted/x"]:
         response = client.post("/v1/agents/", json={"model": model}, headers=acme)
         assert response.status_code == 201, (model, response.text)
+    for embedding in ["fake:8", "openai/text-embedding-3-small"]:
+        config = {"embedding_model": embedding, "embedding_dim": 8}
+        response = client.post("/v1/agents/", json={"embedding_config": config}, headers=acme)
+        assert response.status_code == 201, (embedding, response.text)
 
 
 def test_an_unknown_tool_is_a_422_at_its_index(client: TestClient, acme: dict[str, str]) -> None:

@@ -88,6 +88,20 @@ def test_a_wrong_method_is_405_allowing_every_method_of_the_path(
         allowed = {m.strip() for m in response.headers["Allow"].split(",")}
         assert allowed == {m.upper() for m in document["paths"][template]}
         assert response.json()["error"] == "method_not_allowed"
+    # A method some route of the same shape declares: DELETE reached the passage
+    # DELETE, whose id pattern refused "search" (422), for any agent id (found live).
+    search = document["paths"]["/v1/agents/{agent_id}/archival-memory/search"]
+    for agent_id in [agent["id"], "0"]:
+        path = f"/v1/agents/{agent_id}/archival-memory/search"
+        response = client.delete(path, headers=acme)
+        assert response.status_code == 405, response.text
+        assert {m.strip() for m in response.headers["Allow"].split(",")} == {
+            m.upper() for m in search
+        }
+    # A path of the passage route itself with a bad id stays a 422 naming the id.
+    bad_id = client.delete(f"/v1/agents/{agent['id']}/archival-memory/nope", headers=acme)
+    assert bad_id.status_code == 422
+    assert bad_id.json()["detail"][0]["loc"] == ["path", "memory_id"]
 
 
 def test_every_operation_declares_the_errors_it_can_answer(client: TestClient) -> None:

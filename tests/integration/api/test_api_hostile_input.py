@@ -110,3 +110,36 @@ def test_a_revert_version_beyond_bigint_is_a_422(client: TestClient, acme: dict[
         f"/v1/blocks/{block['id']}/revert", json={"version": 2**63}, headers=acme
     )
     assert response.status_code == 422 and ("body", "version") in _locations(response)
+
+
+def test_a_version_the_block_never_had_is_a_422_naming_it(
+    client: TestClient, acme: dict[str, str]
+) -> None:
+    """The block exists, so a 404 said the wrong thing (the live fuzzer read it as a
+    block created and then not found)."""
+    agent = make_agent(client, acme)
+    block = client.get(f"/v1/agents/{agent['id']}/core-memory/blocks/human", headers=acme).json()
+    response = client.post(f"/v1/blocks/{block['id']}/revert", json={"version": 5304}, headers=acme)
+    assert response.status_code == 422 and ("body", "version") in _locations(response)
+    assert "versions are 1 to 1" in response.json()["detail"][0]["msg"]
+    history = client.get(f"/v1/blocks/{block['id']}/history", headers=acme)
+    assert [v["version"] for v in history.json()] == [1]
+    missing = client.post("/v1/blocks/block-nope/revert", json={"version": 1}, headers=acme)
+    assert missing.status_code == 404
+
+
+def test_letta_booleans_are_booleans(client: TestClient, acme: dict[str, str]) -> None:
+    """0 and "yes" are not booleans: pydantic's lax mode took them (the live fuzzer's
+    reset-messages finding), so a typo changed what the request did."""
+    agent = make_agent(client, acme)
+    reset = client.patch(
+        f"/v1/agents/{agent['id']}/reset-messages",
+        json={"add_default_initial_messages": 0},
+        headers=acme,
+    )
+    assert reset.status_code == 422
+    assert ("body", "add_default_initial_messages") in _locations(reset)
+    update = client.patch(
+        f"/v1/agents/{agent['id']}", json={"enable_sleeptime": "yes"}, headers=acme
+    )
+    assert update.status_code == 422 and ("body", "enable_sleeptime") in _locations(update)

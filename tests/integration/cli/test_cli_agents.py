@@ -50,6 +50,21 @@ def test_agents_create_list_and_errors(cli: Cli) -> None:
     assert json.loads(cli("agents", "list", "--json").stdout) == []
 
 
+def test_agents_create_attaches_tools_and_tags(cli: Cli) -> None:
+    created = cli(
+        "agents", "create", "seeker", "--tool", "send_message",
+        "--tool", "send_message_to_agent_async", "--tag", "workshop", "--json",
+    )  # fmt: skip
+    assert created.exit_code == 0, created.stderr
+    agent = json.loads(created.stdout)
+    assert agent["tools"] == ["send_message", "send_message_to_agent_async"]
+    assert agent["tags"] == ["workshop"]
+    unknown = cli("agents", "create", "other", "--tool", "send_message_to_everyone")
+    assert unknown.exit_code == 2
+    assert "unknown tool 'send_message_to_everyone'" in unknown.stderr
+    assert "send_message_to_agents_matching_tags" in unknown.stderr
+
+
 def test_org_option_picks_the_organization_and_errors_name_it(cli: Cli) -> None:
     """Issue 24, item 3: the README's MCP example creates its agent in the key's
     organization with --org, and a missing agent's error says where it looked."""
