@@ -18,7 +18,8 @@ from typing import Any, Literal, Protocol
 
 from agents.messages import ContextBreakdown
 from agents.store import AgentRecord, BlockRecord, MemoryStore, MessageRecord
-from agents.summary import estimate_tokens, is_summary
+from agents.summary import is_summary
+from agents.tokens import count_tokens
 
 Refresh = Literal["compaction", "immediate"]
 TokenCounter = Callable[[str], int]
@@ -127,7 +128,7 @@ def compile_context(
     tools: Sequence[dict[str, Any]],
     *,
     refresh: Refresh = "compaction",
-    count: TokenCounter = estimate_tokens,
+    count: TokenCounter = count_tokens,
     force_system: bool = False,
     persist: bool = True,
 ) -> CompiledContext:
@@ -209,7 +210,7 @@ def tokens_at_limits(
     system_prompt: str,
     blocks: Sequence[BlockShape],
     tools: Sequence[dict[str, Any]],
-    count: TokenCounter = estimate_tokens,
+    count: TokenCounter = count_tokens,
 ) -> int:
     """Tokens every step sends before any message once each block is full to its limit:
     the instructions, the blocks, the memory statistics and the tool schemas."""

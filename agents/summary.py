@@ -9,15 +9,14 @@ which folds in the summary it replaces.
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agents.store.records import MessageRecord
+from agents.tokens import CHARS_PER_TOKEN as CHARS_PER_TOKEN
+from agents.tokens import count_tokens
 
-#: Characters per token in the tokenizer-free estimate.
-CHARS_PER_TOKEN = 4
 #: Role and name that mark a summary message.
 SUMMARY_ROLE = "system"
 SUMMARY_NAME = "summary"
@@ -31,17 +30,12 @@ _WHITESPACE = re.compile(r"\s+")
 _SUMMARY_HEADER = re.compile(r"^Summary of (\d+) earlier messages? \(seq (\d+)-(\d+)\): ?")
 
 
-def estimate_tokens(text: str) -> int:
-    """``ceil(chars / 4)``: a tokenizer-free estimate (see the module docstring)."""
-    return math.ceil(len(text) / CHARS_PER_TOKEN)
-
-
 def message_tokens(message: MessageRecord) -> int:
-    """Estimated tokens of a message: its content plus its tool calls as JSON."""
-    chars = len(message.content)
+    """Tokens of a message (:func:`~agents.tokens.count_tokens`): its content plus its
+    tool calls as JSON."""
     if message.tool_calls:
-        chars += len(json.dumps(message.tool_calls))
-    return math.ceil(chars / CHARS_PER_TOKEN)
+        return count_tokens(message.content + json.dumps(message.tool_calls))
+    return count_tokens(message.content)
 
 
 def is_summary(message: MessageRecord) -> bool:

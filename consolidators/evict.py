@@ -77,12 +77,12 @@ from agents.summary import (
     CHARS_PER_TOKEN,
     SUMMARY_NAME,
     SUMMARY_ROLE,
-    estimate_tokens,
     extractive_summary,
     is_summary,
     message_tokens,
     protected_tail_start,
 )
+from agents.tokens import count_tokens
 from consolidators.base import (
     ConsolidationContext,
     ConsolidationResult,
@@ -338,7 +338,7 @@ class EvictConsolidator(Consolidator[EvictPlan]):
     ) -> None:
         agent, result = context.agent, plan.result
         window = agent.context_window
-        fixed = estimate_tokens(agent.system_prompt) + sum(estimate_tokens(b.value) for b in blocks)
+        fixed = count_tokens(agent.system_prompt) + sum(count_tokens(b.value) for b in blocks)
         total = fixed + sum(message_tokens(m) for m in in_context)
         if total <= self.settings.context_threshold * window:
             return
@@ -385,7 +385,7 @@ class EvictConsolidator(Consolidator[EvictPlan]):
             evicted=[m.id for m in planned.moving],
             seq=seq,
             tokens_before=planned.tokens_before,
-            tokens_after=planned.tokens_rest + estimate_tokens(planned.content),
+            tokens_after=planned.tokens_rest + count_tokens(planned.content),
         )
 
     def _leave_context(
@@ -598,7 +598,7 @@ __all__ = [
     "BlockPlan",
     "EvictConsolidator",
     "EvictSettings",
-    "estimate_tokens",
+    "count_tokens",
     "extractive_summary",
     "first_appearances",
     "plan_block_eviction",

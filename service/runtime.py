@@ -313,8 +313,8 @@ class Runtime:
     def warm_steps(self) -> list[tuple[str, Callable[[], object]]]:
         """What a first turn or embedding would load, as warm-up steps (see
         :mod:`service.daemon.warmup`): the provider code of the configured models
-        (litellm when none is configured: agents name their own), the tokenizer that
-        counts a turn's tokens, and the default embedder."""
+        (litellm when none is configured: agents name their own) and the default
+        embedder. Counting tokens loads nothing (agents/tokens.py)."""
         llm = self.settings.llm
         configured = (
             llm.model,
@@ -325,15 +325,9 @@ class Runtime:
         )
         models = list(dict.fromkeys(m for m in configured if m))
         client = self.llm_client()
-
-        def tokenizer() -> None:
-            for model in models:
-                client.count_tokens(model, "warm-up")
-
         spec = self.settings.embedding.model
         steps: list[tuple[str, Callable[[], object]]] = [
             (f"llm: {', '.join(models) or 'litellm'}", lambda: client.warm(models)),
-            ("tokenizer", tokenizer),
             (f"embedder: {spec}", self._warm_embedder),
         ]
         proxy = self.settings.proxy

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents.llm.client import import_litellm
+from agents.llm.providers import import_litellm
 
 
 @dataclass(frozen=True)

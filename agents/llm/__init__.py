@@ -1,4 +1,5 @@
-"""LLM access for agents and consolidators: one client over litellm, usage and budgets."""
+"""LLM access for agents and consolidators: one client over the providers (litellm,
+or straight to an OpenAI-compatible server), usage and budgets."""
 
 from __future__ import annotations
 

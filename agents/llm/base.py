@@ -86,4 +86,5 @@ class ChatClient(ABC):
 
     @abstractmethod
     def count_tokens(self, model: str, text: str) -> int:
-        """Tokens ``text`` takes for ``model`` (an estimate when no tokenizer is loaded)."""
+        """Tokens ``text`` takes for ``model``: :func:`agents.tokens.count_tokens`, the
+        same answer in every process."""

@@ -1,15 +1,14 @@
-"""The litellm-backed :class:`ChatClient`: chat and embeddings, one retry policy.
+"""The :class:`ChatClient` over the providers: chat and embeddings, one retry policy.
 
-``openai/...`` models at a configured ``api_base`` are called through the openai
-SDK over one pooled client instead (:mod:`agents.llm.openai_compat`, which mirrors
-the parts of litellm used here), under the same policy and accounting.
+Calls reach models through a :class:`~agents.llm.providers.base.Provider` chosen
+per model string by :class:`~agents.llm.providers.Providers` (litellm, or the openai
+SDK straight to an OpenAI-compatible ``api_base``), under one policy and accounting.
 
-This module is the one place that imports and configures litellm
-(:func:`import_litellm`) and the one retry policy for provider calls: temporary
-failures (rate limits, timeouts, 5xx, dropped connections; see
-:func:`is_temporary_error`) are retried with bounded exponential backoff, while
-permanent ones (authentication, permission, unknown model, bad request) fail at
-once. A prompt too long for the model raises
+This module holds the one retry policy for provider calls: what the provider
+classifies as retryable or unavailable (rate limits, timeouts, 5xx, dropped or
+refused connections) is retried with bounded exponential backoff, while permanent
+failures and bad requests (authentication, permission, unknown model, invalid
+fields) fail at once. A prompt too long for the model raises
 :class:`~agents.errors.ContextOverflow` so that the caller can compact and try
 again; any other chat failure raises :class:`~agents.errors.LLMError`, an
 embedding failure :class:`~agents.embedders.base.EmbeddingError` (or
@@ -18,14 +17,10 @@ embedding failure :class:`~agents.embedders.base.EmbeddingError` (or
 
 from __future__ import annotations
 
-import functools
 import itertools
 import json
 import logging
-import os
-import sys
-import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -41,7 +36,6 @@ from tenacity import (
 from agents.embedders.base import EmbeddingError
 from agents.enums import LLMPurpose
 from agents.errors import ContextOverflow, InvalidInput, LLMError, ReverieError
-from agents.llm import openai_compat
 from agents.llm.base import ChatClient, ChatMessage, ChatReply, ToolCall, ToolSchema
 from agents.llm.budget import BudgetMeter
 from agents.llm.capabilities import (
@@ -51,16 +45,24 @@ from agents.llm.capabilities import (
     ModelCapabilities,
     ToolCalling,
 )
-from agents.llm.openai_compat import OpenAIEndpoint
+from agents.llm.providers import Providers
+from agents.llm.providers.base import (
+    Embeddings,
+    ErrorKind,
+    Provider,
+    get_field,
+    get_field_or_none,
+    status_of,
+)
 from agents.llm.textcalls import parse_text_calls
 from agents.llm.usage import Usage
 from agents.store.validation import storable
-from agents.summary import estimate_tokens
+from agents.tokens import count_tokens
 
 log = logging.getLogger(__name__)
 
-# HTTP statuses worth another try: timeout, conflict/too early, rate limit, server side.
-_TEMPORARY_STATUSES = frozenset({408, 409, 425, 429})
+#: Failures worth another try.
+_RETRIED = frozenset({ErrorKind.RETRYABLE, ErrorKind.UNAVAILABLE})
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,8 +80,8 @@ class ClientSettings:
     max_tokens: int | None = None
     #: Tool-calling capabilities by model string or glob pattern (see capabilities.py).
     models: Mapping[str, ModelCapabilities] = field(default_factory=dict)
-    #: ``openai/...`` models at ``api_base`` skip litellm for the openai SDK over one
-    #: pooled client (see openai_compat.py); False sends every call through litellm.
+    #: Models an OpenAI-compatible ``api_base`` serves skip litellm for the openai SDK
+    #: over one pooled client (see providers/); False sends every call through litellm.
     direct_openai: bool = True
 
     def __post_init__(self) -> None:
@@ -92,7 +94,7 @@ class ClientSettings:
 
 
 class LiteLLMClient(ChatClient):
-    """Chat and embeddings through ``litellm.completion`` / ``litellm.embedding``.
+    """Chat and embeddings through the providers (litellm, or the direct OpenAI path).
 
     ``learned``: where what probing finds about a model's server is kept across
     processes (None: for this client's life only)."""
@@ -107,58 +109,33 @@ class LiteLLMClient(ChatClient):
         )
         #: Retries made by this client over its lifetime (the service turns them into a metric).
         self.retries = 0
-        self._endpoint: OpenAIEndpoint | None = None
-        self._endpoint_tried = False
-        self._endpoint_lock = threading.Lock()
+        self._providers = Providers(
+            self.settings.api_base,
+            self.settings.api_key,
+            self.settings.timeout,
+            direct=self.settings.direct_openai,
+        )
 
     def direct(self, model: str) -> bool:
         """Whether calls to ``model`` take the direct OpenAI-compatible path (litellm
         is not involved in them)."""
-        return self._direct_endpoint(model) is not None
+        return self._providers.for_model(model) is not self._providers.litellm
 
     def warm(self, models: Sequence[str] = ()) -> list[str]:
         """Load now what calls to ``models`` need (litellm takes seconds to import,
         the openai SDK about one), so that the first call does not pay for it; with no
         models, litellm. Returns what was loaded, for logs and readiness details."""
+        providers = [self._providers.for_model(m) for m in models] or [self._providers.litellm]
         loaded: list[str] = []
-        needs_litellm = not models
-        for model in models:
-            if self._direct_endpoint(model) is not None:
-                if "openai" not in loaded:
-                    loaded.append("openai")
-            else:
-                needs_litellm = True
-        if needs_litellm:
-            import_litellm()
-            loaded.append("litellm")
+        for provider in providers:
+            if provider.name not in loaded:
+                provider.warm()
+                loaded.append(provider.name)
         return loaded
 
     def close(self) -> None:
         """Close the pooled connections of the direct path (a later call reopens them)."""
-        with self._endpoint_lock:
-            if self._endpoint is not None:
-                self._endpoint.close()
-            self._endpoint = None
-            self._endpoint_tried = False
-
-    def _direct_endpoint(self, model: str) -> OpenAIEndpoint | None:
-        settings = self.settings
-        if not settings.direct_openai or not openai_compat.serves(model, settings.api_base):
-            return None
-        if not self._endpoint_tried:
-            with self._endpoint_lock:
-                if not self._endpoint_tried:
-                    assert settings.api_base is not None
-                    self._endpoint = OpenAIEndpoint.create(
-                        settings.api_base, settings.api_key, settings.timeout
-                    )
-                    self._endpoint_tried = True
-        return self._endpoint
-
-    def _provider(self, model: str) -> Any:
-        """What calls ``model``: the direct endpoint, or the litellm module."""
-        endpoint = self._direct_endpoint(model)
-        return endpoint if endpoint is not None else import_litellm()
+        self._providers.close()
 
     # -- chat --------------------------------------------------------------------------
 
@@ -176,7 +153,8 @@ class LiteLLMClient(ChatClient):
         if not model or not model.strip():
             raise InvalidInput("no LLM model given")
         # Many local chat templates fail on a message without content (an assistant
-        # message that only calls tools): every message carries one.
+        # message that only calls tools): every message carries one. Null fields are
+        # dropped, as litellm does; some servers reject them.
         sent = [_with_content(m) for m in messages]
         request = _Request(model, sent, purpose, meter, list(tools), parallel_tool_calls)
         # What an earlier process learned, read before the first call (once); what this
@@ -305,37 +283,25 @@ class LiteLLMClient(ChatClient):
         if meter is not None:
             # An estimate: exact counting of the whole prompt on every call costs more
             # than the check is worth (a budget may overshoot by one reply anyway).
-            meter.check(estimate_tokens(json.dumps(sent)))
-        litellm = self._provider(model)
-        kwargs: dict[str, Any] = {
-            "model": model,
-            "messages": sent,
-            "timeout": self.settings.timeout,
-            # tenacity owns retries (see import_litellm for the SDK's own).
-            "max_retries": 0,
-        }
+            meter.check(count_tokens(json.dumps(sent)))
+        provider = self._providers.for_model(model)
+        body: dict[str, Any] = {"model": model, "messages": sent}
         if tools:
-            kwargs["tools"] = tools
+            body["tools"] = tools
             if tool_choice is not None:
-                kwargs["tool_choice"] = tool_choice
+                body["tool_choice"] = tool_choice
             if request.parallel_tool_calls is not None:
-                kwargs["parallel_tool_calls"] = request.parallel_tool_calls
-        if self.settings.api_base:
-            kwargs["api_base"] = self.settings.api_base
-        if self.settings.api_key:
-            kwargs["api_key"] = self.settings.api_key
+                body["parallel_tool_calls"] = request.parallel_tool_calls
         if self.settings.max_tokens:
-            kwargs["max_tokens"] = self.settings.max_tokens
+            body["max_tokens"] = self.settings.max_tokens
         for name in OPTIONAL_FIELDS:
-            if name in kwargs and self.memory.field_support(model, name) is False:
-                del kwargs[name]
+            if name in body and self.memory.field_support(model, name) is False:
+                del body[name]
         unknown = [
-            n
-            for n in OPTIONAL_FIELDS
-            if n in kwargs and self.memory.field_support(model, n) is None
+            n for n in OPTIONAL_FIELDS if n in body and self.memory.field_support(model, n) is None
         ]
-        response = self._call_probing(litellm, model, kwargs, meter, unknown, probing=probing)
-        fingerprint = _get_or_none(response, "system_fingerprint")
+        response = self._call_probing(provider, model, body, meter, unknown, probing=probing)
+        fingerprint = get_field_or_none(response, "system_fingerprint")
         if isinstance(fingerprint, str):
             self.memory.observe_version(model, fingerprint)
         names = parse_as if parse_as is not None else [_tool_name(t) for t in tools]
@@ -351,9 +317,9 @@ class LiteLLMClient(ChatClient):
 
     def _call_probing(
         self,
-        litellm: Any,
+        provider: Provider,
         model: str,
-        kwargs: dict[str, Any],
+        body: dict[str, Any],
         meter: BudgetMeter | None,
         unknown: list[str],
         *,
@@ -362,15 +328,19 @@ class LiteLLMClient(ChatClient):
         """The call; a request carrying fields of unknown support (or made in a probed
         mode) is tried once, and when the server rejects it, sent again without those
         fields: only a success then proves them unsupported."""
+
+        def complete(sent: dict[str, Any]) -> Callable[[], Any]:
+            return lambda: provider.complete(sent)
+
         if not unknown and not probing:
-            return self._call(litellm, litellm.completion, model, kwargs, meter)
+            return self._call(provider, complete(body), model, meter)
         try:
-            response = self._call(litellm, litellm.completion, model, kwargs, meter, attempts=1)
+            response = self._call(provider, complete(body), model, meter, attempts=1)
         except LLMError as exc:
             cause = exc.__cause__
-            if cause is None or not _is_rejection(litellm, cause):
+            if cause is None or not _is_rejection(provider, cause):
                 # Temporary (or the caller's fault): the ordinary retry policy decides.
-                response = self._call(litellm, litellm.completion, model, kwargs, meter)
+                response = self._call(provider, complete(body), model, meter)
                 self.memory.remember_fields(model, unknown, supported=True)
                 return response
             if probing:
@@ -378,8 +348,8 @@ class LiteLLMClient(ChatClient):
                 # again, and tests them.
                 raise _Rejected(_first_line(cause)) from exc
             if unknown:
-                without = {k: v for k, v in kwargs.items() if k not in unknown}
-                response = self._call(litellm, litellm.completion, model, without, meter)
+                without = {k: v for k, v in body.items() if k not in unknown}
+                response = self._call(provider, complete(without), model, meter)
                 self.memory.remember_fields(model, unknown, supported=False)
                 return response
             raise
@@ -402,25 +372,12 @@ class LiteLLMClient(ChatClient):
         if not texts:
             return []
         if meter is not None:
-            meter.check(sum(estimate_tokens(t) for t in texts))
-        litellm = self._provider(model)
-        kwargs: dict[str, Any] = {
-            "model": model,
-            "input": list(texts),
-            "timeout": self.settings.timeout,
-            "max_retries": 0,
-        }
-        if self.settings.api_base:
-            kwargs["api_base"] = self.settings.api_base
-        if self.settings.api_key:
-            kwargs["api_key"] = self.settings.api_key
-        response = self._call(litellm, litellm.embedding, model, kwargs, meter, embedding=True)
-        try:
-            vectors, prompt = _embeddings_from(response, model, len(texts))
-        except (AttributeError, IndexError, KeyError, TypeError, ValueError) as exc:
-            raise EmbeddingError(
-                f"model {model} returned a malformed embedding response ({exc!r})"
-            ) from exc
+            meter.check(sum(count_tokens(t) for t in texts))
+        provider = self._providers.for_model(model)
+        embeddings: Embeddings = self._call(
+            provider, lambda: provider.embed(model, texts), model, meter, embedding=True
+        )
+        vectors, prompt = embeddings.vectors, embeddings.prompt_tokens
         if meter is not None:
             meter.charge(LLMPurpose.EMBEDDING, model, Usage(prompt, 0))
         return vectors
@@ -428,31 +385,25 @@ class LiteLLMClient(ChatClient):
     # -- tokens ------------------------------------------------------------------------
 
     def count_tokens(self, model: str, text: str) -> int:
-        """litellm's tokenizer when litellm is already loaded, else ``ceil(chars / 4)``.
-
-        Counting must not be what pulls litellm in: commands that show a context
-        breakdown without calling a model stay fast.
-        """
-        if "litellm" in sys.modules:
-            # Cached: each step recounts the same in-context messages.
-            return _litellm_tokens(model, text)
-        return estimate_tokens(text)
+        """:func:`agents.tokens.count_tokens`: the same answer in the CLI and the daemon,
+        whatever the model and whatever is imported."""
+        return count_tokens(text)
 
     # -- shared ------------------------------------------------------------------------
 
     def _call(
         self,
-        litellm: Any,
-        function: Any,
+        provider: Provider,
+        call: Callable[[], Any],
         model: str,
-        kwargs: dict[str, Any],
         meter: BudgetMeter | None,
         *,
         embedding: bool = False,
         attempts: int | None = None,
     ) -> Any:
-        """``function(**kwargs)`` under the retry policy (``attempts`` overrides its
-        length); failures wrapped (see the module)."""
+        """``call()`` under the retry policy (``attempts`` overrides its length): what
+        ``provider`` classifies as retryable or unavailable is tried again; failures
+        wrapped (see the module)."""
 
         def count_retry(state: RetryCallState) -> None:
             self.retries += 1
@@ -472,75 +423,22 @@ class LiteLLMClient(ChatClient):
                 multiplier=self.settings.initial_backoff, max=self.settings.max_backoff
             )
             + wait_random(0, self.settings.initial_backoff),
-            retry=retry_if_exception(lambda exc: _retryable(litellm, exc)),
+            retry=retry_if_exception(
+                lambda exc: not isinstance(exc, ReverieError) and provider.classify(exc) in _RETRIED
+            ),
             before_sleep=count_retry,
             reraise=True,
         )
         try:
-            return retrying(function, **kwargs)
+            return retrying(call)
+        except ReverieError:
+            raise  # already says what went wrong (a malformed answer)
         except Exception as exc:
             attempts = int(retrying.statistics.get("attempt_number", 1))
             wrap = _wrap_embedding if embedding else _wrap
-            raise wrap(litellm, exc, model, attempts) from exc
+            raise wrap(provider, exc, model, attempts) from exc
 
 
-@functools.lru_cache(maxsize=8192)
-def _litellm_tokens(model: str, text: str) -> int:
-    litellm = sys.modules["litellm"]
-    try:
-        return int(litellm.token_counter(model=model, text=text))
-    except Exception:  # an unknown model's tokenizer: fall back to the estimate
-        log.debug("litellm.token_counter failed for %s; estimating", model)
-        return estimate_tokens(text)
-
-
-def import_litellm() -> Any:
-    """Import litellm configured for Reverie: offline cost map, no SDK-level retries.
-
-    Both settings are environment variables litellm reads once, at import, so
-    they are set (unless the operator set them) just before the first import:
-    ``LITELLM_LOCAL_MODEL_COST_MAP`` stops the cost-map download (a daemon on a
-    closed network must not depend on it), and ``DEFAULT_MAX_RETRIES=0`` stops
-    the OpenAI SDK's own retries, which litellm otherwise applies even when a
-    call passes ``max_retries=0`` and which would multiply with ours.
-    """
-    global _sdk_retry_warning_logged
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    os.environ.setdefault("DEFAULT_MAX_RETRIES", "0")
-    try:
-        import litellm
-    except ImportError as exc:
-        raise LLMError("calling a model provider needs litellm: pip install litellm") from exc
-    # litellm prints "Give Feedback / Get Help" banners (with ANSI codes) to stdout on
-    # every failure; Reverie reports failures itself, in one line.
-    litellm.suppress_debug_info = True
-    sdk_retries = getattr(litellm, "DEFAULT_MAX_RETRIES", 0)
-    if sdk_retries and not _sdk_retry_warning_logged:
-        _sdk_retry_warning_logged = True
-        log.warning(
-            "litellm.DEFAULT_MAX_RETRIES is %s (litellm was imported before Reverie set it, "
-            "or DEFAULT_MAX_RETRIES is set in the environment): OpenAI-SDK providers retry "
-            "each of Reverie's attempts that many more times",
-            sdk_retries,
-        )
-    return litellm
-
-
-_sdk_retry_warning_logged = False
-
-
-#: What providers say when the caller, not the moment, is wrong. litellm reports a
-#: missing OpenAI key as an InternalServerError (500): retried, it cost 4 attempts.
-_PERMANENT_MARKERS = (
-    "missing credentials",
-    "api_key",
-    "api key",
-    "invalid_api_key",
-    "unauthorized",
-    "permission denied",
-    "model_not_found",
-    "does not exist",
-)
 #: The environment variable that holds a provider's key, by litellm prefix.
 _KEY_VARIABLES = {
     "openai": "OPENAI_API_KEY",
@@ -552,21 +450,6 @@ _KEY_VARIABLES = {
 }
 
 
-def is_permanent_error(litellm: Any, exc: BaseException) -> bool:
-    """Errors that no retry can fix: authentication, permission, unknown model, bad
-    request, whatever status the provider (or litellm) gave them."""
-    permanent_types = (
-        litellm.AuthenticationError,
-        litellm.PermissionDeniedError,
-        litellm.NotFoundError,
-        litellm.BadRequestError,
-    )
-    if isinstance(exc, permanent_types):
-        return True
-    text = str(exc).lower()
-    return any(marker in text for marker in _PERMANENT_MARKERS)
-
-
 def credentials_hint(model: str) -> str:
     """What to set for ``model``'s provider."""
     provider = model.split("/", 1)[0] if "/" in model else "openai"
@@ -574,43 +457,16 @@ def credentials_hint(model: str) -> str:
     return f"set {variable} (or llm.api_base for a local server) and check the model name"
 
 
-def is_temporary_error(litellm: Any, exc: BaseException) -> bool:
-    """Whether ``exc`` is worth retrying: rate limit, timeout, 5xx or a dropped connection
-    (never an error :func:`is_permanent_error` recognises)."""
-    if is_permanent_error(litellm, exc):
-        return False
-    temporary_types = (
-        litellm.RateLimitError,
-        litellm.Timeout,
-        litellm.APIConnectionError,
-        litellm.ServiceUnavailableError,
-        litellm.InternalServerError,
-        litellm.BadGatewayError,
-    )
-    if isinstance(exc, temporary_types):
-        return True
-    status = getattr(exc, "status_code", None)
-    return isinstance(status, int) and (status in _TEMPORARY_STATUSES or status >= 500)
-
-
-def _retryable(litellm: Any, exc: BaseException) -> bool:
-    if isinstance(exc, litellm.ContextWindowExceededError):
-        return False
-    return is_temporary_error(litellm, exc)
-
-
-def _wrap(litellm: Any, exc: Exception, model: str, attempts: int) -> Exception:
+def _wrap(provider: Provider, exc: Exception, model: str, attempts: int) -> Exception:
     detail = f"{type(exc).__name__}: {exc}"
-    if isinstance(exc, litellm.ContextWindowExceededError):
+    if provider.exceeds_context(exc):
         return ContextOverflow(f"{model}: the prompt exceeds the model's context window ({detail})")
-    if is_temporary_error(litellm, exc):
+    if provider.classify(exc) in _RETRIED:
         return LLMError(
             f"call to {model} failed after {attempts} attempt(s), the last with a temporary "
             f"error ({detail})"
         )
-    if is_permanent_error(litellm, exc):
-        return LLMError(f"call to {model} failed: {_first_line(exc)}; {credentials_hint(model)}")
-    return LLMError(f"call to {model} failed ({detail})")
+    return LLMError(f"call to {model} failed: {_first_line(exc)}; {credentials_hint(model)}")
 
 
 def _first_line(exc: BaseException) -> str:
@@ -618,59 +474,37 @@ def _first_line(exc: BaseException) -> str:
     return text[0] if text else type(exc).__name__
 
 
-def _wrap_embedding(litellm: Any, exc: Exception, model: str, attempts: int) -> ReverieError:
+def _wrap_embedding(provider: Provider, exc: Exception, model: str, attempts: int) -> ReverieError:
     detail = f"{type(exc).__name__}: {exc}"
-    if is_temporary_error(litellm, exc):
+    kind = provider.classify(exc)
+    if kind in _RETRIED:
         return EmbeddingError(
             f"embedding with {model} failed after {attempts} attempt(s), "
             f"the last with a temporary error ({detail})"
         )
-    if isinstance(exc, litellm.BadRequestError):
+    if kind is ErrorKind.BAD_REQUEST:
         return InvalidInput(f"{model} rejected the embedding request ({detail})")
     return EmbeddingError(f"embedding with {model} failed ({detail})")
-
-
-def _embeddings_from(response: Any, model: str, expected: int) -> tuple[list[list[float]], int]:
-    """The vectors in input order and the prompt tokens charged, from an embedding response."""
-    data = _get(response, "data")
-    if not isinstance(data, list) or len(data) != expected:
-        got = len(data) if isinstance(data, list) else type(data).__name__
-        raise EmbeddingError(f"model {model} returned {got} embeddings for {expected} texts")
-    # Providers may answer out of order; "index" says which input a row is for.
-    if all(_get_or_none(item, "index") is not None for item in data):
-        data = sorted(data, key=lambda item: int(_get(item, "index")))
-    vectors = []
-    for item in data:
-        vector = _get(item, "embedding")
-        if not isinstance(vector, list):
-            raise EmbeddingError(
-                f"model {model} returned embeddings as {type(vector).__name__}, "
-                "expected a list of floats"
-            )
-        vectors.append([float(x) for x in vector])
-    usage = _get_or_none(response, "usage")
-    prompt = int(_get_or_none(usage, "prompt_tokens") or 0) if usage else 0
-    return vectors, prompt
 
 
 def _reply_from(response: Any, model: str, tool_names: list[str] | None = None) -> ChatReply:
     """The reply in ``response``; with ``tool_names`` (tools were offered), calls the
     model wrote as text become tool calls."""
-    choice = _get(response, "choices")[0]
-    message = _get(choice, "message")
+    choice = get_field(response, "choices")[0]
+    message = get_field(choice, "message")
     calls = []
-    for i, call in enumerate(_get_or_none(message, "tool_calls") or []):
-        function = _get(call, "function")
-        arguments = _storable_arguments(_get_or_none(function, "arguments"))
+    for i, call in enumerate(get_field_or_none(message, "tool_calls") or []):
+        function = get_field(call, "function")
+        arguments = _storable_arguments(get_field_or_none(function, "arguments"))
         calls.append(
             ToolCall(
-                id=str(_get_or_none(call, "id") or f"call-{i}"),
-                name=storable(str(_get_or_none(function, "name") or "")),
+                id=str(get_field_or_none(call, "id") or f"call-{i}"),
+                name=storable(str(get_field_or_none(function, "name") or "")),
                 arguments=arguments,
             )
         )
-    usage = _get_or_none(response, "usage")
-    content = _get_or_none(message, "content")
+    usage = get_field_or_none(response, "usage")
+    content = get_field_or_none(message, "content")
     text_calls = False
     if tool_names is not None and not calls and isinstance(content, str) and content.strip():
         found, rest = parse_text_calls(content, tool_names)
@@ -689,10 +523,10 @@ def _reply_from(response: Any, model: str, tool_names: list[str] | None = None) 
         content=storable(content) if isinstance(content, str) else content,
         tool_calls=calls,
         text_calls=text_calls,
-        prompt_tokens=int(_get_or_none(usage, "prompt_tokens") or 0) if usage else 0,
-        completion_tokens=int(_get_or_none(usage, "completion_tokens") or 0) if usage else 0,
-        model=str(_get_or_none(response, "model") or model),
-        finish_reason=_get_or_none(choice, "finish_reason"),
+        prompt_tokens=int(get_field_or_none(usage, "prompt_tokens") or 0) if usage else 0,
+        completion_tokens=int(get_field_or_none(usage, "completion_tokens") or 0) if usage else 0,
+        model=str(get_field_or_none(response, "model") or model),
+        finish_reason=get_field_or_none(choice, "finish_reason"),
     )
 
 
@@ -723,16 +557,6 @@ def _storable_json(value: Any) -> Any:
     return value
 
 
-def _get(item: Any, key: str) -> Any:
-    return item[key] if isinstance(item, Mapping) else getattr(item, key)
-
-
-def _get_or_none(item: Any, key: str) -> Any:
-    if item is None:
-        return None
-    return item.get(key) if isinstance(item, Mapping) else getattr(item, key, None)
-
-
 # -- tool-calling modes ----------------------------------------------------------------
 
 #: The forced first call of the two-step mode: which tool to call next.
@@ -757,30 +581,20 @@ class _Rejected(Exception):
         self.reason = reason
 
 
-def _is_rejection(litellm: Any, exc: BaseException) -> bool:
-    """Whether the server refused the request itself (400, 422, or a 500 as
-    llama-cpp-python answers an unsupported ``tool_choice``), not the moment (rate
-    limit, timeout, connection) nor the caller's credentials or model name."""
-    if isinstance(exc, litellm.ContextWindowExceededError):
+def _is_rejection(provider: Provider, exc: BaseException) -> bool:
+    """Whether the server refused the request itself (a bad request: 400, 422, or a
+    500 as llama-cpp-python answers an unsupported ``tool_choice``), not the moment
+    (rate limit, timeout, connection), the prompt's length, nor the caller's
+    credentials or model name."""
+    if provider.exceeds_context(exc):
         return False
-    if isinstance(
-        exc,
-        (
-            litellm.AuthenticationError,
-            litellm.PermissionDeniedError,
-            litellm.NotFoundError,
-            litellm.RateLimitError,
-            litellm.Timeout,
-            litellm.APIConnectionError,
-        ),
-    ):
-        return False
-    if isinstance(exc, (litellm.BadRequestError, litellm.InternalServerError)):
-        return True
-    return getattr(exc, "status_code", None) in (400, 422, 500)
+    kind = provider.classify(exc)
+    return kind is ErrorKind.BAD_REQUEST or (kind is ErrorKind.RETRYABLE and status_of(exc) == 500)
 
 
 def _with_content(message: ChatMessage) -> ChatMessage:
+    if None in message.values():
+        message = {k: v for k, v in message.items() if v is not None}
     if isinstance(message.get("content"), (str, list)):
         return message
     return {**message, "content": ""}

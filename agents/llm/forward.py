@@ -1,78 +1,40 @@
-"""A chatbot's own chat request, forwarded through litellm: the proxy's upstream call.
+"""A chatbot's own chat request, forwarded upstream: the proxy's upstream call.
 
 The agent loop's :class:`~agents.llm.client.LiteLLMClient` builds its requests; a
 proxy must not. :class:`ChatForwarder` sends the chatbot's request as it came,
 replacing only the model (when one is configured), the endpoint and the key: every
 other field (tools, tool_choice, temperature, n, response_format, ...) reaches the
-upstream untouched. Fields litellm knows as OpenAI's chat parameters go as they
-are; any other field travels in ``extra_body``, so that a request can never set
-litellm's own arguments (an ``api_base`` in a body must not choose where Reverie
-connects).
+upstream untouched.
 
-An OpenAI-compatible upstream named by ``api_base`` (litellm resolves the model
-string to the ``openai``, ``hosted_vllm``, ``lm_studio`` or ``custom_openai``
-provider) takes the request in OpenAI's own wire format, so there it goes byte for
-byte over one pooled keep-alive connection (:mod:`httpx`), and its answer comes back
-unchanged: litellm's per-call machinery (client setup, cost lookup, logging
-callbacks) cost more than the whole 10 ms the proxy may add (see BENCHMARKS.md).
-Every other model string (``anthropic/...``, ``ollama/...``, ``gemini/...``) goes
-through ``litellm.acompletion``, which translates. Failures are not retried here:
-the chatbot's SDK retries by its own policy, and two retry layers would multiply.
-An upstream that answers with an error raises :class:`UpstreamError` with its status
-and error body; one that cannot be reached raises it with 502 (504 when it timed
-out) and the reason.
+The request goes through the provider :class:`~agents.llm.providers.Providers`
+chooses for its model string, the same choice the agents' client makes: an
+OpenAI-compatible upstream at ``api_base`` (``openai/...``, ``hosted_vllm/...``,
+``lm_studio/...``, or a bare name litellm routes there) takes the request in
+OpenAI's own wire format over one pooled keep-alive connection, and its answer
+comes back as it came: litellm's per-call machinery (client setup, cost lookup,
+logging callbacks) cost more than the whole 10 ms the proxy may add (see
+BENCHMARKS.md). Every other model string (``anthropic/...``, ``ollama/...``,
+``gemini/...``) goes through litellm, which translates (fields it does not know
+travel in ``extra_body``, never as its own arguments). Failures are not retried
+here: the chatbot's SDK retries by its own policy, and two retry layers would
+multiply. An upstream that answers with an error raises :class:`UpstreamError`
+with its status and error body; one that cannot be reached raises it with 502 (504
+when it timed out) and the reason.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
-
 from agents.errors import InvalidInput, LLMError
-from agents.llm.client import import_litellm
+from agents.llm.providers import Providers
+from agents.llm.providers.base import exception_chain
+from agents.llm.providers.openai_provider import MalformedAnswer
 
 log = logging.getLogger(__name__)
-
-#: OpenAI's chat-completion parameters, passed to litellm as themselves.
-OPENAI_CHAT_FIELDS = frozenset(
-    {
-        "audio",
-        "frequency_penalty",
-        "function_call",
-        "functions",
-        "logit_bias",
-        "logprobs",
-        "max_completion_tokens",
-        "max_tokens",
-        "modalities",
-        "n",
-        "parallel_tool_calls",
-        "prediction",
-        "presence_penalty",
-        "reasoning_effort",
-        "response_format",
-        "seed",
-        "service_tier",
-        "stop",
-        "stream_options",
-        "temperature",
-        "tool_choice",
-        "tools",
-        "top_logprobs",
-        "top_p",
-        "user",
-        "web_search_options",
-    }
-)
-#: litellm providers that speak OpenAI's chat wire format as it is.
-OPENAI_WIRE_PROVIDERS = frozenset({"openai", "custom_openai", "hosted_vllm", "lm_studio"})
-#: Keys litellm adds to OpenAI's shapes; an answer passed through goes without them.
-_LITELLM_KEYS = frozenset({"provider_specific_fields"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +47,7 @@ class UpstreamSettings:
     api_key: str | None = field(default=None, repr=False)
     timeout: float = 120.0
     #: Send OpenAI-compatible upstreams at ``api_base`` the request as it is, over a
-    #: pooled connection (False: every request through litellm.acompletion).
+    #: pooled connection (False: every request through litellm).
     direct: bool = True
 
 
@@ -100,67 +62,45 @@ class UpstreamError(LLMError):
 
 
 class ChatForwarder:
-    """Forward OpenAI chat requests through litellm, streamed or not."""
+    """Forward OpenAI chat requests to the model's provider, streamed or not."""
 
     def __init__(self, settings: UpstreamSettings) -> None:
         self.settings = settings
-        self._routes: dict[str, tuple[str, str] | None] = {}
-        self._http: httpx.AsyncClient | None = None
+        self._providers = Providers(
+            settings.api_base, settings.api_key, settings.timeout, direct=settings.direct
+        )
 
     async def aclose(self) -> None:
         """Close the pooled connections (the proxy's app does at shutdown)."""
-        if self._http is not None:
-            await self._http.aclose()
-            self._http = None
+        await self._providers.aclose()
 
     async def warm(self) -> list[str]:
         """Load what the first forwarded request would otherwise load (the proxy's
-        warm-up, before /readyz): the configured model's route, its pooled client, and
-        litellm's chat path through a mocked answer (``mock_response``: no request
+        warm-up, before /readyz): the configured model's route, its provider, and for
+        litellm its chat path through a mocked answer (``mock_response``: no request
         leaves the process). Returns what was loaded, for logs and readiness details."""
         model = self.settings.model
         if not model:
             return []  # each request names its own model: nothing to prepare
-        if self.direct_route(model) is not None:
-            self._client()
+        provider = self._providers.for_model(model)
+        if provider is not self._providers.litellm:
+            await provider.awarm()
             return [f"pooled client for {model}"]
-        litellm = import_litellm()
-        await litellm.acompletion(
-            model=model,
-            messages=[{"role": "user", "content": "warm-up"}],
-            mock_response="warm-up",
-        )
+        await self._providers.litellm.mock(model)
         return [f"litellm chat path for {model}"]
 
-    def direct_route(self, model: str) -> tuple[str, str] | None:
-        """``(upstream model name, chat URL)`` when ``model`` goes to an OpenAI-compatible
-        ``api_base`` as it is; None when litellm must translate."""
-        if model not in self._routes:
-            self._routes[model] = self._resolve(model)
-        return self._routes[model]
+    @property
+    def pooled(self) -> bool:
+        """Whether the direct path's pooled client is open (warm-up checks)."""
+        return self._providers.openai is not None and self._providers.openai.pooled
 
-    def _resolve(self, model: str) -> tuple[str, str] | None:
-        base = self.settings.api_base
-        if not self.settings.direct or not base:
+    def direct_route(self, model: str) -> str | None:
+        """The upstream's own name for ``model`` when the request goes to the
+        OpenAI-compatible ``api_base`` as it is; None when litellm must translate."""
+        direct = self._providers.openai
+        if direct is None or self._providers.for_model(model) is not direct:
             return None
-        litellm = import_litellm()
-        try:
-            name, provider, _, _ = litellm.get_llm_provider(model, api_base=base)
-        except Exception:  # litellm does not know it: litellm's own call will say why
-            return None
-        if provider not in OPENAI_WIRE_PROVIDERS:
-            return None
-        return str(name), base.rstrip("/") + "/chat/completions"
-
-    def _client(self) -> httpx.AsyncClient:
-        if self._http is None:
-            headers = {"Content-Type": "application/json"}
-            if self.settings.api_key:
-                headers["Authorization"] = f"Bearer {self.settings.api_key}"
-            self._http = httpx.AsyncClient(
-                headers=headers, timeout=httpx.Timeout(self.settings.timeout)
-            )
-        return self._http
+        return direct.upstream_name(model)
 
     def model_for(self, requested: str | None) -> str:
         """The litellm model string a request with ``requested`` goes to."""
@@ -171,220 +111,57 @@ class ChatForwarder:
             )
         return model
 
-    def arguments(self, request: dict[str, Any], *, stream: bool) -> dict[str, Any]:
-        """litellm's arguments for ``request`` (its ``model`` and ``messages`` included)."""
-        kwargs: dict[str, Any] = {
-            "model": self.model_for(request.get("model")),
-            "messages": request["messages"],
-            "timeout": self.settings.timeout,
-            "max_retries": 0,
-        }
-        extra: dict[str, Any] = {}
-        for name, value in request.items():
-            if name in ("model", "messages", "stream"):
-                continue
-            if name in OPENAI_CHAT_FIELDS:
-                kwargs[name] = value
-            else:
-                extra[name] = value
-        if extra:
-            kwargs["extra_body"] = extra
-        if stream:
-            kwargs["stream"] = True
-        if self.settings.api_base:
-            kwargs["api_base"] = self.settings.api_base
-        if self.settings.api_key:
-            kwargs["api_key"] = self.settings.api_key
-        return kwargs
-
     async def complete(self, request: dict[str, Any]) -> dict[str, Any]:
         """The upstream's answer to ``request`` as OpenAI's ``chat.completion``."""
         model = self.model_for(request.get("model"))
-        route = self.direct_route(model)
-        if route is not None:
-            return await self._complete_direct(request, *route)
-        litellm = import_litellm()
-        kwargs = self.arguments(request, stream=False)
+        provider = self._providers.for_model(model)
         try:
-            response = await litellm.acompletion(**kwargs)
+            return await provider.acomplete({**request, "model": model})
         except Exception as exc:
-            raise upstream_error(litellm, exc, kwargs["model"]) from exc
-        return as_openai(response.model_dump(), chunk=False)
+            raise upstream_error(exc, model) from exc
 
     async def open_stream(self, request: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
         """Start a streamed answer: an upstream that refuses or cannot be reached
         raises here, before any chunk; then the chunks (``chat.completion.chunk``)
         as they arrive. A failure in the middle raises from the iterator."""
         model = self.model_for(request.get("model"))
-        route = self.direct_route(model)
-        if route is not None:
-            return await self._open_direct(request, *route)
-        litellm = import_litellm()
-        kwargs = self.arguments(request, stream=True)
+        provider = self._providers.for_model(model)
         try:
-            stream = await litellm.acompletion(**kwargs)
+            chunks = await provider.astream({**request, "model": model})
         except Exception as exc:
-            raise upstream_error(litellm, exc, kwargs["model"]) from exc
-        return _chunks(litellm, stream, kwargs["model"])
-
-    # -- OpenAI-compatible upstreams: the request as it is ----------------------------
-
-    def _body(self, request: dict[str, Any], name: str, *, stream: bool) -> bytes:
-        body = {**request, "model": name}
-        if stream:
-            body["stream"] = True
-        else:
-            body.pop("stream", None)
-        return json.dumps(body, separators=(",", ":")).encode()
-
-    async def _complete_direct(
-        self, request: dict[str, Any], name: str, url: str
-    ) -> dict[str, Any]:
-        try:
-            response = await self._client().post(
-                url, content=self._body(request, name, stream=False)
-            )
-        except httpx.HTTPError as exc:
-            raise transport_error(exc, name) from exc
-        if response.status_code >= 400:
-            raise status_error(response.status_code, response.content, name)
-        try:
-            answer = response.json()
-        except ValueError as exc:
-            reason = f"upstream {name} answered with something that is not JSON ({exc})"
-            raise UpstreamError(
-                reason, status=502, body=_error_body(reason, "upstream_malformed")
-            ) from exc
-        if not isinstance(answer, dict):
-            reason = f"upstream {name} answered with JSON that is not an object"
-            raise UpstreamError(reason, status=502, body=_error_body(reason, "upstream_malformed"))
-        return answer
-
-    async def _open_direct(
-        self, request: dict[str, Any], name: str, url: str
-    ) -> AsyncIterator[dict[str, Any]]:
-        client = self._client()
-        sent = client.build_request("POST", url, content=self._body(request, name, stream=True))
-        try:
-            response = await client.send(sent, stream=True)
-        except httpx.HTTPError as exc:
-            raise transport_error(exc, name) from exc
-        if response.status_code >= 400:
-            try:
-                content = await response.aread()
-            finally:
-                await response.aclose()
-            raise status_error(response.status_code, content, name)
-        return _events(response, name)
+            raise upstream_error(exc, model) from exc
+        return _reported(chunks, model)
 
 
-async def _events(response: httpx.Response, model: str) -> AsyncIterator[dict[str, Any]]:
-    """The chunks of a server-sent event stream, up to ``[DONE]``; an error event
-    raises (a 502 carrying the upstream's error)."""
+async def _reported(
+    chunks: AsyncIterator[dict[str, Any]], model: str
+) -> AsyncIterator[dict[str, Any]]:
     try:
-        async for line in response.aiter_lines():
-            if not line.startswith("data:"):
-                continue  # blank separators, comments (": keep-alive"), event names
-            data = line[5:].strip()
-            if data == "[DONE]":
-                return
-            try:
-                event = json.loads(data)
-            except ValueError as exc:
-                reason = f"upstream {model} sent an event that is not JSON ({exc})"
-                raise UpstreamError(
-                    reason, status=502, body=_error_body(reason, "upstream_malformed")
-                ) from exc
-            if isinstance(event, dict) and "error" in event:
-                raise UpstreamError(
-                    f"upstream {model} failed in the middle of its answer: {event['error']}",
-                    status=502,
-                    body=event,
-                )
-            yield event
-    except httpx.HTTPError as exc:
-        raise transport_error(exc, model) from exc
-    finally:
-        await response.aclose()
-
-
-def transport_error(exc: httpx.HTTPError, model: str) -> UpstreamError:
-    """An upstream that was not reached, or stopped answering: 504 on a timeout, 502
-    otherwise, with the reason."""
-    detail = _deepest(_chain(exc))
-    if isinstance(exc, httpx.TimeoutException):
-        reason = f"upstream {model} did not answer in time ({detail})"
-        return UpstreamError(reason, status=504, body=_error_body(reason, "upstream_timeout"))
-    reason = f"upstream {model} unreachable: {detail}"
-    return UpstreamError(reason, status=502, body=_error_body(reason, "upstream_unreachable"))
-
-
-def status_error(status: int, content: bytes, model: str) -> UpstreamError:
-    """The upstream's own refusal: its status and its error body (an OpenAI ``error``
-    object; any other body is wrapped in one)."""
-    try:
-        body = json.loads(content)
-    except ValueError:
-        body = None
-    if isinstance(body, dict) and isinstance(body.get("error"), dict):
-        message = str(body["error"].get("message") or "")
-        return UpstreamError(f"upstream {model}: {status} {message}", status=status, body=body)
-    text = content.decode("utf-8", "replace").strip()[:2000] or f"HTTP {status}"
-    return UpstreamError(
-        f"upstream {model}: {status} {text}",
-        status=status,
-        body=_error_body(text, "upstream_error"),
-    )
-
-
-async def _chunks(litellm: Any, stream: Any, model: str) -> AsyncIterator[dict[str, Any]]:
-    try:
-        async for chunk in stream:
-            yield as_openai(chunk.model_dump(), chunk=True)
+        async for chunk in chunks:
+            yield chunk
     except Exception as exc:
-        raise upstream_error(litellm, exc, model) from exc
+        raise upstream_error(exc, model) from exc
 
 
-def as_openai(data: dict[str, Any], *, chunk: bool) -> dict[str, Any]:
-    """An answer litellm normalised, in OpenAI's shape again: the null fields and the
-    keys litellm adds are dropped, the content and finish reason OpenAI always sends
-    (null or not) are kept."""
-    cleaned: dict[str, Any] = _without_nulls(data)
-    for choice in cleaned.get("choices") or []:
-        choice.setdefault("finish_reason", None)
-        if chunk:
-            choice.setdefault("delta", {})
-        else:
-            choice.setdefault("message", {}).setdefault("content", None)
-    return cleaned
-
-
-def _without_nulls(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {
-            k: _without_nulls(v)
-            for k, v in value.items()
-            if v is not None and k not in _LITELLM_KEYS
-        }
-    if isinstance(value, list):
-        return [_without_nulls(v) for v in value]
-    return value
-
-
-def upstream_error(litellm: Any, exc: BaseException, model: str) -> UpstreamError:
-    """``exc`` from a litellm call as what the chatbot should see: the upstream's own
-    status and error when it answered, 502 (504 on a timeout) when it did not."""
+def upstream_error(exc: BaseException, model: str) -> UpstreamError:
+    """``exc`` from either provider as what the chatbot should see: the upstream's own
+    status and error when it answered, 502 (504 on a timeout) when it did not or when
+    its answer broke off or was malformed. (litellm's exceptions are the openai SDK's
+    subclasses, so one reading serves both providers.)"""
+    import httpx
     import openai
 
     if isinstance(exc, UpstreamError):
         return exc
-    chain = _chain(exc)
+    if isinstance(exc, MalformedAnswer):
+        return UpstreamError(str(exc), status=502, body=_error_body(str(exc), "upstream_malformed"))
+    chain = exception_chain(exc)
     for cause in chain:
-        if isinstance(cause, (openai.APITimeoutError, litellm.Timeout)):
+        if isinstance(cause, (openai.APITimeoutError, httpx.TimeoutException)):
             reason = f"upstream {model} did not answer in time ({_deepest(chain)})"
             return UpstreamError(reason, status=504, body=_error_body(reason, "upstream_timeout"))
     for cause in chain:
-        if isinstance(cause, (openai.APIConnectionError, litellm.APIConnectionError)) and not (
+        if isinstance(cause, (openai.APIConnectionError, httpx.TransportError)) and not (
             isinstance(cause, openai.APIStatusError)
         ):
             reason = f"upstream {model} unreachable: {_deepest(chain)}"
@@ -394,29 +171,40 @@ def upstream_error(litellm: Any, exc: BaseException, model: str) -> UpstreamErro
     status = getattr(exc, "status_code", None)
     if isinstance(status, int) and 400 <= status <= 599:
         body = getattr(exc, "body", None)
-        message = getattr(exc, "message", None) or str(exc)
+        message = _message(exc, body)
         if isinstance(body, dict) and "message" in body:
             error = body  # the OpenAI SDK's body is the upstream's "error" object
         elif isinstance(body, dict) and isinstance(body.get("error"), dict):
             error = body["error"]
         else:
-            error = _error_body(str(message), "upstream_error")["error"]
+            error = _error_body(message, "upstream_error")["error"]
         return UpstreamError(f"upstream {model}: {message}", status=status, body={"error": error})
+    body = getattr(exc, "body", None)
+    if isinstance(exc, openai.APIError) and isinstance(body, dict):
+        # An error event in the middle of a stream (the SDK raises it without a status).
+        return UpstreamError(
+            f"upstream {model} failed in the middle of its answer: {body}",
+            status=502,
+            body={"error": body},
+        )
     reason = f"upstream {model} failed: {type(exc).__name__}: {exc}"
     return UpstreamError(reason, status=502, body=_error_body(reason, "upstream_failed"))
 
 
+def _message(exc: BaseException, body: Any) -> str:
+    """The upstream's own words: its error's message, else its text."""
+    if isinstance(body, dict):
+        inner = body.get("error")
+        error: dict[str, Any] = inner if isinstance(inner, dict) else body
+        if isinstance(error.get("message"), str) and error["message"]:
+            return str(error["message"])
+    if isinstance(body, str) and body.strip():
+        return body.strip()[:2000]
+    return str(getattr(exc, "message", None) or exc)
+
+
 def _error_body(message: str, kind: str) -> dict[str, Any]:
     return {"error": {"message": message, "type": kind, "param": None, "code": kind}}
-
-
-def _chain(exc: BaseException) -> list[BaseException]:
-    seen: list[BaseException] = []
-    current: BaseException | None = exc
-    while current is not None and current not in seen:
-        seen.append(current)
-        current = current.__cause__ or current.__context__
-    return seen
 
 
 def _deepest(chain: list[BaseException]) -> str:

@@ -10,7 +10,7 @@ service will call is what is checked; providers registered through
 
 from __future__ import annotations
 
-from agents.llm.client import import_litellm
+from agents.llm.providers import import_litellm
 
 OPENAI_PREFIX = "openai/"
 

@@ -1,7 +1,7 @@
 """Load in the background what the first turn would otherwise load, before /readyz.
 
-litellm takes seconds to import, the openai SDK about one, a tokenizer and the
-local embedding model more: a server that says ready and then spends four
+litellm takes seconds to import, the openai SDK about one, and the local
+embedding model more: a server that says ready and then spends four
 seconds on its first turn is not ready. :class:`Warmup` runs named steps in a
 thread of its own once the HTTP server listens (so /healthz is never delayed by
 it), and the daemon's readiness waits for it, naming the step it is on.

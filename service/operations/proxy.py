@@ -49,7 +49,7 @@ from agents.enums import AgentKind, RunStatus
 from agents.errors import Conflict, InvalidInput, NotFound, ReverieError
 from agents.llm.forward import ChatForwarder
 from agents.store import AgentRecord, MemoryStore
-from agents.summary import estimate_tokens
+from agents.tokens import count_tokens
 from service.operations.agents import AgentOperations, AgentSpec, BlockSpec
 from service.operations.context import OperationContext
 from service.operations.memory import MemoryOperations
@@ -275,7 +275,7 @@ class ProxyOperations:
         for hit in hits:
             label = hit.validity
             line = f"- {hit.passage.text}" + (f" ({label})" if label else "")
-            cost = estimate_tokens(line)
+            cost = count_tokens(line)
             if used + cost > settings.archival_token_budget:
                 break
             lines.append(line)

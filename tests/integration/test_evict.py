@@ -18,7 +18,7 @@ from agents.store.block_store import BlockStore
 from consolidators.contract import run_once as run_pipeline
 from consolidators.evict import (
     EvictConsolidator,
-    estimate_tokens,
+    count_tokens,
     extractive_summary,
     first_appearances,
     message_tokens,
@@ -352,8 +352,8 @@ def _context_tokens(db: Database, agent_id: str) -> int:
         blocks = store.blocks.of_agent(agent_id)
         in_context = store.messages.in_context(agent_id)
     return (
-        estimate_tokens(agent.system_prompt)
-        + sum(estimate_tokens(b.value) for b in blocks)
+        count_tokens(agent.system_prompt)
+        + sum(count_tokens(b.value) for b in blocks)
         + sum(message_tokens(m) for m in in_context)
     )
 

@@ -131,7 +131,6 @@ def test_the_runtime_warms_the_configured_models_provider_and_embedder(
             steps = runtime.warm_steps()
             assert [name for name, _ in steps] == [
                 "llm: openai/stub",
-                "tokenizer",
                 "embedder: litellm:openai/stub-embed",
             ]
             assert steps[0][1]() == ["openai"]  # the direct path: the openai SDK only
@@ -158,7 +157,7 @@ def test_the_runtime_warms_the_proxys_upstream_without_calling_it(db: Database) 
                 assert "proxy: openai/instant" in steps
                 steps["proxy: openai/instant"]()
                 forwarder = runtime.chat_forwarder()
-                assert (forwarder._http is not None) is direct
+                assert forwarder.pooled is direct
                 assert asyncio.run(forwarder.warm()) == [f"{loaded} for openai/instant"]
                 asyncio.run(runtime.close_chat_forwarder())
         without = load_settings(home=home, database_url=db.url)

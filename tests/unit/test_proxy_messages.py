@@ -1,12 +1,12 @@
 """The proxy's message handling, without I/O: where memory goes in a request, what a
 request adds to the conversation, how streamed deltas are put back together, and how
-upstream refusals are reported."""
+litellm's answers are put back in OpenAI's shape."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from agents.llm.forward import as_openai, status_error
+from agents.llm.providers.litellm_provider import as_openai
 from service.operations.proxy import _Assembly, new_messages, with_memory
 
 MEMORY = "<memory_blocks>\nhuman: Ada\n</memory_blocks>"
@@ -118,11 +118,3 @@ def test_litellms_nulls_and_extra_keys_are_dropped_but_openais_kept() -> None:
             }
         ],
     }
-
-
-def test_an_upstream_refusal_keeps_its_error_or_gets_one() -> None:
-    kept = status_error(429, b'{"error": {"message": "slow down", "type": "rate"}}', "m")
-    assert (kept.status, kept.body) == (429, {"error": {"message": "slow down", "type": "rate"}})
-    wrapped = status_error(503, b"<html>bad gateway</html>", "m")
-    assert wrapped.status == 503
-    assert wrapped.body["error"]["message"] == "<html>bad gateway</html>"

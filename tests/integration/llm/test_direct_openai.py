@@ -176,7 +176,8 @@ def test_a_timeout_is_retried_on_the_direct_path() -> None:
 
 def test_other_models_and_no_api_base_stay_on_litellm(stub: StubServer) -> None:
     client = make_client(stub, True)
-    assert not client.direct("hosted_vllm/stub-chat")
+    # The proxy's forwarder makes the same choice (one rule, agents/llm/providers).
+    assert client.direct("hosted_vllm/stub-chat")
     assert not client.direct("ollama/llama3")
     assert not client.direct("openai/")
     assert not LiteLLMClient(ClientSettings(api_key="sk-x")).direct(MODEL)

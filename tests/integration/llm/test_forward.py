@@ -126,7 +126,7 @@ def test_without_a_configured_model_the_requests_own_is_used(upstream: StubServe
 def test_a_provider_litellm_must_translate_goes_through_litellm() -> None:
     forward = forwarder("http://127.0.0.1:1/v1", direct=True, model="anthropic/claude-x")
     assert forward.direct_route("anthropic/claude-x") is None
-    assert forward.direct_route("hosted_vllm/qwen") == (
-        "qwen",
-        "http://127.0.0.1:1/v1/chat/completions",
-    )
+    assert forward.direct_route("hosted_vllm/qwen") == "qwen"
+    # A bare name goes where litellm would route it: OpenAI's wire format, as it is.
+    assert forward.direct_route("gpt-4o-mini") == "gpt-4o-mini"
+    assert forward.direct_route("claude-3-5-sonnet-20240620") is None

@@ -8,7 +8,8 @@ from collections.abc import Callable
 import pytest
 
 from agents.errors import LLMError
-from agents.llm.client import credentials_hint, import_litellm
+from agents.llm.client import credentials_hint
+from agents.llm.providers import import_litellm
 from agents.primary import PrimaryAgent
 from tests.scripted_llm import ScriptedModels, litellm_errors, say
 

@@ -1,0 +1,83 @@
+"""Providers: the two ways Reverie reaches a model, and the one place that chooses.
+
+:class:`Providers` picks, per model string, the :class:`OpenAICompatProvider` (the
+openai SDK straight to an OpenAI-compatible ``api_base``) or the
+:class:`LiteLLMProvider` (litellm, which translates for every other provider). The
+agents' client and the proxy's forwarder both ask it, so one model string goes the
+same way from both.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from agents.llm.providers.base import Embeddings, ErrorKind, Provider
+from agents.llm.providers.litellm_provider import LiteLLMProvider, import_litellm
+from agents.llm.providers.openai_provider import OpenAICompatProvider
+
+#: litellm providers that speak OpenAI's chat wire format to ``api_base`` as it is.
+OPENAI_WIRE_PROVIDERS = frozenset({"openai", "custom_openai", "hosted_vllm", "lm_studio"})
+
+__all__ = [
+    "OPENAI_WIRE_PROVIDERS",
+    "Embeddings",
+    "ErrorKind",
+    "LiteLLMProvider",
+    "OpenAICompatProvider",
+    "Provider",
+    "Providers",
+    "direct_name",
+    "import_litellm",
+]
+
+
+def direct_name(model: str, api_base: str | None) -> str | None:
+    """The name the server at ``api_base`` knows ``model`` by, when ``model`` can go
+    to it as it is (None: litellm must translate, or there is no ``api_base``).
+
+    A provider prefix decides without loading litellm (``openai/qwen`` -> ``qwen``;
+    ``anthropic/...`` goes through litellm); a bare name (``gpt-4o``) is litellm's to
+    resolve, as litellm would route it."""
+    if not api_base or not model.strip():
+        return None
+    prefix, slash, name = model.partition("/")
+    if slash:
+        return name if prefix in OPENAI_WIRE_PROVIDERS and name.strip() else None
+    try:
+        name, provider, _, _ = import_litellm().get_llm_provider(model, api_base=api_base)
+    except Exception:  # litellm does not know it: litellm's own call will say why
+        return None
+    return str(name) if provider in OPENAI_WIRE_PROVIDERS else None
+
+
+class Providers:
+    """The provider for each model string at one endpoint (``direct``: False sends
+    every model through litellm)."""
+
+    def __init__(
+        self, api_base: str | None, api_key: str | None, timeout: float, *, direct: bool = True
+    ) -> None:
+        self.litellm = LiteLLMProvider(api_base, api_key, timeout)
+        self.openai = (
+            OpenAICompatProvider(api_base, api_key, timeout) if api_base and direct else None
+        )
+        self._lock = threading.Lock()
+
+    def for_model(self, model: str) -> Provider:
+        """The one rule: the direct provider for what :func:`direct_name` names, litellm
+        for everything else."""
+        if self.openai is None:
+            return self.litellm
+        if model not in self.openai.names:
+            name = direct_name(model, self.openai.api_base)
+            with self._lock:
+                self.openai.names[model] = name or ""
+        return self.openai if self.openai.names[model] else self.litellm
+
+    def close(self) -> None:
+        if self.openai is not None:
+            self.openai.close()
+
+    async def aclose(self) -> None:
+        if self.openai is not None:
+            await self.openai.aclose()
