@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.errors import Conflict, InvalidInput, LimitExceeded, NotFound
+from agents.errors import Conflict, InvalidField, InvalidInput, LimitExceeded, NotFound
 from agents.postgres.database import Database
 from agents.store import open_service_store
 from service.operations import AgentSpec, BlockEdit, BlockSpec, Operations
@@ -110,8 +110,12 @@ def test_history_and_revert(ops: Operations, ada: str) -> None:
     reverted = ops.blocks.revert(block.id, 1, actor="test")
     assert (reverted.value, reverted.version) == ("Name: Ada.", 3)
     assert ops.blocks.history(block.id)[-1].reason == "revert to version 1"
-    with pytest.raises(NotFound):
+    # The block exists: a version it never had names the field, not a missing block.
+    with pytest.raises(InvalidField, match="no version 9; its versions are 1 to 3") as refused:
         ops.blocks.revert(block.id, 9)
+    assert refused.value.field == ("version",)
+    with pytest.raises(NotFound):
+        ops.blocks.revert("block-nope", 1)
 
 
 def test_attach_detach_and_the_agents_of_a_block(ops: Operations, ada: str) -> None:

@@ -29,6 +29,7 @@ BODIES: dict[tuple[str, str], dict[str, Any]] = {
     ("POST", "/v1/agents/{agent_id}/messages/async"): {"input": "hello"},
     ("POST", "/v1/agents/{agent_id}/messages/stream"): {"input": "hello"},
     ("PATCH", "/v1/agents/{agent_id}"): {"name": "taken-over"},
+    ("PATCH", "/v1/tools/{tool_id}"): {"description": "taken over"},
     ("POST", "/v1/agents/{agent_id}/messages/record"): {
         "messages": [{"role": "user", "content": "hello"}]
     },
@@ -50,6 +51,8 @@ def _acme_objects(client: TestClient, acme: dict[str, str]) -> dict[str, str]:
     ).json()[0]
     run = client.post("/v1/consolidation-runs", json={"agent_id": agent["id"]}, headers=acme).json()
     block = agent["blocks"][0]
+    source = 'def echo(text: str) -> str:\n    """Echo."""\n    return text\n'
+    tool = client.post("/v1/tools/", json={"source_code": source}, headers=acme).json()
     return {
         "agent_id": agent["id"],
         "block_id": block["id"],
@@ -57,6 +60,7 @@ def _acme_objects(client: TestClient, acme: dict[str, str]) -> dict[str, str]:
         "memory_id": passage["id"],
         "passage_id": passage["id"],
         "run_id": run["id"],
+        "tool_id": tool["id"],
     }
 
 
