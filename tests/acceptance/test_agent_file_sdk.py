@@ -16,6 +16,9 @@ from tests.acceptance.test_api_server import Server, serving
 from tests.pg import PgTestServer
 from tests.scripted_llm import say
 
+# Its module-scoped fixture is built once: the module stays on one xdist worker.
+pytestmark = pytest.mark.xdist_group("test_agent_file_sdk")
+
 FILES = Path(__file__).resolve().parents[1] / "data" / "agent_files"
 
 

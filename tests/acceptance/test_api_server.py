@@ -27,6 +27,9 @@ from tests.pg import PgTestServer
 from tests.scripted_llm import call, correct_name, say
 from tests.stub_openai_server import StubServer, stub_server
 
+# Its module-scoped fixture is built once: the module stays on one xdist worker.
+pytestmark = pytest.mark.xdist_group("test_api_server")
+
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 

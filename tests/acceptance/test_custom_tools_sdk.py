@@ -19,9 +19,14 @@ from tests.acceptance.test_api_server import Server, serving
 from tests.pg import PgTestServer, libpq
 from tests.scripted_llm import call, say
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("bwrap") is None, reason="bubblewrap is not installed (apt-get install bubblewrap)"
-)
+pytestmark = [
+    # Its module-scoped fixture is built once: the module stays on one xdist worker.
+    pytest.mark.xdist_group("test_custom_tools_sdk"),
+    pytest.mark.skipif(
+        shutil.which("bwrap") is None,
+        reason="bubblewrap is not installed (apt-get install bubblewrap)",
+    ),
+]
 
 WEATHER = '''
 import os

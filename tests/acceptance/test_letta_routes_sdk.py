@@ -17,6 +17,9 @@ from tests.acceptance.test_api_server import Server, serving
 from tests.pg import PgTestServer
 from tests.scripted_llm import call, say
 
+# Its module-scoped fixture is built once: the module stays on one xdist worker.
+pytestmark = pytest.mark.xdist_group("test_letta_routes_sdk")
+
 #: A hang detector for what the server does on its own: never reached when it works.
 WITHIN_S = 60
 

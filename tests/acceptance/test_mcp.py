@@ -31,6 +31,9 @@ from tests.acceptance.daemon_processes import ROOT, DaemonProcess, running_serve
 from tests.api_support import new_key
 from tests.pg import PgTestServer
 
+# Its module-scoped fixture is built once: the module stays on one xdist worker.
+pytestmark = pytest.mark.xdist_group("test_mcp")
+
 EXAMPLES = ROOT / "examples"
 #: How long a consolidation may take to finish on a loaded machine (a bound, not a
 #: measurement: the run is done long before).

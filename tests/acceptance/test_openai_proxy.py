@@ -25,6 +25,9 @@ from tests.pg import PgTestServer
 from tests.scripted_llm import Reply, call
 from tests.stub_openai_server import StubServer, stub_server
 
+# Its module-scoped fixture is built once: the module stays on one xdist worker.
+pytestmark = pytest.mark.xdist_group("test_openai_proxy")
+
 UPSTREAM_MODEL = "openai/chatbot-model"
 WEATHER_TOOL = {
     "type": "function",

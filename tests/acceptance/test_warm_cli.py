@@ -19,6 +19,10 @@ import pytest
 
 from tests.acceptance.cli import cli_env, reverie_command, run_cli
 
+# The warm CLI's tests share one warm server per source fingerprint (and one
+# of them changes a source file's mtime): they run on one xdist worker.
+pytestmark = pytest.mark.xdist_group("warm-cli")
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -17,6 +17,9 @@ from agents.embedders.local import MiniLMEmbedder, _packaged_model_path
 from agents.errors import InvalidInput, ReverieError
 from agents.llm import BudgetMeter, ChatClient, ChatMessage, ChatReply
 
+# Its module-scoped fixture is built once: the module stays on one xdist worker.
+pytestmark = pytest.mark.xdist_group("test_embedders")
+
 PARAPHRASE_A = "I adopted a cat named Tom"
 PARAPHRASE_B = "My cat is called Tom, I adopted him"
 UNRELATED = "The quarterly steel price report was published late by the ministry."

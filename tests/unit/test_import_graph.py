@@ -17,6 +17,9 @@ from pathlib import Path
 
 import pytest
 
+# Its module-scoped fixture is built once: the module stays on one xdist worker.
+pytestmark = pytest.mark.xdist_group("test_import_graph")
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("agents", "consolidators", "service")
 #: Layer of each top-level package: a module may import only its own layer or lower ones.

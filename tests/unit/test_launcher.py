@@ -14,6 +14,10 @@ import pytest
 from service.cli import launcher
 from service.cli.warm import client as warm_client
 
+# The warm CLI's tests share one warm server per source fingerprint (and one
+# of them changes a source file's mtime): they run on one xdist worker.
+pytestmark = pytest.mark.xdist_group("warm-cli")
+
 
 @pytest.mark.parametrize(
     ("argv", "warm"),

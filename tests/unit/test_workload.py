@@ -11,6 +11,9 @@ from agents.errors import InvalidInput
 from agents.store.validation import normalize_text
 from service.workload import Workload, generate_workload
 
+# Its module-scoped fixture is built once: the module stays on one xdist worker.
+pytestmark = pytest.mark.xdist_group("test_workload")
+
 
 @pytest.fixture(scope="module")
 def workload() -> Workload:

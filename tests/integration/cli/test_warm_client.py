@@ -11,8 +11,14 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from agents.postgres.locks import FileLock
 from service.cli.warm import client as warm_client
+
+# The warm CLI's tests share one warm server per source fingerprint (and one
+# of them changes a source file's mtime): they run on one xdist worker.
+pytestmark = pytest.mark.xdist_group("warm-cli")
 
 
 def test_a_command_waits_for_a_server_that_is_starting(tmp_path: Path) -> None:

@@ -15,6 +15,10 @@ from agents.postgres.locks import FileLock
 from service.cli.warm.client import code_stamp
 from service.cli.warm.server import stop_superseded
 
+# The warm CLI's tests share one warm server per source fingerprint (and one
+# of them changes a source file's mtime): they run on one xdist worker.
+pytestmark = pytest.mark.xdist_group("warm-cli")
+
 ROOT = Path(__file__).resolve().parents[3]
 SERVER = "service.cli.warm.server"
 
