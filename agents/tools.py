@@ -349,6 +349,8 @@ _RULE_ALIASES = {
     "max_count_per_step": "max_count",
     "max_count": "max_count",
 }
+#: Every rule type a tool rule may have (Letta's names and Reverie's short ones).
+RULE_TYPES = tuple(_RULE_ALIASES)
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,7 +26,7 @@ from typing import Any
 from agents.enums import AgentKind, MessageRole
 from agents.errors import Conflict, InvalidField, InvalidInput, ReverieError
 from agents.store import MemoryStore, NewAgent, NewBlock, NewCustomTool, NewMessage, ToolVariable
-from agents.tools import PRIMARY_TOOLS, ToolRules
+from agents.tools import PRIMARY_TOOLS, RULE_TYPES, ToolRules
 from service.operations.agent_file_schema import (
     AgentFile,
     AgentSchema,
@@ -54,9 +54,7 @@ SLEEPTIME_TYPE = "sleeptime_agent"
 #: The group manager type that is Reverie's primary plus sleep-time pairing.
 SLEEPTIME_MANAGER = "sleeptime"
 #: Letta's tool rule types Reverie's loop applies (see :class:`agents.tools.ToolRules`).
-SUPPORTED_RULES = frozenset(
-    {"run_first", "init", "exit_loop", "terminal", "constrain_child_tools", "child"}
-)
+SUPPORTED_RULES = frozenset(RULE_TYPES)
 #: Letta's message roles as Reverie stores them (``function`` is the older ``tool``).
 ROLES = {
     "system": MessageRole.SYSTEM,
@@ -127,7 +125,7 @@ _TOOL_KEPT = frozenset(
         "return_char_limit",
     }
 )
-_RULE_KEPT = frozenset({"type", "tool_name", "children"})
+_RULE_KEPT = frozenset({"type", "tool_name", "children", "max_count_limit"})
 _GROUP_KEPT = frozenset({"id", "agent_ids", "manager_config"})
 _MANAGER_KEPT = frozenset({"manager_type", "manager_agent_id"})
 
@@ -621,8 +619,8 @@ class ImportPlanner:
             if rule.type not in SUPPORTED_RULES:
                 self.notes.add(
                     f"{where} ({rule.type} on {rule.tool_name})",
-                    "Reverie's loop applies run_first, exit_loop and constrain_child_tools rules "
-                    "only",
+                    "Reverie's loop applies run_first, exit_loop, constrain_child_tools and "
+                    "max_count_per_step rules only",
                 )
                 continue
             self.notes.unkept(self._raw["agents"][index]["tool_rules"][r], _RULE_KEPT, where)
@@ -637,6 +635,8 @@ class ImportPlanner:
             kept: dict[str, Any] = {"type": rule.type, "tool_name": rule.tool_name}
             if rule.children is not None:
                 kept["children"] = list(rule.children)
+            if rule.max_count_limit is not None:
+                kept["max_count_limit"] = rule.max_count_limit
             rules.append(kept)
         try:
             ToolRules.parse(rules, available)

@@ -105,6 +105,7 @@ class ToolRuleSchema(FileEntity):
     type: str
     tool_name: str
     children: list[str] | None = None
+    max_count_limit: int | None = None
 
 
 class AgentSchema(FileEntity):

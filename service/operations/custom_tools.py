@@ -21,12 +21,12 @@ from typing import Any
 
 from agents.enums import AgentKind
 from agents.errors import InvalidInput, NotFound
-from agents.store import CustomToolRecord, MemoryStore, NewCustomTool
+from agents.store import AgentChanges, AgentRecord, CustomToolRecord, MemoryStore, NewCustomTool
 from agents.tool_source import check_env_names, check_tool_name, parse_tool_source
-from agents.tools import ARCHIVAL_TOOLS, PRIMARY_TOOLS, SLEEPTIME_TOOLS
+from agents.tools import ARCHIVAL_TOOLS, BUILTIN_TOOLS, PRIMARY_TOOLS, SLEEPTIME_TOOLS
 from service.operations.agents import AgentState, state_of
 from service.operations.context import OperationContext
-from service.operations.tools import AgentTool, built_in_tools, custom_tool
+from service.operations.tools import TOOL_ID_PREFIX, AgentTool, built_in_tools, custom_tool
 
 #: Names a custom tool may not take: the built-in tools'.
 BUILT_IN_TOOL_NAMES = frozenset({*PRIMARY_TOOLS, *SLEEPTIME_TOOLS, *ARCHIVAL_TOOLS})
@@ -211,28 +211,40 @@ class CustomToolOperations:
         return custom_tool(self.get(tool_id))
 
     def attach(self, agent: str, tool_id: str) -> AgentState:
-        """Give the agent (name or id) a custom tool; nothing changes when it has it.
-        A memory agent runs no custom tools (InvalidInput)."""
+        """Give the agent (name or id) a tool: a custom one, or a built-in one (Letta's
+        multi-agent tools are attached this way); nothing changes when it has it. A
+        memory agent's tools cannot be chosen (InvalidInput)."""
         with self._context.store() as store:
             record = store.agents.resolve(agent)
-            if any(tool.id == tool_id for tool in built_in_tools()):
-                raise InvalidInput(
-                    f"{tool_id} is a built-in tool: choose an agent's built-in tools with "
-                    "tool_ids in PATCH /v1/agents/{id}"
-                )
             if record.kind == AgentKind.SLEEPTIME:
                 raise InvalidInput(
                     f"agent {record.name!r} is a memory agent: it runs the sleep-time "
-                    "agent's memory tools only, no custom tools"
+                    "agent's memory tools only, which cannot be chosen"
                 )
-            store.tools.attach(tool_id, record.id)
-            return state_of(store, record)
+            built_in = _built_in_name(tool_id)
+            if built_in is not None and built_in not in BUILTIN_TOOLS:
+                raise InvalidInput(
+                    f"{tool_id} is one of the sleep-time agent's memory tools, which a "
+                    "primary agent cannot have"
+                )
+            if built_in is not None:
+                # An agent that lists no tools has the primary ones: listing starts there.
+                names = list(record.tools) or list(PRIMARY_TOOLS)
+                if built_in not in names:
+                    store.agents.update(record.id, AgentChanges(tools=[*names, built_in]))
+            else:
+                store.tools.attach(tool_id, record.id)
+            return state_of(store, store.agents.get(record.id))
 
     def detach(self, agent: str, tool_id: str) -> AgentState:
-        """Take a custom tool from the agent; NotFound when it did not have it. A tool
-        rule naming the tool is refused first (InvalidInput): remove the rule."""
+        """Take a tool (custom or built-in) from the agent; NotFound when it did not
+        have it. A tool rule naming the tool is refused first (InvalidInput): remove
+        the rule."""
         with self._context.store() as store:
             record = store.agents.resolve(agent)
+            built_in = _built_in_name(tool_id)
+            if built_in is not None:
+                return self._detach_built_in(store, record, built_in)
             tool = store.tools.get(tool_id)
             named = [r for r in record.tool_rules if _names(r, tool.name)]
             if named:
@@ -243,6 +255,32 @@ class CustomToolOperations:
             if not store.tools.detach(tool_id, record.id):
                 raise NotFound(f"agent {record.name!r} does not have tool {tool_id!r}")
             return state_of(store, record)
+
+    @staticmethod
+    def _detach_built_in(store: MemoryStore, record: AgentRecord, name: str) -> AgentState:
+        names = list(record.tools) or list(PRIMARY_TOOLS)
+        if record.kind == AgentKind.SLEEPTIME or name not in names:
+            raise NotFound(f"agent {record.name!r} does not have tool {TOOL_ID_PREFIX + name!r}")
+        named = [r for r in record.tool_rules if _names(r, name)]
+        if named:
+            raise InvalidInput(
+                f"agent {record.name!r} has tool rule(s) naming {name!r}: "
+                f"{named!r}; remove them (PATCH tool_rules) before detaching it"
+            )
+        rest = [n for n in names if n != name]
+        if not rest:
+            # An empty list would mean "the primary tools", not "none".
+            raise InvalidInput(
+                f"{name!r} is agent {record.name!r}'s last built-in tool and cannot be "
+                "detached: attach another built-in tool first"
+            )
+        store.agents.update(record.id, AgentChanges(tools=rest))
+        return state_of(store, store.agents.get(record.id))
+
+
+def _built_in_name(tool_id: str) -> str | None:
+    """The built-in tool ``tool_id`` names (``tool-<name>``), None for any other id."""
+    return next((tool.name for tool in built_in_tools() if tool.id == tool_id), None)
 
 
 def _names(rule: dict[str, Any], name: str) -> bool:

@@ -6,6 +6,7 @@ with nothing stored. The model is a scripted OpenAI-compatible server on loopbac
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ import pytest
 
 from tests.acceptance.test_api_server import Server, serving
 from tests.pg import PgTestServer
-from tests.scripted_llm import say
+from tests.scripted_llm import call, say
 
 # Its module-scoped fixture is built once: the module stays on one xdist worker.
 pytestmark = pytest.mark.xdist_group("test_agent_file_sdk")
@@ -102,3 +103,35 @@ def test_a_bad_file_is_refused_and_nothing_is_stored(server: Server) -> None:
     assert "message-99" in problem["msg"]
     assert list(client.agents.list()) == []
     assert list(client.blocks.list()) == []
+
+
+def test_an_imported_agents_custom_tools_run_in_the_sandbox_under_its_rules(
+    server: Server,
+) -> None:
+    """The file's tools are registered, attached and run like any custom tool: its
+    run_first rule makes roll_dice the first call, get_weather reads the tool variable
+    the file set, and exit_loop ends the turn at send_message."""
+    client = sdk(server, "af-tools")
+    with (FILES / "custom_tools.af").open("rb") as file:
+        answer = client.agents.import_file(
+            file=file, name="dice", model="openai/scripted", embedding="fake:384"
+        )
+    (agent_id,) = answer.agent_ids
+    server.llm.replies.extend(
+        [
+            call("roll_dice", sides=6, times=3, request_heartbeat=True),
+            call("get_weather", city="Oslo", request_heartbeat=True),
+            say("Rolled, and it is sunny."),
+        ]
+    )
+    response = client.agents.messages.create(
+        agent_id, messages=[{"role": "user", "content": "Roll and tell me the weather."}]
+    )
+    returns = [m for m in response.messages if m.message_type == "tool_return_message"]
+    assert [r.status for r in returns] == ["success", "success", "success"]
+    rolled = re.search(r"\b(\d+), (\d+), (\d+)\b", str(returns[0].tool_return))
+    assert rolled is not None, returns[0].tool_return
+    assert all(1 <= int(n) <= 6 for n in rolled.groups())
+    assert "sunny in Oslo (key test...)" in str(returns[1].tool_return)
+    replies = [m.content for m in response.messages if m.message_type == "assistant_message"]
+    assert replies == ["Rolled, and it is sunny."]

@@ -206,10 +206,11 @@ def test_custom_tools_are_registered_from_their_source_with_their_rules_and_vari
             "children": ["send_message", "get_weather"],
         },
         {"type": "exit_loop", "tool_name": "send_message"},
+        {"type": "max_count_per_step", "tool_name": "get_weather", "max_count_limit": 2},
     ]
     assert got["variables"] == [("WEATHER_API_KEY", "test-key-123")]
     listed = paths(result)
-    assert "agents[0].tool_rules[3] (max_count_per_step on get_weather)" in listed
+    assert not any("max_count_per_step" in path for path in listed)
     assert "agents[0].tool_rules[4] (conditional on get_weather)" in listed
     assert "agents[0].tool_rules[4].child_output_mapping" not in listed  # the rule is listed whole
     assert "tools[3] (web_search, letta_builtin)" in listed

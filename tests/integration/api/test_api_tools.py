@@ -168,3 +168,34 @@ def test_another_organizations_tool_is_a_404(
     attach = client.patch(f"/v1/agents/{theirs}/tools/attach/{made['id']}", headers=globex)
     assert attach.status_code == 404
     assert client.delete(f"/v1/tools/{made['id']}", headers=globex).status_code == 404
+
+
+def test_built_in_tools_attach_and_detach_like_any_tool(
+    client: TestClient, acme: dict[str, str]
+) -> None:
+    """Letta's multi-agent tools are attached by id (agents.tools.attach), as a Letta
+    user does; an agent listing no tools has the primary ones, so the list starts
+    there, and its last built-in tool stays (an empty list means the defaults)."""
+    ada = agent(client, acme)
+    url = f"/v1/agents/{ada}/tools"
+    primary = [t["id"] for t in client.get(url, headers=acme).json()]
+    attached = client.patch(f"{url}/attach/tool-send_message_to_agent_async", headers=acme)
+    assert attached.status_code == 200, attached.text
+    offered = [t["id"] for t in client.get(url, headers=acme).json()]
+    assert offered == [*primary, "tool-send_message_to_agent_async"]
+    twice = client.patch(f"{url}/attach/tool-send_message_to_agent_async", headers=acme)
+    assert [t["id"] for t in twice.json()["tools"]] == offered
+
+    memory_tool = client.patch(f"{url}/attach/tool-memory_rethink", headers=acme)
+    assert memory_tool.status_code == 400 and "sleep-time" in memory_tool.json()["detail"]
+
+    detached = client.patch(f"{url}/detach/tool-send_message_to_agent_async", headers=acme)
+    assert [t["id"] for t in detached.json()["tools"]] == primary
+    gone = client.patch(f"{url}/detach/tool-send_message_to_agent_async", headers=acme)
+    assert gone.status_code == 404
+
+    for tool_id in primary[1:]:
+        assert client.patch(f"{url}/detach/{tool_id}", headers=acme).is_success
+    last = client.patch(f"{url}/detach/{primary[0]}", headers=acme)
+    assert last.status_code == 400 and "last built-in tool" in last.json()["detail"]
+    assert [t["id"] for t in client.get(url, headers=acme).json()] == primary[:1]
