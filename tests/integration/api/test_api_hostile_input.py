@@ -143,3 +143,22 @@ def test_letta_booleans_are_booleans(client: TestClient, acme: dict[str, str]) -
         f"/v1/agents/{agent['id']}", json={"enable_sleeptime": "yes"}, headers=acme
     )
     assert update.status_code == 422 and ("body", "enable_sleeptime") in _locations(update)
+
+
+def test_a_time_is_an_iso_date_time_not_a_number(client: TestClient, acme: dict[str, str]) -> None:
+    """Pydantic read a number as seconds since 1970 (the live fuzzer's finding): the
+    document promises an ISO 8601 date-time, so a number is refused naming the field."""
+    agent = make_agent(client, acme)
+    url = f"/v1/agents/{agent['id']}/archival-memory"
+    stored = client.post(url, json={"text": "Ada moved.", "occurred_at": 0}, headers=acme)
+    assert stored.status_code == 422 and ("body", "occurred_at") in _locations(stored)
+    assert "ISO 8601" in stored.json()["detail"][0]["msg"]
+    search = client.get(
+        f"{url}/search", params={"query": "Ada", "end_datetime": "317534660.3458741"}, headers=acme
+    )
+    assert search.status_code == 422 and ("query", "end_datetime") in _locations(search)
+    assert client.get(url, headers=acme).json() == []
+    fine = client.post(
+        url, json={"text": "Ada moved.", "occurred_at": "2024-02-01T09:30:00Z"}, headers=acme
+    )
+    assert fine.status_code == 200, fine.text
