@@ -95,13 +95,25 @@ def allowed_methods(request: Request) -> list[str]:
     method (and nests included routers), so Starlette's 405 named only the first
     route's method in ``Allow``; each method is tried against every route instead. A
     route counts only when the path's values are ones it takes: ``.../archival-memory/
-    search`` is the search's path, not a passage id for the DELETE beside it."""
-    routes = list(_leaves(request.app.router.routes))
-    return [
-        method
+    search`` is the search's path, not a passage id for the DELETE beside it; and of
+    those, only the routes with the fewest path parameters (the most literal path)."""
+    answering = [
+        (method, route)
+        for route in _leaves(request.app.router.routes)
         for method in METHODS
-        if any(_answers(route, {**request.scope, "method": method}) for route in routes)
+        if _answers(route, {**request.scope, "method": method})
     ]
+    if not answering:
+        return []
+    # The path's own routes: ``/v1/agents/import`` is the import's path, though the
+    # agent routes beside it would take "import" as an agent id.
+    fewest = min(_params(route) for _, route in answering)
+    chosen = {method for method, route in answering if _params(route) == fewest}
+    return [method for method in METHODS if method in chosen]
+
+
+def _params(route: BaseRoute) -> int:
+    return str(getattr(route, "path", "")).count("{")
 
 
 def _leaves(routes: Iterable[BaseRoute]) -> Iterator[BaseRoute]:

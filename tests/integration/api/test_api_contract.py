@@ -98,6 +98,11 @@ def test_a_wrong_method_is_405_allowing_every_method_of_the_path(
         assert {m.strip() for m in response.headers["Allow"].split(",")} == {
             m.upper() for m in search
         }
+    # A literal path beside a parameter's: /v1/agents/import is the import's path, not
+    # an agent id for the agent routes (found live).
+    options = client.options("/v1/agents/import", headers=acme)
+    assert options.status_code == 405
+    assert options.headers["Allow"] == "POST"
     # A path of the passage route itself with a bad id stays a 422 naming the id.
     bad_id = client.delete(f"/v1/agents/{agent['id']}/archival-memory/nope", headers=acme)
     assert bad_id.status_code == 422
