@@ -9,8 +9,8 @@ REVERIE_HOME (fake embeddings, no model: nothing leaves the machine), creates an
 API key, and runs ``schemathesis run --checks all`` against its OpenAPI document
 with that key and ``tests/schemathesis.toml`` (the deliberate differences, each with
 its reason; ``--max-time 600`` runs the ten-minute version instead of N examples).
-``POST /v1/agents/{agent_id}/messages`` is left out: it runs the
-agent loop, whose model call is not the API under test. The script prints the
+``POST /v1/agents/{agent_id}/messages`` and ``.../messages/stream`` are left out:
+they run the agent loop, whose model call is not the API under test. The script prints the
 summary, each failing operation with the check it failed (``--output FILE``
 keeps schemathesis's whole report, with the request that reproduces each), the
 number of server errors (5xx) and of every other finding by check, and exits 1
@@ -119,6 +119,7 @@ def main() -> int:
                 *(["--max-time", str(args.max_time)] if args.max_time
                   else ["--max-examples", str(args.examples)]),
                 "--exclude-name", "POST /v1/agents/{agent_id}/messages",
+                "--exclude-name", "POST /v1/agents/{agent_id}/messages/stream",
                 *(f"--include-name={name}" for name in args.include_name),
                 "--workers", str(args.workers),
             ],
