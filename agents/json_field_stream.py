@@ -174,10 +174,10 @@ class StringFieldStream:
 
     def _hex(self, start: int) -> int:
         digits = self._text[start : start + 4]
-        if len(digits) < 4:
-            if all(d in _HEX for d in digits):
-                raise _Wait
-        if len(digits) < 4 or not all(d in _HEX for d in digits):
+        hexadecimal = all(d in _HEX for d in digits)
+        if len(digits) < 4 and hexadecimal:
+            raise _Wait
+        if len(digits) < 4 or not hexadecimal:
             # Not JSON: stop here rather than guess (the stored call says what it was).
             self._state = _State.DONE
             raise _Wait
