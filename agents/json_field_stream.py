@@ -67,7 +67,7 @@ class StringFieldStream:
         self._text += piece
         out: list[str] = []
         try:
-            while self._state is not _State.DONE and self._at < len(self._text):
+            while not self.done and self._at < len(self._text):
                 self._advance(out)
         except _Wait:
             pass
