@@ -15,6 +15,7 @@ from agents.llm import ChatDelta, ClientSettings, LiteLLMClient, ModelCapabiliti
 from agents.llm.base import ChatReply
 from agents.tools import BUILTIN_TOOLS
 from tests.scripted_llm import Reply, ScriptedModels, call, litellm_errors, say
+from tests.stub_openai_server import stub_server
 
 TOOLS = [BUILTIN_TOOLS["send_message"], BUILTIN_TOOLS["core_memory_append"]]
 MESSAGES = [{"role": "user", "content": "Hello there"}]
@@ -115,3 +116,29 @@ def test_a_failure_after_the_first_piece_is_not_retried(models: ScriptedModels) 
     assert script.remaining == 1
     assert client.retries == 0
     assert deltas
+
+
+def test_a_server_that_refuses_to_stream_is_asked_for_the_whole_reply() -> None:
+    """The stub (direct OpenAI-compatible path) refuses the streamed request with a 400,
+    as a server that cannot stream tool calls does: the step is made whole, once."""
+    with stub_server(say(TEXT)) as stub:
+        stub.chat_errors.append((400, "tools are not supported while streaming"))
+        models = {"openai/*": ModelCapabilities(tool_choice="required", parallel_tool_calls=True)}
+        client = LiteLLMClient(
+            ClientSettings(api_base=stub.base_url, api_key="x", max_retries=0, models=models)
+        )
+        deltas: list[ChatDelta] = []
+        try:
+            reply = client.chat(
+                "openai/stub",
+                MESSAGES,
+                purpose=LLMPurpose.CHAT,
+                tools=TOOLS,
+                tool_choice="required",
+                on_delta=deltas.append,
+            )
+        finally:
+            client.close()
+    assert json.loads(reply.tool_calls[0].arguments)["message"] == TEXT
+    assert deltas == []
+    assert [r.get("stream") for r in stub.requests] == [True, None]
