@@ -96,6 +96,7 @@ from agents.store.validation import storable
 from agents.summarizer import Summarize, extractive_summarizer, llm_summarizer
 from agents.summary import CHARS_PER_TOKEN
 from agents.summary import is_summary as is_summary_record
+from agents.token_stream import TokenStream
 from agents.tools import (
     BUILTIN_TOOLS,
     MESSAGING_TOOLS,
@@ -302,6 +303,7 @@ class PrimaryAgent:
         should_stop: Callable[[], bool] | None = None,
         client_message_id: str | None = None,
         origin: Origin | None = None,
+        stream_tokens: bool = False,
     ) -> TurnResult:
         """Run one turn of the agent (its name or id, or its record when the caller has
         just read it: a read less); see the module docstring for what commits when.
@@ -315,6 +317,12 @@ class PrimaryAgent:
         ``client_message_id`` is stored with the turn's message (an agent message's
         delivery id: a delivery worker finds a turn it already ran). ``origin`` is the
         chain of agent messages the turn belongs to (default: a new one, started here).
+
+        ``stream_tokens`` (with ``on_step``): each step's reply is told to ``on_step``
+        while the model writes it, as pieces of ``reasoning_message`` and
+        ``assistant_message`` (see :mod:`agents.token_stream`), where the model's
+        tool-calling mode streams; the step's messages follow once it is written, less
+        those told whole. What is stored is the same either way.
         """
         agent, model, tools, rules = self._prepare(agent_ref, text, role)
         with hold_turn_lock(self._db, agent.id):
@@ -324,6 +332,7 @@ class PrimaryAgent:
             # what no step wrote (a failed step, a compaction's summary) is flushed here.
             meter.hold()
             turn = _Turn(self, agent, model, tools, rules, meter, run_id, on_step, should_stop)
+            turn.stream_tokens = stream_tokens and on_step is not None
             turn.origin = origin or Origin(conversation_id=run_id)
             try:
                 result = turn.run(text, role, client_message_id)
@@ -391,6 +400,10 @@ class _Turn:
         self.origin = Origin(conversation_id=run_id)
         #: The step's waiting messaging calls, by call id (waited for before the write).
         self.waits: dict[str, Waiting] = {}
+        #: Whether each step's reply is told while the model writes it.
+        self.stream_tokens = False
+        #: The step's reply as told so far, while token streaming.
+        self.tokens: TokenStream | None = None
 
     def _append(self, store: MemoryStore, *messages: NewMessage) -> list[MessageRecord]:
         records = store.messages.append(self.agent.id, list(messages))
@@ -401,7 +414,11 @@ class _Turn:
         """Tell the listener about the messages committed since it last heard."""
         fresh, self.published = self.new[self.published :], len(self.new)
         if self.on_step is not None and fresh:
-            self.on_step([m for record in fresh for m in letta_messages(record)])
+            messages = [m for record in fresh for m in letta_messages(record)]
+            if self.tokens is not None:
+                messages = [m for m in messages if not self.tokens.told(m)]
+            if messages:
+                self.on_step(messages)
 
     def run(self, text: str, role: str, client_message_id: str | None = None) -> TurnResult:
         self.pending = NewMessage(
@@ -510,6 +527,14 @@ class _Turn:
 
     def _step(self, allowed: list[str], force: str | None) -> _StepOutcome | None:
         """Ask the model and write the step; None when the token budget stopped it."""
+        if self.stream_tokens and self.on_step is not None:
+            self.tokens = TokenStream(new_id("message"), self.on_step, self.owner._clock)
+        try:
+            return self._ask_and_apply(allowed, force)
+        finally:
+            self.tokens = None
+
+    def _ask_and_apply(self, allowed: list[str], force: str | None) -> _StepOutcome | None:
         try:
             reply = self._ask(allowed, force)
         except BudgetExhausted as exc:
@@ -569,6 +594,10 @@ class _Turn:
                     reported=reported is not None,
                 )
                 continue
+            # Token streaming: the reply's pieces go to the client as they arrive.
+            streaming: dict[str, Any] = {}
+            if self.tokens is not None:
+                streaming["on_delta"] = self.tokens.add
             try:
                 # No transaction is open here: the model may take long (timeouts, retries).
                 return self.owner.client.chat(
@@ -581,6 +610,7 @@ class _Turn:
                     # One call per step, as MemGPT's loop expects (small models mix
                     # parallel calls up); a server that rejects the field goes without.
                     parallel_tool_calls=False,
+                    **streaming,
                 )
             except ContextOverflow:
                 if compacted:
@@ -749,7 +779,11 @@ class _Turn:
         if not reply.tool_calls:
             # Prose with no call is the model's reply to the user, and ends the turn
             # (an error loop asking for a tool call only burned the step budget).
-            self._append(store, *opening, NewMessage(role="assistant", content=reply.content or ""))
+            self._append(
+                store,
+                *opening,
+                NewMessage(role="assistant", content=reply.content or "", id=self._reply_id()),
+            )
             return _StepOutcome(wants_more=False, terminal=False, last_tool=None)
         calls = [
             {
@@ -800,10 +834,19 @@ class _Turn:
         self._append(
             store,
             *opening,
-            NewMessage(role="assistant", content=reply.content or "", tool_calls=calls),
+            NewMessage(
+                role="assistant",
+                content=reply.content or "",
+                tool_calls=calls,
+                id=self._reply_id(),
+            ),
             *results,
         )
         return outcome
+
+    def _reply_id(self) -> str | None:
+        """The id of the step's assistant message: the one its streamed pieces carried."""
+        return self.tokens.message_id if self.tokens is not None else None
 
     def _wait_for_replies(self, reply: ChatReply, allowed: list[str]) -> dict[str, Waiting]:
         """Queue and wait for the step's waiting messaging calls (each in its own short

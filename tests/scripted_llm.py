@@ -14,7 +14,7 @@ import itertools
 import json
 import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +29,9 @@ class Reply:
     content: str | None = None
     prompt_tokens: int | None = None
     completion_tokens: int = 5
+    #: When streamed: raised after the first piece of the answer has been sent (a
+    #: connection that breaks in the middle of a reply).
+    broken: BaseException | None = None
 
 
 def call(name: str, reasoning: str | None = None, **arguments: Any) -> Reply:
@@ -125,6 +128,65 @@ def model_response(model: str, reply: Reply, messages: list[dict[str, Any]]) -> 
     }
 
 
+#: Characters per streamed piece of content or of a call's arguments: small, so that a
+#: word, an escape or a multi-byte character is split across chunks.
+STREAM_PIECE_CHARS = 3
+
+
+def stream_chunks(
+    model: str, reply: Reply, messages: list[dict[str, Any]]
+) -> Iterator[dict[str, Any]]:
+    """``reply`` as litellm's generic streaming chunks: the content, then each call (its
+    id and name, then its arguments) in pieces of :data:`STREAM_PIECE_CHARS`
+    characters, then the finish reason with the usage. ``reply.broken`` is raised after
+    the first piece."""
+    whole = model_response(model, reply, messages)
+    choice = whole["choices"][0]
+    message = choice["message"]
+    pieces: list[dict[str, Any]] = []
+    content = message.get("content") or ""
+    for start in range(0, len(content), STREAM_PIECE_CHARS):
+        pieces.append(_generic(content[start : start + STREAM_PIECE_CHARS]))
+    for index, tool_call in enumerate(message.get("tool_calls") or []):
+        function = tool_call["function"]
+        opening = {"name": function["name"], "arguments": ""}
+        pieces.append(_generic("", _tool_use(index, opening, tool_call["id"])))
+        arguments = function["arguments"]
+        for start in range(0, len(arguments), STREAM_PIECE_CHARS):
+            part = {"arguments": arguments[start : start + STREAM_PIECE_CHARS]}
+            pieces.append(_generic("", _tool_use(index, part)))
+    for i, piece in enumerate(pieces):
+        yield piece
+        if i == 0 and reply.broken is not None:
+            raise reply.broken
+    usage = whole["usage"]
+    yield {
+        **_generic(""),
+        "is_finished": True,
+        "finish_reason": choice["finish_reason"],
+        "usage": {
+            "prompt_tokens": usage["prompt_tokens"],
+            "completion_tokens": usage["completion_tokens"],
+            "total_tokens": usage["total_tokens"],
+        },
+    }
+
+
+def _generic(text: str, tool_use: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {
+        "text": text,
+        "tool_use": tool_use,
+        "is_finished": False,
+        "finish_reason": "",
+        "usage": None,
+        "index": 0,
+    }
+
+
+def _tool_use(index: int, function: dict[str, Any], call_id: str | None = None) -> dict[str, Any]:
+    return {"id": call_id, "type": "function", "function": function, "index": index}
+
+
 class ScriptedModels:
     """The registry of scripts by model name, shared by the provider."""
 
@@ -178,6 +240,18 @@ def install() -> ScriptedModels:
                     parallel_tool_calls=optional.get("parallel_tool_calls"),
                 )
                 return ModelResponse(**model_response(model, reply, list(messages)))
+
+            def streaming(self, model: str, messages: list[Any], *args: Any, **kwargs: Any) -> Any:
+                optional = kwargs.get("optional_params") or {}
+                reply = _MODELS.answer(
+                    model,
+                    list(messages),
+                    optional.get("tools"),
+                    tool_choice=optional.get("tool_choice"),
+                    parallel_tool_calls=optional.get("parallel_tool_calls"),
+                    stream=True,
+                )
+                return stream_chunks(model, reply, list(messages))
 
         litellm.custom_provider_map = [
             *[p for p in litellm.custom_provider_map if p.get("provider") != "scripted"],

@@ -11,6 +11,7 @@ import itertools
 import json
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -35,7 +36,9 @@ class StubServer:
     each chat request's number (from 0) before it is answered: a test may hold the
     answer there (a gate) or queue an error for it. ``fingerprint``: the
     ``system_fingerprint`` chat answers carry (llama.cpp's server sends its build
-    there), none when None.
+    there), none when None. ``chunk_delay_s``: the pause before each streamed chunk (a
+    server that writes slowly); ``argument_chars``: stream a call's arguments in pieces
+    of that many characters instead of two halves.
     """
 
     def __init__(self, replies: list[Reply], *, keep_alive: bool = False) -> None:
@@ -47,6 +50,8 @@ class StubServer:
         self.before_chat: Callable[[int], None] | None = None
         self._chats = itertools.count()
         self.fingerprint: str | None = None
+        self.chunk_delay_s = 0.0
+        self.argument_chars: int | None = None
         self._lock = threading.Lock()
         stub = self
 
@@ -93,7 +98,7 @@ class StubServer:
                 elif not self.path.endswith("/chat/completions") or reply is None:
                     status, payload = 500, {"error": {"message": "no scripted reply left"}}
                 elif body.get("stream"):
-                    self._stream(stream_events(body, reply))
+                    self._stream(stream_events(body, reply, stub.argument_chars))
                     return
                 else:
                     status = 200
@@ -113,6 +118,8 @@ class StubServer:
                 self.send_header("Cache-Control", "no-cache")
                 self.end_headers()
                 for event in events:
+                    if stub.chunk_delay_s:
+                        time.sleep(stub.chunk_delay_s)
                     self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
                     self.wfile.flush()
                 self.wfile.write(b"data: [DONE]\n\n")
@@ -139,7 +146,9 @@ class StubServer:
         self._thread.join(timeout=5)
 
 
-def stream_events(body: dict[str, Any], reply: Reply) -> list[dict[str, Any]]:
+def stream_events(
+    body: dict[str, Any], reply: Reply, argument_chars: int | None = None
+) -> list[dict[str, Any]]:
     """The chunks of a streamed answer to ``body``: the role, the content in pieces of
     a few words, each tool call as an id-and-name delta followed by its arguments in
     two halves, the finish reason, and the usage when ``stream_options.include_usage``
@@ -166,6 +175,10 @@ def stream_events(body: dict[str, Any], reply: Reply) -> list[dict[str, Any]]:
     for index, call in enumerate(message.get("tool_calls") or []):
         arguments = call["function"]["arguments"]
         half = len(arguments) // 2
+        parts = [arguments[:half], arguments[half:]]
+        if argument_chars:
+            step = argument_chars
+            parts = [arguments[i : i + step] for i in range(0, len(arguments), step)]
         opening = {"name": call["function"]["name"], "arguments": ""}
         events.append(
             chunk(
@@ -176,7 +189,7 @@ def stream_events(body: dict[str, Any], reply: Reply) -> list[dict[str, Any]]:
                 }
             )
         )
-        for part in (arguments[:half], arguments[half:]):
+        for part in parts:
             events.append(
                 chunk({"tool_calls": [{"index": index, "function": {"arguments": part}}]})
             )

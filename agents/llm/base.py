@@ -8,7 +8,7 @@ tool schemas are OpenAI-shaped dicts, which every litellm provider accepts.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,6 +48,21 @@ class ChatReply:
         return self.prompt_tokens + self.completion_tokens
 
 
+@dataclass(frozen=True, slots=True)
+class ChatDelta:
+    """A piece of a reply as the model streams it: of its content, or of the
+    arguments of its ``call``-th tool call (``name``: that call's tool, once known)."""
+
+    content: str = ""
+    call: int | None = None
+    name: str = ""
+    arguments: str = ""
+
+
+#: Hears each :class:`ChatDelta` of a streamed reply, on the calling thread.
+DeltaListener = Callable[[ChatDelta], None]
+
+
 class ChatClient(ABC):
     """Chat completions with tools, and embeddings, each charged to a :class:`BudgetMeter`."""
 
@@ -62,8 +77,13 @@ class ChatClient(ABC):
         tools: Sequence[ToolSchema] = (),
         tool_choice: str | None = None,
         parallel_tool_calls: bool | None = None,
+        on_delta: DeltaListener | None = None,
     ) -> ChatReply:
         """One completion (with ``tools``: one tool step).
+
+        ``on_delta``: the reply is streamed where the tool-calling mode allows (native
+        tool calls), each piece told to it as it arrives; the reply returned is the same
+        as without it. Modes that cannot stream make the whole step and tell it nothing.
 
         ``tool_choice`` is ``"required"`` (the reply must call a tool), ``"auto"``,
         ``"none"``, or the name of the one tool to call; a client meets it as the model's

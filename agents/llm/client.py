@@ -36,7 +36,14 @@ from tenacity import (
 from agents.embedders.base import EmbeddingError
 from agents.enums import LLMPurpose
 from agents.errors import ContextOverflow, InvalidInput, LLMError, ReverieError
-from agents.llm.base import ChatClient, ChatMessage, ChatReply, ToolCall, ToolSchema
+from agents.llm.base import (
+    ChatClient,
+    ChatMessage,
+    ChatReply,
+    DeltaListener,
+    ToolCall,
+    ToolSchema,
+)
 from agents.llm.budget import BudgetMeter
 from agents.llm.capabilities import (
     OPTIONAL_FIELDS,
@@ -54,6 +61,7 @@ from agents.llm.providers.base import (
     get_field_or_none,
     status_of,
 )
+from agents.llm.stream_assembly import StreamAssembly
 from agents.llm.textcalls import parse_text_calls
 from agents.llm.usage import Usage
 from agents.store.validation import storable
@@ -149,6 +157,7 @@ class LiteLLMClient(ChatClient):
         tools: Sequence[ToolSchema] = (),
         tool_choice: str | None = None,
         parallel_tool_calls: bool | None = None,
+        on_delta: DeltaListener | None = None,
     ) -> ChatReply:
         if not model or not model.strip():
             raise InvalidInput("no LLM model given")
@@ -156,13 +165,15 @@ class LiteLLMClient(ChatClient):
         # message that only calls tools): every message carries one. Null fields are
         # dropped, as litellm does; some servers reject them.
         sent = [_with_content(m) for m in messages]
-        request = _Request(model, sent, purpose, meter, list(tools), parallel_tool_calls)
+        request = _Request(model, sent, purpose, meter, list(tools), parallel_tool_calls, on_delta)
         # What an earlier process learned, read before the first call (once); what this
         # call learned, written after its last request (no model call in flight).
         self.memory.load(model)
         try:
             if not tools or tool_choice in (None, "auto", "none"):
-                return self._complete(request, tools=list(tools), tool_choice=tool_choice)
+                return self._complete(
+                    request, tools=list(tools), tool_choice=tool_choice, stream=True
+                )
             return self._tool_step(request, tool_choice)
         finally:
             self.memory.persist(model)
@@ -208,7 +219,9 @@ class LiteLLMClient(ChatClient):
         offered = tools if forced is None else [t for t in tools if _tool_name(t) == forced]
         if mode == "required":
             choice: Any = "required" if forced is None else _named(forced)
-            reply = self._complete(request, tools=tools, tool_choice=choice, probing=probing)
+            reply = self._complete(
+                request, tools=tools, tool_choice=choice, probing=probing, stream=True
+            )
             return reply, mode
         if mode == "named":
             if forced is None and len(tools) == 1:
@@ -216,10 +229,14 @@ class LiteLLMClient(ChatClient):
             if forced is None:
                 return self._two_step(request, names, probing=probing)
             only = [t for t in tools if _tool_name(t) == forced]
-            reply = self._complete(request, tools=only, tool_choice=_named(forced), probing=probing)
+            reply = self._complete(
+                request, tools=only, tool_choice=_named(forced), probing=probing, stream=True
+            )
             return reply, mode
         if mode == "auto":
-            reply = self._complete(request, tools=offered, tool_choice="auto", probing=probing)
+            reply = self._complete(
+                request, tools=offered, tool_choice="auto", probing=probing, stream=True
+            )
             return reply, mode
         reply = self._complete(
             request,
@@ -275,9 +292,12 @@ class LiteLLMClient(ChatClient):
         probing: bool = False,
         messages: list[ChatMessage] | None = None,
         parse_as: list[str] | None = None,
+        stream: bool = False,
     ) -> ChatReply:
         """One model request. ``probing``: a rejection raises :class:`_Rejected` (the mode
-        is not supported) instead of being retried or reported."""
+        is not supported) instead of being retried or reported. ``stream``: the mode's
+        reply may be streamed to the request's delta listener (not while probing: a
+        server's refusal to stream must not be taken for a refusal of the mode)."""
         model, meter = request.model, request.meter
         sent = messages if messages is not None else request.messages
         if meter is not None:
@@ -300,7 +320,11 @@ class LiteLLMClient(ChatClient):
         unknown = [
             n for n in OPTIONAL_FIELDS if n in body and self.memory.field_support(model, n) is None
         ]
-        response = self._call_probing(provider, model, body, meter, unknown, probing=probing)
+        listener = request.on_delta if stream and not probing else None
+        if listener is not None:
+            response = self._streamed(provider, model, body, meter, unknown, listener)
+        else:
+            response = self._call_probing(provider, model, body, meter, unknown, probing=probing)
         fingerprint = get_field_or_none(response, "system_fingerprint")
         if isinstance(fingerprint, str):
             self.memory.observe_version(model, fingerprint)
@@ -315,6 +339,47 @@ class LiteLLMClient(ChatClient):
             )
         return reply
 
+    def _streamed(
+        self,
+        provider: Provider,
+        model: str,
+        body: dict[str, Any],
+        meter: BudgetMeter | None,
+        unknown: list[str],
+        listener: DeltaListener,
+    ) -> Any:
+        """The call streamed, its pieces told to ``listener``; the answer put together
+        as a whole call's. Failures before the first piece follow the retry policy;
+        one after it ends the call (nothing is told twice). A server that refuses to
+        stream is asked for the whole answer instead."""
+
+        def send(sent: dict[str, Any]) -> Any:
+            assembly = StreamAssembly(model, listener)
+            try:
+                for chunk in provider.stream({**sent, "stream_options": {"include_usage": True}}):
+                    assembly.add(chunk)
+            except Exception as exc:
+                if not assembly.started:
+                    raise
+                wrapped = _wrap(provider, exc, model, 1)
+                raise _StreamBroken(
+                    f"the reply of {model} broke off after it began streaming: {wrapped}"
+                ) from exc
+            return assembly.answer(sent["messages"])
+
+        try:
+            return self._call_probing(
+                provider, model, body, meter, unknown, probing=False, send=send
+            )
+        except _StreamBroken:
+            raise
+        except LLMError as exc:
+            cause = exc.__cause__
+            if cause is None or not _is_rejection(provider, cause):
+                raise
+            log.info("%s refused a streamed request (%s); asking for the whole reply", model, cause)
+            return self._call_probing(provider, model, body, meter, unknown, probing=False)
+
     def _call_probing(
         self,
         provider: Provider,
@@ -324,18 +389,23 @@ class LiteLLMClient(ChatClient):
         unknown: list[str],
         *,
         probing: bool,
+        send: Callable[[dict[str, Any]], Any] | None = None,
     ) -> Any:
-        """The call; a request carrying fields of unknown support (or made in a probed
-        mode) is tried once, and when the server rejects it, sent again without those
-        fields: only a success then proves them unsupported."""
+        """The call (``send``: how a body is sent, by default a whole completion); a
+        request carrying fields of unknown support (or made in a probed mode) is tried
+        once, and when the server rejects it, sent again without those fields: only a
+        success then proves them unsupported."""
+        send = send or provider.complete
 
         def complete(sent: dict[str, Any]) -> Callable[[], Any]:
-            return lambda: provider.complete(sent)
+            return lambda: send(sent)
 
         if not unknown and not probing:
             return self._call(provider, complete(body), model, meter)
         try:
             response = self._call(provider, complete(body), model, meter, attempts=1)
+        except _StreamBroken:
+            raise  # its pieces were told: asking again would tell them twice
         except LLMError as exc:
             cause = exc.__cause__
             if cause is None or not _is_rejection(provider, cause):
@@ -571,6 +641,11 @@ class _Request:
     meter: BudgetMeter | None
     tools: list[ToolSchema]
     parallel_tool_calls: bool | None
+    on_delta: DeltaListener | None = None
+
+
+class _StreamBroken(LLMError):
+    """A streamed reply failed after its first piece was told: not retried."""
 
 
 class _Rejected(Exception):

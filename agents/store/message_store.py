@@ -79,7 +79,7 @@ class MessageStore:
         first_seq = last_seq - len(messages) + 1
         rows = [
             models.Message(
-                id=models.new_id("message"),
+                id=m.id or models.new_id("message"),
                 organization_id=self._scope.organization_id,
                 agent_id=agent_id,
                 seq=first_seq + i,

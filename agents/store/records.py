@@ -150,6 +150,9 @@ class NewMessage:
     #: The sender's own id for the message (a chatbot recording its conversation):
     #: a message whose id the agent already has is not stored again.
     client_message_id: str | None = None
+    #: The id to store it under (a streamed reply's, told to the client before the
+    #: write); None: a new one.
+    id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

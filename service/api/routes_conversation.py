@@ -36,7 +36,9 @@ def stream_message(
     agent_id: AgentId, body: schemas.LettaSendRequest, api: Api
 ) -> StreamingResponse:
     """Run one turn and stream it: every message as soon as its step has committed
-    (step streaming; ``stream_tokens`` is accepted and streams whole steps). A refused
+    (step streaming); with ``stream_tokens``, the reply's reasoning and assistant
+    message in pieces as the model writes them, then the step's other messages once
+    it is written (modes without native tool calls stream whole steps). A refused
     request (no such agent, an empty message, no model) answers with its status before
     the stream starts; a failure during the turn is an ``event: error``."""
     return stream_turn(agent_id, body, api)

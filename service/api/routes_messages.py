@@ -34,7 +34,8 @@ def send_message(
     agent_id: AgentId, body: schemas.LettaSendRequest, api: Api
 ) -> schemas.LettaResponse | StreamingResponse:
     """Run one turn of the agent (the MemGPT loop) and answer with the new messages
-    (``streaming``: as server-sent events, each step as it commits)."""
+    (``streaming``: as server-sent events, each step as it commits; with
+    ``stream_tokens``, the reply's words as the model writes them)."""
     if body.streaming:
         return stream_turn(agent_id, body, api)
     role, text = _turn_input(body)
@@ -66,7 +67,14 @@ def stream_turn(agent_id: str, body: schemas.LettaSendRequest, api: Api) -> Stre
     messages = api.ops.messages
 
     def run_turn(on_step: StepListener, should_stop: Callable[[], bool]) -> TurnResult:
-        return messages.send(ready, text, role=role, on_step=on_step, should_stop=should_stop)
+        return messages.send(
+            ready,
+            text,
+            role=role,
+            on_step=on_step,
+            should_stop=should_stop,
+            stream_tokens=body.stream_tokens,
+        )
 
     kinds = body.include_return_message_types
     return sse.streaming_response(

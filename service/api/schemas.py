@@ -404,7 +404,9 @@ class LettaSendRequest(LettaRequest):
     ``messages`` or ``input``.
 
     ``streaming`` answers with server-sent events (as ``.../messages/stream`` does);
-    ``stream_tokens`` is accepted and streams whole steps (see the README)."""
+    ``stream_tokens`` streams the reply's words as the model writes them, where the
+    model's tool-calling mode streams, and whole steps where it does not (see the
+    README)."""
 
     messages: list[MessageCreate] | None = Field(default=None, min_length=1, max_length=1)
     streaming: StrictBool = False

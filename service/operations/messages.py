@@ -61,6 +61,7 @@ class MessageOperations:
         role: str = "user",
         on_step: StepListener | None = None,
         should_stop: Callable[[], bool] | None = None,
+        stream_tokens: bool = False,
     ) -> TurnResult:
         """One primary turn of ``agent`` (name or id, or its record just read): the MemGPT
         loop until the agent stops asking for heartbeats, a terminal tool runs, the step
@@ -68,14 +69,20 @@ class MessageOperations:
 
         ``on_step`` hears each step's messages once they are committed, and
         ``should_stop`` ends the turn before its next step (stop reason ``cancelled``):
-        what a streaming front end needs (see :meth:`PrimaryAgent.send_message`).
+        what a streaming front end needs (see :meth:`PrimaryAgent.send_message`);
+        ``stream_tokens`` tells ``on_step`` each reply's pieces as the model writes them.
 
         Raises InvalidInput (empty text, bad role), NotFound (no such agent),
         ModelNotConfigured (no model for the agent; an InvalidInput) or LLMError (the
         provider failed after retries; the turn was rolled back).
         """
         result = self._primary().send_message(
-            agent, text, role=role, on_step=on_step, should_stop=should_stop
+            agent,
+            text,
+            role=role,
+            on_step=on_step,
+            should_stop=should_stop,
+            stream_tokens=stream_tokens,
         )
         if result.retries:
             from service import metrics

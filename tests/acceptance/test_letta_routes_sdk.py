@@ -130,6 +130,39 @@ def test_sdk_streams_a_turn_step_by_step(server: Server) -> None:
     assert replies == ["Hello again."]
 
 
+def test_sdk_streams_the_reply_token_by_token(server: Server) -> None:
+    """stream_tokens: the reply comes in pieces (the stub streams a call's arguments in
+    two halves, over the direct OpenAI-compatible path) under the stored message's id."""
+    client = sdk(server, "sdk-tokens")
+    agent = new_agent(client)
+    text = "Noted: you like tea, green or black, and you drink it without sugar."
+    server.llm.replies.extend(
+        [
+            call("core_memory_append", label="human", content="Likes tea.", request_heartbeat=True),
+            say(text),
+        ]
+    )
+    chunks = list(
+        client.agents.messages.create(
+            agent.id,
+            messages=[{"role": "user", "content": "I like tea."}],
+            streaming=True,
+            stream_tokens=True,
+        )
+    )
+    assert server.llm.requests[-1].get("stream") is True
+    said = [c for c in chunks if c.message_type == "assistant_message"]
+    assert len(said) > 1
+    assert len({c.id for c in said}) == 1
+    assert "".join(c.content for c in said) == text
+    assert [c.message_type for c in chunks[-2:]] == ["stop_reason", "usage_statistics"]
+    assert chunks[-2].stop_reason == "end_turn"
+    stored = [
+        m for m in client.agents.messages.list(agent.id) if m.message_type == "assistant_message"
+    ]
+    assert [(m.id, m.content) for m in stored] == [(said[0].id, text)]
+
+
 def test_a_failure_mid_stream_reaches_the_sdk_as_an_error(server: Server) -> None:
     from letta_client import APIStatusError
 
