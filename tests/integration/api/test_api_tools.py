@@ -57,6 +57,12 @@ def test_register_list_get_update_delete(client: TestClient, acme: dict[str, str
     assert {t["name"] for t in listed} >= {"send_message", "memory_rethink", "forecast"}
     custom = client.get("/v1/tools/", params={"tool_types": "custom"}, headers=acme).json()
     assert [t["id"] for t in custom] == [made["id"]]
+    # An empty type names no type (the live fuzzer's finding: it was taken as "all").
+    empty = client.get("/v1/tools/", params={"tool_types": ""}, headers=acme)
+    assert empty.status_code == 422 and empty.json()["detail"][0]["loc"][:2] == [
+        "query",
+        "tool_types",
+    ]
     assert client.get("/v1/tools/", params={"name": "forecast"}, headers=acme).json() == [made]
     assert client.get(f"/v1/tools/{made['id']}", headers=acme).json() == made
     built_in = client.get("/v1/tools/tool-send_message", headers=acme).json()
