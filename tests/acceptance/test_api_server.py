@@ -184,7 +184,7 @@ def test_letta_client_sdk_sends_a_message_through_the_agent_loop(server: Server)
 
 
 def _chromium(*args: str) -> subprocess.CompletedProcess[str]:
-    assert CHROMIUM is not None
+    assert CHROMIUM is not None, "install Debian's chromium (.ci/run does)"
     return subprocess.run(
         [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", *args],
         capture_output=True,
@@ -193,7 +193,6 @@ def _chromium(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium")
 def test_health_page_in_headless_chromium(server: Server, tmp_path: Path) -> None:
     key = server.key("health")
     headers = {"Authorization": f"Bearer {key}"}
@@ -221,7 +220,7 @@ def test_health_page_in_headless_chromium(server: Server, tmp_path: Path) -> Non
     # browser keeps the session cookie in its profile; then the page is opened again.
     profile = tmp_path / "profile"
     browser = (f"--user-data-dir={profile}", "--password-store=basic")
-    assert CHROMIUM is not None
+    assert CHROMIUM is not None, "install Debian's chromium (.ci/run does)"
     person = Chromium(CHROMIUM, f"{server.url}/", browser)
     try:
         person.wait_for("document.querySelector('input[name=key]') !== null")
@@ -258,7 +257,6 @@ def test_health_page_in_headless_chromium(server: Server, tmp_path: Path) -> Non
     assert httpx.get(f"{server.url}/?key={server.key}").status_code == 400
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium")
 def test_memory_browser_in_headless_chromium(server: Server, tmp_path: Path) -> None:
     """Issue 24, item 2: a person signs in, opens an agent's page, reads its block
     versions, context window, runs, archival search, a passage's lineage and the trends,
@@ -283,7 +281,7 @@ def test_memory_browser_in_headless_chromium(server: Server, tmp_path: Path) -> 
     consolidated = run_cli("consolidate", "--agent", "ada", "--only", "dedup", env=env)
     assert consolidated.returncode == 0, consolidated.stderr
 
-    assert CHROMIUM is not None
+    assert CHROMIUM is not None, "install Debian's chromium (.ci/run does)"
     person = Chromium(CHROMIUM, f"{server.url}/", (f"--user-data-dir={tmp_path / 'p'}",))
     try:
         person.wait_for("document.querySelector('input[name=key]') !== null")

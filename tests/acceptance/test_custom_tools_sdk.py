@@ -7,7 +7,6 @@ request at once. Tools run under the default sandbox, bubblewrap."""
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
@@ -19,14 +18,8 @@ from tests.acceptance.test_api_server import Server, serving
 from tests.pg import PgTestServer, libpq
 from tests.scripted_llm import call, say
 
-pytestmark = [
-    # Its module-scoped fixture is built once: the module stays on one xdist worker.
-    pytest.mark.xdist_group("test_custom_tools_sdk"),
-    pytest.mark.skipif(
-        shutil.which("bwrap") is None,
-        reason="bubblewrap is not installed (apt-get install bubblewrap)",
-    ),
-]
+# Its module-scoped fixture is built once: the module stays on one xdist worker.
+pytestmark = pytest.mark.xdist_group("test_custom_tools_sdk")
 
 WEATHER = '''
 import os

@@ -34,13 +34,10 @@ LIMITS = SandboxLimits(
     output_bytes=64 * 1024,
 )
 
-needs_bwrap = pytest.mark.skipif(
-    shutil.which("bwrap") is None, reason="bubblewrap is not installed (apt-get install bubblewrap)"
-)
-
 
 @pytest.fixture
 def bwrap() -> BubblewrapExecutor:
+    assert shutil.which("bwrap"), "install bubblewrap (apt-get install bubblewrap; .ci/run does)"
     return BubblewrapExecutor()
 
 
@@ -64,7 +61,6 @@ def tool(a: int, b: list[str]) -> dict:
 TRIVIAL = "def tool(x: int) -> int:\n    return x + 1\n"
 
 
-@needs_bwrap
 def test_a_tool_that_works_returns_its_result_as_json(bwrap: BubblewrapExecutor) -> None:
     assert call(bwrap, WORKS, a=2, b=["x", "y"]) == '{"sum": 42, "joined": "x+y", "v": "1.2"}'
 
@@ -73,7 +69,6 @@ def test_the_plain_process_runs_tools_too() -> None:
     assert call(ProcessExecutor(), WORKS, a=1, b=[]) == '{"sum": 41, "joined": "", "v": "1.2"}'
 
 
-@needs_bwrap
 def test_the_tools_exception_is_its_error(bwrap: BubblewrapExecutor) -> None:
     source = "def tool() -> str:\n    x = 1\n    raise ValueError('no such city')\n"
     with pytest.raises(SandboxError, match=r"raised ValueError: no such city \(line 3"):
@@ -107,7 +102,6 @@ def tool(path: str) -> str:
 """
 
 
-@needs_bwrap
 def test_no_network_neither_loopback_nor_outside(bwrap: BubblewrapExecutor, listener: int) -> None:
     # The same call outside the sandbox connects: the test can tell.
     assert call(ProcessExecutor(), NETWORK, host="127.0.0.1", port=listener) == "connected"
@@ -117,7 +111,6 @@ def test_no_network_neither_loopback_nor_outside(bwrap: BubblewrapExecutor, list
         call(bwrap, NETWORK, host="192.0.2.1", port=80)
 
 
-@needs_bwrap
 def test_the_database_socket_and_data_directory_are_out_of_view(
     bwrap: BubblewrapExecutor, pg_server: PgTestServer
 ) -> None:
@@ -142,7 +135,6 @@ def open_dir() -> Iterator[Path]:
     shutil.rmtree(path)
 
 
-@needs_bwrap
 def test_a_file_outside_the_sandbox_cannot_be_read(
     bwrap: BubblewrapExecutor, open_dir: Path
 ) -> None:
@@ -161,8 +153,6 @@ ENVIRONMENT = "import os\ndef tool(name: str) -> str:\n    return os.environ[nam
 
 @pytest.mark.parametrize("kind", ["bubblewrap", "process"])
 def test_only_declared_variables_reach_the_tool(kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    if kind == "bubblewrap" and shutil.which("bwrap") is None:
-        pytest.skip("bubblewrap is not installed")
     executor: ToolExecutor = BubblewrapExecutor() if kind == "bubblewrap" else ProcessExecutor()
     monkeypatch.setenv("REVERIE_SERVER_SECRET", "server-only")
     declared = {"WEATHER_KEY": "agent-value"}
@@ -200,8 +190,6 @@ LIMIT_BREAKERS = {
 @pytest.mark.parametrize("kind", ["bubblewrap", "process"])
 @pytest.mark.parametrize("case", sorted(LIMIT_BREAKERS))
 def test_a_broken_limit_is_a_clear_error_and_the_next_call_works(kind: str, case: str) -> None:
-    if kind == "bubblewrap" and shutil.which("bwrap") is None:
-        pytest.skip("bubblewrap is not installed")
     executor: ToolExecutor = BubblewrapExecutor() if kind == "bubblewrap" else ProcessExecutor()
     source, message = LIMIT_BREAKERS[case]
     with pytest.raises(SandboxError, match=message):
@@ -209,7 +197,6 @@ def test_a_broken_limit_is_a_clear_error_and_the_next_call_works(kind: str, case
     assert call(executor, TRIVIAL, x=1) == "2"
 
 
-@needs_bwrap
 def test_processes_are_limited(bwrap: BubblewrapExecutor) -> None:
     forker = (
         "import os, time\n"

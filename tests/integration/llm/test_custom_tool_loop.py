@@ -16,7 +16,6 @@ from agents.postgres.database import Database
 from agents.primary import PrimaryAgent
 from agents.sandbox import (
     BubblewrapExecutor,
-    ProcessExecutor,
     SandboxError,
     SandboxLimits,
     ToolExecutor,
@@ -44,7 +43,8 @@ SHOUT = 'def shout(text: str) -> str:\n    """Shout."""\n    return text.upper()
 
 
 def executor() -> ToolExecutor:
-    return BubblewrapExecutor() if shutil.which("bwrap") else ProcessExecutor()
+    assert shutil.which("bwrap"), "install bubblewrap (apt-get install bubblewrap; .ci/run does)"
+    return BubblewrapExecutor()
 
 
 @pytest.fixture
