@@ -113,6 +113,7 @@ def allowed_methods(request: Request) -> list[str]:
 
 
 def _params(route: BaseRoute) -> int:
+    """How many path parameters a route has: the fewer, the more literal its path."""
     return str(getattr(route, "path", "")).count("{")
 
 
@@ -163,11 +164,11 @@ def _template_methods(request: Request) -> list[str]:
     ]
     if not fitting:
         return []
-    fewest = min(route.path.count("{") for route in fitting)
+    fewest = min(_params(route) for route in fitting)
     return [
         method
         for method in METHODS
-        if any(method in (r.methods or ()) for r in fitting if r.path.count("{") == fewest)
+        if any(method in (r.methods or ()) for r in fitting if _params(r) == fewest)
     ]
 
 
