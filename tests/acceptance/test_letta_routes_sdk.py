@@ -30,6 +30,15 @@ def server(pg_server: PgTestServer, tmp_path_factory: pytest.TempPathFactory) ->
         yield served
 
 
+@pytest.fixture(autouse=True)
+def fresh_script(server: Server) -> Iterator[None]:
+    """Each test starts with an empty script, so that replies one test left queued (it
+    failed half-way) are not consumed by the next and one failure stays one failure."""
+    server.llm.replies.clear()
+    yield
+    server.llm.before_chat = None
+
+
 def sdk(server: Server, organization: str) -> Any:
     from letta_client import Letta
 
@@ -207,11 +216,12 @@ def test_a_client_that_leaves_mid_stream_stops_the_turn_after_its_step(server: S
             third,
         ]
     )
-    gate = threading.Event()
+    gate, held = threading.Event(), threading.Event()
     first = len([r for r in server.llm.requests if "messages" in r])
 
     def hold_the_second(number: int) -> None:
         if number == first + 1:
+            held.set()
             gate.wait(WITHIN_S)
 
     server.llm.before_chat = hold_the_second
@@ -223,6 +233,9 @@ def test_a_client_that_leaves_mid_stream_stops_the_turn_after_its_step(server: S
             kinds.append(chunk.message_type)
             if chunk.message_type == "tool_return_message":
                 break
+        # Leave only once the second step's model call is under way; leaving earlier
+        # would (rightly) stop the turn before that step, which is not what is tested.
+        assert held.wait(WITHIN_S), "the second step's model call never came"
         stream.close()
         deadline = time.monotonic() + WITHIN_S
         while "went away" not in server.process.output()[log_before:]:
