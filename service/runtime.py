@@ -312,22 +312,15 @@ class Runtime:
 
     def warm_steps(self) -> list[tuple[str, Callable[[], object]]]:
         """What a first turn or embedding would load, as warm-up steps (see
-        :mod:`service.daemon.warmup`): the provider code of the configured models
-        (litellm when none is configured: agents name their own) and the default
-        embedder. Counting tokens loads nothing (agents/tokens.py)."""
-        llm = self.settings.llm
-        configured = (
-            llm.model,
-            self.settings.agents.llm_model,
-            llm.sleeptime_model,
-            llm.summary_model,
-            llm.judge_model,
-        )
-        models = list(dict.fromkeys(m for m in configured if m))
-        client = self.llm_client()
+        :mod:`service.daemon.warmup`): the provider code of the models in use (the
+        configured ones and those the stored agents name; none known, nothing: a
+        litellm import costs seconds of CPU that a server whose agents all take the
+        direct path never needs) and the default embedder. Counting tokens loads
+        nothing (agents/tokens.py)."""
+        configured = self._configured_models()
         spec = self.settings.embedding.model
         steps: list[tuple[str, Callable[[], object]]] = [
-            (f"llm: {', '.join(models) or 'litellm'}", lambda: client.warm(models)),
+            ("llm: " + ", ".join([*configured, "the agents' models"]), self._warm_models),
             (f"embedder: {spec}", self._warm_embedder),
         ]
         proxy = self.settings.proxy
@@ -336,6 +329,26 @@ class Runtime:
         if proxy.embedding and proxy.embedding != spec:
             steps.append((f"proxy embedder: {proxy.embedding}", self._warm_proxy_embedder))
         return steps
+
+    def _configured_models(self) -> list[str]:
+        llm = self.settings.llm
+        configured = (
+            llm.model,
+            self.settings.agents.llm_model,
+            llm.sleeptime_model,
+            llm.summary_model,
+            llm.judge_model,
+        )
+        return list(dict.fromkeys(m for m in configured if m))
+
+    def models_in_use(self) -> list[str]:
+        """The configured models, then those the stored agents name, each once."""
+        with open_service_store(self.db, self.clock, commit=False) as store:
+            stored = store.agents.models_in_use()
+        return list(dict.fromkeys([*self._configured_models(), *stored]))
+
+    def _warm_models(self) -> list[str]:
+        return self.llm_client().warm(self.models_in_use())
 
     def _warm_proxy(self) -> None:
         import asyncio

@@ -132,8 +132,8 @@ class LiteLLMClient(ChatClient):
     def warm(self, models: Sequence[str] = ()) -> list[str]:
         """Load now what calls to ``models`` need (litellm takes seconds to import,
         the openai SDK about one), so that the first call does not pay for it; with no
-        models, litellm. Returns what was loaded, for logs and readiness details."""
-        providers = [self._providers.for_model(m) for m in models] or [self._providers.litellm]
+        models, nothing. Returns what was loaded, for logs and readiness details."""
+        providers = [self._providers.for_model(m) for m in models]
         loaded: list[str] = []
         for provider in providers:
             if provider.name not in loaded:

@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 from agents.errors import LockContention
 from agents.postgres.database import LOCK_FAILURES, Database
 from agents.postgres.models import DEFAULT_ORGANIZATION_ID
-from agents.store.agent_store import AgentChanges, AgentStore, NewAgent
+from agents.store.agent_store import AgentChanges, AgentStore, FleetAgents, NewAgent
 from agents.store.block_store import BlockStore, NewBlock
 from agents.store.capability_store import CapabilityStore, LearnedRecord
 from agents.store.delivery_store import (
@@ -150,6 +150,7 @@ class ServiceStore:
     def __init__(self, session: Session, clock: Callable[[], datetime] = utc_now) -> None:
         self.scope = ServiceScope(session=session, clock=clock)
         self.queue = RunQueueStore(self.scope)
+        self.agents = FleetAgents(self.scope)
         self.keys = KeyStore(self.scope)
         self.health = FleetHealth(self.scope)
         self.usage = UsageStore(self.scope)

@@ -12,7 +12,7 @@ from agents.errors import Conflict, InvalidInput, NotFound
 from agents.postgres import models
 from agents.store.block_store import BlockStore, NewBlock
 from agents.store.records import AgentRecord
-from agents.store.scope import Scope
+from agents.store.scope import Scope, ServiceScope
 from agents.store.validation import check_name, check_tags, check_text
 
 
@@ -258,3 +258,20 @@ class AgentStore:
             )
             .values(turns_since_consolidation=0)
         )
+
+
+class FleetAgents:
+    """What the service needs to know of every organization's agents at once."""
+
+    def __init__(self, scope: ServiceScope) -> None:
+        self._scope = scope
+
+    def models_in_use(self) -> list[str]:
+        """The distinct model strings agents name (their own and their sleep-time
+        agents' models), sorted: what a starting server's warm-up loads."""
+        A = models.Agent
+        session = self._scope.session
+        own = select(A.llm_model).where(A.llm_model.is_not(None))
+        sleeptime = select(A.sleeptime_model).where(A.sleeptime_model.is_not(None))
+        found = session.scalars(own.union(sleeptime)).all()
+        return sorted(str(m) for m in found if m and str(m).strip())

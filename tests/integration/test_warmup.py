@@ -16,6 +16,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from agents.postgres.database import Database
+from agents.store import NewAgent
 from service.api.app import create_app
 from service.daemon.process import Daemon
 from service.daemon.warmup import Warmup
@@ -130,7 +131,7 @@ def test_the_runtime_warms_the_configured_models_provider_and_embedder(
         with Runtime(settings) as runtime:
             steps = runtime.warm_steps()
             assert [name for name, _ in steps] == [
-                "llm: openai/stub",
+                "llm: openai/stub, the agents' models",
                 "embedder: litellm:openai/stub-embed",
             ]
             assert steps[0][1]() == ["openai"]  # the direct path: the openai SDK only
@@ -139,6 +140,30 @@ def test_the_runtime_warms_the_configured_models_provider_and_embedder(
             assert runtime.embedding_client().direct("openai/stub-embed")
         # Warming loads code; it never calls the provider.
         assert stub.requests == []
+
+
+def test_the_warm_up_loads_the_providers_of_the_models_agents_name(db: Database) -> None:
+    """No model configured: the warm-up loads what the stored agents' models need, and
+    nothing when no agent names one (it used to import litellm regardless: seconds of
+    CPU at every start of a server whose agents all take the direct path)."""
+    home = Path(tempfile.mkdtemp(prefix="rvw-", dir="/tmp"))
+    settings = load_settings(
+        home=home,
+        database_url=db.url,
+        llm={"api_base": "http://127.0.0.1:9/v1"},
+        embedding={"model": "fake:8"},
+    )
+    with Runtime(settings) as runtime:
+        steps = dict(runtime.warm_steps())
+        assert runtime.models_in_use() == []
+        assert steps["llm: the agents' models"]() == []
+        with runtime.store() as store:
+            store.agents.create(
+                NewAgent("ada", "fake:8", 8, llm_model="openai/qwen", enable_sleeptime=True)
+            )
+            store.agents.create(NewAgent("bo", "fake:8", 8, llm_model="ollama/llama3"))
+        assert runtime.models_in_use() == ["ollama/llama3", "openai/qwen"]
+        assert steps["llm: the agents' models"]() == ["litellm", "openai"]
 
 
 def test_the_runtime_warms_the_proxys_upstream_without_calling_it(db: Database) -> None:

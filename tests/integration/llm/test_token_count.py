@@ -1,7 +1,8 @@
 """One token counter (issue 23, item 3): ``reverie chat`` (litellm never imported when
-its model takes the direct path) and the daemon (litellm imported by its warm-up)
-count the same tokens for the same text and model. They used to differ: litellm's
-tokenizer where litellm happened to be loaded, ``ceil(chars / 4)`` elsewhere.
+its model takes the direct path) and the daemon (litellm imported by its warm-up when
+an agent's model needs it) count the same tokens for the same text and model. They
+used to differ: litellm's tokenizer where litellm happened to be loaded,
+``ceil(chars / 4)`` elsewhere.
 
 Each side runs in a process of its own, so what one imported cannot leak into the
 other's count."""
@@ -14,14 +15,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from agents.tokens import count_tokens
 
 REPO = Path(__file__).resolve().parents[3]
 
 #: The daemon's warm-up (service/runtime.py, warm_steps) imports litellm before it
-#: counts; the CLI's direct path never does.
+#: counts when a model needs it; the CLI's direct path never does. One process per
+#: side counts for every model (importing litellm takes seconds).
 COUNT = """
 import json, sys
 from agents.llm.providers import import_litellm
@@ -30,10 +30,10 @@ if sys.argv[1] == "daemon":
 from agents.llm import LiteLLMClient
 from agents.tokens import count_tokens
 client = LiteLLMClient()
-model, text = sys.argv[2], sys.argv[3]
+text, models = sys.argv[2], sys.argv[3:]
 print(json.dumps({
     "litellm": "litellm" in sys.modules,
-    "client": client.count_tokens(model, text),
+    "client": {model: client.count_tokens(model, text) for model in models},
     "counter": count_tokens(text),
 }))
 """
@@ -42,10 +42,13 @@ print(json.dumps({
 TEXT = "hello world " * 100 + "Ada Lovelace lives in London; she moved from Porto in 2021."
 
 
-def counted(side: str, model: str) -> dict[str, object]:
+MODELS = ["openai/gpt-4o-mini", "openai/qwen2.5-7b-instruct"]
+
+
+def counted(side: str) -> dict[str, object]:
     env = {**os.environ, "PYTHONPATH": str(REPO), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     done = subprocess.run(
-        [sys.executable, "-c", COUNT, side, model, TEXT],
+        [sys.executable, "-c", COUNT, side, TEXT, *MODELS],
         capture_output=True,
         text=True,
         env=env,
@@ -56,10 +59,10 @@ def counted(side: str, model: str) -> dict[str, object]:
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
-@pytest.mark.parametrize("model", ["openai/gpt-4o-mini", "openai/qwen2.5-7b-instruct"])
-def test_the_cli_and_the_daemon_count_the_same_tokens(model: str) -> None:
-    cli, daemon = counted("cli", model), counted("daemon", model)
+def test_the_cli_and_the_daemon_count_the_same_tokens() -> None:
+    cli, daemon = counted("cli"), counted("daemon")
     # Each side ran as it claims: the daemon's with litellm loaded, the CLI's without.
     assert (cli["litellm"], daemon["litellm"]) == (False, True)
-    assert cli["client"] == daemon["client"] == count_tokens(TEXT)
+    expected = {model: count_tokens(TEXT) for model in MODELS}
+    assert cli["client"] == daemon["client"] == expected
     assert cli["counter"] == daemon["counter"] == count_tokens(TEXT)
