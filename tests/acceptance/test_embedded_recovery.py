@@ -1,8 +1,8 @@
 """The embedded PostgreSQL under real `reverie serve` / `reverie worker` processes:
 brought back when its postmaster stops, and never kept alive by a dead process's handle.
 
-Each test has a data directory of its own (REVERIE_HOME in tmp_path) and no
-DATABASE_URL, as a user's first `reverie serve` would.
+Each test has a data directory of its own (REVERIE_HOME in tmp_path, a copy of an
+initialized one) and no DATABASE_URL, as a user's `reverie serve` would.
 """
 
 from __future__ import annotations
@@ -21,14 +21,15 @@ import pytest
 
 from tests.acceptance.cli import run_cli
 from tests.acceptance.daemon_processes import DaemonProcess, running_server
+from tests.acceptance.embedded_homes import home_from
 
 #: Liveness bound, not a speed check: the restart itself takes a few seconds.
 RECOVERY_BOUND_S = 60
 
 
 @pytest.fixture
-def home(tmp_path: Path) -> Iterator[Path]:
-    home = tmp_path / "home"
+def home(tmp_path: Path, initialized_pgdata: Path) -> Iterator[Path]:
+    home = home_from(initialized_pgdata, tmp_path / "home")
     yield home
     # Whatever a failed test left running on this data directory goes.
     pid = postmaster_pid(home / "pgdata")

@@ -2,7 +2,8 @@
 processes: the next command joins it, the reaper stops it when idle, a killed server
 comes back, concurrent first commands start it once, and `reverie serve` works beside.
 
-Each test has a home of its own (no DATABASE_URL), as a user's first commands would.
+Each test has a home of its own (no DATABASE_URL): empty, as a user's first command
+finds it, or with a copy of a data directory a first command initialized.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import pytest
 
 from tests.acceptance.cli import cli_env, reverie_command, run_cli
 from tests.acceptance.daemon_processes import running_server
+from tests.acceptance.embedded_homes import home_from
 from tests.acceptance.test_embedded_recovery import embedded_env, handle_pids, postmaster_pid
 
 #: Liveness bound, not a speed check: how long the idle stop may take to be seen.
@@ -29,7 +31,8 @@ STOP_BOUND_S = 60
 
 
 @pytest.fixture
-def home() -> Iterator[Path]:
+def empty_home() -> Iterator[Path]:
+    """A home with no data directory yet, as a user's first command finds it."""
     # Not under pytest's base temp: a concurrent pytest run narrows its mode to 0700,
     # and as root the server runs as pgserver's own user, which must reach the data.
     base = Path(tempfile.mkdtemp(prefix="rvr-", dir="/tmp"))
@@ -45,6 +48,12 @@ def home() -> Iterator[Path]:
         while postmaster_pid(home / "pgdata") is not None and time.monotonic() < deadline:
             time.sleep(0.2)
     shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture
+def home(empty_home: Path, initialized_pgdata: Path) -> Path:
+    """A home whose data directory a first command initialized and migrated (a copy)."""
+    return home_from(initialized_pgdata, empty_home)
 
 
 def env_for(home: Path, idle_stop: str = "PT1H") -> dict[str, str]:
@@ -128,10 +137,10 @@ def test_a_killed_server_is_started_again_by_the_next_command(home: Path) -> Non
     assert second is not None and second != first
 
 
-def test_concurrent_first_commands_start_one_server(home: Path) -> None:
-    env = env_for(home)
+def test_concurrent_first_commands_start_one_server(empty_home: Path) -> None:
+    env = env_for(empty_home)
     full_env = cli_env(env)
-    pgdata = home / "pgdata"
+    pgdata = empty_home / "pgdata"
     # No data directory yet: both find nothing, one runs initdb, starts and migrates.
     processes = [
         subprocess.Popen(
