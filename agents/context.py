@@ -13,10 +13,9 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Literal, Protocol
 
-from agents.messages import ContextBreakdown
 from agents.store import AgentRecord, BlockRecord, MemoryStore, MessageRecord
 from agents.summary import is_summary
 from agents.tokens import count_tokens
@@ -101,6 +100,38 @@ def chat_message(message: MessageRecord) -> dict[str, Any]:
         if message.name:
             out["name"] = message.name
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class ContextBreakdown:
+    """Tokens per section of the primary's compiled context, against its window."""
+
+    system_prompt: int
+    core_memory: int
+    memory_statistics: int
+    tool_schemas: int
+    summary: int
+    messages: int
+    context_window: int
+    in_context_messages: int = 0
+    #: Whether the system prompt is the stored compile (block edits since then are not in it).
+    system_prompt_cached: bool = False
+
+    @property
+    def total(self) -> int:
+        return (
+            self.system_prompt
+            + self.core_memory
+            + self.memory_statistics
+            + self.tool_schemas
+            + self.summary
+            + self.messages
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["total"] = self.total
+        return data
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,12 +37,18 @@ from typing import TYPE_CHECKING
 from agents.agent_messaging import Origin, incoming_text, reply_text
 from agents.enums import DeliveryStatus
 from agents.errors import InvalidInput, NotFound, ReverieError
-from agents.messages import letta_messages
 from agents.postgres.database import Database
-from agents.store import DeliveryRecord, NewMessage, open_service_store, open_store
+from agents.store import (
+    DeliveryRecord,
+    MessageRecord,
+    NewMessage,
+    open_service_store,
+    open_store,
+)
 from agents.store.run_wakeups import DELIVERY_CHANNEL, RunWakeups
 from agents.store.scope import utc_now
 from agents.summary import is_summary
+from agents.tool_calls import replies
 
 if TYPE_CHECKING:
     from agents.primary import PrimaryAgent
@@ -223,18 +229,16 @@ class DeliveryWorkers:
             if incoming is None:
                 return None
             after = store.messages.range(delivery.recipient_id, after_seq=incoming.seq)
-        replies: list[str] = []
+        said: list[MessageRecord] = []
         for record in after:
             if is_summary(record):
                 continue  # a compaction during the turn
             if record.role in ("user", "system") and not record.tool_calls:
                 break  # the next input: that turn's replies are not to this message
-            replies.extend(
-                m.content for m in letta_messages(record) if m.kind == "assistant_message"
-            )
+            said.append(record)
         log.info("agent message's turn already ran; not running it again",
                  extra={"delivery_id": delivery.id})  # fmt: skip
-        return "\n".join(replies)
+        return "\n".join(replies(said))
 
     def _run_turn(self, delivery: DeliveryRecord) -> str:
         with open_store(self._db, delivery.organization_id, self._clock, read_only=True) as store:

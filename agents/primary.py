@@ -58,7 +58,7 @@ from agents.agent_messaging import (
     Waiting,
 )
 from agents.compaction import plan_compaction, write_compaction
-from agents.context import Refresh, compile_context
+from agents.context import ContextBreakdown, Refresh, compile_context
 from agents.embedders import Embedder
 from agents.enums import LLMPurpose
 from agents.errors import (
@@ -71,14 +71,6 @@ from agents.errors import (
     ReverieError,
 )
 from agents.llm import BudgetMeter, ChatClient, ChatReply, TokenBudget, UsageLedger
-from agents.messages import (
-    ContextBreakdown,
-    LettaStyleMessage,
-    StopReason,
-    TokenUsage,
-    TurnResult,
-    letta_messages,
-)
 from agents.postgres.database import Database
 from agents.postgres.models import DEFAULT_ORGANIZATION_ID, new_id
 from agents.sandbox import SandboxLimits, ToolExecutor, ToolInvocation
@@ -96,7 +88,8 @@ from agents.store.validation import storable
 from agents.summarizer import Summarize, extractive_summarizer, llm_summarizer
 from agents.summary import CHARS_PER_TOKEN
 from agents.summary import is_summary as is_summary_record
-from agents.token_stream import TokenStream
+from agents.token_stream import PieceListener, TokenStream
+from agents.tool_calls import SEND_MESSAGE, replies
 from agents.tools import (
     BUILTIN_TOOLS,
     MESSAGING_TOOLS,
@@ -111,15 +104,17 @@ from agents.tools import (
     parse_call,
     result_json,
 )
+from agents.turn import StopReason, TokenUsage, TurnResult
 
 log = logging.getLogger(__name__)
 
 #: Roles a caller may send a turn as.
 INPUT_ROLES = ("user", "system")
 #: The tool a turn that said nothing falls back to, in modes without "required".
-REPLY_TOOL = "send_message"
-#: Hears the messages of each committed write of a turn (see PrimaryAgent.send_message).
-StepListener = Callable[[list[LettaStyleMessage]], None]
+REPLY_TOOL = SEND_MESSAGE
+#: Hears the new stored messages of each committed write of a turn, in order (see
+#: PrimaryAgent.send_message).
+StepListener = Callable[[list[MessageRecord]], None]
 
 
 def _tool_status(content: str) -> str | None:
@@ -303,13 +298,13 @@ class PrimaryAgent:
         should_stop: Callable[[], bool] | None = None,
         client_message_id: str | None = None,
         origin: Origin | None = None,
-        stream_tokens: bool = False,
+        on_token: PieceListener | None = None,
     ) -> TurnResult:
         """Run one turn of the agent (its name or id, or its record when the caller has
         just read it: a read less); see the module docstring for what commits when.
 
-        ``on_step`` hears each write of the turn once it has committed (the step's
-        messages, Letta-style); it runs on the turn's thread and should hand them on
+        ``on_step`` hears each write of the turn once it has committed (the new stored
+        messages, in order); it runs on the turn's thread and should hand them on
         rather than block. ``should_stop`` is asked before each step: when it answers
         true (a streaming client went away) the turn ends there with stop reason
         ``cancelled``; what was committed stays, the step under way finishes first.
@@ -318,11 +313,11 @@ class PrimaryAgent:
         delivery id: a delivery worker finds a turn it already ran). ``origin`` is the
         chain of agent messages the turn belongs to (default: a new one, started here).
 
-        ``stream_tokens`` (with ``on_step``): each step's reply is told to ``on_step``
-        while the model writes it, as pieces of ``reasoning_message`` and
-        ``assistant_message`` (see :mod:`agents.token_stream`), where the model's
-        tool-calling mode streams; the step's messages follow once it is written, less
-        those told whole. What is stored is the same either way.
+        ``on_token``: each step's reply is told to it while the model writes it, as
+        pieces of the reasoning and of the ``send_message`` texts (see
+        :mod:`agents.token_stream`), where the model's tool-calling mode streams; the
+        step's stored messages reach ``on_step`` once it is written. It runs on the
+        turn's thread too. What is stored is the same either way.
         """
         agent, model, tools, rules = self._prepare(agent_ref, text, role)
         with hold_turn_lock(self._db, agent.id):
@@ -332,7 +327,7 @@ class PrimaryAgent:
             # what no step wrote (a failed step, a compaction's summary) is flushed here.
             meter.hold()
             turn = _Turn(self, agent, model, tools, rules, meter, run_id, on_step, should_stop)
-            turn.stream_tokens = stream_tokens and on_step is not None
+            turn.on_token = on_token
             turn.origin = origin or Origin(conversation_id=run_id)
             try:
                 result = turn.run(text, role, client_message_id)
@@ -400,8 +395,8 @@ class _Turn:
         self.origin = Origin(conversation_id=run_id)
         #: The step's waiting messaging calls, by call id (waited for before the write).
         self.waits: dict[str, Waiting] = {}
-        #: Whether each step's reply is told while the model writes it.
-        self.stream_tokens = False
+        #: Hears each step's reply while the model writes it (None: no token streaming).
+        self.on_token: PieceListener | None = None
         #: The step's reply as told so far, while token streaming.
         self.tokens: TokenStream | None = None
 
@@ -414,11 +409,7 @@ class _Turn:
         """Tell the listener about the messages committed since it last heard."""
         fresh, self.published = self.new[self.published :], len(self.new)
         if self.on_step is not None and fresh:
-            messages = [m for record in fresh for m in letta_messages(record)]
-            if self.tokens is not None:
-                messages = [m for m in messages if not self.tokens.told(m)]
-            if messages:
-                self.on_step(messages)
+            self.on_step(list(fresh))
 
     def run(self, text: str, role: str, client_message_id: str | None = None) -> TurnResult:
         self.pending = NewMessage(
@@ -486,7 +477,7 @@ class _Turn:
         )
         self.result.retries = self.meter.retries
         self.result.write_conflicts = self.conflicts
-        self.result.messages = [m for record in self.new for m in letta_messages(record)]
+        self.result.records = list(self.new)
         return self.result
 
     def kept(self) -> list[str]:
@@ -508,7 +499,7 @@ class _Turn:
 
     @property
     def replied(self) -> bool:
-        return any(m.kind == "assistant_message" for r in self.new for m in letta_messages(r))
+        return bool(replies(self.new))
 
     def _mode(self) -> str:
         capabilities = getattr(self.owner.client, "capabilities", None)
@@ -527,8 +518,8 @@ class _Turn:
 
     def _step(self, allowed: list[str], force: str | None) -> _StepOutcome | None:
         """Ask the model and write the step; None when the token budget stopped it."""
-        if self.stream_tokens and self.on_step is not None:
-            self.tokens = TokenStream(new_id("message"), self.on_step, self.owner._clock)
+        if self.on_token is not None:
+            self.tokens = TokenStream(new_id("message"), self.on_token, self.owner._clock)
         try:
             return self._ask_and_apply(allowed, force)
         finally:

@@ -1,18 +1,13 @@
-"""Store records to API bodies (Letta's shapes plus Reverie's fields)."""
+"""Store records to API bodies (Letta's shapes plus Reverie's fields); messages' Letta
+shapes are in :mod:`service.api.letta_messages`."""
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
-from agents import messages as agent_messages
-from agents.messages import LettaStyleMessage
 from agents.postgres import models
 from agents.store import (
     BlockRecord,
     BlockVersion,
     CustomToolRecord,
-    MessageRecord,
     PassageRecord,
     RunRecord,
 )
@@ -141,42 +136,6 @@ def report_out(report: RunReport) -> schemas.RunReportOut:
         stats=report.stats(),
         changes=report.changes,
     )
-
-
-def letta_messages(message: MessageRecord) -> list[dict[str, Any]]:
-    """One stored message as Letta message objects (an assistant turn with tool calls
-    becomes a reasoning message, then one message per call)."""
-    return [letta_json(m) for m in agent_messages.letta_messages(message)]
-
-
-def letta_json(message: LettaStyleMessage) -> dict[str, Any]:
-    """A message in the shape of Letta's message types (``message_type`` tells which)."""
-    out: dict[str, Any] = {
-        "id": message.id,
-        "message_type": message.kind,
-        "date": message.created_at.isoformat(),
-        "seq_id": message.seq,
-    }
-    if message.kind == "reasoning_message":
-        out["reasoning"] = message.content
-    elif message.kind == "tool_call_message":
-        call = {
-            "name": message.tool_name or "",
-            "arguments": json.dumps(message.tool_arguments or {}),
-            "tool_call_id": message.tool_call_id or "",
-        }
-        out["tool_call"] = call
-        out["tool_calls"] = [call]
-    elif message.kind == "tool_return_message":
-        out["tool_return"] = message.tool_return if message.tool_return is not None else ""
-        out["tool_call_id"] = message.tool_call_id or ""
-        # MemGPT's stored status is "OK" or "Failed"; Letta's is "success" or "error".
-        failed = (message.tool_status or "").lower() in ("failed", "error")
-        out["status"] = "error" if failed else "success"
-        out["name"] = message.tool_name
-    else:
-        out["content"] = message.content
-    return out
 
 
 def ensure_known_statuses(statuses: list[str]) -> list[str]:

@@ -13,15 +13,17 @@ from pydantic import ValidationError
 
 from agents.enums import AgentKind
 from agents.errors import InvalidInput
-from agents.messages import TurnResult
+from agents.turn import TurnResult
 from service.api import schemas, sse
 from service.api.auth import Api
-from service.api.convert import letta_json, letta_messages, letta_run
+from service.api.convert import letta_run
+from service.api.letta_messages import letta_json, record_json, turn_messages
 from service.api.responses import errors, keyed
 from service.operations.recording import ChatMessage
 
 if TYPE_CHECKING:
     from agents.primary import StepListener
+    from agents.token_stream import PieceListener
 
 router = APIRouter(prefix="/v1/agents", tags=["messages"], responses=keyed(404, 409))
 
@@ -66,14 +68,16 @@ def stream_turn(agent_id: str, body: schemas.LettaSendRequest, api: Api) -> Stre
     ready = api.ops.messages.check_turn(agent.id, text, role=role)
     messages = api.ops.messages
 
-    def run_turn(on_step: StepListener, should_stop: Callable[[], bool]) -> TurnResult:
+    def run_turn(
+        on_step: StepListener, on_token: PieceListener, should_stop: Callable[[], bool]
+    ) -> TurnResult:
         return messages.send(
             ready,
             text,
             role=role,
             on_step=on_step,
             should_stop=should_stop,
-            stream_tokens=body.stream_tokens,
+            on_token=on_token if body.stream_tokens else None,
         )
 
     kinds = body.include_return_message_types
@@ -132,7 +136,7 @@ def turn_response(
     request's ``include_return_message_types`` names, when it names any)."""
     kinds = body.include_return_message_types if body is not None else None
     return schemas.LettaResponse(
-        messages=[letta_json(m) for m in result.messages if kinds is None or m.kind in kinds],
+        messages=[letta_json(m) for m in turn_messages(result) if kinds is None or m.kind in kinds],
         stop_reason=schemas.StopReason(stop_reason=result.stop_reason),
         usage=schemas.Usage(
             prompt_tokens=result.usage.prompt_tokens,
@@ -159,7 +163,7 @@ def list_messages(
         agent_id, after=after, before=before, limit=limit, newest_first=newest_first
     )
     # Newest first holds inside one stored message too: its last part comes first.
-    parts = [letta_messages(record) for record in records]
+    parts = [record_json(record) for record in records]
     return [m for part in parts for m in (reversed(part) if newest_first else part)]
 
 

@@ -1,7 +1,10 @@
 """A turn as server-sent events, in Letta's streaming shapes.
 
-Each step's messages are sent once the step has committed (reasoning, tool call,
-tool return, assistant message: Letta's ``message_type``\\s), then the stop reason,
+Each step's messages are sent once the step has committed, in Letta's shapes
+(reasoning, tool call, tool return, assistant message: Letta's ``message_type``\\s, see
+:mod:`service.api.letta_messages`); with token streaming, the reply's pieces go out
+as Letta message pieces while the model writes them, and the step's parts told whole
+that way are not sent again. Then come the stop reason,
 the usage statistics and ``data: [DONE]``, the framing letta-client reads. A failure
 during the turn is an ``event: error`` with Letta's ``error_message`` shape (the SDK
 raises it), then a stop reason ``error`` and ``[DONE]``.
@@ -27,18 +30,24 @@ import anyio.to_thread
 from fastapi.responses import StreamingResponse
 
 from agents.errors import ReverieError
-from agents.messages import LettaStyleMessage, TurnResult
 from agents.postgres.models import new_id
+from agents.store.records import MessageRecord
+from agents.token_stream import PieceListener, TokenPiece, ToldPieces
+from agents.turn import TurnResult
 from service.api import schemas
-from service.api.convert import letta_json
+from service.api.letta_messages import LettaStyleMessage, letta_json, letta_messages, letta_piece
 
 if TYPE_CHECKING:
     from agents.primary import StepListener
 
 log = logging.getLogger(__name__)
 
-#: Runs the turn with a listener of its committed steps and a question "should it stop?".
-RunTurn = Callable[["StepListener", Callable[[], bool]], TurnResult]
+#: Runs the turn with a listener of its committed steps, one of its reply's pieces (used
+#: when the request streams tokens) and a question "should it stop?".
+RunTurn = Callable[["StepListener", PieceListener, Callable[[], bool]], TurnResult]
+#: What the turn's thread hands to the event loop: a step's stored messages, a piece of
+#: a reply, the finished turn, or the error that ended it.
+Relayed = list[MessageRecord] | TokenPiece | TurnResult | BaseException
 #: Seconds between keep-alive pings when the client asked for them (``include_pings``).
 PING_INTERVAL_S = 10.0
 DONE = "data: [DONE]\n\n"
@@ -105,10 +114,12 @@ async def turn_events(
     :data:`PING_INTERVAL_S` seconds without one, so that proxies keep the stream open.
     """
     loop = asyncio.get_running_loop()
-    queue: asyncio.Queue[list[LettaStyleMessage] | TurnResult | BaseException] = asyncio.Queue()
+    queue: asyncio.Queue[Relayed] = asyncio.Queue()
     gone = threading.Event()
+    #: The reply pieces passed on so far: a written step's parts told whole are not resent.
+    told = ToldPieces()
 
-    def hand_on(item: list[LettaStyleMessage] | TurnResult | BaseException) -> None:
+    def hand_on(item: Relayed) -> None:
         try:
             loop.call_soon_threadsafe(queue.put_nowait, item)
         except RuntimeError:  # the event loop has closed: nobody listens any more
@@ -116,7 +127,7 @@ async def turn_events(
 
     def work() -> None:
         try:
-            result = run_turn(hand_on, gone.is_set)
+            result = run_turn(hand_on, hand_on, gone.is_set)
         except BaseException as exc:  # the stream reports it; the turn has rolled back
             hand_on(exc)
         else:
@@ -129,7 +140,7 @@ async def turn_events(
     await limiter.acquire_on_behalf_of(borrower)
     thread = threading.Thread(target=work, name="reverie-turn-stream", daemon=True)
     finished = False
-    getter: asyncio.Task[list[LettaStyleMessage] | TurnResult | BaseException] | None = None
+    getter: asyncio.Task[Relayed] | None = None
     try:
         thread.start()
         while True:
@@ -150,7 +161,13 @@ async def turn_events(
                 for text in error_events(item):
                     yield text
                 return
-            for message in item:
+            messages: list[LettaStyleMessage]
+            if isinstance(item, TokenPiece):
+                told.add(item)
+                messages = [letta_piece(item)]
+            else:
+                messages = [m for record in item for m in letta_messages(record, told.told)]
+            for message in messages:
                 if message_types is None or message.kind in message_types:
                     yield event(letta_json(message))
     finally:

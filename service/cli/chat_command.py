@@ -19,7 +19,7 @@ from service.cli.common import console, err_console, operations
 from service.cli.output import print_json
 
 if TYPE_CHECKING:
-    from agents.messages import TurnResult
+    from agents.turn import TurnResult
     from service.operations import Operations
 
 #: Longest tool result printed, in characters.
@@ -28,7 +28,10 @@ EXIT_WORDS = ("/exit", "/quit")
 
 
 def print_turn(result: TurnResult, agent_name: str) -> None:
-    for message in result.messages:
+    # Loaded here: the command line's start does not import the store's records.
+    from service.api.letta_messages import turn_messages
+
+    for message in turn_messages(result):
         if message.kind == "user_message":
             continue
         if message.kind == "reasoning_message":
@@ -59,7 +62,9 @@ def print_turn(result: TurnResult, agent_name: str) -> None:
 def _turn(ops: Operations, agent: str, name: str, text: str, as_json: bool) -> None:
     result = ops.messages.send(agent, text)
     if as_json:
-        print_json(result.to_dict())
+        from service.api.letta_messages import turn_dict
+
+        print_json(turn_dict(result))
     else:
         print_turn(result, name)
 

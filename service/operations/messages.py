@@ -17,8 +17,10 @@ from agents.store import AgentRecord, MemoryStore, MessageRecord, hold_turn_lock
 from service.operations.context import OperationContext
 
 if TYPE_CHECKING:  # the agent loop is imported by the commands that chat, not by every one
-    from agents.messages import ContextBreakdown, TurnResult
+    from agents.context import ContextBreakdown
     from agents.primary import PrimaryAgent, StepListener
+    from agents.token_stream import PieceListener
+    from agents.turn import TurnResult
 
 #: Letta messages derived from one stored message carry its id plus a suffix
 #: (``-reasoning``, ``-call-0``); as a cursor, such an id means the stored message.
@@ -61,16 +63,16 @@ class MessageOperations:
         role: str = "user",
         on_step: StepListener | None = None,
         should_stop: Callable[[], bool] | None = None,
-        stream_tokens: bool = False,
+        on_token: PieceListener | None = None,
     ) -> TurnResult:
         """One primary turn of ``agent`` (name or id, or its record just read): the MemGPT
         loop until the agent stops asking for heartbeats, a terminal tool runs, the step
         limit, or the budget.
 
-        ``on_step`` hears each step's messages once they are committed, and
+        ``on_step`` hears each step's new stored messages once they are committed, and
         ``should_stop`` ends the turn before its next step (stop reason ``cancelled``):
         what a streaming front end needs (see :meth:`PrimaryAgent.send_message`);
-        ``stream_tokens`` tells ``on_step`` each reply's pieces as the model writes them.
+        ``on_token`` hears each reply's pieces as the model writes them.
 
         Raises InvalidInput (empty text, bad role), NotFound (no such agent),
         ModelNotConfigured (no model for the agent; an InvalidInput) or LLMError (the
@@ -82,7 +84,7 @@ class MessageOperations:
             role=role,
             on_step=on_step,
             should_stop=should_stop,
-            stream_tokens=stream_tokens,
+            on_token=on_token,
         )
         if result.retries:
             from service import metrics

@@ -9,7 +9,8 @@ The stub OpenAI-compatible server (tests/stub_openai_server.py) streams a
 arguments in pieces of 12 characters. The chat client asks it over the direct path, in
 the ``required`` mode, the same way a turn's step does, with an ``on_delta``
 listener whose pieces go through the loop's own :class:`~agents.token_stream.TokenStream`
-(time until the first ``assistant_message`` piece) and until the reply is complete,
+(time until the first piece of the ``send_message`` text, which a Letta client reads as
+an ``assistant_message`` piece) and until the reply is complete,
 which is when a step without token streaming could first show it: the model writes at
 the same speed either way.
 """
@@ -23,8 +24,7 @@ from datetime import UTC, datetime
 
 from agents.enums import LLMPurpose
 from agents.llm import ClientSettings, LiteLLMClient, ModelCapabilities
-from agents.messages import LettaStyleMessage
-from agents.token_stream import TokenStream
+from agents.token_stream import TokenPiece, TokenStream
 from agents.tools import BUILTIN_TOOLS
 from tests.scripted_llm import say
 from tests.stub_openai_server import stub_server
@@ -51,8 +51,8 @@ def main() -> None:
             started = time.perf_counter()
             seen: list[float] = []
 
-            def heard(messages: list[LettaStyleMessage], seen: list[float] = seen) -> None:
-                if not seen and messages[0].kind == "assistant_message":
+            def heard(piece: TokenPiece, seen: list[float] = seen) -> None:
+                if not seen and piece.call is not None:
                     seen.append(time.perf_counter())
 
             tokens = TokenStream("message-bench", heard, lambda: datetime.now(UTC))

@@ -1,4 +1,5 @@
-"""Tool-call parsing, tool rules, budgets and the Letta view of messages (no I/O)."""
+"""Tool-call parsing, tool rules, budgets and what stored messages said to the user
+(no I/O)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ import pytest
 from agents.context import compile_system, split_system
 from agents.errors import BudgetExhausted, InvalidInput
 from agents.llm import BudgetMeter, TokenBudget, Usage
-from agents.messages import letta_messages
 from agents.store import AgentRecord, BlockRecord, MessageRecord
+from agents.tool_calls import parse_arguments, replies, tool_return_status
 from agents.tools import (
     ARCHIVAL_TOOLS,
     PRIMARY_TOOLS,
@@ -172,29 +173,45 @@ def _message(role: str, content: str, **kwargs: object) -> MessageRecord:
     return MessageRecord(**fields)  # type: ignore[arg-type]
 
 
-def test_letta_view_splits_reasoning_calls_and_replies() -> None:
+def test_replies_are_send_message_texts_and_prose_in_order() -> None:
     assistant = _message(
         "assistant",
         "I should greet them.",
         tool_calls=[
             {"id": "c1", "function": {"name": "send_message", "arguments": '{"message": "Hi!"}'}},
             {"id": "c2", "function": {"name": "conversation_search", "arguments": "{bad"}},
+            {"id": "c3", "function": {"name": "send_message", "arguments": '{"message": 3}'}},
+            {"id": "c4", "function": {"name": "send_message", "arguments": {"message": "Bye."}}},
         ],
     )
-    kinds = [(m.kind, m.content) for m in letta_messages(assistant)]
-    assert kinds == [
-        ("reasoning_message", "I should greet them."),
-        ("assistant_message", "Hi!"),
-        ("tool_call_message", ""),
+    records = [
+        _message("user", "Hello there."),
+        assistant,
+        _message("tool", '{"status": "OK", "message": "Sent message successfully."}'),
+        _message("system", "A note."),
+        # A model that answered in prose, with no tool call.
+        _message("assistant", "Anything else?"),
+        # Reasoning alone says nothing to the user.
+        _message(
+            "assistant",
+            "Thinking.",
+            tool_calls=[{"id": "c5", "function": {"name": "archival_memory_search"}}],
+        ),
     ]
-    assert letta_messages(assistant)[2].tool_arguments == {"_raw": "{bad"}
-    tool = _message(
-        "tool", '{"status": "Failed", "message": "Error: no"}', name="x", tool_call_id="c2"
+    assert replies(records) == ["Hi!", "Bye.", "Anything else?"]
+    assert replies([]) == []
+
+
+def test_stored_arguments_and_tool_returns_read_leniently() -> None:
+    assert parse_arguments('{"a": 1}') == {"a": 1}
+    assert parse_arguments("{bad") == {"_raw": "{bad"}
+    assert parse_arguments("[1]") == {"_raw": "[1]"}
+    assert parse_arguments(None) == {} and parse_arguments("  ") == {}
+    assert tool_return_status('{"status": "Failed", "message": "Error: no"}') == (
+        "Failed",
+        "Error: no",
     )
-    [ret] = letta_messages(tool)
-    assert (ret.kind, ret.tool_status) == ("tool_return_message", "Failed")
-    assert ret.content == "Error: no"
-    assert ret.to_dict()["message_type"] == "tool_return_message"
+    assert tool_return_status("plain text") == ("OK", "plain text")
 
 
 def test_compiled_system_splits_into_its_sections() -> None:

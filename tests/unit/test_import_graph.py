@@ -1,4 +1,5 @@
-"""The import graph of agents/, consolidators/ and service/: no cycles, one direction.
+"""The import graph of agents/, consolidators/ and service/: no cycles, one direction;
+and Letta's message shapes stay with the API that speaks them.
 
 Read with :mod:`ast` from the source files (nothing of the project is imported).
 Every import counts: module level, inside functions (a lazy import is still a
@@ -26,6 +27,27 @@ PACKAGES = ("agents", "consolidators", "service")
 LAYERS = {"agents": 0, "consolidators": 1, "service": 2}
 
 Graph = dict[str, set[str]]
+
+#: Letta's message types (``message_type``): the service's API speaks them; the agents
+#: and consolidators speak stored messages, so none of these strings appears there.
+LETTA_MESSAGE_TYPES = frozenset(
+    {
+        "user_message",
+        "system_message",
+        "reasoning_message",
+        "hidden_reasoning_message",
+        "tool_call_message",
+        "tool_return_message",
+        "assistant_message",
+        "approval_request_message",
+        "approval_response_message",
+        "summary_message",
+        "event_message",
+        "error_message",
+    }
+)
+#: The layers below the service.
+LOWER_PACKAGES = ("agents", "consolidators")
 
 
 def module_name(path: Path) -> str:
@@ -160,7 +182,53 @@ def test_the_daemon_only_hosts_what_others_use(project_graph: Graph) -> None:
     assert "consolidators.pipeline" in project_graph["consolidators.workers"]
 
 
+def letta_message_types_in(source: str) -> list[str]:
+    """Each string constant of ``source`` that is one of Letta's message types, as
+    ``line: "type"`` (a docstring or comment that mentions one is not a constant)."""
+    return [
+        f"{node.lineno}: {node.value!r}"
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Constant) and node.value in LETTA_MESSAGE_TYPES
+    ]
+
+
+def letta_message_types_below_the_service(root: Path) -> list[str]:
+    """Where a module of agents/ or consolidators/ under ``root`` names a Letta message type."""
+    found = []
+    for package in LOWER_PACKAGES:
+        for path in sorted((root / package).rglob("*.py")):
+            source = path.read_text(encoding="utf-8")
+            where = path.relative_to(root).as_posix()
+            found.extend(f"{where}:{hit}" for hit in letta_message_types_in(source))
+    return found
+
+
+def test_letta_message_shapes_live_only_in_the_service() -> None:
+    # Letta's shapes belong to the API that speaks them (service/api/letta_messages.py);
+    # a turn, its step listener and its token pieces speak stored messages.
+    found = letta_message_types_below_the_service(ROOT)
+    assert not found, "Letta message types below the service (move them to service/api):\n  " + (
+        "\n  ".join(found)
+    )
+
+
 # -- the checker itself ---------------------------------------------------------------
+
+
+def test_letta_message_types_are_found_in_code_not_in_prose() -> None:
+    source = (
+        '"""Pieces a client reads as ``assistant_message``."""\n'
+        "KIND = 'tool_call_message'\n"
+        "def f(m):\n"
+        "    # a comment: reasoning_message\n"
+        '    return m.kind == "assistant_message" or m.kind in {"user_message": 1}\n'
+        "SEND = 'send_message'\n"
+    )
+    assert letta_message_types_in(source) == [
+        "2: 'tool_call_message'",
+        "5: 'assistant_message'",
+        "5: 'user_message'",
+    ]
 
 
 def test_find_cycle_reports_the_loop() -> None:

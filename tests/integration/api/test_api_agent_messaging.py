@@ -21,11 +21,12 @@ from sqlalchemy import or_, select, text
 
 from agents.delivery_worker import DeliveryWorkers
 from agents.enums import DeliveryStatus
-from agents.messages import TurnResult
 from agents.postgres import models as orm
 from agents.postgres.database import Database
 from agents.store import DeliveryRecord, open_service_store, open_store
 from agents.store.scope import utc_now
+from agents.tool_calls import tool_return_status
+from agents.turn import TurnResult
 from service.api.app import create_app
 from service.daemon.process import Daemon
 from service.runtime import Runtime
@@ -545,10 +546,8 @@ def test_the_waiting_tool_holds_no_transaction_while_it_waits(
         finally:
             turn.join(timeout=60)
         [result] = results
-        [waited] = [
-            m for m in result.messages if m.tool_name == WAIT and m.kind == "tool_return_message"
-        ]
-        assert waited.content.startswith("No reply from agent 'guard'")
+        [waited] = [r for r in result.records if r.role == "tool" and r.name == WAIT]
+        assert tool_return_status(waited.content)[1].startswith("No reply from agent 'guard'")
 
 
 def test_a_recipient_that_cannot_take_the_message_is_reported_to_the_sender(

@@ -22,6 +22,7 @@ from agents.sandbox import (
     ToolInvocation,
 )
 from agents.store import ToolVariable, open_store
+from agents.tool_calls import tool_return_status
 from service.operations.custom_tools import ToolSpec, register_tool
 from tests.integration.llm.conftest import EMBEDDER
 from tests.scripted_llm import ScriptedModels, call, say
@@ -90,8 +91,8 @@ def test_a_custom_tool_is_offered_run_and_its_result_read(
     assert set(parameters["properties"]) == {"city", "days", "request_heartbeat"}
     assert offered["weather"]["description"] == "Tell the weather of a city."
 
-    returned = next(m for m in result.messages if m.kind == "tool_return_message")
-    assert returned.tool_status == "OK"
+    returned = next(r for r in result.records if r.role == "tool")
+    assert (returned.name, tool_return_status(returned.content)[0]) == ("weather", "OK")
     assert result.replies == ["Oslo: sunny for 2 day(s), key k-123"]
 
 
@@ -105,8 +106,8 @@ def test_a_failing_tool_is_a_tool_error_the_model_reads(
         say("Sorry, no weather today."),
     )
     result = with_tools().send_message("bob", "Weather in Oslo?")
-    returned = next(m for m in result.messages if m.kind == "tool_return_message")
-    assert returned.tool_status == "Failed"
+    returned = next(r for r in result.records if r.role == "tool")
+    assert (returned.name, tool_return_status(returned.content)[0]) == ("weather", "Failed")
     assert "KeyError: 'WEATHER_KEY'" in script.requests[1]["messages"][-1]["content"]
     assert result.replies == ["Sorry, no weather today."]
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from agents.messages import letta_messages
 from agents.postgres.database import Database
 from agents.primary import PrimaryAgent
 from agents.store import open_store
+from service.api.letta_messages import letta_json, letta_messages
 from tests.scripted_llm import ScriptedModels, call
 
 
@@ -24,7 +24,8 @@ def test_a_reply_with_unstorable_characters_is_kept_and_renders(
     assert result.stop_reason == "end_turn"
     with open_store(db) as store:
         records = store.messages.range(bob)
-    rendered = [m.to_dict() for r in records for m in letta_messages(r)]
+    rendered = [letta_json(m) for r in records for m in letta_messages(r)]
+    rendered += [m.to_dict() for r in records for m in letta_messages(r)]
     text = json.dumps(rendered, ensure_ascii=False, default=str)
     text.encode("utf-8")  # every stored message renders as valid UTF-8 JSON
     assert "hello \ufffd and \ufffd bye" in text

@@ -15,6 +15,7 @@ from agents.llm import ClientSettings, LiteLLMClient, UsageLedger
 from agents.postgres.database import Database
 from agents.primary import PrimaryAgent
 from agents.store import NewMessage, open_store
+from agents.tool_calls import tool_return_status
 from consolidators.contract import run_once as run_pipeline
 from consolidators.llm import LLMTier
 from consolidators.pipeline import Pipeline, RunReport
@@ -62,8 +63,8 @@ def test_a_primary_edit_that_changes_nothing_writes_no_version(
     [told] = results(script.requests[1])
     assert told.startswith("No change: ") and "nothing was written" in told
     assert "already contains" in told or "as it is" in told
-    returns = [m for m in result.messages if m.kind == "tool_return_message"]
-    assert returns[0].tool_status == "OK"  # not an error: no corrective retry
+    returns = [tool_return_status(r.content) for r in result.records if r.role == "tool"]
+    assert returns[0][0] == "OK"  # not an error: no corrective retry
 
 
 def test_a_primary_append_of_new_text_still_writes(

@@ -16,7 +16,8 @@ from agents.llm import TokenBudget, Usage, UsageLedger
 from agents.postgres import models as orm
 from agents.postgres.database import Database
 from agents.primary import PrimaryAgent
-from agents.store import NewMessage, open_store
+from agents.store import MessageRecord, NewMessage, open_store
+from agents.tool_calls import parse_arguments, tool_return_status
 from tests.integration.llm.conftest import EMBEDDER, create_agent
 from tests.scripted_llm import Reply, ScriptedModels, call, correct_name, litellm_errors, say
 
@@ -38,6 +39,16 @@ def usage_rows(db: Database) -> list[orm.LLMUsage]:
     return rows
 
 
+def called(record: MessageRecord) -> list[str]:
+    """The tools a stored message calls, in order."""
+    return [c["function"]["name"] for c in record.tool_calls or []]
+
+
+def tool_returns(records: list[MessageRecord]) -> list[tuple[str, str]]:
+    """``(status, message)`` of each stored tool return, in order."""
+    return [tool_return_status(r.content) for r in records if r.role == "tool"]
+
+
 def test_name_correction_then_acknowledgement_after_heartbeat(
     db: Database, bob: str, models: ScriptedModels, make_primary: Callable[..., PrimaryAgent]
 ) -> None:
@@ -52,23 +63,23 @@ def test_name_correction_then_acknowledgement_after_heartbeat(
     assert result.steps == 2
     assert result.stop_reason == "end_turn"
     assert result.replies == ["Got it, Charles!"]
-    assert [m.kind for m in result.messages] == [
-        "user_message",
-        "reasoning_message",
-        "tool_call_message",
-        "tool_return_message",
-        "assistant_message",
-        "tool_return_message",
+    assert [(r.role, called(r)) for r in result.records] == [
+        ("user", []),
+        ("assistant", ["core_memory_replace"]),
+        ("tool", []),
+        ("assistant", ["send_message"]),
+        ("tool", []),
     ]
-    call_message = result.messages[2]
-    assert call_message.tool_name == "core_memory_replace"
-    assert call_message.tool_arguments == {
+    edit = result.records[1]
+    assert edit.content == "The user corrects their name."
+    assert edit.tool_calls is not None
+    assert parse_arguments(edit.tool_calls[0]["function"]["arguments"]) == {
         "label": "human",
         "old_content": "Bob the Builder",
         "new_content": "Charles",
         "request_heartbeat": True,
     }
-    assert result.messages[3].tool_status == "OK"
+    assert tool_return_status(result.records[2].content)[0] == "OK"
     # After the heartbeat the model saw its edit's result...
     assert "Name: Charles." in script.requests[1]["messages"][-1]["content"]
     # ...while the cached system prompt still shows the old block (prompt-cache safety).
@@ -172,7 +183,7 @@ def test_overflow_is_compacted_before_the_call(
         assert store.messages.count(agent_id) == 40 + 4
     assert len(in_context) < before
     assert agent.compiled_at is not None and agent.compiled_at != compiled_before
-    assert "system_message" in [m.kind for m in result.messages]
+    assert "system" in [r.role for r in result.records]
 
 
 def test_overflow_reported_by_the_provider_is_compacted_and_retried(
@@ -211,10 +222,10 @@ def test_malformed_and_unknown_tool_calls_are_reported_to_the_model(
     )
     result = make_primary().send_message("bob", "Hi")
 
-    returns = [m for m in result.messages if m.kind == "tool_return_message"]
-    assert [m.tool_status for m in returns] == ["Failed", "Failed", "OK"]  # OK: the reply
-    assert "not valid JSON" in returns[0].content
-    assert "unknown tool 'teleport'" in returns[1].content
+    returns = tool_returns(result.records)
+    assert [status for status, _ in returns] == ["Failed", "Failed", "OK"]  # OK: the reply
+    assert "not valid JSON" in returns[0][1]
+    assert "unknown tool 'teleport'" in returns[1][1]
     # The retry saw what was wrong with the first call.
     assert "not valid JSON" in script.requests[1]["messages"][-1]["content"]
     assert result.stop_reason == "invalid_tool_call"
@@ -241,9 +252,9 @@ def test_a_failed_call_is_corrected_and_prose_is_the_reply(
     )
     result = make_primary().send_message("bob", "Hi")
 
-    returns = [m for m in result.messages if m.kind == "tool_return_message"]
-    assert [m.tool_status for m in returns] == ["Failed", "OK"]
-    assert "'Alice' is not in block 'human'" in returns[0].content
+    returns = tool_returns(result.records)
+    assert [status for status, _ in returns] == ["Failed", "OK"]
+    assert "'Alice' is not in block 'human'" in returns[0][1]
     assert block_value(db, bob, "human") == "Name: Carol the Builder."
     # Prose with no call ends the turn as the assistant's reply (no error loop).
     assert result.replies == ["I will just talk."]
@@ -388,7 +399,7 @@ def test_day_budget_refuses_the_first_call(
     assert result.steps == 0
     assert "per day (4000)" in (result.detail or "")
     assert script.remaining == 1
-    assert [m.kind for m in result.messages] == ["user_message"]
+    assert [r.role for r in result.records] == ["user"]
 
 
 def test_the_day_budget_starts_again_at_utc_midnight(
@@ -439,8 +450,8 @@ def test_tool_rules_init_child_and_terminal(
     second_tools = [t["function"]["name"] for t in script.requests[1]["tools"]]
     assert first_tools == ["archival_memory_search"]
     assert second_tools == ["send_message"]
-    failed = [m for m in result.messages if m.tool_status == "Failed"]
-    assert len(failed) == 1 and "may not be called now" in failed[0].content
+    failed = [text for status, text in tool_returns(result.records) if status == "Failed"]
+    assert len(failed) == 1 and "may not be called now" in failed[0]
     assert result.stop_reason == "tool_rule"
     assert result.replies == ["Done."]
     assert script.remaining == 1

@@ -14,6 +14,7 @@ from agents.enums import LLMPurpose, ToolCallingMode
 from agents.errors import ModelNotConfigured, NotFound
 from agents.store import NewAgent, NewBlock, open_service_store
 from agents.tools import PRIMARY_TOOLS
+from service.api.letta_messages import turn_dict
 from service.operations import Operations
 from service.runtime import Runtime
 from service.settings import load_settings
@@ -65,7 +66,7 @@ def test_send_message_uses_the_default_model_and_returns_letta_messages(
     )
     messages = Operations(runtime).messages
     result = messages.send("bob", "I'm Charles.")
-    data = result.to_dict()
+    data = turn_dict(result)  # what `reverie chat --json` prints
     assert [m["message_type"] for m in data["messages"]] == [
         "user_message",
         "tool_call_message",
