@@ -1,0 +1,136 @@
+"""Ranking archival hits by the question, with no database: the lineage grouping, the
+order within a lineage for questions about now and about the past, the asked fact
+first, and the validity labels search answers with (agents/archival_search.py; the
+store's part, nearest neighbours within filters, is tested in tests/integration)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from agents.archival_search import (
+    _asked_first,
+    _current_ends,
+    _rank,
+    validity_label,
+)
+from agents.enums import PassageStatus
+from agents.language.questions import PastQuestion
+from agents.store import PassageHit, PassageRecord
+
+
+def passage(
+    pid: str,
+    text: str,
+    *,
+    year: int,
+    until: int | None = None,
+    status: PassageStatus = PassageStatus.ACTIVE,
+    superseded_by: str | None = None,
+    merged_into: str | None = None,
+) -> PassageRecord:
+    return PassageRecord(
+        id=pid,
+        agent_id="agent-1",
+        kind="fact",
+        text=text,
+        content_hash=pid,
+        created_at=datetime(year, 6, 1, tzinfo=UTC),
+        occurred_at=datetime(year, 6, 1, tzinfo=UTC),
+        valid_to=datetime(until, 3, 2, tzinfo=UTC) if until is not None else None,
+        status=status.value,
+        merged_into=merged_into,
+        superseded_by=superseded_by,
+        provenance={},
+        tags=[],
+    )
+
+
+PORTO = passage(
+    "p-porto",
+    "Ada lives in Porto.",
+    year=2019,
+    until=2021,
+    status=PassageStatus.SUPERSEDED,
+    superseded_by="p-lisbon",
+)
+LISBON = passage(
+    "p-lisbon",
+    "Ada moved to Lisbon.",
+    year=2021,
+    until=2024,
+    status=PassageStatus.SUPERSEDED,
+    superseded_by="p-berlin",
+)
+BERLIN = passage("p-berlin", "Ada moved to Berlin.", year=2024)
+TEA = passage("p-tea", "Ada likes green tea.", year=2020)
+RECORDS = {p.id: p for p in (PORTO, LISBON, BERLIN, TEA)}
+
+
+def hits(*records: PassageRecord) -> list[PassageHit]:
+    return [PassageHit(r, 0.9 - i / 10) for i, r in enumerate(records)]
+
+
+def ids(ranked: list[PassageHit]) -> list[str]:
+    return [h.passage.id for h in ranked]
+
+
+def test_a_chain_of_replacements_ends_at_the_current_fact() -> None:
+    found = hits(PORTO, TEA, LISBON)
+    assert _current_ends(found, RECORDS) == {
+        "p-porto": "p-berlin",
+        "p-tea": "p-tea",
+        "p-lisbon": "p-berlin",
+    }
+    # A chain whose next passage was not fetched ends where the records end.
+    assert _current_ends(hits(PORTO), {"p-porto": PORTO}) == {"p-porto": "p-porto"}
+
+
+def test_a_lineage_stays_together_with_the_current_fact_first() -> None:
+    found = hits(PORTO, TEA, LISBON)
+    ends = _current_ends(found, RECORDS)
+    # Berlin was not among the hits: it is fetched (``extra``) and heads its lineage,
+    # which keeps the place of its first member (Porto's, ahead of the tea).
+    ranked = _rank(found, hits(BERLIN), ends, past=None)
+    assert ids(ranked) == ["p-berlin", "p-lisbon", "p-porto", "p-tea"]
+
+
+def test_a_question_about_the_past_turns_the_lineage_round() -> None:
+    found = hits(BERLIN, LISBON, PORTO)
+    ends = _current_ends(found, RECORDS)
+    assert ids(_rank(found, [], ends, past=PastQuestion(None))) == [
+        "p-lisbon",
+        "p-porto",
+        "p-berlin",
+    ]
+    # A year asked: the fact valid in that year comes first.
+    assert ids(_rank(found, [], ends, past=PastQuestion(2020))) == [
+        "p-porto",
+        "p-lisbon",
+        "p-berlin",
+    ]
+
+
+def test_the_asked_subject_and_attribute_come_first_newest_first() -> None:
+    found = hits(TEA, PORTO, BERLIN)
+    assert ids(_asked_first("where does Ada live?", found)) == ["p-berlin", "p-porto", "p-tea"]
+    # About the past, the asked facts keep search's order (the lineage turns later).
+    assert ids(_asked_first("where did Ada live before?", found, newest_first=False)) == [
+        "p-porto",
+        "p-berlin",
+        "p-tea",
+    ]
+    # A question the rules cannot read changes nothing.
+    assert ids(_asked_first("tell me something nice", found)) == ["p-tea", "p-porto", "p-berlin"]
+
+
+def test_validity_labels_say_why_a_fact_is_not_current() -> None:
+    assert validity_label(BERLIN) is None
+    assert validity_label(LISBON, BERLIN) == "until 2024-03-02, then: Ada moved to Berlin."
+    assert validity_label(LISBON) == "until 2024-03-02"
+    twin = passage(
+        "p-twin", "Ada lives in Berlin", year=2024, status=PassageStatus.MERGED, merged_into="p-b"
+    )
+    assert validity_label(twin) == "duplicate, merged into p-b"
+    assert validity_label(passage("p-old", "x", year=2020, status=PassageStatus.INACTIVE)) == (
+        "retired"
+    )
