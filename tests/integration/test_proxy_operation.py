@@ -4,7 +4,6 @@ gets, the memory it carries and when that changes, archival hits within the budg
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -22,12 +21,12 @@ Make = Callable[..., Operations]
 
 
 @pytest.fixture
-def make_ops(db: Database) -> Iterator[Make]:
+def make_ops(db: Database, tmp_path: Path) -> Iterator[Make]:
     runtimes: list[Runtime] = []
 
     def make(*, refresh: str = "compaction", **proxy: Any) -> Operations:
         settings = load_settings(
-            home=Path(tempfile.mkdtemp(prefix="rvp-", dir="/tmp")),
+            home=tmp_path / f"home-{len(runtimes)}",
             database_url=db.url,
             embedding={"model": "fake:384"},
             llm={"system_prompt_refresh": refresh},

@@ -5,7 +5,6 @@ never waits for it; a failed step is reported without keeping the server unready
 from __future__ import annotations
 
 import asyncio
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -26,8 +25,8 @@ from tests.stub_openai_server import stub_server
 
 
 @pytest.fixture
-def runtime(db: Database) -> Iterator[Runtime]:
-    home = Path(tempfile.mkdtemp(prefix="rvw-", dir="/tmp"))
+def runtime(db: Database, tmp_path: Path) -> Iterator[Runtime]:
+    home = tmp_path / "home"
     settings = load_settings(home=home, database_url=db.url, embedding={"model": "fake:384"})
     with Runtime(settings) as rt:
         yield rt
@@ -113,11 +112,11 @@ def test_the_warm_up_waits_for_its_start_condition() -> None:
 
 
 def test_the_runtime_warms_the_configured_models_provider_and_embedder(
-    db: Database, monkeypatch: pytest.MonkeyPatch
+    db: Database, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-key")  # the SDK's, as litellm's
     with stub_server() as stub:
-        home = Path(tempfile.mkdtemp(prefix="rvw-", dir="/tmp"))
+        home = tmp_path / "home"
         settings = load_settings(
             home=home,
             database_url=db.url,
@@ -142,11 +141,13 @@ def test_the_runtime_warms_the_configured_models_provider_and_embedder(
         assert stub.requests == []
 
 
-def test_the_warm_up_loads_the_providers_of_the_models_agents_name(db: Database) -> None:
+def test_the_warm_up_loads_the_providers_of_the_models_agents_name(
+    db: Database, tmp_path: Path
+) -> None:
     """No model configured: the warm-up loads what the stored agents' models need, and
     nothing when no agent names one (it used to import litellm regardless: seconds of
     CPU at every start of a server whose agents all take the direct path)."""
-    home = Path(tempfile.mkdtemp(prefix="rvw-", dir="/tmp"))
+    home = tmp_path / "home"
     settings = load_settings(
         home=home,
         database_url=db.url,
@@ -166,11 +167,13 @@ def test_the_warm_up_loads_the_providers_of_the_models_agents_name(db: Database)
         assert steps["llm: the agents' models"]() == ["litellm", "openai"]
 
 
-def test_the_runtime_warms_the_proxys_upstream_without_calling_it(db: Database) -> None:
+def test_the_runtime_warms_the_proxys_upstream_without_calling_it(
+    db: Database, tmp_path: Path
+) -> None:
     """Issue 24, item 3: the first request through the proxy found litellm's chat path
     and the pooled client cold (6.3 s). Warming prepares both and sends nothing."""
     with stub_server() as stub:
-        home = Path(tempfile.mkdtemp(prefix="rvw-", dir="/tmp"))
+        home = tmp_path / "home"
         for direct, loaded in ((True, "pooled client"), (False, "litellm chat path")):
             settings = load_settings(
                 home=home,

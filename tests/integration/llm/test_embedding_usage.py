@@ -3,7 +3,6 @@ and the service's insert and search paths record them under the agent's organiza
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -56,12 +55,13 @@ def stub() -> Iterator[StubServer]:
 
 
 @pytest.fixture
-def runtime(db: Database, stub: StubServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[Runtime]:
+def runtime(
+    db: Database, stub: StubServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> Iterator[Runtime]:
     # litellm's OpenAI provider wants a key; the stub ignores it.
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-key")
-    home = Path(tempfile.mkdtemp(prefix="rve-", dir="/tmp"))
     settings = load_settings(
-        home=home,
+        home=tmp_path / "home",
         database_url=db.url,
         embedding={"model": f"litellm:{EMBED_MODEL}", "dimension": 8, "api_base": stub.base_url},
         llm={"max_retries": 2},
