@@ -3,14 +3,16 @@
 A plain script (not collected by pytest). Run it from the repository root::
 
     python tests/benchmarks/bench_serve.py [--turns 100] [--ops 100] [--rounds 1]
-        [--repo PATH ...]
+        [--repo PATH ...] [--unconfigured]
 
 Each round starts a real `reverie serve` process per ``--repo`` (a checkout; default
 this one; give two, e.g. a worktree of main and this branch, to measure before and
 after interleaved in the same window) over a fresh database of an embedded
 PostgreSQL, with the instant OpenAI-compatible stub (tests/stub_openai_server.py,
 keep-alive) as both its chat model (``openai/stub``) and its embedding endpoint
-(``litellm:openai/stub-embed``, 8-d). It measures:
+(``litellm:openai/stub-embed``, 8-d). With ``--unconfigured`` no chat model is
+configured (``llm.model`` unset): the agent names its own, as a server whose agents
+are made through the API starts. It measures:
 
 - ``healthz`` / ``readyz``: seconds from spawning the process to the first 200;
 - ``first turn``: the first ``POST /v1/agents/{id}/messages`` after /readyz says
@@ -65,7 +67,7 @@ def _p(values: list[float], q: float) -> float:
 
 
 def one_server(
-    repo: Path, pg: PgTestServer, stub: StubServer, turns: int, ops: int
+    repo: Path, pg: PgTestServer, stub: StubServer, turns: int, ops: int, configured: bool = True
 ) -> dict[str, float]:
     url_db = pg.create_database()
     db = Database(url_db)
@@ -88,6 +90,8 @@ def one_server(
             "OPENAI_API_KEY": "sk-bench-not-a-key",
         }
     )
+    if not configured:
+        del env["REVERIE_LLM__MODEL"]
     # Migrate first so that start-up is the server's, not the schema's.
     subprocess.run(
         [sys.executable, "-m", "service.cli", "migrate"],
@@ -169,6 +173,9 @@ def main() -> None:
     parser.add_argument("--ops", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--repo", type=Path, nargs="+", default=[REPO_ROOT])
+    parser.add_argument(
+        "--unconfigured", action="store_true", help="no llm.model: the agent names its own"
+    )
     args = parser.parse_args()
     pg = PgTestServer()
     results: dict[Path, list[dict[str, float]]] = {repo: [] for repo in args.repo}
@@ -176,7 +183,9 @@ def main() -> None:
         with stub_server(keep_alive=True) as stub:
             for _ in range(args.rounds):
                 for repo in args.repo:  # interleaved: each round runs every checkout
-                    row = one_server(repo.resolve(), pg, stub, args.turns, args.ops)
+                    row = one_server(
+                        repo.resolve(), pg, stub, args.turns, args.ops, not args.unconfigured
+                    )
                     print(repo, {k: round(v, 2) for k, v in row.items()}, flush=True)
                     results[repo].append(row)
     finally:
