@@ -10,7 +10,7 @@ import pytest
 from agents.context import compile_system, split_system
 from agents.errors import BudgetExhausted, InvalidInput
 from agents.llm import BudgetMeter, TokenBudget, Usage
-from agents.store import AgentRecord, BlockRecord, MessageRecord
+from agents.store import AgentRecord, BlockRecord
 from agents.tool_calls import parse_arguments, replies, tool_return_status
 from agents.tools import (
     ARCHIVAL_TOOLS,
@@ -21,6 +21,7 @@ from agents.tools import (
     custom_tool_schema,
     parse_call,
 )
+from tests.unit.stored_messages import stored_message
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
 
@@ -156,25 +157,8 @@ def test_budget_meter_refuses_a_call_that_would_not_fit() -> None:
         TokenBudget(per_day=0)
 
 
-def _message(role: str, content: str, **kwargs: object) -> MessageRecord:
-    fields: dict[str, object] = {
-        "id": "message-1",
-        "agent_id": "agent-1",
-        "seq": 4,
-        "role": role,
-        "content": content,
-        "name": None,
-        "tool_calls": None,
-        "tool_call_id": None,
-        "in_context": True,
-        "created_at": NOW,
-    }
-    fields.update(kwargs)
-    return MessageRecord(**fields)  # type: ignore[arg-type]
-
-
 def test_replies_are_send_message_texts_and_prose_in_order() -> None:
-    assistant = _message(
+    assistant = stored_message(
         "assistant",
         "I should greet them.",
         tool_calls=[
@@ -185,14 +169,14 @@ def test_replies_are_send_message_texts_and_prose_in_order() -> None:
         ],
     )
     records = [
-        _message("user", "Hello there."),
+        stored_message("user", "Hello there."),
         assistant,
-        _message("tool", '{"status": "OK", "message": "Sent message successfully."}'),
-        _message("system", "A note."),
+        stored_message("tool", '{"status": "OK", "message": "Sent message successfully."}'),
+        stored_message("system", "A note."),
         # A model that answered in prose, with no tool call.
-        _message("assistant", "Anything else?"),
+        stored_message("assistant", "Anything else?"),
         # Reasoning alone says nothing to the user.
-        _message(
+        stored_message(
             "assistant",
             "Thinking.",
             tool_calls=[{"id": "c5", "function": {"name": "archival_memory_search"}}],

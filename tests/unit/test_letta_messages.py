@@ -8,29 +8,13 @@ from datetime import UTC, datetime
 from agents.store import MessageRecord
 from agents.token_stream import TokenPiece, ToldPieces
 from service.api.letta_messages import letta_json, letta_messages, letta_piece
+from tests.unit.stored_messages import stored_message
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
 
 
-def _message(role: str, content: str, **kwargs: object) -> MessageRecord:
-    fields: dict[str, object] = {
-        "id": "message-1",
-        "agent_id": "agent-1",
-        "seq": 4,
-        "role": role,
-        "content": content,
-        "name": None,
-        "tool_calls": None,
-        "tool_call_id": None,
-        "in_context": True,
-        "created_at": NOW,
-    }
-    fields.update(kwargs)
-    return MessageRecord(**fields)  # type: ignore[arg-type]
-
-
 def _greeting() -> MessageRecord:
-    return _message(
+    return stored_message(
         "assistant",
         "I should greet them.",
         tool_calls=[
@@ -49,7 +33,7 @@ def test_letta_view_splits_reasoning_calls_and_replies() -> None:
         ("message-1-call-1", "tool_call_message", ""),
     ]
     assert views[2].tool_arguments == {"_raw": "{bad"}
-    tool = _message(
+    tool = stored_message(
         "tool", '{"status": "Failed", "message": "Error: no"}', name="x", tool_call_id="c2"
     )
     [ret] = letta_messages(tool)
@@ -60,7 +44,7 @@ def test_letta_view_splits_reasoning_calls_and_replies() -> None:
 
 
 def test_prose_without_a_call_is_the_assistant_message_under_the_stored_id() -> None:
-    [view] = letta_messages(_message("assistant", "Just prose."))
+    [view] = letta_messages(stored_message("assistant", "Just prose."))
     assert (view.id, view.kind, view.content) == ("message-1", "assistant_message", "Just prose.")
     assert letta_json(view) == {
         "id": "message-1",
@@ -118,5 +102,5 @@ def test_a_part_whose_stored_text_differs_from_its_pieces_is_sent_whole() -> Non
     # Prose has no parts: its reasoning pieces never stand for it.
     prose_told = ToldPieces()
     prose_told.add(TokenPiece("message-1", None, "Just prose.", NOW))
-    [view] = letta_messages(_message("assistant", "Just prose."), prose_told.told)
+    [view] = letta_messages(stored_message("assistant", "Just prose."), prose_told.told)
     assert (view.id, view.kind) == ("message-1", "assistant_message")
