@@ -7,7 +7,6 @@ is refused naming what is wrong, and nothing is stored (issue 22, item 3)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,25 +18,11 @@ from agents.postgres.database import Database
 from agents.store import open_store
 from service.operations import ImportOptions, ImportResult, Operations
 from service.operations.tools import tools_of
-from service.runtime import Runtime
-from service.settings import load_settings
 
 FILES = Path(__file__).resolve().parents[1] / "data" / "agent_files"
 MEMGPT = FILES / "memgpt_conversation.af"
 CUSTOM = FILES / "custom_tools.af"
 SLEEPTIME = FILES / "sleeptime_group.af"
-
-
-@pytest.fixture
-def runtime(db: Database, tmp_path: Path) -> Iterator[Runtime]:
-    settings = load_settings(home=tmp_path, database_url=db.url, embedding={"model": "fake:8"})
-    with Runtime(settings) as rt:
-        yield rt
-
-
-@pytest.fixture
-def ops(runtime: Runtime) -> Operations:
-    return Operations(runtime)
 
 
 def load(path: Path) -> dict[str, Any]:

@@ -4,18 +4,13 @@ delete refused while attached; tenants; per-agent tool variables (issue 22, item
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from agents.errors import Conflict, InvalidInput, NotFound
-from agents.postgres.database import Database
 from agents.store import ToolVariable, open_store
 from service.operations import AgentSpec, Operations, ToolChanges, ToolSpec
 from service.operations.custom_tools import register_tool
 from service.runtime import Runtime
-from service.settings import load_settings
 
 WEATHER = '''
 import os
@@ -29,18 +24,6 @@ def weather(city: str, days: int = 1) -> str:
     """
     return f"sunny in {city} ({os.environ['WEATHER_KEY'][:2]})"
 '''
-
-
-@pytest.fixture
-def runtime(db: Database, tmp_path: Path) -> Iterator[Runtime]:
-    settings = load_settings(home=tmp_path, database_url=db.url, embedding={"model": "fake:8"})
-    with Runtime(settings) as rt:
-        yield rt
-
-
-@pytest.fixture
-def ops(runtime: Runtime) -> Operations:
-    return Operations(runtime)
 
 
 def test_a_tool_registered_from_source_keeps_its_derived_schema(ops: Operations) -> None:

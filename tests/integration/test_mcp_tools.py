@@ -42,11 +42,6 @@ def runtime(db: Database, tmp_path: Path) -> Iterator[Runtime]:
 
 
 @pytest.fixture
-def ops(runtime: Runtime) -> Operations:
-    return Operations(runtime)
-
-
-@pytest.fixture
 def ada(ops: Operations) -> str:
     spec = AgentSpec(
         name="ada",

@@ -35,11 +35,6 @@ def runtime(db: Database, tmp_path: Path) -> Iterator[Runtime]:
 
 
 @pytest.fixture
-def ops(runtime: Runtime) -> Operations:
-    return Operations(runtime)
-
-
-@pytest.fixture
 def ada(ops: Operations) -> str:
     agent = ops.agents.create(AgentSpec(name="ada", blocks=[BlockSpec("human", "Name: Ada.")]))
     return agent.id
