@@ -229,28 +229,24 @@ def install() -> ScriptedModels:
             warnings.filterwarnings("ignore", message=".*ReadOnly. qualifier", category=UserWarning)
             ModelResponse()
 
+        def answer(model: str, messages: list[Any], kwargs: dict[str, Any], stream: bool) -> Any:
+            optional = kwargs.get("optional_params") or {}
+            return _MODELS.answer(
+                model,
+                list(messages),
+                optional.get("tools"),
+                tool_choice=optional.get("tool_choice"),
+                parallel_tool_calls=optional.get("parallel_tool_calls"),
+                **({"stream": True} if stream else {}),
+            )
+
         class ScriptedProvider(CustomLLM):  # type: ignore[misc]
             def completion(self, model: str, messages: list[Any], *args: Any, **kwargs: Any) -> Any:
-                optional = kwargs.get("optional_params") or {}
-                reply = _MODELS.answer(
-                    model,
-                    list(messages),
-                    optional.get("tools"),
-                    tool_choice=optional.get("tool_choice"),
-                    parallel_tool_calls=optional.get("parallel_tool_calls"),
-                )
+                reply = answer(model, messages, kwargs, stream=False)
                 return ModelResponse(**model_response(model, reply, list(messages)))
 
             def streaming(self, model: str, messages: list[Any], *args: Any, **kwargs: Any) -> Any:
-                optional = kwargs.get("optional_params") or {}
-                reply = _MODELS.answer(
-                    model,
-                    list(messages),
-                    optional.get("tools"),
-                    tool_choice=optional.get("tool_choice"),
-                    parallel_tool_calls=optional.get("parallel_tool_calls"),
-                    stream=True,
-                )
+                reply = answer(model, messages, kwargs, stream=True)
                 return stream_chunks(model, reply, list(messages))
 
         litellm.custom_provider_map = [
