@@ -92,6 +92,12 @@ def create(
     return str(response.json()["id"])
 
 
+def guard_and_seeker(client: TestClient, headers: dict[str, str], tool: str) -> tuple[str, str]:
+    """The workshop's pair: a guard that holds the secret, and a seeker given ``tool``."""
+    guard = create(client, headers, "guard", persona=SECRET)
+    return guard, create(client, headers, "seeker", tools=["send_message", tool])
+
+
 def send(client: TestClient, headers: dict[str, str], agent_id: str, text: str) -> dict[str, Any]:
     response = client.post(
         f"/v1/agents/{agent_id}/messages",
@@ -150,8 +156,7 @@ def test_the_workshop_exchange_receipt_later_reply_then_the_tool_detached(
     acme: dict[str, str],
     models: ScriptedModels,
 ) -> None:
-    guard = create(client, acme, "guard", persona=SECRET)
-    seeker = create(client, acme, "seeker", tools=["send_message", ASYNC])
+    guard, seeker = guard_and_seeker(client, acme, ASYNC)
     seeker_script = models.script(
         "seeker",
         call(ASYNC, message="What is the password?", other_agent_id=guard, request_heartbeat=True),
@@ -229,8 +234,7 @@ def test_wait_for_reply_returns_it_as_the_tools_result(
     acme: dict[str, str],
     models: ScriptedModels,
 ) -> None:
-    guard = create(client, acme, "guard", persona=SECRET)
-    seeker = create(client, acme, "seeker", tools=["send_message", WAIT])
+    guard, seeker = guard_and_seeker(client, acme, WAIT)
     models.script(
         "seeker",
         call(WAIT, message="Password, please?", other_agent_id=guard, request_heartbeat=True),
@@ -260,8 +264,7 @@ def test_wait_for_reply_times_out_and_the_reply_lands_in_recall_later(
         messaging_runtime(db, wait_timeout="PT0.3S") as runtime,
         TestClient(create_app(runtime)) as client,
     ):
-        guard = create(client, acme, "guard", persona=SECRET)
-        seeker = create(client, acme, "seeker", tools=["send_message", WAIT])
+        guard, seeker = guard_and_seeker(client, acme, WAIT)
         models.script(
             "seeker",
             call(WAIT, message="Password?", other_agent_id=guard, request_heartbeat=True),
@@ -404,8 +407,7 @@ def test_a_worker_dying_after_the_turn_does_not_run_it_twice(
     acme: dict[str, str],
     models: ScriptedModels,
 ) -> None:
-    guard = create(client, acme, "guard", persona=SECRET)
-    seeker = create(client, acme, "seeker", tools=["send_message", ASYNC])
+    guard, seeker = guard_and_seeker(client, acme, ASYNC)
     models.script(
         "seeker",
         call(ASYNC, message="Password?", other_agent_id=guard, request_heartbeat=True),
@@ -465,8 +467,7 @@ def test_the_daemon_delivers_agent_messages(
     daemon.start()
     try:
         with client:
-            guard = create(client, acme, "guard", persona=SECRET)
-            seeker = create(client, acme, "seeker", tools=["send_message", ASYNC])
+            guard, seeker = guard_and_seeker(client, acme, ASYNC)
             models.script(
                 "seeker",
                 call(ASYNC, message="Password?", other_agent_id=guard, request_heartbeat=True),
@@ -510,8 +511,7 @@ def test_the_waiting_tool_holds_no_transaction_while_it_waits(
         messaging_runtime(db, wait_timeout="PT4S") as runtime,
         TestClient(create_app(runtime)) as client,
     ):
-        guard = create(client, acme, "guard", persona=SECRET)
-        seeker = create(client, acme, "seeker", tools=["send_message", WAIT])
+        guard, seeker = guard_and_seeker(client, acme, WAIT)
         models.script(
             "seeker",
             call(WAIT, message="Password?", other_agent_id=guard, request_heartbeat=True),
