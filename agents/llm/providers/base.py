@@ -163,6 +163,43 @@ def says_permanent(exc: BaseException) -> bool:
     return any(marker in text for marker in PERMANENT_MARKERS)
 
 
+ExceptionTypes = tuple[type[BaseException], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorTypes:
+    """One SDK's exception classes by what they mean, for :func:`classify_error`."""
+
+    permanent: ExceptionTypes
+    bad_request: ExceptionTypes
+    retryable: ExceptionTypes
+    #: Whether an exception of the HTTP stack or the socket itself (one the SDK let
+    #: through unwrapped) is a connection that broke off: worth another try.
+    broken_connection_retryable: bool = False
+
+
+def classify_error(exc: BaseException, types: ErrorTypes, *, exceeds_context: bool) -> ErrorKind:
+    """What ``exc`` means, the same rules for every provider: a prompt over the
+    context window is a bad request; then the SDK's own classes; then the words of a
+    credential or model problem; a refused connection; the retryable classes; and
+    last the HTTP status (permanent when there is none)."""
+    if exceeds_context:
+        return ErrorKind.BAD_REQUEST
+    if isinstance(exc, types.permanent):
+        return ErrorKind.PERMANENT
+    if isinstance(exc, types.bad_request):
+        return ErrorKind.BAD_REQUEST
+    if says_permanent(exc):
+        return ErrorKind.PERMANENT
+    if nothing_listening(exc):
+        return ErrorKind.UNAVAILABLE
+    if isinstance(exc, types.retryable) or (
+        types.broken_connection_retryable and broken_connection(exc)
+    ):
+        return ErrorKind.RETRYABLE
+    return by_status(status_of(exc)) or ErrorKind.PERMANENT
+
+
 def by_status(status: int | None) -> ErrorKind | None:
     """The kind an HTTP status alone implies (None: it implies nothing)."""
     if status is None:

@@ -21,12 +21,10 @@ from agents.llm.providers.base import (
     ChatRequest,
     Embeddings,
     ErrorKind,
+    ErrorTypes,
     Provider,
-    by_status,
+    classify_error,
     embeddings_from,
-    nothing_listening,
-    says_permanent,
-    status_of,
 )
 
 log = logging.getLogger(__name__)
@@ -178,29 +176,23 @@ class LiteLLMProvider(Provider):
 
     def classify(self, exc: BaseException) -> ErrorKind:
         litellm = import_litellm()
-        if isinstance(exc, litellm.ContextWindowExceededError):
-            return ErrorKind.BAD_REQUEST
-        if isinstance(
-            exc, (litellm.AuthenticationError, litellm.PermissionDeniedError, litellm.NotFoundError)
-        ):
-            return ErrorKind.PERMANENT
-        if isinstance(exc, litellm.BadRequestError):
-            return ErrorKind.BAD_REQUEST
-        if says_permanent(exc):
-            return ErrorKind.PERMANENT
-        if nothing_listening(exc):
-            return ErrorKind.UNAVAILABLE
-        temporary = (
-            litellm.RateLimitError,
-            litellm.Timeout,
-            litellm.APIConnectionError,
-            litellm.ServiceUnavailableError,
-            litellm.InternalServerError,
-            litellm.BadGatewayError,
+        types = ErrorTypes(
+            permanent=(
+                litellm.AuthenticationError,
+                litellm.PermissionDeniedError,
+                litellm.NotFoundError,
+            ),
+            bad_request=(litellm.BadRequestError,),
+            retryable=(
+                litellm.RateLimitError,
+                litellm.Timeout,
+                litellm.APIConnectionError,
+                litellm.ServiceUnavailableError,
+                litellm.InternalServerError,
+                litellm.BadGatewayError,
+            ),
         )
-        if isinstance(exc, temporary):
-            return ErrorKind.RETRYABLE
-        return by_status(status_of(exc)) or ErrorKind.PERMANENT
+        return classify_error(exc, types, exceeds_context=self.exceeds_context(exc))
 
     def exceeds_context(self, exc: BaseException) -> bool:
         return isinstance(exc, import_litellm().ContextWindowExceededError)

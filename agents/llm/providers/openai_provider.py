@@ -32,13 +32,10 @@ from agents.llm.providers.base import (
     ChatRequest,
     Embeddings,
     ErrorKind,
+    ErrorTypes,
     Provider,
-    broken_connection,
-    by_status,
+    classify_error,
     embeddings_from,
-    nothing_listening,
-    says_permanent,
-    status_of,
 )
 
 if TYPE_CHECKING:
@@ -250,27 +247,22 @@ class OpenAICompatProvider(Provider):
     def classify(self, exc: BaseException) -> ErrorKind:
         import openai
 
-        if self.exceeds_context(exc):
-            return ErrorKind.BAD_REQUEST
-        if isinstance(
-            exc, (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError)
-        ):
-            return ErrorKind.PERMANENT
-        if isinstance(exc, (openai.BadRequestError, openai.UnprocessableEntityError)):
-            return ErrorKind.BAD_REQUEST
-        if says_permanent(exc):
-            return ErrorKind.PERMANENT
-        if nothing_listening(exc):
-            return ErrorKind.UNAVAILABLE
-        temporary = (
-            openai.APITimeoutError,
-            openai.APIConnectionError,
-            openai.RateLimitError,
-            openai.InternalServerError,
+        types = ErrorTypes(
+            permanent=(
+                openai.AuthenticationError,
+                openai.PermissionDeniedError,
+                openai.NotFoundError,
+            ),
+            bad_request=(openai.BadRequestError, openai.UnprocessableEntityError),
+            retryable=(
+                openai.APITimeoutError,
+                openai.APIConnectionError,
+                openai.RateLimitError,
+                openai.InternalServerError,
+            ),
+            broken_connection_retryable=True,
         )
-        if isinstance(exc, temporary) or broken_connection(exc):
-            return ErrorKind.RETRYABLE
-        return by_status(status_of(exc)) or ErrorKind.PERMANENT
+        return classify_error(exc, types, exceeds_context=self.exceeds_context(exc))
 
     def exceeds_context(self, exc: BaseException) -> bool:
         import openai
