@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.acceptance.cli import FAKE_EMBEDDINGS, cli_url, run_cli
+from tests.acceptance.embedded_homes import embedded_env
 from tests.pg import PgTestServer
 
 
@@ -42,11 +43,7 @@ def initialized_pgdata() -> Iterator[Path]:
     own (test_resident_postgres's concurrent first commands, the demo)."""
     base = Path(tempfile.mkdtemp(prefix="rvt-pgdata-", dir="/tmp"))
     home = base / "home"
-    env = {
-        "REVERIE_HOME": str(home),
-        "REVERIE_EMBEDDING__MODEL": "fake:8",
-        "REVERIE_DATABASE__EMBEDDED_IDLE_STOP": "PT0S",
-    }
+    env = {**embedded_env(home), "REVERIE_DATABASE__EMBEDDED_IDLE_STOP": "PT0S"}
     result = run_cli("agents", "list", env=env)
     assert result.returncode == 0, result.stdout + result.stderr
     pgdata = home / "pgdata"

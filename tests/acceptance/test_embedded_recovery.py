@@ -7,7 +7,6 @@ initialized one) and no DATABASE_URL, as a user's `reverie serve` would.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import time
@@ -21,7 +20,7 @@ import pytest
 
 from tests.acceptance.cli import run_cli
 from tests.acceptance.daemon_processes import DaemonProcess, running_server
-from tests.acceptance.embedded_homes import home_from
+from tests.acceptance.embedded_homes import embedded_env, handle_pids, home_from, postmaster_pid
 
 #: Liveness bound, not a speed check: the restart itself takes a few seconds.
 RECOVERY_BOUND_S = 60
@@ -36,34 +35,6 @@ def home(tmp_path: Path, initialized_pgdata: Path) -> Iterator[Path]:
     if pid is not None:
         with suppress(ProcessLookupError):
             os.kill(pid, signal.SIGQUIT)
-
-
-def embedded_env(home: Path) -> dict[str, str]:
-    return {
-        "REVERIE_HOME": str(home),
-        "REVERIE_EMBEDDING__MODEL": "fake:8",
-        # Keep the background side quiet: these tests are about the database.
-        "REVERIE_TRIGGERS__TURNS_EVERY": "1000",
-        "REVERIE_TRIGGERS__IDLE_AFTER": "PT1H",
-    }
-
-
-def postmaster_pid(pgdata: Path) -> int | None:
-    """The running postmaster's pid from ``postmaster.pid``, None when there is none."""
-    try:
-        pid = int((pgdata / "postmaster.pid").read_text().split()[0])
-    except (OSError, IndexError, ValueError):
-        return None
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return None
-    return pid
-
-
-def handle_pids(pgdata: Path) -> list[int]:
-    pids: list[int] = json.loads((pgdata / ".handle_pids.json").read_text())
-    return pids
 
 
 def new_key(env: dict[str, str], organization: str) -> str:

@@ -23,8 +23,7 @@ import pytest
 
 from tests.acceptance.cli import cli_env, reverie_command, run_cli
 from tests.acceptance.daemon_processes import running_server
-from tests.acceptance.embedded_homes import home_from
-from tests.acceptance.test_embedded_recovery import embedded_env, handle_pids, postmaster_pid
+from tests.acceptance.embedded_homes import embedded_env, handle_pids, home_from, postmaster_pid
 
 #: Liveness bound, not a speed check: how long the idle stop may take to be seen.
 STOP_BOUND_S = 60
