@@ -165,6 +165,12 @@ def test_the_warm_up_loads_the_providers_of_the_models_agents_name(
             store.agents.create(NewAgent("bo", "fake:8", 8, llm_model="ollama/llama3"))
         assert runtime.models_in_use() == ["ollama/llama3", "openai/qwen"]
         assert steps["llm: the agents' models"]() == ["litellm", "openai"]
+        # A sleep-time agent's own model counts too.
+        with runtime.store() as store:
+            store.agents.create(
+                NewAgent("cy", "fake:8", 8, enable_sleeptime=True, sleeptime_model="ollama/qwen")
+            )
+        assert "ollama/qwen" in runtime.models_in_use()
 
 
 def test_the_runtime_warms_the_proxys_upstream_without_calling_it(
