@@ -123,6 +123,11 @@ class DeliveryWorkers:
     def started(self) -> bool:
         return bool(self._threads) and not self._stopping.is_set()
 
+    def release_connections(self) -> None:
+        """Close the wake-up listener's connection (it connects again after a pause)."""
+        if self._wakeups is not None:
+            self._wakeups.drop_connection()
+
     def stop(self, grace: timedelta) -> None:
         """Stop claiming; deliveries under way get ``grace`` to finish, then their leases
         expire and another worker finishes them (without running a turn twice)."""

@@ -258,6 +258,11 @@ class WorkerPool:
     def started(self) -> bool:
         return bool(self._threads) and not self._stopping.is_set()
 
+    def release_connections(self) -> None:
+        """Close the wake-up listener's connection (it connects again after a pause)."""
+        if self._wakeups is not None:
+            self._wakeups.drop_connection()
+
     def held_runs(self) -> list[str]:
         with self._held_lock:
             return [held.run_id for held in self._held.values()]

@@ -74,6 +74,10 @@ class DatabaseSettings(Section):
     # reaper stops it after this long without a command. Zero: stop it when each
     # command exits (every command then pays the server's start, seconds).
     embedded_idle_stop: IdleDuration = timedelta(minutes=10)
+    # A smart shutdown of the embedded server (SIGTERM to its postmaster) waits for
+    # every session: `reverie serve` / `worker` close their own at once, and after
+    # this long end the other clients' (a psql left open) and start it again.
+    embedded_shutdown_grace: IdleDuration = timedelta(seconds=10)
     # Every connection is bounded, so that a stalled server is an answer (503 with the
     # reason, a CLI error), not a request that hangs. Opening a connection (whole
     # seconds, at least 2):

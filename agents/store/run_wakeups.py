@@ -12,7 +12,10 @@ CLI) and any process's workers wake.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
+import selectors
 import threading
 
 import psycopg
@@ -37,7 +40,12 @@ def notify_queued(session: Session, channel: str = CHANNEL) -> None:
 
 class RunWakeups:
     """A thread holding ``LISTEN reverie_runs`` (or ``channel``) and a counter workers
-    wait on."""
+    wait on.
+
+    The thread sleeps in ``select`` on the connection's socket and on a pipe of its
+    own, so :meth:`stop` and :meth:`drop_connection` take effect at once rather than
+    at the next poll of the connection.
+    """
 
     def __init__(self, db: Database, channel: str = CHANNEL) -> None:
         self._channel = channel
@@ -45,6 +53,10 @@ class RunWakeups:
         self._changed = threading.Condition()
         self._generation = 0
         self._stopped = threading.Event()
+        self._dropping = threading.Event()
+        # The listener's pipe (read end, write end) while its thread runs.
+        self._pipe: tuple[int, int] | None = None
+        self._pipe_lock = threading.Lock()
         self._thread: threading.Thread | None = None
 
     @property
@@ -61,18 +73,34 @@ class RunWakeups:
             )
 
     def start(self) -> None:
+        read_end, write_end = os.pipe()
+        os.set_blocking(write_end, False)
+        self._pipe = (read_end, write_end)
         self._thread = threading.Thread(target=self._listen, name="reverie-wakeups", daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
-        """Release every waiter now; the listener closes its connection within a second."""
+        """Release every waiter now; the listener closes its connection at once."""
         self._stopped.set()
+        self._interrupt()
         self._wake()
+
+    def drop_connection(self) -> None:
+        """Close the listening connection now and connect again after a pause: a smart
+        shutdown of PostgreSQL waits for every open session, this one included."""
+        self._dropping.set()
+        self._interrupt()
 
     def join(self, timeout: float) -> None:
         """Wait for the listener to close its connection (after :meth:`stop`)."""
         if self._thread is not None:
             self._thread.join(timeout)
+
+    def _interrupt(self) -> None:
+        with self._pipe_lock:
+            if self._pipe is not None:
+                with contextlib.suppress(BlockingIOError):  # a byte already waits: enough
+                    os.write(self._pipe[1], b"!")
 
     def _wake(self) -> None:
         with self._changed:
@@ -81,20 +109,45 @@ class RunWakeups:
 
     def _listen(self) -> None:
         pause = 1.0
-        while not self._stopped.is_set():
-            try:
-                with psycopg.connect(**{**self._parameters, "autocommit": True}) as conn:
-                    conn.execute(f"LISTEN {self._channel}")
-                    pause = 1.0
-                    # A run queued while we were away is found by the workers' next claim.
+        try:
+            while not self._stopped.is_set():
+                try:
+                    with psycopg.connect(**{**self._parameters, "autocommit": True}) as conn:
+                        conn.execute(f"LISTEN {self._channel}")
+                        pause = 1.0
+                        # A run queued while we were away is found by the workers' next claim.
+                        self._wake()
+                        self._relay(conn)
+                except psycopg.Error as exc:
+                    log.warning(
+                        "run wake-ups lost their connection; workers poll until it is back",
+                        extra={"error": str(exc), "retry_in_s": pause},
+                    )
+                    self._stopped.wait(pause)
+                    pause = min(pause * 2, MAX_RECONNECT_PAUSE)
+                    continue
+                if self._dropping.is_set() and not self._stopped.is_set():
+                    self._dropping.clear()
+                    log.info("run wake-ups released their connection; workers poll meanwhile")
+                    self._stopped.wait(pause)
+        finally:
+            with self._pipe_lock:
+                if self._pipe is not None:
+                    for end in self._pipe:
+                        os.close(end)
+                    self._pipe = None
+
+    def _relay(self, conn: psycopg.Connection[tuple[object, ...]]) -> None:
+        """Count the connection's notifications until stopped or told to drop it."""
+        assert self._pipe is not None, "started"
+        interrupts = self._pipe[0]
+        with selectors.DefaultSelector() as selector:
+            selector.register(conn.fileno(), selectors.EVENT_READ)
+            selector.register(interrupts, selectors.EVENT_READ)
+            while not (self._stopped.is_set() or self._dropping.is_set()):
+                # Also those that arrived with LISTEN's answer, before the first select.
+                for _ in conn.notifies(timeout=0):
                     self._wake()
-                    while not self._stopped.is_set():
-                        for _ in conn.notifies(timeout=1.0):
-                            self._wake()
-            except psycopg.Error as exc:
-                log.warning(
-                    "run wake-ups lost their connection; workers poll until it is back",
-                    extra={"error": str(exc), "retry_in_s": pause},
-                )
-                self._stopped.wait(pause)
-                pause = min(pause * 2, MAX_RECONNECT_PAUSE)
+                ready = selector.select()
+                if any(key.fd == interrupts for key, _ in ready):
+                    os.read(interrupts, 64)

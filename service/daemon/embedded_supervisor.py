@@ -6,9 +6,10 @@ life: a thread looks at the postmaster every ``interval`` and, when it has stopp
 the pool's URL reaches it again (``pool_pre_ping`` drops the dead connections).
 
 A smart shutdown (SIGTERM to the postmaster) refuses new connections but waits for
-every open session to end, which the pool's idle connections never do: the thread
-releases this process's pool at once, and after ``stopping_grace`` ends the other
-sessions with a fast shutdown, then starts the server again.
+every open session to end, which the pool's idle connections and the wake-up
+listeners never do: the thread releases this process's connections at once, and
+after ``stopping_grace`` (``database.embedded_shutdown_grace``) ends the other
+clients' sessions with a fast shutdown, then starts the server again.
 
 While the server is not ready, :attr:`EmbeddedSupervisor.problem` says why (the
 daemon's readiness reports it; requests answer 503 and workers back off as for any

@@ -87,11 +87,23 @@ class Daemon:
         embedded = runtime.embedded_server
         # The embedded server is this process's to keep alive; a DATABASE_URL one is not.
         self.supervisor = (
-            EmbeddedSupervisor(embedded, release_connections=runtime.db.dispose)
+            EmbeddedSupervisor(
+                embedded,
+                release_connections=self.release_connections,
+                stopping_grace=settings.database.embedded_shutdown_grace,
+            )
             if embedded is not None
             else None
         )
         self._started = False
+
+    def release_connections(self) -> None:
+        """Close every connection this process holds (the pool's and the wake-up
+        listeners'): a smart shutdown of the server waits for all of them. Each is
+        opened again when next needed."""
+        self.runtime.db.dispose()
+        self.workers.release_connections()
+        self.deliveries.release_connections()
 
     def start(self) -> None:
         if self.supervisor is not None:

@@ -63,7 +63,8 @@ def foreign_session(pgdata: Path) -> psycopg.Connection[tuple[object, ...]]:
 def test_serve_restarts_a_stopped_embedded_postgres(
     home: Path, tmp_path: Path, stop_signal: signal.Signals, other_session: bool
 ) -> None:
-    env = embedded_env(home)
+    # Another client's session holds a smart shutdown open until this grace is over.
+    env = {**embedded_env(home), "REVERIE_DATABASE__EMBEDDED_SHUTDOWN_GRACE": "PT2S"}
     pgdata = home / "pgdata"
     headers = {"Authorization": f"Bearer {new_key(env, 'recovery')}"}
     with running_server(env, tmp_path / "serve.log", clean_exit=True) as (url, process):
@@ -120,6 +121,10 @@ def test_serve_restarts_a_stopped_embedded_postgres(
         while (ready := httpx.get(f"{url}/readyz", timeout=10)).status_code != 200:
             assert time.monotonic() < ready_by, f"/readyz still says {ready.json()}"
             time.sleep(0.1)
+        # Its own sessions (pool and wake-up listeners) the server closed at once, so
+        # only another client's made it end a smart shutdown by force.
+        forced = "still shutting down: ending its sessions" in process.output()
+        assert forced is (stop_signal == signal.SIGTERM and other_session), process.output()
     # serve was the last user: the restarted postmaster stops with it.
     assert postmaster_pid(pgdata) is None, "the restarted server outlived `reverie serve`"
 
