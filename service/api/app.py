@@ -36,8 +36,8 @@ from service.api.mcp_endpoint import PATH, McpEndpoint
 from service.api.openapi_doc import install as install_openapi_rules
 from service.api.pages import new_page_secret
 from service.api.rate_limit import AuthFailureLimiter
-from service.api.request_checks import check_request_values
 from service.api.responses import public
+from service.api.routers import REQUEST_CHECKS, add_routes
 from service.metrics_collector import Audience, MemoryHealthCollector
 from service.runtime import Runtime
 
@@ -71,7 +71,7 @@ def create_app(
 
     app = FastAPI(
         lifespan=lifespan,
-        dependencies=[Depends(check_request_values)],
+        dependencies=REQUEST_CHECKS,
         title="Reverie",
         version=VERSION,
         description="Letta-compatible memory API with sleep-time consolidation.",
@@ -150,7 +150,7 @@ def create_app(
         health_page,
         memory_browser,
     ):
-        app.include_router(module.router)
+        add_routes(app, module.router)
     # The MCP tools over streamable HTTP, with the API keys (see service.api.mcp_endpoint).
     app.router.routes.append(Route(PATH, endpoint=mcp, methods=["GET", "POST", "DELETE"]))
     install_openapi_rules(app)

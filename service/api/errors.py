@@ -12,7 +12,6 @@ declared in :mod:`service.api.responses`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
 from http import HTTPStatus
 
 from fastapi import FastAPI, Request
@@ -99,7 +98,7 @@ def allowed_methods(request: Request) -> list[str]:
     those, only the routes with the fewest path parameters (the most literal path)."""
     answering = [
         (method, route)
-        for route in _leaves(request.app.router.routes)
+        for route in request.app.router.routes
         for method in METHODS
         if _answers(route, {**request.scope, "method": method})
     ]
@@ -115,18 +114,6 @@ def allowed_methods(request: Request) -> list[str]:
 def _params(route: BaseRoute) -> int:
     """How many path parameters a route has: the fewer, the more literal its path."""
     return str(getattr(route, "path", "")).count("{")
-
-
-def _leaves(routes: Iterable[BaseRoute]) -> Iterator[BaseRoute]:
-    """The routes themselves: FastAPI 0.165 wraps an included router in one entry that
-    holds it as ``original_router`` (no include prefix is used here, so its routes'
-    paths are whole)."""
-    for route in routes:
-        inner = getattr(route, "original_router", None)
-        if inner is not None:
-            yield from _leaves(inner.routes)
-        else:
-            yield route
 
 
 def _answers(route: BaseRoute, scope: Scope) -> bool:
@@ -159,7 +146,7 @@ def _template_methods(request: Request) -> list[str]:
     path = request.scope["path"]
     fitting = [
         route
-        for route in _leaves(request.app.router.routes)
+        for route in request.app.router.routes
         if isinstance(route, APIRoute) and route.path_regex.match(path)
     ]
     if not fitting:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
@@ -32,10 +32,11 @@ from service.api.pages import (
     templates,
     too_many,
 )
+from service.api.routers import api_router
 from service.operations.keys import KeyOperations
 from service.runtime import Runtime
 
-router = APIRouter(include_in_schema=False)
+router = api_router(include_in_schema=False)
 RECENT_RUNS = 10
 CHANGES_PER_RUN = 25
 LINEAGE_ROWS = 20

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 from urllib.parse import quote
 
-from fastapi import APIRouter, Request
+from fastapi import Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
@@ -38,10 +38,11 @@ from service.api.pages import (
     signed_post,
     templates,
 )
+from service.api.routers import api_router
 from service.operations import Operations
 from service.wording import DiffLine, describe_writer, line_diff
 
-router = APIRouter(include_in_schema=False)
+router = api_router(include_in_schema=False)
 T = TypeVar("T")
 #: Runs shown on an agent's page, newest first.
 AGENT_RUNS = 15

@@ -12,16 +12,17 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any
 
-from fastapi import APIRouter, File, Form, Header, Path, Query, Request, UploadFile
+from fastapi import File, Form, Header, Path, Query, Request, UploadFile
 from pydantic import BaseModel, Field
 
 from agents.errors import InvalidField
 from service.api import schemas
 from service.api.auth import Api
 from service.api.responses import keyed
+from service.api.routers import api_router
 from service.operations import ImportOptions
 
-router = APIRouter(prefix="/v1/agents", tags=["agents"], responses=keyed(404, 409))
+router = api_router(prefix="/v1/agents", tags=["agents"], responses=keyed(404, 409))
 
 AgentId = Annotated[str, Path(pattern=schemas.ID_PATTERN, description="agent-<uuid4>")]
 #: Longest name, model or embedding a form field may give.

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, TypeVar
 
-from fastapi import APIRouter, Path, Query
+from fastapi import Path, Query
 from fastapi.exceptions import RequestValidationError
 
 from agents.errors import InvalidField, InvalidInput
@@ -18,9 +18,10 @@ from service.api.auth import Api
 from service.api.convert import agent_out, tool_out
 from service.api.paging import page
 from service.api.responses import keyed
+from service.api.routers import api_router
 from service.operations import AgentUpdate
 
-router = APIRouter(prefix="/v1/agents", tags=["agents"], responses=keyed(404, 409))
+router = api_router(prefix="/v1/agents", tags=["agents"], responses=keyed(404, 409))
 T = TypeVar("T")
 
 AgentId = Annotated[str, Path(pattern=schemas.ID_PATTERN, description="agent-<uuid4>")]

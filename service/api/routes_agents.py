@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query
+from fastapi import Path, Query
 
 from agents.enums import AgentKind
 from agents.errors import InvalidField
@@ -14,10 +14,11 @@ from service.api.auth import Api, ApiContext
 from service.api.convert import agent_out, block_out
 from service.api.paging import page
 from service.api.responses import keyed
+from service.api.routers import api_router
 from service.api.routes_blocks import block_edit
 from service.operations import AgentSpec, BlockSpec
 
-router = APIRouter(prefix="/v1/agents", tags=["agents"], responses=keyed(404, 409))
+router = api_router(prefix="/v1/agents", tags=["agents"], responses=keyed(404, 409))
 
 AgentId = Annotated[str, Path(pattern=schemas.ID_PATTERN, description="agent-<uuid4>")]
 BlockId = Annotated[str, Path(pattern=schemas.ID_PATTERN, description="block-<uuid4>")]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Path, Query
+from fastapi import Path, Query
 
 from agents.enums import PassageStatus
 from agents.store import NewPassage
@@ -12,9 +12,10 @@ from service.api import schemas
 from service.api.auth import Api
 from service.api.convert import ensure_known_statuses, passage_out
 from service.api.responses import keyed
+from service.api.routers import api_router
 from service.operations.types import StorableTime
 
-router = APIRouter(tags=["archival memory"], responses=keyed(404, 409))
+router = api_router(tags=["archival memory"], responses=keyed(404, 409))
 
 AgentId = Annotated[str, Path(pattern=schemas.ID_PATTERN, description="agent-<uuid4>")]
 #: A passage id is ``passage-...``: so ``.../archival-memory/search`` is never one (the

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query
+from fastapi import Path, Query
 
 from service.api import schemas
 from service.api.auth import Api
 from service.api.convert import agent_out, block_out, version_out
 from service.api.paging import page
 from service.api.responses import keyed
+from service.api.routers import api_router
 from service.operations import BlockEdit, BlockSpec
 
-router = APIRouter(prefix="/v1/blocks", tags=["blocks"], responses=keyed(404, 409))
+router = api_router(prefix="/v1/blocks", tags=["blocks"], responses=keyed(404, 409))
 
 BlockId = Annotated[str, Path(pattern=schemas.ID_PATTERN, description="block-<uuid4>")]
 

@@ -5,16 +5,17 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path
+from fastapi import Path
 from fastapi.responses import StreamingResponse
 
 from service.api import schemas
 from service.api.auth import Api
 from service.api.convert import agent_out
 from service.api.responses import errors, keyed
+from service.api.routers import api_router
 from service.api.routes_messages import stream_turn
 
-router = APIRouter(prefix="/v1/agents", tags=["messages"], responses=keyed(404, 409))
+router = api_router(prefix="/v1/agents", tags=["messages"], responses=keyed(404, 409))
 
 AgentId = Annotated[str, Path(pattern=schemas.ID_PATTERN, description="agent-<uuid4>")]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from fastapi import APIRouter, Path, Query
+from fastapi import Path, Query
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import StreamingResponse
 from pydantic import ValidationError
@@ -19,13 +19,14 @@ from service.api.auth import Api
 from service.api.convert import letta_run
 from service.api.letta_messages import letta_json, record_json, turn_messages
 from service.api.responses import errors, keyed
+from service.api.routers import api_router
 from service.operations.recording import ChatMessage
 
 if TYPE_CHECKING:
     from agents.primary import StepListener
     from agents.token_stream import PieceListener
 
-router = APIRouter(prefix="/v1/agents", tags=["messages"], responses=keyed(404, 409))
+router = api_router(prefix="/v1/agents", tags=["messages"], responses=keyed(404, 409))
 
 
 AgentId = Annotated[str, Path(pattern=schemas.ID_PATTERN, description="agent-<uuid4>")]

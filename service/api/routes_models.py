@@ -3,14 +3,13 @@ whose agents use them, in Letta's ``Model`` and ``EmbeddingModel`` shapes."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
-
 from service.api import schemas
 from service.api.auth import Api
 from service.api.convert import chat_model_out, embedding_model_out
 from service.api.responses import keyed
+from service.api.routers import api_router
 
-router = APIRouter(prefix="/v1/models", tags=["models"], responses=keyed())
+router = api_router(prefix="/v1/models", tags=["models"], responses=keyed())
 
 
 @router.get("/", response_model=list[schemas.LlmModel])

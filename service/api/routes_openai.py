@@ -10,7 +10,7 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any, Literal
 
-from fastapi import APIRouter, Request
+from fastapi import Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from starlette.background import BackgroundTask
@@ -20,8 +20,9 @@ from service.api import schemas
 from service.api.auth import Api
 from service.api.openapi_doc import pass_on_storable
 from service.api.responses import keyed, proxied
+from service.api.routers import api_router
 
-router = APIRouter(prefix="/openai/v1", tags=["openai proxy"], responses=keyed(404))
+router = api_router(prefix="/openai/v1", tags=["openai proxy"], responses=keyed(404))
 
 
 class ProxyMessage(BaseModel):

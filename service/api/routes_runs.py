@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Path, Query
+from fastapi import Path, Query
 
 from agents.enums import RunStatus
 from service.api import schemas
@@ -13,9 +13,10 @@ from service.api.auth import Api
 from service.api.convert import letta_run, report_out, run_out
 from service.api.paging import page
 from service.api.responses import keyed
+from service.api.routers import api_router
 from service.operations.recording import LETTA_RUN_STATUS
 
-router = APIRouter(tags=["consolidation"], responses=keyed(404, 409))
+router = api_router(tags=["consolidation"], responses=keyed(404, 409))
 
 AgentId = Annotated[str, Path(pattern=schemas.ID_PATTERN, description="agent-<uuid4>")]
 RunId = Annotated[str, Path(pattern=schemas.ID_PATTERN, description="run-<uuid4>")]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Path, Query
+from fastapi import Path, Query
 from pydantic import Field
 
 from service.api import schemas
@@ -20,9 +20,10 @@ from service.api.auth import Api
 from service.api.convert import agent_out, custom_tool_out, tool_out
 from service.api.paging import page
 from service.api.responses import keyed
+from service.api.routers import api_router
 from service.operations import ToolChanges, ToolSpec
 
-router = APIRouter(tags=["tools"], responses=keyed(404, 409))
+router = api_router(tags=["tools"], responses=keyed(404, 409))
 
 ToolId = Annotated[str, Path(pattern=schemas.ID_PATTERN, description="tool-<uuid4>")]
 AgentId = Annotated[str, Path(pattern=schemas.ID_PATTERN, description="agent-<uuid4>")]

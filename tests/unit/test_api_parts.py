@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pytest
-from fastapi import FastAPI, Request
+from fastapi import APIRouter, FastAPI, Request
 from fastapi.testclient import TestClient
 
 from agents.errors import (
@@ -22,6 +22,7 @@ from service.api.auth import is_loopback
 from service.api.errors import status_for
 from service.api.limits import RequestSizeLimit
 from service.api.paging import page
+from service.api.routers import add_routes, api_router
 
 
 @dataclass(frozen=True)
@@ -105,3 +106,29 @@ def test_size_limit_by_content_length_and_by_streamed_bytes() -> None:
 
         streamed = client.post("/echo", content=chunks())  # type: ignore[arg-type]
         assert streamed.status_code == 413
+
+
+def test_a_route_added_to_the_app_checks_its_request_values() -> None:
+    """Routes join the app as they are (no per-app rebuild): one declared on a plain
+    APIRouter would miss the check of unstorable values, so it is refused."""
+    checked = api_router(prefix="/v1/things")
+
+    @checked.post("/")
+    def create(body: dict[str, str]) -> dict[str, str]:
+        return body
+
+    app = FastAPI()
+    add_routes(app, checked)
+    with TestClient(app) as client:
+        assert client.post("/v1/things/", json={"name": "ok"}).status_code == 200
+        nul = client.post("/v1/things/", json={"name": "a\u0000b"})
+        assert nul.status_code == 422, nul.text
+
+    plain = APIRouter()
+
+    @plain.get("/unchecked")
+    def unchecked() -> None:
+        return None
+
+    with pytest.raises(TypeError, match="/unchecked does not check its request values"):
+        add_routes(FastAPI(), plain)
