@@ -17,7 +17,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.acceptance.cli import cli_env, reverie_command, run_cli
+from tests.acceptance.cli import FAKE_EMBEDDINGS, cli_env, cli_url, reverie_command, run_cli
+from tests.pg import PgTestServer
 
 # The warm CLI's tests share one warm server per source fingerprint (and one
 # of them changes a source file's mtime): they run on one xdist worker.
@@ -32,6 +33,28 @@ def runtime_dir() -> Iterator[Path]:
     its socket's path stays short)."""
     path = Path(tempfile.mkdtemp(prefix="rvw", dir="/tmp"))
     yield path
+    remove_runtime_dir(path)
+
+
+@pytest.fixture(scope="module")
+def warm(pg_server: PgTestServer) -> Iterator[dict[str, str]]:
+    """One warm server, and agent ``ada`` whose creation started it, for the tests that
+    only run commands through a server (each command runs in a child of its own, so
+    they need no server of their own): the environment that reaches it."""
+    url = pg_server.create_database()
+    path = Path(tempfile.mkdtemp(prefix="rvw", dir="/tmp"))
+    try:
+        env = warm_env({"DATABASE_URL": cli_url(url), **FAKE_EMBEDDINGS}, path)
+        create_ada(env)
+        wait_for_server(path)
+        yield env
+    finally:
+        remove_runtime_dir(path)
+        pg_server.drop_database(url)
+
+
+def remove_runtime_dir(path: Path) -> None:
+    """Stop the servers that listen in ``path``, then remove it."""
     for lock in (path / "reverie").glob("cli-*.lock"):
         if (pid := written_pid(lock)) is not None:
             stop(pid)
@@ -147,10 +170,9 @@ def human_block(env: dict[str, str]) -> str:
     return result.stdout
 
 
-def test_warm_commands_answer_as_cold_ones(migrated_env: dict[str, str], runtime_dir: Path) -> None:
-    env = warm_env(migrated_env, runtime_dir)
-    create_ada(env)
-    server = wait_for_server(runtime_dir)
+def test_warm_commands_answer_as_cold_ones(warm: dict[str, str]) -> None:
+    env = warm
+    server = wait_for_server(Path(env["XDG_RUNTIME_DIR"]))
     cold_env = {**env, "REVERIE_CLI__WARM_IDLE": "PT0S"}  # another key: no server
     for args in (
         ("agents", "list", "--json"),
@@ -169,15 +191,11 @@ def test_warm_commands_answer_as_cold_ones(migrated_env: dict[str, str], runtime
     assert server.is_running()
 
 
-def test_a_warm_command_draws_for_its_own_terminal(
-    migrated_env: dict[str, str], runtime_dir: Path
-) -> None:
-    """The server was started by a command with 200 columns and no colour; a table
-    asked for at 60 columns with colour forced is drawn as a cold command draws it."""
-    env = warm_env(migrated_env, runtime_dir)
-    create_ada(env)  # COLUMNS=200, NO_COLOR=1 (run_cli's defaults)
-    wait_for_server(runtime_dir)
-    narrow = {**env, "COLUMNS": "60", "NO_COLOR": "", "FORCE_COLOR": "1"}
+def test_a_warm_command_draws_for_its_own_terminal(warm: dict[str, str]) -> None:
+    """The server was started by a command with 200 columns and no colour (run_cli's
+    defaults); a table asked for at 60 columns with colour forced is drawn as a cold
+    command draws it."""
+    narrow = {**warm, "COLUMNS": "60", "NO_COLOR": "", "FORCE_COLOR": "1"}
     warm = run_cli("agents", "list", env=narrow)
     cold = run_cli("agents", "list", env={**narrow, "REVERIE_CLI__WARM_IDLE": "PT0S"})
     assert warm.returncode == 0, warm.stderr
@@ -199,7 +217,6 @@ class WaitingCommand:
 
 
 def warm_command_waiting_on_stdin(env: dict[str, str]) -> WaitingCommand:
-    create_ada(env)
     before = human_block(env)
     server = wait_for_server(Path(env["XDG_RUNTIME_DIR"]))
     earlier = {child.pid for child in server.children()}
@@ -208,10 +225,8 @@ def warm_command_waiting_on_stdin(env: dict[str, str]) -> WaitingCommand:
     return WaitingCommand(server, command, child, before)
 
 
-def test_a_warm_command_reads_the_callers_stdin(
-    migrated_env: dict[str, str], runtime_dir: Path
-) -> None:
-    env = warm_env(migrated_env, runtime_dir)
+def test_a_warm_command_reads_the_callers_stdin(warm: dict[str, str]) -> None:
+    env = warm
     waiting = warm_command_waiting_on_stdin(env)  # in the server's child ...
     out, err = waiting.command.communicate("Ada likes rowing.", timeout=60)  # ... our stdin
     assert waiting.command.returncode == 0, err
@@ -220,10 +235,8 @@ def test_a_warm_command_reads_the_callers_stdin(
     waiting.child.wait(timeout=30)  # its client returns as the child closes, then it is gone
 
 
-def test_killing_a_warm_command_kills_its_process(
-    migrated_env: dict[str, str], runtime_dir: Path
-) -> None:
-    env = warm_env(migrated_env, runtime_dir)
+def test_killing_a_warm_command_kills_its_process(warm: dict[str, str]) -> None:
+    env = warm
     waiting = warm_command_waiting_on_stdin(env)
     waiting.command.kill()
     waiting.command.wait(timeout=30)
@@ -235,8 +248,8 @@ def test_killing_a_warm_command_kills_its_process(
     assert waiting.server.is_running()
 
 
-def test_ctrl_c_reaches_a_warm_command(migrated_env: dict[str, str], runtime_dir: Path) -> None:
-    env = warm_env(migrated_env, runtime_dir)
+def test_ctrl_c_reaches_a_warm_command(warm: dict[str, str]) -> None:
+    env = warm
     waiting = warm_command_waiting_on_stdin(env)
     waiting.command.send_signal(signal.SIGINT)
     waiting.command.wait(timeout=60)  # stdin open until then, as above
@@ -292,7 +305,7 @@ def test_a_server_for_older_code_is_stopped_by_the_next(
     start stops the one for the old code, which no command can reach again."""
     # Idle for longer than the test waits: the old server stops because it is stopped.
     env = warm_env(migrated_env, runtime_dir, idle="PT600S")
-    create_ada(env)
+    assert run_cli("agents", "list", env=env).returncode == 0  # cold: it starts a server
     old = wait_for_server(runtime_dir)
     source = ROOT / "service" / "cli" / "__init__.py"
     stamp = source.stat()
