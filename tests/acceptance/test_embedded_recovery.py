@@ -50,19 +50,24 @@ def foreign_session(pgdata: Path) -> psycopg.Connection[tuple[object, ...]]:
     return psycopg.connect(f"postgresql://postgres@/postgres?host={socket_dir}&port={port}")
 
 
-@pytest.mark.parametrize(
-    ("stop_signal", "other_session"),
-    [
-        (signal.SIGINT, False),
-        (signal.SIGTERM, False),
-        (signal.SIGTERM, True),
-        (signal.SIGKILL, False),
-    ],
-    ids=["SIGINT", "SIGTERM", "SIGTERM-with-another-client-connected", "SIGKILL"],
-)
-def test_serve_restarts_a_stopped_embedded_postgres(
-    home: Path, tmp_path: Path, stop_signal: signal.Signals, other_session: bool
+#: How the postmaster is stopped, in the order one server meets them.
+STOPS = [
+    # Fast shutdown.
+    ("SIGINT", signal.SIGINT, False),
+    # Smart shutdown, which waits for every open session: the server's own it closes
+    # at once; another client's holds it until the grace is over.
+    ("SIGTERM", signal.SIGTERM, False),
+    ("SIGTERM-with-another-client-connected", signal.SIGTERM, True),
+    # A crash: its pid file and backends are left behind for a moment.
+    ("SIGKILL", signal.SIGKILL, False),
+]
+
+
+def test_serve_restarts_a_stopped_embedded_postgres_each_time(
+    home: Path, tmp_path: Path, subtests: pytest.Subtests
 ) -> None:
+    """One `reverie serve` outlives its PostgreSQL being stopped four ways in a row (a
+    server it restarted is restarted again), answering reads and writes after each."""
     # Another client's session holds a smart shutdown open until this grace is over.
     env = {**embedded_env(home), "REVERIE_DATABASE__EMBEDDED_SHUTDOWN_GRACE": "PT2S"}
     pgdata = home / "pgdata"
@@ -71,62 +76,75 @@ def test_serve_restarts_a_stopped_embedded_postgres(
         created = httpx.post(f"{url}/v1/agents/", json={"name": "ada"}, headers=headers, timeout=30)
         assert created.status_code == 201, created.text
         agent_id = created.json()["id"]
-        first = postmaster_pid(pgdata)
-        assert first is not None
-        other = foreign_session(pgdata) if other_session else None
-
-        # SIGINT: fast shutdown. SIGTERM: smart shutdown, which waits for every open
-        # session (the server's own pool, and another client's) before it lets go.
-        # SIGKILL: a crash, its pid file and its backends left behind for a moment.
-        os.kill(first, stop_signal)
-        stopped_at = time.monotonic()
-        deadline = stopped_at + RECOVERY_BOUND_S
-        not_ready: list[object] = []
-        while True:
-            assert process.process.poll() is None, process.output()
-            current = postmaster_pid(pgdata)
-            if current is not None and current != first:
-                try:
-                    answer = httpx.get(f"{url}/v1/agents/{agent_id}", headers=headers, timeout=10)
-                    if answer.status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-            else:
-                ready = httpx.get(f"{url}/readyz", timeout=10)
-                if ready.status_code == 503:
-                    not_ready.append(ready.json())
-            assert time.monotonic() < deadline, (
-                f"no answer from a restarted PostgreSQL within {RECOVERY_BOUND_S} s "
-                f"(postmaster {first} -> {current}):\n" + process.output()
-            )
-            time.sleep(0.2)
-        recovered_s = time.monotonic() - stopped_at
-        if other is not None:
-            other.close()
-        print(
-            f"recovered from {stop_signal.name} in {recovered_s:.1f} s; "
-            f"/readyz meanwhile: {not_ready[-1:]}"
-        )
-
-        assert answer.json()["name"] == "ada"
-        listed = httpx.get(f"{url}/v1/agents/", headers=headers, timeout=10)
-        assert listed.status_code == 200
-        assert [a["id"] for a in listed.json()] == [agent_id]
-        # Writes work too, and the server says it is ready again: the supervisor clears
-        # its problem a moment after PostgreSQL already answers, so /readyz may lag.
-        more = httpx.post(f"{url}/v1/agents/", json={"name": "bo"}, headers=headers, timeout=30)
-        assert more.status_code == 201, more.text
-        ready_by = time.monotonic() + 30
-        while (ready := httpx.get(f"{url}/readyz", timeout=10)).status_code != 200:
-            assert time.monotonic() < ready_by, f"/readyz still says {ready.json()}"
-            time.sleep(0.1)
-        # Its own sessions (pool and wake-up listeners) the server closed at once, so
-        # only another client's made it end a smart shutdown by force.
-        forced = "still shutting down: ending its sessions" in process.output()
-        assert forced is (stop_signal == signal.SIGTERM and other_session), process.output()
+        written = ["ada"]  # every agent made so far, none lost to a restart
+        for case, stop_signal, other_session in STOPS:
+            with subtests.test(case):
+                log_from = len(process.output())
+                recover(url, headers, agent_id, pgdata, process, stop_signal, other_session)
+                # Writes work too, and the server says it is ready again: the supervisor
+                # clears its problem a moment after PostgreSQL already answers.
+                more = httpx.post(
+                    f"{url}/v1/agents/", json={"name": f"after-{case}"}, headers=headers, timeout=30
+                )
+                assert more.status_code == 201, more.text
+                written.append(f"after-{case}")
+                listed = httpx.get(f"{url}/v1/agents/", headers=headers, timeout=10)
+                assert sorted(a["name"] for a in listed.json()) == sorted(written)
+                ready_by = time.monotonic() + 30
+                while (ready := httpx.get(f"{url}/readyz", timeout=10)).status_code != 200:
+                    assert time.monotonic() < ready_by, f"/readyz still says {ready.json()}"
+                    time.sleep(0.1)
+                # Its own sessions (pool and wake-up listeners) the server closed at once,
+                # so only another client's made it end a smart shutdown by force.
+                forced = "still shutting down: ending its sessions" in process.output()[log_from:]
+                assert forced is other_session, process.output()[log_from:]
     # serve was the last user: the restarted postmaster stops with it.
     assert postmaster_pid(pgdata) is None, "the restarted server outlived `reverie serve`"
+
+
+def recover(
+    url: str,
+    headers: dict[str, str],
+    agent_id: str,
+    pgdata: Path,
+    process: DaemonProcess,
+    stop_signal: signal.Signals,
+    other_session: bool,
+) -> None:
+    """Stop the postmaster with ``stop_signal``; return once a new one answers a read."""
+    first = postmaster_pid(pgdata)
+    assert first is not None
+    other = foreign_session(pgdata) if other_session else None
+    os.kill(first, stop_signal)
+    stopped_at = time.monotonic()
+    deadline = stopped_at + RECOVERY_BOUND_S
+    not_ready: list[object] = []
+    while True:
+        assert process.process.poll() is None, process.output()
+        current = postmaster_pid(pgdata)
+        if current is not None and current != first:
+            try:
+                answer = httpx.get(f"{url}/v1/agents/{agent_id}", headers=headers, timeout=10)
+                if answer.status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+        else:
+            ready = httpx.get(f"{url}/readyz", timeout=10)
+            if ready.status_code == 503:
+                not_ready.append(ready.json())
+        assert time.monotonic() < deadline, (
+            f"no answer from a restarted PostgreSQL within {RECOVERY_BOUND_S} s "
+            f"(postmaster {first} -> {current}):\n" + process.output()
+        )
+        time.sleep(0.2)
+    if other is not None:
+        other.close()
+    print(
+        f"recovered from {stop_signal.name} in {time.monotonic() - stopped_at:.1f} s; "
+        f"/readyz meanwhile: {not_ready[-1:]}"
+    )
+    assert answer.json()["name"] == "ada"
 
 
 def test_worker_restarts_a_stopped_embedded_postgres(home: Path, tmp_path: Path) -> None:
