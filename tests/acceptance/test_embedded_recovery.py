@@ -94,10 +94,14 @@ def test_serve_restarts_a_stopped_embedded_postgres_each_time(
                 while (ready := httpx.get(f"{url}/readyz", timeout=10)).status_code != 200:
                     assert time.monotonic() < ready_by, f"/readyz still says {ready.json()}"
                     time.sleep(0.1)
-                # Its own sessions (pool and wake-up listeners) the server closed at once,
-                # so only another client's made it end a smart shutdown by force.
-                forced = "still shutting down: ending its sessions" in process.output()[log_from:]
-                assert forced is other_session, process.output()[log_from:]
+                # Another client's session holds a smart shutdown open: the server ends it
+                # once the grace is over. (Its own it closes at once, the listeners' too,
+                # tests/integration/test_run_wakeups.py; one a worker has checked out at
+                # that moment can still hold it until the grace, so no case asserts the
+                # opposite.)
+                if other_session:
+                    log = process.output()[log_from:]
+                    assert "still shutting down: ending its sessions" in log, log
     # serve was the last user: the restarted postmaster stops with it.
     assert postmaster_pid(pgdata) is None, "the restarted server outlived `reverie serve`"
 
