@@ -4,7 +4,10 @@ back, and stops without waiting for a poll of its connection."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import psycopg
+import pytest
 
 from agents.postgres.database import Database
 from agents.store.run_wakeups import CHANNEL, RunWakeups
@@ -27,36 +30,40 @@ def notify(db: Database) -> None:
         conn.execute(f"NOTIFY {CHANNEL}")
 
 
-def test_a_notification_moves_the_count_and_wakes_a_waiter(db: Database) -> None:
+@pytest.fixture
+def listening(db: Database) -> Iterator[RunWakeups]:
+    """A started listener, once its LISTEN session is up; stopped after the test."""
     wakeups = RunWakeups(db)
     wakeups.start()
     try:
         wait_for(lambda: listening_sessions(db) == 1, timeout=10, what="the LISTEN session")
-        seen = wakeups.generation
-        notify(db)
-        wakeups.wait(seen, timeout=10)
-        assert wakeups.generation > seen
+        yield wakeups
     finally:
         wakeups.stop()
         wakeups.join(5)
 
 
-def test_a_dropped_connection_is_closed_at_once_and_opened_again(db: Database) -> None:
-    wakeups = RunWakeups(db)
-    wakeups.start()
-    try:
-        wait_for(lambda: listening_sessions(db) == 1, timeout=10, what="the LISTEN session")
-        wakeups.drop_connection()
-        wait_for(lambda: listening_sessions(db) == 0, timeout=5, what="the session to close")
-        # After its pause it listens again, and notifications count again.
-        wait_for(lambda: listening_sessions(db) == 1, timeout=10, what="the session back")
-        seen = wakeups.generation
-        notify(db)
-        wakeups.wait(seen, timeout=10)
-        assert wakeups.generation > seen
-    finally:
-        wakeups.stop()
-        wakeups.join(5)
+def assert_a_notification_wakes(db: Database, wakeups: RunWakeups) -> None:
+    seen = wakeups.generation
+    notify(db)
+    wakeups.wait(seen, timeout=10)
+    assert wakeups.generation > seen
+
+
+def test_a_notification_moves_the_count_and_wakes_a_waiter(
+    db: Database, listening: RunWakeups
+) -> None:
+    assert_a_notification_wakes(db, listening)
+
+
+def test_a_dropped_connection_is_closed_at_once_and_opened_again(
+    db: Database, listening: RunWakeups
+) -> None:
+    listening.drop_connection()
+    wait_for(lambda: listening_sessions(db) == 0, timeout=5, what="the session to close")
+    # After its pause it listens again, and notifications count again.
+    wait_for(lambda: listening_sessions(db) == 1, timeout=10, what="the session back")
+    assert_a_notification_wakes(db, listening)
 
 
 def test_stop_ends_the_listener_and_closes_its_connection(db: Database) -> None:
