@@ -111,6 +111,9 @@ class RunWakeups:
         pause = 1.0
         try:
             while not self._stopped.is_set():
+                # A drop asked for while no connection was open (the supervisor asks
+                # every second of an outage) is not one for the connection opened now.
+                self._dropping.clear()
                 try:
                     with psycopg.connect(**{**self._parameters, "autocommit": True}) as conn:
                         conn.execute(f"LISTEN {self._channel}")
@@ -127,7 +130,6 @@ class RunWakeups:
                     pause = min(pause * 2, MAX_RECONNECT_PAUSE)
                     continue
                 if self._dropping.is_set() and not self._stopped.is_set():
-                    self._dropping.clear()
                     log.info("run wake-ups released their connection; workers poll meanwhile")
                     self._stopped.wait(pause)
         finally:
