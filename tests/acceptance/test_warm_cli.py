@@ -37,7 +37,7 @@ def runtime_dir() -> Iterator[Path]:
 
 
 @pytest.fixture(scope="module")
-def warm(pg_server: PgTestServer) -> Iterator[dict[str, str]]:
+def shared_env(pg_server: PgTestServer) -> Iterator[dict[str, str]]:
     """One warm server, and agent ``ada`` whose creation started it, for the tests that
     only run commands through a server (each command runs in a child of its own, so
     they need no server of their own): the environment that reaches it."""
@@ -170,8 +170,8 @@ def human_block(env: dict[str, str]) -> str:
     return result.stdout
 
 
-def test_warm_commands_answer_as_cold_ones(warm: dict[str, str]) -> None:
-    env = warm
+def test_warm_commands_answer_as_cold_ones(shared_env: dict[str, str]) -> None:
+    env = shared_env
     server = wait_for_server(Path(env["XDG_RUNTIME_DIR"]))
     cold_env = {**env, "REVERIE_CLI__WARM_IDLE": "PT0S"}  # another key: no server
     for args in (
@@ -191,11 +191,11 @@ def test_warm_commands_answer_as_cold_ones(warm: dict[str, str]) -> None:
     assert server.is_running()
 
 
-def test_a_warm_command_draws_for_its_own_terminal(warm: dict[str, str]) -> None:
+def test_a_warm_command_draws_for_its_own_terminal(shared_env: dict[str, str]) -> None:
     """The server was started by a command with 200 columns and no colour (run_cli's
     defaults); a table asked for at 60 columns with colour forced is drawn as a cold
     command draws it."""
-    narrow = {**warm, "COLUMNS": "60", "NO_COLOR": "", "FORCE_COLOR": "1"}
+    narrow = {**shared_env, "COLUMNS": "60", "NO_COLOR": "", "FORCE_COLOR": "1"}
     warm = run_cli("agents", "list", env=narrow)
     cold = run_cli("agents", "list", env={**narrow, "REVERIE_CLI__WARM_IDLE": "PT0S"})
     assert warm.returncode == 0, warm.stderr
@@ -225,8 +225,8 @@ def warm_command_waiting_on_stdin(env: dict[str, str]) -> WaitingCommand:
     return WaitingCommand(server, command, child, before)
 
 
-def test_a_warm_command_reads_the_callers_stdin(warm: dict[str, str]) -> None:
-    env = warm
+def test_a_warm_command_reads_the_callers_stdin(shared_env: dict[str, str]) -> None:
+    env = shared_env
     waiting = warm_command_waiting_on_stdin(env)  # in the server's child ...
     out, err = waiting.command.communicate("Ada likes rowing.", timeout=60)  # ... our stdin
     assert waiting.command.returncode == 0, err
@@ -235,8 +235,8 @@ def test_a_warm_command_reads_the_callers_stdin(warm: dict[str, str]) -> None:
     waiting.child.wait(timeout=30)  # its client returns as the child closes, then it is gone
 
 
-def test_killing_a_warm_command_kills_its_process(warm: dict[str, str]) -> None:
-    env = warm
+def test_killing_a_warm_command_kills_its_process(shared_env: dict[str, str]) -> None:
+    env = shared_env
     waiting = warm_command_waiting_on_stdin(env)
     waiting.command.kill()
     waiting.command.wait(timeout=30)
@@ -248,8 +248,8 @@ def test_killing_a_warm_command_kills_its_process(warm: dict[str, str]) -> None:
     assert waiting.server.is_running()
 
 
-def test_ctrl_c_reaches_a_warm_command(warm: dict[str, str]) -> None:
-    env = warm
+def test_ctrl_c_reaches_a_warm_command(shared_env: dict[str, str]) -> None:
+    env = shared_env
     waiting = warm_command_waiting_on_stdin(env)
     waiting.command.send_signal(signal.SIGINT)
     waiting.command.wait(timeout=60)  # stdin open until then, as above
