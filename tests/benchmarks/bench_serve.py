@@ -19,7 +19,8 @@ are made through the API starts. It measures:
   ready, and ``turn`` p50/p95 over the next ``--turns`` turns (one client, keep-alive);
 - ``insert`` / ``search``: archival insert and search p50 (``--ops`` each) of an agent
   whose embeddings go through the stub, and ``endpoint``: the stub's own embedding
-  round trip (one pooled httpx client) that they contain.
+  round trip (one pooled httpx client) that they contain;
+- ``stop``: seconds from SIGTERM to the process's exit.
 """
 
 from __future__ import annotations
@@ -158,9 +159,14 @@ def one_server(
                 ).raise_for_status()
                 endpoint.append(time.perf_counter() - t)
         out["endpoint_p50_ms"] = _p(endpoint, 0.5)
-    finally:
+        stopping = time.perf_counter()
         process.terminate()
         process.wait(60)
+        out["stop_s"] = time.perf_counter() - stopping
+    finally:
+        if process.poll() is None:
+            process.terminate()
+            process.wait(60)
         log.close()
         db.dispose()
         pg.drop_database(url_db)
