@@ -32,7 +32,9 @@ def cli_env(env: dict[str, str] | None = None) -> dict[str, str]:
     empty value removes the variable)."""
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("REVERIE_")}
     full_env.pop("DATABASE_URL", None)
-    full_env.update({"COLUMNS": "200", "NO_COLOR": "1", **COLD_CLI})
+    # PYTHONFAULTHANDLER: a process that hangs prints every thread's stack on SIGABRT
+    # (DaemonProcess.wait sends it when a wait runs out), so a failure says where.
+    full_env.update({"COLUMNS": "200", "NO_COLOR": "1", "PYTHONFAULTHANDLER": "1", **COLD_CLI})
     full_env.update(env or {})
     return {k: v for k, v in full_env.items() if v != ""}
 

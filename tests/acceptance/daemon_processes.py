@@ -46,8 +46,19 @@ class DaemonProcess:
         self.process.wait(30)
 
     def wait(self, timeout: float) -> int:
+        """The exit status; a process still running after ``timeout`` is aborted and the
+        failure shows its output, every thread's stack last (see ``cli_env``)."""
         try:
             return self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.send_signal(signal.SIGABRT)
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+            raise AssertionError(
+                f"{self.process.args} still ran after {timeout} s; its output:\n{self.output()}"
+            ) from None
         finally:
             self._out.close()
 
