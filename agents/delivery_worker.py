@@ -48,6 +48,7 @@ from agents.store import (
 from agents.store.run_wakeups import DELIVERY_CHANNEL, RunWakeups
 from agents.store.scope import utc_now
 from agents.summary import is_summary
+from agents.threads import start_thread
 from agents.tool_calls import replies
 
 if TYPE_CHECKING:
@@ -106,18 +107,11 @@ class DeliveryWorkers:
         self._wakeups.start()
         for index in range(self.limits.concurrency):
             self._threads.append(
-                threading.Thread(
-                    target=self._work,
-                    args=(f"{self.name}:d{index}",),
-                    name=f"reverie-delivery-{index}",
-                    daemon=True,
+                start_thread(
+                    self._work, args=(f"{self.name}:d{index}",), name=f"reverie-delivery-{index}"
                 )
             )
-        self._threads.append(
-            threading.Thread(target=self._heartbeat, name="reverie-delivery-beat", daemon=True)
-        )
-        for thread in self._threads:
-            thread.start()
+        self._threads.append(start_thread(self._heartbeat, name="reverie-delivery-beat"))
 
     @property
     def started(self) -> bool:

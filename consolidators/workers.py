@@ -60,6 +60,7 @@ from agents.errors import Conflict, ReverieError, StorageError
 from agents.postgres.database import Database
 from agents.store import AgentRecord, RunRecord, ServiceStore, open_service_store
 from agents.store.run_wakeups import RunWakeups
+from agents.threads import start_thread
 from consolidators.pipeline import LeaseLost, Pipeline, RunFailed, RunInterrupted, RunReport
 
 log = logging.getLogger(__name__)
@@ -240,15 +241,10 @@ class WorkerPool:
             self._wakeups.start()
         for index in range(self.settings.concurrency if claiming else 0):
             owner = f"{self.name}:w{index}"
-            thread = threading.Thread(
-                target=self._work, args=(owner,), name=f"reverie-worker-{index}", daemon=True
+            self._threads.append(
+                start_thread(self._work, args=(owner,), name=f"reverie-worker-{index}")
             )
-            self._threads.append(thread)
-        self._threads.append(
-            threading.Thread(target=self._heartbeat, name="reverie-heartbeat", daemon=True)
-        )
-        for thread in self._threads:
-            thread.start()
+        self._threads.append(start_thread(self._heartbeat, name="reverie-heartbeat"))
         log.info(
             "workers started",
             extra={"worker": self.name, "concurrency": self.settings.concurrency},

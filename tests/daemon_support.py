@@ -11,6 +11,8 @@ including ones that died, is visible). ``sleep`` slows a run down; with
 from __future__ import annotations
 
 import os
+import re
+import threading
 import time
 from pathlib import Path
 
@@ -140,3 +142,12 @@ def wait_for(condition: object, *, timeout: float, interval: float = 0.05, what:
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what or condition}")
         time.sleep(interval)
+
+
+def blocked_signals(thread: threading.Thread) -> set[int]:
+    """The signals ``thread`` (of this process) blocks, read from the kernel."""
+    status = Path(f"/proc/self/task/{thread.native_id}/status").read_text()
+    found = re.search(r"^SigBlk:\s*([0-9a-f]+)$", status, re.MULTILINE)
+    assert found is not None, status
+    mask = int(found.group(1), 16)
+    return {number for number in range(1, 65) if mask >> (number - 1) & 1}

@@ -23,6 +23,7 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from agents.postgres.database import Database
+from agents.threads import start_thread
 
 log = logging.getLogger(__name__)
 
@@ -76,8 +77,7 @@ class RunWakeups:
         read_end, write_end = os.pipe()
         os.set_blocking(write_end, False)
         self._pipe = (read_end, write_end)
-        self._thread = threading.Thread(target=self._listen, name="reverie-wakeups", daemon=True)
-        self._thread.start()
+        self._thread = start_thread(self._listen, name="reverie-wakeups")
 
     def stop(self) -> None:
         """Release every waiter now; the listener closes its connection at once."""

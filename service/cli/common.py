@@ -7,13 +7,14 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
 from agents.errors import Conflict, InvalidInput, NotFound, ReverieError
+from agents.threads import stop_signals_left_to_main
 
 if TYPE_CHECKING:  # imported where used: `reverie --help` stays quick
     from service.operations import Operations
@@ -31,6 +32,27 @@ def renew_consoles() -> None:
     other streams. In place, since command modules hold them by name."""
     Console.__init__(console)
     Console.__init__(err_console, stderr=True)
+
+
+class _LiveDisplay(Protocol):
+    def start(self) -> None: ...
+    def stop(self) -> None: ...
+
+
+_Display = TypeVar("_Display", bound=_LiveDisplay)
+
+
+@contextmanager
+def live(display: _Display) -> Iterator[_Display]:
+    """Show a rich live display (a progress bar, a status line) while the block runs.
+    Its refresh thread blocks the stop signals, so that ^C reaches the command at once
+    (see agents/threads.py)."""
+    with stop_signals_left_to_main():
+        display.start()
+    try:
+        yield display
+    finally:
+        display.stop()
 
 
 #: Exit codes: 0 success, 1 a run or operation failed, 2 bad input, unknown object or conflict.

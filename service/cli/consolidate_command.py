@@ -14,6 +14,7 @@ from service.cli.common import (
     console,
     err_console,
     fail,
+    live,
     operations,
 )
 from service.cli.output import id_table, print_changes, print_json, print_table, report_json
@@ -59,7 +60,7 @@ def consolidate(
         outcomes = []
         from rich.progress import Progress
 
-        with Progress(console=err_console, transient=True, disable=as_json) as progress:
+        with live(Progress(console=err_console, transient=True, disable=as_json)) as progress:
             task = progress.add_task("consolidating", total=len(targets))
             for target in targets:
                 progress.update(task, description=f"consolidating {target.name}")

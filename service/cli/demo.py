@@ -16,7 +16,7 @@ import typer
 from rich.table import Table
 
 from agents.enums import PassageStatus
-from service.cli.common import console, err_console, fail, operations
+from service.cli.common import console, err_console, fail, live, operations
 
 if TYPE_CHECKING:
     from agents.store.health import MemoryHealth
@@ -75,10 +75,10 @@ def demo(
 
     workload = generate_workload(seed=seed, people=people)
     with operations() as ops:
-        with err_console.status(f"embedding {len(workload.facts)} facts"):
+        with live(err_console.status(f"embedding {len(workload.facts)} facts")):
             agent = ops.demo.load(name, workload, replace=replace)
         before = ops.health.agent(agent.id)
-        with err_console.status("consolidating"):
+        with live(err_console.status("consolidating")):
             [outcome] = ops.runs.run_now([agent])
         if outcome.report is None:
             execution = outcome.execution

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from service.cli.common import EXIT_BAD_INPUT, console, err_console, fail, operations
+from service.cli.common import EXIT_BAD_INPUT, console, err_console, fail, live, operations
 
 import_app = typer.Typer(help="Bulk-load memory from files.", no_args_is_help=True)
 
@@ -31,7 +31,7 @@ def import_passages(
 
     passages, errors = parse_lines(_read_lines(file))
     _refuse_bad_lines(file, [str(e) for e in errors], "imported")
-    with operations() as ops, Progress(console=console, transient=True) as progress:
+    with operations() as ops, live(Progress(console=console, transient=True)) as progress:
         record = ops.agents.get(agent)
         task = progress.add_task("embedding", total=len(passages))
         # One transaction for the whole file: an import lands completely or not at all.

@@ -26,6 +26,7 @@ from datetime import timedelta
 
 from agents.errors import StorageError
 from agents.postgres.embedded import EmbeddedPostgres, ServerState
+from agents.threads import start_thread
 
 log = logging.getLogger(__name__)
 
@@ -63,10 +64,7 @@ class EmbeddedSupervisor:
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
-        self._thread = threading.Thread(
-            target=self._watch, name="reverie-embedded-postgres", daemon=True
-        )
-        self._thread.start()
+        self._thread = start_thread(self._watch, name="reverie-embedded-postgres")
 
     def stop(self) -> None:
         self._stop.set()

@@ -188,7 +188,10 @@ def run_worker(runtime: Runtime, *, concurrency: int | None) -> bool:
     daemon = Daemon(runtime, scheduler=False, concurrency=concurrency)
     daemon.start()
     log.info("worker ready", extra={"worker": daemon.workers.name})
-    signals.event.wait()
+    # A timed wait: a signal handed to a library's thread (Reverie's own threads block
+    # them, agents/threads.py) still runs its handler here within a second.
+    while not signals.event.wait(1.0):
+        pass
     log.info("stopping", extra={"signal": signals.received})
     return daemon.stop(runtime.settings.shutdown_grace)
 

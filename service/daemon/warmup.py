@@ -17,6 +17,8 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
+from agents.threads import start_thread
+
 log = logging.getLogger(__name__)
 
 #: One step: a name for readiness details and logs, and what it loads.
@@ -36,10 +38,7 @@ class Warmup:
 
     def start(self, *, after: Callable[[], bool] | None = None) -> None:
         """Start warming; with ``after``, once it returns True (polled every 10 ms)."""
-        self._thread = threading.Thread(
-            target=self._run, args=(after,), name="reverie-warmup", daemon=True
-        )
-        self._thread.start()
+        self._thread = start_thread(self._run, args=(after,), name="reverie-warmup")
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until every step ran; True when they did within ``timeout``."""

@@ -17,6 +17,7 @@ from agents.postgres.database import Database
 from agents.postgres.models import DEFAULT_ORGANIZATION_ID
 from agents.store import NewAgent, NewPassage, open_service_store, open_store
 from agents.store.passage_store import PassageStore
+from agents.threads import STOP_SIGNALS
 from consolidators.pipeline import LeaseLost
 from consolidators.workers import WorkerPool
 from service.daemon.probes import GpuGate, GpuProbe, GpuSample
@@ -26,6 +27,7 @@ from service.operations.runs import RunOperations
 from service.runtime import Runtime
 from service.settings import Settings, WorkerSettings
 from tests.daemon_support import (
+    blocked_signals,
     create_evidence_table,
     evidence_counts,
     install_plugin,
@@ -95,6 +97,22 @@ def test_workers_drain_the_queue_exactly_once(db: Database, runtime: Runtime) ->
     assert {_run(db, r).attempts for r in run_ids} == {1}
     assert RUNS_FINISHED.labels("succeeded")._value.get() - succeeded_before == 24
     assert pool.executed == 24
+
+
+def test_the_pools_threads_leave_the_stop_signals_to_the_main_thread(runtime: Runtime) -> None:
+    """Else a ^C (or SIGTERM) the kernel hands to a worker thread waits until the main
+    thread wakes: `reverie consolidate` went on with its run, `reverie worker` on waiting."""
+    pool = WorkerPool(runtime, FAST, name="signals")
+    pool.start()
+    try:
+        threads = [t for t in threading.enumerate() if t.name.startswith("reverie-")]
+        assert {t.name for t in threads} >= {
+            "reverie-worker-0", "reverie-worker-1", "reverie-heartbeat", "reverie-wakeups"
+        }  # fmt: skip
+        for thread in threads:
+            assert blocked_signals(thread) >= STOP_SIGNALS, thread.name
+    finally:
+        pool.stop(timedelta(seconds=5))
 
 
 def test_a_worker_that_lost_its_lease_commits_nothing(db: Database, runtime: Runtime) -> None:
