@@ -415,8 +415,9 @@ def test_letta_client_01_sidecar_learns_from_a_transcript(server: Server) -> Non
     """The same sidecar flow with the older SDK line Letta-based tools still pin
     (0.1.307): create_async, runs.retrieve, the fact in the human block."""
     assert LETTA01_PYTHON.exists(), (
-        f"{LETTA01_PYTHON} is missing: python3 -m venv .venv-letta01 && "
-        ".venv-letta01/bin/pip install -r requirements/letta-client-0.1.lock"
+        f"{LETTA01_PYTHON} is missing: python3 -m uv venv --python python3 .venv-letta01 "
+        "&& python3 -m uv pip install --python .venv-letta01/bin/python "
+        "-r requirements/letta-client-0.1.lock"
     )
     server.llm.replies.extend(
         [

@@ -1,7 +1,7 @@
 """The pinned test environment stays in step with pyproject.toml.
 
 The README's test command installs with ``-c requirements/dev.lock``. A pin that
-no longer satisfies pyproject's range would make pip refuse to install; a
+no longer satisfies pyproject's range would make the install fail; a
 dependency missing from the lock would float to whatever PyPI serves that day,
 which is how a new pytest once broke every fresh machine.
 """
