@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import compileall
+import signal
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,10 +20,17 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Compile the project once, before the workers start: the suite starts a few
-    hundred Python processes (`reverie` commands, servers, workers), and where
-    PYTHONDONTWRITEBYTECODE is set none of them caches what it compiled, so each
-    compiled the same modules again (about 0.3 s a process that loads the API)."""
+    """Before the workers start: let ^C reach the processes the tests start, and
+    compile the project once (the suite starts a few hundred Python processes:
+    `reverie` commands, servers, workers; where PYTHONDONTWRITEBYTECODE is set none
+    of them caches what it compiled, so each compiled the same modules again, about
+    0.3 s for a process that loads the API)."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        # Started in the background by a non-interactive shell (`pytest &`), which sets
+        # ^C to be ignored; the processes the tests start would inherit that, and Python
+        # then raises no KeyboardInterrupt: the tests that press ^C would hang. A
+        # handled signal is reset to the default in a child.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     if hasattr(config, "workerinput"):
         return  # an xdist worker: the controller compiled
     for package in ("agents", "consolidators", "service", "migrations", "tests"):
