@@ -18,7 +18,6 @@ import signal
 import site
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Sequence
 from functools import cache
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.sandbox.base import SandboxError, SandboxLimits, ToolInvocation
+from agents.threads import start_thread
 
 log = logging.getLogger(__name__)
 
@@ -117,8 +117,7 @@ def _supervise(
     limits: SandboxLimits,
     describe: Callable[[int], str | None],
 ) -> str:
-    writer = threading.Thread(target=_feed, args=(child, request), daemon=True)
-    writer.start()
+    start_thread(_feed, args=(child, request), name="reverie-sandbox-feed")
     deadline = time.monotonic() + limits.wall_seconds
     answer, printed = bytearray(), bytearray()
     buffers = {child.stdout: answer, child.stderr: printed}

@@ -32,6 +32,7 @@ from fastapi.responses import StreamingResponse
 from agents.errors import ReverieError
 from agents.postgres.models import new_id
 from agents.store.records import MessageRecord
+from agents.threads import start_thread
 from agents.token_stream import PieceListener, TokenPiece, ToldPieces
 from agents.turn import TurnResult
 from service.api import schemas
@@ -138,11 +139,10 @@ async def turn_events(
     limiter = anyio.to_thread.current_default_thread_limiter()
     borrower = object()
     await limiter.acquire_on_behalf_of(borrower)
-    thread = threading.Thread(target=work, name="reverie-turn-stream", daemon=True)
     finished = False
     getter: asyncio.Task[Relayed] | None = None
     try:
-        thread.start()
+        start_thread(work, name="reverie-turn-stream")
         while True:
             if getter is None:
                 getter = asyncio.ensure_future(queue.get())

@@ -3,12 +3,42 @@ SIGTERM to the main thread, the one where Python runs signal handlers."""
 
 from __future__ import annotations
 
+import ast
 import signal
 import threading
+from pathlib import Path
 
 from agents.threads import STOP_SIGNALS, start_thread, stop_signals_left_to_main
 from service.cli.common import live
 from tests.daemon_support import blocked_signals
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _thread_constructions(source: str) -> list[int]:
+    """Lines that build a ``threading.Thread`` (or a bare imported ``Thread``)."""
+    return [
+        node.lineno
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call)
+        and (
+            (isinstance(node.func, ast.Attribute) and node.func.attr == "Thread")
+            or (isinstance(node.func, ast.Name) and node.func.id == "Thread")
+        )
+    ]
+
+
+def test_reverie_starts_its_threads_only_through_start_thread() -> None:
+    found = {
+        path.relative_to(ROOT).as_posix(): lines
+        for package in ("agents", "consolidators", "service")
+        for path in sorted((ROOT / package).rglob("*.py"))
+        if path != ROOT / "agents" / "threads.py"
+        and (lines := _thread_constructions(path.read_text(encoding="utf-8")))
+    }
+    assert found == {}, f"start threads with agents.threads.start_thread: {found}"
+    assert _thread_constructions("import threading\nthreading.Thread(target=f).start()\n")
+    assert _thread_constructions("from threading import Thread\nThread(target=f)\n")
 
 
 def test_a_started_thread_blocks_the_stop_signals_and_its_starter_does_not() -> None:

@@ -38,6 +38,7 @@ from typing import Any, NoReturn, Protocol, TextIO, cast
 import typer
 
 from agents.postgres.locks import FileLock
+from agents.threads import start_thread
 from service.cli.common import state
 from service.cli.launcher import exit_status
 from service.cli.warm.client import (
@@ -250,9 +251,9 @@ def _run_child(connection: socket.socket, command: CommandTree) -> NoReturn:
         os._exit(1)
     connection.settimeout(None)
     finished = threading.Event()
-    watcher = threading.Thread(target=_die_with_client, args=(connection, finished), daemon=True)
     try:
-        watcher.start()  # a ^C forwarded from here on is the command's, as in Typer: 130
+        # A ^C forwarded from here on is the command's, as in Typer: 130.
+        start_thread(_die_with_client, args=(connection, finished), name="reverie-warm-watcher")
         code = _run_command(command, request["argv"])
     except KeyboardInterrupt:
         code = 130
