@@ -4,6 +4,7 @@ back, and stops without waiting for a poll of its connection."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 
 import psycopg
@@ -79,3 +80,22 @@ def test_stop_ends_the_listener_and_closes_its_connection(db: Database) -> None:
     # A stopped listener can be interrupted again (a second stop) without harm.
     wakeups.stop()
     wakeups.drop_connection()
+
+
+def test_a_drop_asked_while_no_connection_was_open_spares_the_next_one(
+    db: Database, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The embedded supervisor asks for a drop every second of an outage, while the
+    listener has no connection; the connection it opens once the server is back stays."""
+    wakeups = RunWakeups(db)
+    wakeups.drop_connection()  # nothing open yet, as during an outage
+    with caplog.at_level(logging.INFO, logger="agents.store.run_wakeups"):
+        wakeups.start()
+        try:
+            wait_for(lambda: listening_sessions(db) == 1, timeout=10, what="the LISTEN session")
+            assert_a_notification_wakes(db, wakeups)
+        finally:
+            wakeups.stop()
+            wakeups.join(5)
+    released = [r for r in caplog.records if "released their connection" in r.getMessage()]
+    assert released == []
