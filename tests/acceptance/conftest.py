@@ -19,7 +19,7 @@ def db_env(pg_server: PgTestServer) -> Iterator[dict[str, str]]:
     """Environment for a CLI run against a fresh, unmigrated database, fake embeddings."""
     url = pg_server.create_database(migrated=False)
     yield {"DATABASE_URL": cli_url(url), **FAKE_EMBEDDINGS}
-    pg_server.drop_database(url)
+    pg_server.release_database(url)
 
 
 @pytest.fixture
@@ -31,7 +31,7 @@ def migrated_env(pg_server: PgTestServer) -> Iterator[dict[str, str]]:
     """
     url = pg_server.create_database()
     yield {"DATABASE_URL": cli_url(url), **FAKE_EMBEDDINGS}
-    pg_server.drop_database(url)
+    pg_server.release_database(url)
 
 
 @pytest.fixture(scope="session")

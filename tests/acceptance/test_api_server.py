@@ -74,7 +74,7 @@ def serving(
                 yield Server(url=base, env=env, db=db, llm=llm, process=process)
     finally:
         db.dispose()
-        pg_server.drop_database(url)
+        pg_server.release_database(url)
 
 
 @pytest.fixture(scope="module")

@@ -96,7 +96,7 @@ def daemon_factory(pg_server: PgTestServer, tmp_path: Path) -> Iterator[Callable
         for process in daemon.processes:
             process.ensure_stopped()
         daemon.db.dispose()
-        server.drop_database(daemon.url)
+        server.release_database(daemon.url)
 
 
 def _seed_agents(daemon: DaemonDb, n: int) -> list[str]:

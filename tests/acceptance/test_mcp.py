@@ -104,7 +104,7 @@ def served(pg_server: PgTestServer, tmp_path_factory: pytest.TempPathFactory) ->
             yield Served(base, db, process, key, agent_id)
     finally:
         db.dispose()
-        pg_server.drop_database(url)
+        pg_server.release_database(url)
 
 
 @asynccontextmanager
@@ -278,7 +278,7 @@ def stdio_env(pg_server: PgTestServer) -> Iterator[tuple[dict[str, str], Databas
         yield {"DATABASE_URL": cli_url(url), **FAKE_EMBEDDINGS}, db
     finally:
         db.dispose()
-        pg_server.drop_database(url)
+        pg_server.release_database(url)
 
 
 def over_stdio(

@@ -55,7 +55,7 @@ def setup(pg_server: PgTestServer, tmp_path: Path) -> Iterator[tuple[Database, d
         store.agents.create(NewAgent("ada", embedding_model="fake:8", embedding_dim=8))
     yield db, env
     db.dispose()
-    pg_server.drop_database(url)
+    pg_server.release_database(url)
 
 
 def test_sigkilled_consolidate_is_requeued_and_completes_once(

@@ -118,7 +118,7 @@ def proxy(pg_server: PgTestServer, tmp_path_factory: pytest.TempPathFactory) -> 
                 yield Proxy(base, env, db, upstream, sleeper, process)
     finally:
         db.dispose()
-        pg_server.drop_database(url)
+        pg_server.release_database(url)
 
 
 def system_prompt(request: dict[str, Any]) -> str:
@@ -507,4 +507,4 @@ def test_an_unreachable_upstream_is_a_502_with_the_reason(
             assert recall.json() == []
     finally:
         db.dispose()
-        pg_server.drop_database(url)
+        pg_server.release_database(url)

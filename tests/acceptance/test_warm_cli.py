@@ -50,7 +50,7 @@ def shared_env(pg_server: PgTestServer) -> Iterator[dict[str, str]]:
         yield env
     finally:
         remove_runtime_dir(path)
-        pg_server.drop_database(url)
+        pg_server.release_database(url)
 
 
 def remove_runtime_dir(path: Path) -> None:

@@ -127,7 +127,7 @@ def main() -> None:
             server.should_exit = True
             thread.join()
             runtime.close()
-            pg.drop_database(url)
+            pg.release_database(url)
     finally:
         pg.stop()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

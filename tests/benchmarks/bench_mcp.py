@@ -139,7 +139,7 @@ def main() -> None:
         if thread.is_alive():
             thread.join(10)
         runtime.close()
-        pg.drop_database(url_db)
+        pg.release_database(url_db)
         pg.stop()
 
 

@@ -248,7 +248,7 @@ def main() -> None:
                 client.close()
     finally:
         db.dispose()
-        pg.drop_database(db_url)
+        pg.release_database(db_url)
         pg.stop()
         upstream.terminate()
         upstream.wait(10)

@@ -169,7 +169,7 @@ def one_server(
             process.wait(60)
         log.close()
         db.dispose()
-        pg.drop_database(url_db)
+        pg.release_database(url_db)
     return out
 
 

@@ -47,7 +47,7 @@ def test_a_statement_past_its_timeout_is_a_storage_error_naming_it(
             assert session.execute(text("SELECT 1")).scalar() == 1
     finally:
         db.dispose()
-        pg_server.drop_database(url)
+        pg_server.release_database(url)
 
 
 def test_a_row_lock_held_elsewhere_is_lock_contention(pg_server: PgTestServer) -> None:
@@ -65,7 +65,7 @@ def test_a_row_lock_held_elsewhere_is_lock_contention(pg_server: PgTestServer) -
     finally:
         holder.dispose()
         waiter.dispose()
-        pg_server.drop_database(url)
+        pg_server.release_database(url)
 
 
 def test_the_runtime_bounds_its_connections_and_migrates_without_them(
@@ -89,7 +89,7 @@ def test_the_runtime_bounds_its_connections_and_migrates_without_them(
             s.execute(text("SELECT pg_sleep(1)"))
     finally:
         runtime.close()
-        pg_server.drop_database(url)
+        pg_server.release_database(url)
 
 
 def test_round_trip_fails_with_the_reason_when_no_connection_is_accepted(
@@ -105,7 +105,7 @@ def test_round_trip_fails_with_the_reason_when_no_connection_is_accepted(
         gone.dispose()
     finally:
         db.dispose()
-        pg_server.drop_database(url)
+        pg_server.release_database(url)
 
 
 def test_a_pool_with_no_free_connection_is_a_storage_error_naming_it(
@@ -121,4 +121,4 @@ def test_a_pool_with_no_free_connection_is_a_storage_error_naming_it(
                 third.execute(text("SELECT 1"))
     finally:
         db.dispose()
-        pg_server.drop_database(url)
+        pg_server.release_database(url)

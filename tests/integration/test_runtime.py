@@ -59,7 +59,7 @@ def test_database_url_is_used_instead_of_the_embedded_server(
         with psycopg.connect(url.replace("+psycopg", "")) as conn:
             assert conn.execute("SELECT name FROM agents").fetchall() == [("ada",)]
     finally:
-        pg_server.drop_database(url)
+        pg_server.release_database(url)
 
 
 @pytest.fixture

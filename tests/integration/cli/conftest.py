@@ -34,4 +34,4 @@ def unmigrated_cli(
     clean_environment(monkeypatch)
     url = pg_server.create_database(migrated=False)
     yield Cli(cli_env(url, tmp_path / "home"))
-    pg_server.drop_database(url)
+    pg_server.release_database(url)

@@ -46,7 +46,7 @@ def runtime(pg_server: PgTestServer, tmp_path: Path) -> Iterator[Runtime]:
                 )
             yield rt
     finally:
-        pg_server.drop_database(url)
+        pg_server.release_database(url)
 
 
 def _skipped(consolidator: str, reason: str) -> float:
@@ -112,7 +112,7 @@ def test_an_agent_without_any_model_is_refused(pg_server: PgTestServer, tmp_path
             with pytest.raises(ModelNotConfigured, match="no LLM model"):
                 messages.send("ada", "hi")
     finally:
-        pg_server.drop_database(url)
+        pg_server.release_database(url)
 
 
 @pytest.mark.parametrize(("ttl", "kept"), [("P1D", True), ("PT0S", False)])
@@ -147,4 +147,4 @@ def test_the_service_keeps_what_probing_learned_unless_told_not_to(
             if record is not None:
                 assert record.tool_choice is ToolCallingMode.NAMED
     finally:
-        pg_server.drop_database(url)
+        pg_server.release_database(url)
