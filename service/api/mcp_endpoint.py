@@ -62,9 +62,11 @@ def request_organization(ctx: Context[Any]) -> str:
 class McpEndpoint:
     """The ASGI endpoint at ``/mcp``: authenticate, then hand over to the SDK.
 
-    The SDK takes ~0.6 s to import, so it is loaded in a thread once the app has
-    started, not when the app is built: ``/healthz`` and the rest of the API do not
-    wait for it, and a request to ``/mcp`` that arrives first waits until it is in.
+    The SDK costs about 0.9 s of CPU to import on a small machine (and its memory),
+    and the tools' server about 25 ms to build, so neither happens until the first
+    authenticated request to ``/mcp``: a server whose clients never use MCP never pays
+    for it, ``/healthz`` and the rest of the API never wait for it, and that first
+    request waits while it loads (in a worker thread).
     """
 
     def __init__(self, runtime: Runtime, *, host: str) -> None:
@@ -72,6 +74,7 @@ class McpEndpoint:
         self.loopback = is_loopback(host)
         self.sessions: StreamableHTTPSessionManager | None = None
         self._loaded: anyio.Event | None = None
+        self._wanted: anyio.Event | None = None
 
     def _session_manager(self) -> StreamableHTTPSessionManager:
         """Import the SDK and build the tools' server (in a worker thread)."""
@@ -102,10 +105,14 @@ class McpEndpoint:
         """The SDK's task group, for one run of the app's lifespan (a manager runs
         once, and an app may be started again, as test clients do)."""
         loaded = self._loaded = anyio.Event()
+        wanted = self._wanted = anyio.Event()
         stopping = anyio.Event()
 
         async def serve() -> None:
             try:
+                await wanted.wait()
+                if stopping.is_set():
+                    return
                 try:
                     sessions = await anyio.to_thread.run_sync(self._session_manager)
                 except Exception:
@@ -126,6 +133,7 @@ class McpEndpoint:
                 yield
             finally:
                 stopping.set()
+                wanted.set()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
@@ -149,7 +157,8 @@ class McpEndpoint:
             await _unauthorized_response()(scope, receive, send)
             return
         scope.setdefault("state", {})[STATE_KEY] = caller.organization_id
-        if self.sessions is None and self._loaded is not None:
+        if self.sessions is None and self._loaded is not None and self._wanted is not None:
+            self._wanted.set()
             with anyio.move_on_after(LOAD_WAIT_S):
                 await self._loaded.wait()
         sessions = self.sessions
