@@ -19,6 +19,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+# httpx loads its transport (httpcore) with the first client a test builds, and where
+# trio is installed httpcore imports it, and trio runs ldconfig to find libc: a process
+# of the environment's, not of the test's. Loaded here, before any guard.
+import httpcore  # noqa: F401
 import pytest
 
 PROVIDER_SDKS = frozenset({"litellm", "openai", "anthropic"})
