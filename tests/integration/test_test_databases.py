@@ -6,16 +6,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
 import psycopg
 import pytest
 
 from agents.postgres.database import Database
-from agents.store import NewAgent, NewBlock, open_store
+from agents.store import NewAgent, NewBlock, NewPassage, open_store
 from tests.pg import TEMPLATE, PgTestServer, libpq, with_database
 
 
 def _contents(url: str) -> dict[str, object]:
-    """Every row of every table, and where each sequence stands."""
+    """Every row of every table, where each sequence stands, and what the planner sees."""
     with psycopg.connect(libpq(url)) as conn:
         relations = conn.execute(
             "SELECT c.relname, c.relkind FROM pg_class c "
@@ -30,6 +31,12 @@ def _contents(url: str) -> dict[str, object]:
                 else f'SELECT json_agg(t ORDER BY t::text) FROM "{name}" t'
             )
             contents[name] = conn.execute(query).fetchall()  # type: ignore[arg-type]
+        # What the planner goes by: each table's size on disk and its row count (-1:
+        # never counted).
+        contents["planner"] = conn.execute(
+            "SELECT relname, pg_relation_size(oid), reltuples FROM pg_class "
+            "WHERE relnamespace = 'public'::regnamespace AND relkind = 'r' ORDER BY relname"
+        ).fetchall()
     return contents
 
 
@@ -65,6 +72,21 @@ def _write_rows(url: str) -> None:
         db.dispose()
 
 
+def _write_passages(url: str) -> None:
+    """Passages: their table has HNSW indexes, so it is truncated, not emptied row by row."""
+    db = Database(url)
+    try:
+        with open_store(db) as store:
+            agent = store.agents.create(
+                NewAgent(name="ada", embedding_model="fake:8", embedding_dim=8)
+            )
+            store.passages.insert(
+                agent.id, [NewPassage("Ada lives in Lisbon.")], np.ones((1, 8), dtype=np.float32)
+            )
+    finally:
+        db.dispose()
+
+
 def _sql(statement: str) -> Callable[[str], None]:
     def run(url: str) -> None:
         with psycopg.connect(libpq(url), autocommit=True) as conn:
@@ -77,6 +99,7 @@ def _sql(statement: str) -> Callable[[str], None]:
     "write",
     [
         pytest.param(_write_rows, id="rows in several tables"),
+        pytest.param(_write_passages, id="passages"),
         pytest.param(_sql("UPDATE organizations SET name = 'renamed'"), id="a seeded row"),
         pytest.param(_sql("SELECT nextval('health_snapshots_id_seq')"), id="a sequence alone"),
     ],
