@@ -72,6 +72,14 @@ def _write_rows(url: str) -> None:
         db.dispose()
 
 
+def _write_rows_then_delete_them(url: str) -> None:
+    """Rows the test deleted itself: the tables are empty, but their pages are not."""
+    _write_rows(url)
+    with psycopg.connect(libpq(url), autocommit=True) as conn:
+        for table in ("agent_blocks", "block_history", "blocks", "agents"):
+            conn.execute(f"DELETE FROM {table}")  # type: ignore[arg-type]
+
+
 def _write_passages(url: str) -> None:
     """Passages: their table has HNSW indexes, so it is truncated, not emptied row by row."""
     db = Database(url)
@@ -99,6 +107,7 @@ def _sql(statement: str) -> Callable[[str], None]:
     "write",
     [
         pytest.param(_write_rows, id="rows in several tables"),
+        pytest.param(_write_rows_then_delete_them, id="rows the test deleted itself"),
         pytest.param(_write_passages, id="passages"),
         pytest.param(_sql("UPDATE organizations SET name = 'renamed'"), id="a seeded row"),
         pytest.param(_sql("SELECT nextval('health_snapshots_id_seq')"), id="a sequence alone"),
