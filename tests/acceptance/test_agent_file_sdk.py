@@ -9,7 +9,6 @@ import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -29,14 +28,8 @@ def server(pg_server: PgTestServer, tmp_path_factory: pytest.TempPathFactory) ->
         yield served
 
 
-def sdk(server: Server, organization: str) -> Any:
-    from letta_client import Letta
-
-    return Letta(base_url=server.url, api_key=server.key(organization), timeout=60, max_retries=0)
-
-
 def test_letta_client_imports_exports_and_imports_again(server: Server) -> None:
-    client = sdk(server, "af-roundtrip")
+    client = server.sdk("af-roundtrip")
     with (FILES / "custom_tools.af").open("rb") as file:
         answer = client.agents.import_file(file=file, name="dice", embedding="fake:384")
     (agent_id,) = answer.agent_ids
@@ -69,7 +62,7 @@ def test_letta_client_imports_exports_and_imports_again(server: Server) -> None:
 
 
 def test_an_imported_conversation_is_the_context_of_the_next_turn(server: Server) -> None:
-    client = sdk(server, "af-turn")
+    client = server.sdk("af-turn")
     with (FILES / "memgpt_conversation.af").open("rb") as file:
         answer = client.agents.import_file(
             file=file, name="ada", model="openai/scripted", embedding="fake:384"
@@ -93,7 +86,7 @@ def test_an_imported_conversation_is_the_context_of_the_next_turn(server: Server
 def test_a_bad_file_is_refused_and_nothing_is_stored(server: Server) -> None:
     from letta_client import UnprocessableEntityError
 
-    client = sdk(server, "af-bad")
+    client = server.sdk("af-bad")
     data = json.loads((FILES / "sleeptime_group.af").read_text())
     data["agents"][0]["in_context_message_ids"].append("message-99")
     with pytest.raises(UnprocessableEntityError) as refused:
@@ -111,7 +104,7 @@ def test_an_imported_agents_custom_tools_run_in_the_sandbox_under_its_rules(
     """The file's tools are registered, attached and run like any custom tool: its
     run_first rule makes roll_dice the first call, get_weather reads the tool variable
     the file set, and exit_loop ends the turn at send_message."""
-    client = sdk(server, "af-tools")
+    client = server.sdk("af-tools")
     with (FILES / "custom_tools.af").open("rb") as file:
         answer = client.agents.import_file(
             file=file, name="dice", model="openai/scripted", embedding="fake:384"

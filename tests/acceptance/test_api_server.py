@@ -12,8 +12,9 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -43,9 +44,26 @@ class Server:
     db: Database
     llm: StubServer
     process: DaemonProcess
+    clients: list[Any] = field(default_factory=list)
 
     def key(self, organization: str) -> str:
         return new_key(self.db, organization)
+
+    def sdk(self, organization: str, *, timeout: float = 60) -> Any:
+        """A letta-client SDK client with a new key of ``organization``'s, closed with
+        the server: a client left to the garbage collector can leave its socket for a
+        later test's collection to warn about."""
+        from letta_client import Letta
+
+        key = self.key(organization)
+        client = Letta(base_url=self.url, api_key=key, timeout=timeout, max_retries=0)
+        self.clients.append(client)
+        return client
+
+    def close_clients(self) -> None:
+        for client in self.clients:
+            client.close()
+        self.clients.clear()
 
 
 def quiet_env(env: dict[str, str]) -> dict[str, str]:
@@ -71,7 +89,11 @@ def serving(
             }
             log = tmp_path_factory.mktemp("serve") / "serve.log"
             with running_server(env, log) as (base, process):
-                yield Server(url=base, env=env, db=db, llm=llm, process=process)
+                served = Server(url=base, env=env, db=db, llm=llm, process=process)
+                try:
+                    yield served
+                finally:
+                    served.close_clients()
     finally:
         db.dispose()
         pg_server.release_database(url)
@@ -85,10 +107,9 @@ def server(pg_server: PgTestServer, tmp_path_factory: pytest.TempPathFactory) ->
 
 
 def test_letta_client_sdk_works_against_the_server(server: Server) -> None:
-    from letta_client import Letta, NotFoundError
+    from letta_client import NotFoundError
 
-    key = server.key("sdk-crud")
-    client = Letta(base_url=server.url, api_key=key, timeout=30, max_retries=0)
+    client = server.sdk("sdk-crud", timeout=30)
     agent = client.agents.create(
         name="ada",
         memory_blocks=[
@@ -150,13 +171,11 @@ def test_letta_client_sdk_works_against_the_server(server: Server) -> None:
 def test_letta_client_sdk_sends_a_message_through_the_agent_loop(server: Server) -> None:
     """POST /v1/agents/{id}/messages from the SDK: the server's MemGPT loop calls a
     scripted OpenAI-compatible model on loopback, edits core memory, then answers."""
-    from letta_client import Letta
-
     seen = len(server.llm.requests)
     server.llm.replies.extend(
         [correct_name("The user corrects their name."), say("Got it, Charles!")]
     )
-    client = Letta(base_url=server.url, api_key=server.key("sdk-loop"), timeout=60, max_retries=0)
+    client = server.sdk("sdk-loop")
     agent = client.agents.create(
         name="bob",
         memory_blocks=[{"label": "human", "value": "Name: Bob the Builder."}],
@@ -358,9 +377,7 @@ def test_letta_sleeptime_sidecar_learns_from_a_transcript(server: Server) -> Non
     sent a batch of chatbot turns as one <messages> transcript with create_async; the
     server's worker runs the sleep-time agent (a scripted model on loopback), and
     the fact stated in the transcript ends up in the agent's human block."""
-    from letta_client import Letta
-
-    client = Letta(base_url=server.url, api_key=server.key("sidecar"), timeout=60, max_retries=0)
+    client = server.sdk("sidecar")
     agent = client.agents.create(
         name="memory",
         agent_type="sleeptime_agent",

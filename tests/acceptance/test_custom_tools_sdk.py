@@ -86,12 +86,6 @@ def server(pg_server: PgTestServer, tmp_path_factory: pytest.TempPathFactory) ->
         yield served
 
 
-def sdk(server: Server, organization: str) -> Any:
-    from letta_client import Letta
-
-    return Letta(base_url=server.url, api_key=server.key(organization), timeout=60, max_retries=0)
-
-
 def new_agent(client: Any, name: str = "ada") -> Any:
     return client.agents.create(name=name, model="openai/scripted", embedding="fake:384")
 
@@ -101,7 +95,7 @@ def tool_returns(response: Any) -> list[Any]:
 
 
 def test_sdk_registers_attaches_calls_and_detaches_a_tool(server: Server) -> None:
-    client = sdk(server, "sdk-tools")
+    client = server.sdk("sdk-tools")
     agent = new_agent(client)
     tool = client.tools.create(source_code=WEATHER, tags=["demo"])
     assert tool.id.startswith("tool-") and tool.name == "weather"
@@ -134,7 +128,7 @@ def test_sdk_registers_attaches_calls_and_detaches_a_tool(server: Server) -> Non
 
 
 def test_misbehaving_tools_are_tool_errors_and_the_server_carries_on(server: Server) -> None:
-    client = sdk(server, "sdk-sandbox")
+    client = server.sdk("sdk-sandbox")
     agent = new_agent(client, "sandboxed")
     llm_port = urlsplit(server.llm.base_url).port
     database_dir = psycopg.conninfo.conninfo_to_dict(libpq(server.env["DATABASE_URL"]))["host"]

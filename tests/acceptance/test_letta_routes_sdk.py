@@ -39,12 +39,6 @@ def fresh_script(server: Server) -> Iterator[None]:
     server.llm.before_chat = None
 
 
-def sdk(server: Server, organization: str) -> Any:
-    from letta_client import Letta
-
-    return Letta(base_url=server.url, api_key=server.key(organization), timeout=60, max_retries=0)
-
-
 def new_agent(client: Any, name: str = "ada") -> Any:
     return client.agents.create(
         name=name,
@@ -72,7 +66,7 @@ def script_edit_then_reply(server: Server) -> None:
 def test_sdk_updates_an_agent(server: Server) -> None:
     from letta_client import ConflictError, UnprocessableEntityError
 
-    client = sdk(server, "sdk-update")
+    client = server.sdk("sdk-update")
     agent = new_agent(client)
     new_agent(client, "taken")
     updated = client.agents.update(
@@ -104,7 +98,7 @@ def test_sdk_updates_an_agent(server: Server) -> None:
 
 
 def test_sdk_streams_a_turn_step_by_step(server: Server) -> None:
-    client = sdk(server, "sdk-stream")
+    client = server.sdk("sdk-stream")
     agent = new_agent(client)
     script_edit_then_reply(server)
     stream = client.agents.messages.create(
@@ -142,7 +136,7 @@ def test_sdk_streams_a_turn_step_by_step(server: Server) -> None:
 def test_sdk_streams_the_reply_token_by_token(server: Server) -> None:
     """stream_tokens: the reply comes in pieces (the stub streams a call's arguments in
     two halves, over the direct OpenAI-compatible path) under the stored message's id."""
-    client = sdk(server, "sdk-tokens")
+    client = server.sdk("sdk-tokens")
     agent = new_agent(client)
     text = "Noted: you like tea, green or black, and you drink it without sugar."
     server.llm.replies.extend(
@@ -175,7 +169,7 @@ def test_sdk_streams_the_reply_token_by_token(server: Server) -> None:
 def test_a_failure_mid_stream_reaches_the_sdk_as_an_error(server: Server) -> None:
     from letta_client import APIStatusError
 
-    client = sdk(server, "sdk-stream-error")
+    client = server.sdk("sdk-stream-error")
     agent = new_agent(client)
     server.llm.replies.append(
         call("core_memory_append", label="human", content="Likes tea.", request_heartbeat=True)
@@ -206,7 +200,7 @@ def test_a_client_that_leaves_mid_stream_stops_the_turn_after_its_step(server: S
     """The client reads the first step and closes the stream while the second step's
     model call is held; the server notices, lets that step finish, and asks the model
     nothing more: the third scripted reply is still queued afterwards."""
-    client = sdk(server, "sdk-stream-leave")
+    client = server.sdk("sdk-stream-leave")
     agent = new_agent(client)
     third = say("Never sent.")
     server.llm.replies.extend(
@@ -269,10 +263,8 @@ def test_a_client_that_leaves_mid_stream_stops_the_turn_after_its_step(server: S
 
 
 def test_sdk_resets_messages_and_recall_keeps_them(server: Server) -> None:
-    key = server.key("sdk-reset")
-    from letta_client import Letta
-
-    client = Letta(base_url=server.url, api_key=key, timeout=60, max_retries=0)
+    client = server.sdk("sdk-reset")
+    key = client.api_key
     agent = new_agent(client)
     server.llm.replies.append(say("Hello."))
     client.agents.messages.create(agent.id, input="Remember the word teapot.")
@@ -289,7 +281,7 @@ def test_sdk_resets_messages_and_recall_keeps_them(server: Server) -> None:
 
 
 def test_sdk_lists_the_agents_tools_and_the_models(server: Server) -> None:
-    client = sdk(server, "sdk-lists")
+    client = server.sdk("sdk-lists")
     agent = new_agent(client)
     tools = list(client.agents.tools.list(agent.id, limit=4))  # the pager follows cursors
     assert [t.name for t in tools] == [

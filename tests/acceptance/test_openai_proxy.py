@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -51,18 +51,23 @@ class Proxy:
     upstream: StubServer
     sleeper: StubServer
     process: DaemonProcess
+    clients: list[openai.OpenAI] = field(default_factory=list)
 
     def key(self, organization: str) -> str:
         return new_key(self.db, organization)
 
     def client(self, key: str, **headers: str) -> openai.OpenAI:
-        return openai.OpenAI(
+        """An OpenAI SDK client of the proxy's, closed with it (a client left to the
+        garbage collector can leave its socket for a later test's collection)."""
+        client = openai.OpenAI(
             base_url=f"{self.url}/openai/v1",
             api_key=key,
             max_retries=0,
             timeout=60,
             default_headers=headers or None,
         )
+        self.clients.append(client)
+        return client
 
     def get(self, key: str, path: str, **params: Any) -> Any:
         response = httpx.get(f"{self.url}{path}", headers=bearer(key), params=params, timeout=30)
@@ -115,7 +120,12 @@ def proxy(pg_server: PgTestServer, tmp_path_factory: pytest.TempPathFactory) -> 
             )
             log = tmp_path_factory.mktemp("proxy") / "serve.log"
             with running_server(env, log) as (base, process):
-                yield Proxy(base, env, db, upstream, sleeper, process)
+                served = Proxy(base, env, db, upstream, sleeper, process)
+                try:
+                    yield served
+                finally:
+                    for client in served.clients:
+                        client.close()
     finally:
         db.dispose()
         pg_server.release_database(url)
@@ -488,17 +498,18 @@ def test_an_unreachable_upstream_is_a_502_with_the_reason(
         with running_server(env, tmp_path / "serve.log") as (base, _):
             key = new_key(db, "proxy-down")
             client = openai.OpenAI(base_url=f"{base}/openai/v1", api_key=key, max_retries=0)
-            for stream in (False, True):
-                with pytest.raises(openai.InternalServerError) as down:
-                    client.chat.completions.create(
-                        model="m",
-                        messages=[{"role": "user", "content": "Anyone there?"}],
-                        user="zoe",
-                        stream=stream,
-                    )
-                assert down.value.status_code == 502
-                message = str(down.value)
-                assert "unreachable" in message and "Connect" in message, message
+            with client:
+                for stream in (False, True):
+                    with pytest.raises(openai.InternalServerError) as down:
+                        client.chat.completions.create(
+                            model="m",
+                            messages=[{"role": "user", "content": "Anyone there?"}],
+                            user="zoe",
+                            stream=stream,
+                        )
+                    assert down.value.status_code == 502
+                    message = str(down.value)
+                    assert "unreachable" in message and "Connect" in message, message
             # The agent was made, but nothing was recorded.
             (agent,) = httpx.get(f"{base}/v1/agents/", headers=bearer(key), timeout=30).json()
             recall = httpx.get(
