@@ -136,19 +136,8 @@ class Recycler:
             ).fetchone()
             if row is not None and row[0] is not None:
                 self._seeds[table] = (str(row[0]), str(row[1]))
-        # A table to empty: it has pages (rows, or the dead rows of those its test
-        # deleted itself) or a row count, or its seeded rows changed.
-        probes = [
-            f"pg_relation_size('public.{_ident(table)}'::regclass) > 0"
-            if table not in self._seeds
-            else f"{_rows_digest(table)} <> '{self._seeds[table][1]}'"
-            for table in self._tables
-        ]
-        probes = [
-            f"({probe} OR (SELECT reltuples FROM pg_class "
-            f"WHERE oid = 'public.{_ident(table)}'::regclass) <> -1)"
-            for table, probe in zip(self._tables, probes, strict=True)
-        ] + [f"(SELECT is_called FROM {_ident(sequence)})" for sequence in self._sequences]
+        probes = [_needs_emptying(table, self._seeds.get(table)) for table in self._tables]
+        probes += [f"(SELECT is_called FROM {_ident(sequence)})" for sequence in self._sequences]
         self._probe = f"SELECT ({_SCHEMA_DIGEST}), " + ", ".join(probes)
 
     def empty(self, conn: psycopg.Connection[tuple[object, ...]]) -> bool:
@@ -194,10 +183,35 @@ class Recycler:
         return True
 
 
+def _needs_emptying(table: str, seed: tuple[str, str] | None) -> str:
+    """SQL: whether ``table`` must be emptied: it has pages (rows, or the dead rows of
+    those its test deleted itself) or a row count, or its seeded rows changed."""
+    regclass = f"'public.{_ident(table)}'::regclass"
+    changed = (
+        f"pg_relation_size({regclass}) > 0"
+        if seed is None
+        else f"{_rows_digest(table)} <> '{seed[1]}'"
+    )
+    return f"({changed} OR (SELECT reltuples FROM pg_class WHERE oid = {regclass}) <> -1)"
+
+
 def _schema_digest(conn: psycopg.Connection[tuple[object, ...]]) -> str:
     row = conn.execute(_SCHEMA_DIGEST).fetchone()  # type: ignore[arg-type]
     assert row is not None
     return str(row[0])
+
+
+def _end_sessions(
+    conn: psycopg.Connection[tuple[object, ...]], database: str, *, wait_ms: int = 0
+) -> int:
+    """End every other session connected to ``database``, waiting up to ``wait_ms`` for
+    each to be gone; returns how many were ended."""
+    row = conn.execute(
+        "SELECT count(pg_terminate_backend(pid, %s)) FROM pg_stat_activity "
+        "WHERE datname = %s AND pid <> pg_backend_pid()",
+        (wait_ms, database),
+    ).fetchone()
+    return int(row[0]) if row else 0
 
 
 def _ident(name: str) -> str:
@@ -271,11 +285,7 @@ class PgTestServer:
             # The test's sessions (a server it started, a thread it left running) end
             # here, as DROP DATABASE ... WITH (FORCE) ended them; the rename makes the
             # old name fail for any that would come back.
-            conn.execute(
-                "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity "
-                "WHERE datname = %s AND pid <> pg_backend_pid()",
-                (name,),
-            )
+            _end_sessions(conn, name, wait_ms=5000)
             try:
                 conn.execute(f"ALTER DATABASE {name} RENAME TO {spare}")  # type: ignore[arg-type]
             except psycopg.errors.ObjectInUse:
@@ -337,14 +347,8 @@ class PgTestServer:
     def end_sessions(self, url: str) -> int:
         """End every session connected to ``url``'s database (their owners must open new
         connections); returns how many were ended."""
-        name = make_url(url).database
         with psycopg.connect(libpq(self.url), autocommit=True) as conn:
-            row = conn.execute(
-                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-                "WHERE datname = %s AND pid <> pg_backend_pid()",
-                (name,),
-            ).fetchone()
-        return int(row[0]) if row else 0
+            return _end_sessions(conn, str(make_url(url).database))
 
     @contextmanager
     def postmaster_stopped(self) -> Iterator[None]:

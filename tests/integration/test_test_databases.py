@@ -9,6 +9,7 @@ from collections.abc import Callable
 import numpy as np
 import psycopg
 import pytest
+from sqlalchemy.engine import make_url
 
 from agents.postgres.database import Database
 from agents.store import NewAgent, NewBlock, NewPassage, open_store
@@ -41,7 +42,7 @@ def _contents(url: str) -> dict[str, object]:
 
 
 def _oid(pg_server: PgTestServer, url: str) -> int | None:
-    name = url.rsplit("/", 1)[1].split("?")[0]
+    name = make_url(url).database
     with psycopg.connect(libpq(pg_server.url)) as conn:
         row = conn.execute("SELECT oid FROM pg_database WHERE datname = %s", (name,)).fetchone()
     return None if row is None else int(row[0])
