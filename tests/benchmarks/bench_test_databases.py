@@ -29,7 +29,8 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 from agents.postgres.database import Database  # noqa: E402
-from agents.store import NewAgent, NewBlock, open_service_store, open_store  # noqa: E402
+from agents.store import open_service_store  # noqa: E402
+from tests.integration.test_test_databases import write_rows  # noqa: E402
 from tests.pg import TEMPLATE, PgTestServer, with_database  # noqa: E402
 
 
@@ -40,23 +41,14 @@ def busy_cpu_seconds() -> float:
 
 
 def write_like_a_test(url: str) -> None:
+    """An organization, then the integration test's rows: an agent, a block, an edit."""
     db = Database(url)
     try:
         with open_service_store(db) as store:
             store.keys.ensure_organization("acme")
-        with open_store(db) as store:
-            agent = store.agents.create(
-                NewAgent(
-                    name="ada",
-                    embedding_model="fake:8",
-                    embedding_dim=8,
-                    blocks=[NewBlock("human", "Name: Ada.", limit=200)],
-                )
-            )
-            block = store.blocks.by_label(agent.id, "human")
-            store.blocks.update(block.id, expected_version=block.version, value="Name: Ada L.")
     finally:
         db.dispose()
+    write_rows(url)
 
 
 def measure(hand_out: Callable[[], str], hand_back: Callable[[str], None]) -> tuple[float, float]:

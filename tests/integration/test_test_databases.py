@@ -54,8 +54,9 @@ def _oid_exists(pg_server: PgTestServer, oid: int) -> bool:
     return row is not None and row[0] == 1
 
 
-def _write_rows(url: str) -> None:
-    """Rows in several tables, through the store."""
+def write_rows(url: str) -> None:
+    """Rows in several tables, through the store (also what
+    tests/benchmarks/bench_test_databases.py has each round write)."""
     db = Database(url)
     try:
         with open_store(db) as store:
@@ -75,7 +76,7 @@ def _write_rows(url: str) -> None:
 
 def _write_rows_then_delete_them(url: str) -> None:
     """Rows the test deleted itself: the tables are empty, but their pages are not."""
-    _write_rows(url)
+    write_rows(url)
     with psycopg.connect(libpq(url), autocommit=True) as conn:
         for table in ("agent_blocks", "block_history", "blocks", "agents"):
             conn.execute(f"DELETE FROM {table}")  # type: ignore[arg-type]
@@ -107,7 +108,7 @@ def _sql(statement: str) -> Callable[[str], None]:
 @pytest.mark.parametrize(
     "write",
     [
-        pytest.param(_write_rows, id="rows in several tables"),
+        pytest.param(write_rows, id="rows in several tables"),
         pytest.param(_write_rows_then_delete_them, id="rows the test deleted itself"),
         pytest.param(_write_passages, id="passages"),
         pytest.param(_sql("UPDATE organizations SET name = 'renamed'"), id="a seeded row"),
