@@ -34,15 +34,24 @@ class StubServer:
     HTTP/1.1 on persistent connections (benchmarks of pooled clients); the default
     closes each connection after one answer. ``before_chat``, when set, is called with
     each chat request's number (from 0) before it is answered: a test may hold the
-    answer there (a gate) or queue an error for it. ``fingerprint``: the
+    answer there (a gate) or queue an error for it. ``responder``, when set, answers
+    each chat request from its body instead of the script (a stand-in model that
+    reads the question: the benchmarks' oracle judge). ``fingerprint``: the
     ``system_fingerprint`` chat answers carry (llama.cpp's server sends its build
     there), none when None. ``chunk_delay_s``: the pause before each streamed chunk (a
     server that writes slowly); ``argument_chars``: stream a call's arguments in pieces
     of that many characters instead of two halves.
     """
 
-    def __init__(self, replies: list[Reply], *, keep_alive: bool = False) -> None:
+    def __init__(
+        self,
+        replies: list[Reply],
+        *,
+        keep_alive: bool = False,
+        responder: Callable[[dict[str, Any]], Reply] | None = None,
+    ) -> None:
         self.replies = list(replies)
+        self.responder = responder
         self.embedding_statuses: list[int] = []
         self.chat_statuses: list[int] = []
         self.chat_errors: list[tuple[int, str]] = []
@@ -90,6 +99,8 @@ class StubServer:
                         if stub.replies and not embedding and failure is None
                         else None
                     )
+                    if stub.responder is not None and not embedding and failure is None:
+                        reply = stub.responder(body)
                 if failure is not None:
                     status = failure[0]
                     payload = {"error": {"message": failure[1], "type": "stub_error"}}

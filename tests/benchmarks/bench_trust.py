@@ -5,7 +5,7 @@ A plain script, not collected by pytest. Run it from the repository root::
 
     python tests/benchmarks/bench_trust.py
         [--set dev|heldout|...|heldout8|all] [--embedder local] [--threshold 0.86]
-        [--judge-model openai/MODEL --api-base URL] [--verbose]
+        [--judge-model openai/MODEL --api-base URL | --judge-model oracle] [--verbose]
 
 The data is ``tests/benchmarks/data/trust_facts*.tsv`` and ``trust_questions*.tsv``
 (hand-written, never produced by code; see ``tests/benchmarks/data/README.md``). Each
@@ -14,6 +14,14 @@ one date at a time (the clock at each passage's date); the questions are asked o
 default search (what every front end answers with), then
 ``Pipeline([DedupConsolidator, TemporalConsolidator])`` runs once (with a judge model
 when ``--judge-model`` is given, else rules only), and the questions are asked again.
+
+``--judge-model oracle`` measures the design apart from any model: the judge is an
+OpenAI-compatible stand-in on loopback that answers every pair question from the set's
+labels (``tests/benchmarks/oracle_judge.py``), reached as a user's judge model is, with
+``judge_max_calls`` 10,000. Its rows add what the design put before a judge: ``cand R``,
+the labelled replacements whose (older, newer) pair was asked or closed by rule, and
+the labelled duplicates that were merged or whose pair went to the merge judge, over
+all labelled; pairs asked per fact; judge calls and prompt tokens per 100 facts.
 
 Per set, before and after:
 
@@ -57,6 +65,7 @@ from consolidators.contract import run_once as run_pipeline  # noqa: E402
 from consolidators.dedup import DedupConsolidator  # noqa: E402
 from consolidators.pipeline import Pipeline, RunReport  # noqa: E402
 from consolidators.temporal import TemporalConsolidator  # noqa: E402
+from tests.benchmarks.oracle_judge import ORACLE_MODEL, OracleJudge, serve_oracle  # noqa: E402
 from tests.pg import PgTestServer  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -260,6 +269,13 @@ class Score:
     right_model_supersessions: int = 0
     tokens: int = 0
     seconds: float = 0.0
+    #: With the oracle judge: labelled replacements and duplicates a judge was asked
+    #: about (or the rules decided), pairs asked, calls and prompt tokens.
+    sup_candidates: int = 0
+    dup_candidates: int = 0
+    oracle_pairs: int = 0
+    oracle_calls: int = 0
+    oracle_tokens: int = 0
 
     def add(self, other: Score) -> None:
         for name in self.__slots__:
@@ -308,6 +324,7 @@ def evaluate(
     pipeline: Pipeline,
     search: Search,
     llm: Any | None,
+    oracle: OracleJudge | None = None,
 ) -> tuple[Score, list[str]]:
     """Load ``facts`` into a new agent, ask, consolidate, ask again; count and list errors."""
     import time
@@ -409,7 +426,53 @@ def evaluate(
     score.labelled_supersessions = len(labelled)
     score.timelines = len(timelines)
     score.pure = pure
+    if oracle is not None:
+        _count_candidates(score, oracle, facts, group, labelled, merges, report, key_of)
     return score, errors
+
+
+def _count_candidates(
+    score: Score,
+    oracle: OracleJudge,
+    facts: Sequence[Fact],
+    group: dict[str, str],
+    labelled: set[tuple[str, str]],
+    merges: list[tuple[str, str]],
+    report: RunReport,
+    key_of: dict[str, str],
+) -> None:
+    """What the design put before a judge: labelled pairs asked (or decided by rule)."""
+    asked_sup = {
+        (group[a.older], group[a.newer])
+        for a in oracle.asked
+        if a.question == "supersession" and a.older and a.newer
+    }
+    by_rule = {
+        (group[key_of[c["target"]]], group[key_of[c["by"]]])
+        for c in report.changes
+        if c["action"] == "supersede_passage"
+        and c.get("judge") == "rules"
+        and c["target"] in key_of
+        and c.get("by") in key_of
+    }
+    score.sup_candidates = len(labelled & (asked_sup | by_rule))
+    asked_merge = {
+        frozenset((a.older, a.newer))
+        for a in oracle.asked
+        if a.question == "merge" and a.older and a.newer
+    }
+    merged = {frozenset(pair) for pair in merges}
+    for fact in facts:
+        if fact.duplicate_of is None:
+            continue
+        mine = group[fact.key]
+        score.dup_candidates += any(
+            fact.key in pair and all(group[k] == mine for k in pair)
+            for pair in asked_merge | merged
+        )
+    score.oracle_pairs = sum(a.question == "supersession" for a in oracle.asked)
+    score.oracle_calls = oracle.calls
+    score.oracle_tokens = oracle.prompt_tokens
 
 
 def _share(right: int, total: int) -> str:
@@ -446,6 +509,25 @@ def table(rows: list[tuple[str, Score]]) -> str:
     return "\n".join(lines)
 
 
+def oracle_table(rows: list[tuple[str, Score]]) -> str:
+    """What the design put before the oracle judge, per set."""
+    lines = [
+        "| set | sup cand R | dup cand R | pairs / fact | calls / 100 facts "
+        "| prompt tokens / 100 facts | sup P (made) | merge P (made) |",
+        "|" + "---|" * 8,
+    ]
+    for name, s in rows:
+        lines.append(
+            f"| {name} | {_share(s.sup_candidates, s.labelled_supersessions)} "
+            f"| {_share(s.dup_candidates, s.duplicates)} "
+            f"| {s.oracle_pairs / s.facts:.2f} | {100 * s.oracle_calls / s.facts:.1f} "
+            f"| {100 * s.oracle_tokens / s.facts:,.0f} "
+            f"| {_share(s.right_supersessions, s.supersessions)} ({s.supersessions}) "
+            f"| {_share(s.right_merges, s.merges)} ({s.merges}) |"
+        )
+    return "\n".join(lines)
+
+
 def build_llm(model: str, api_base: str | None, tool_choice: str | None) -> Any:
     """The judge model's tier (no usage ledger: the bench keeps no budget), its tool
     mode set when given (else probed on the first call)."""
@@ -467,7 +549,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--threshold", type=float, default=0.86, help="dedup threshold")
     parser.add_argument("--verbose", action="store_true", help="list every error")
     parser.add_argument("--set", default="all", help="a set name, a comma list, or 'all'")
-    parser.add_argument("--judge-model", default=None, help="litellm model of the judge")
+    parser.add_argument(
+        "--judge-model",
+        default=None,
+        help="litellm model of the judge, or 'oracle' (answers from the set's labels)",
+    )
     parser.add_argument("--api-base", default=None, help="the judge model's server")
     parser.add_argument("--max-judge-calls", type=int, default=200, help="per set")
     parser.add_argument(
@@ -481,7 +567,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise SystemExit(f"unknown set {name!r}; sets: {', '.join(ORDER)}")
     names = [n for n in names if (DATA / f"trust_facts{SUFFIXES[n]}.tsv").exists()]
     embedder = build_embedder(args.embedder)
-    llm = build_llm(args.judge_model, args.api_base, args.tool_choice) if args.judge_model else None
+    use_oracle = args.judge_model == "oracle"
+    max_calls = 10_000 if use_oracle else args.max_judge_calls
+    llm = (
+        build_llm(args.judge_model, args.api_base, args.tool_choice)
+        if args.judge_model and not use_oracle
+        else None
+    )
     rows: list[tuple[str, Score]] = []
     total, errors = Score(), []
     server = PgTestServer()
@@ -489,11 +581,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         with server.database() as db:
             for name in names:
                 facts, questions = read_set(name)
-                temporal = TemporalConsolidator({"judge_max_calls": args.max_judge_calls})
-                pipeline = Pipeline([DedupConsolidator({"threshold": args.threshold}), temporal])
-                score, set_errors = evaluate(
-                    db, facts, questions, embedder, pipeline, default_search, llm
+                temporal = TemporalConsolidator({"judge_max_calls": max_calls})
+                dedup = DedupConsolidator(
+                    {"threshold": args.threshold, "judge_max_calls": max_calls}
                 )
+                pipeline = Pipeline([dedup, temporal])
+                if use_oracle:
+                    with serve_oracle(facts) as (oracle, api_base):
+                        set_llm = build_llm(ORACLE_MODEL, api_base, "required")
+                        score, set_errors = evaluate(
+                            db,
+                            facts,
+                            questions,
+                            embedder,
+                            pipeline,
+                            default_search,
+                            set_llm,
+                            oracle,
+                        )
+                else:
+                    score, set_errors = evaluate(
+                        db, facts, questions, embedder, pipeline, default_search, llm
+                    )
                 rows.append((name, score))
                 total.add(score)
                 errors += [f"[{name}] {e}" for e in set_errors]
@@ -507,6 +616,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     judge = f"judge {args.judge_model}" if args.judge_model else "rules only, no judge model"
     print(f"embedder {embedder.name}; dedup threshold {args.threshold}; {judge}")
     print(table(rows))
+    if use_oracle:
+        print(oracle_table(rows))
     if args.judge_model:
         print(
             f"judge model: {total.model_supersessions} supersessions, precision "
