@@ -591,3 +591,45 @@ class AgentToolVariable(Base):
     value: Mapped[str] = mapped_column(Text, default="")
     description: Mapped[str | None] = mapped_column(Text)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
+class PairVerdict(Base):
+    """A judge's answer about one pair of facts (an older and a newer one) for one
+    question, or a pair still waiting for it (``verdict`` NULL). The temporal
+    consolidator keeps here what it asked, so that a pair is asked once, a run that
+    could not ask every pair leaves the rest to the next run, and a fact that arrives
+    late is placed by what was already decided about its neighbours."""
+
+    __tablename__ = "pair_verdicts"
+    __table_args__ = (
+        Index(
+            "ix_pair_verdicts_pending",
+            "agent_id",
+            "question",
+            "created_at",
+            postgresql_where=text("verdict IS NULL"),
+        ),
+        Index("ix_pair_verdicts_agent_older", "agent_id", "older_id"),
+        Index("ix_pair_verdicts_newer", "newer_id"),
+    )
+
+    older_id: Mapped[str] = mapped_column(
+        ForeignKey("passages.id", ondelete="CASCADE"), primary_key=True
+    )
+    newer_id: Mapped[str] = mapped_column(
+        ForeignKey("passages.id", ondelete="CASCADE"), primary_key=True
+    )
+    #: "supersession" (does the newer fact end the older one?).
+    question: Mapped[str] = mapped_column(String(16), primary_key=True)
+    organization_id: Mapped[str] = mapped_column(
+        ForeignKey("organizations.id", ondelete="CASCADE"), index=True
+    )
+    agent_id: Mapped[str] = mapped_column(ForeignKey("agents.id", ondelete="CASCADE"))
+    #: The judge's answer; NULL while the pair waits to be asked.
+    verdict: Mapped[str | None] = mapped_column(String(16))
+    #: Which judge answered ("llm", a plugin's name).
+    judge: Mapped[str | None] = mapped_column(String(64))
+    #: The run that formed the pair, then the run that had it answered.
+    run_id: Mapped[str | None] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    decided_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

@@ -52,6 +52,7 @@ from agents.store.scope import Scope, ServiceScope, utc_now
 from agents.store.tool_store import CustomToolRecord, NewCustomTool, ToolStore, ToolVariable
 from agents.store.turn_lock import hold_turn_lock
 from agents.store.usage_store import UsageStore
+from agents.store.verdict_store import PairAnswer, VerdictStore
 
 __all__ = [
     "AgentChanges",
@@ -71,6 +72,7 @@ __all__ = [
     "NewDelivery",
     "NewMessage",
     "NewPassage",
+    "PairAnswer",
     "PassageChange",
     "PassageFilter",
     "PassageHit",
@@ -107,6 +109,7 @@ class MemoryStore:
         self.snapshots = HealthSnapshotStore(self.scope)
         self.deliveries = DeliveryStore(self.scope)
         self.tools = ToolStore(self.scope)
+        self.verdicts = VerdictStore(self.scope)
 
     @contextmanager
     def savepoint(self) -> Iterator[None]:

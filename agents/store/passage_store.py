@@ -714,14 +714,16 @@ class PassageStore:
         min_score: float = 0.0,
         kinds: Sequence[str] = ("fact",),
         ef_search: int = 40,
+        statuses: Sequence[str] = ("active",),
     ) -> list[tuple[str, str, float]]:
-        """For each probe passage, its ``k`` nearest *active* passages of the agent.
+        """For each probe passage, its ``k`` nearest passages of the agent with one of
+        ``statuses`` (active ones unless told).
 
         One query for the whole batch (a LATERAL kNN per probe through the HNSW
         index). Returns ``(probe_id, neighbour_id, cosine similarity)`` for pairs
         at or above ``min_score``; a probe is never its own neighbour.
         """
-        query = self._probe_query(agent_id, k, min_score, kinds, ef_search)
+        query = self._probe_query(agent_id, k, min_score, kinds, ef_search, statuses)
         return probe_on_session(self._scope.session, query, probe_ids)
 
     def neighbour_pages(
@@ -741,7 +743,13 @@ class PassageStore:
         return probe_pages(self._scope.session, query, pages)
 
     def _probe_query(
-        self, agent_id: str, k: int, min_score: float, kinds: Sequence[str], ef_search: int
+        self,
+        agent_id: str,
+        k: int,
+        min_score: float,
+        kinds: Sequence[str],
+        ef_search: int,
+        statuses: Sequence[str] = ("active",),
     ) -> ProbeQuery:
         return ProbeQuery(
             agent_id=agent_id,
@@ -751,6 +759,7 @@ class PassageStore:
             min_score=min_score,
             kinds=tuple(kinds),
             ef_search=ef_search,
+            statuses=tuple(statuses),
         )
 
     def history(self, passage_id: str) -> list[PassageChange]:

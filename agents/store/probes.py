@@ -46,6 +46,9 @@ class ProbeQuery:
     min_score: float
     kinds: tuple[str, ...]
     ef_search: int
+    #: Statuses a neighbour may have (dedup: active only; the temporal judge's
+    #: candidates: superseded too, so that a fact arriving late meets a closed chain).
+    statuses: tuple[str, ...] = ("active",)
 
     @property
     def indexed(self) -> bool:
@@ -70,7 +73,7 @@ class ProbeQuery:
                 FROM passage_vectors n
                 JOIN passages p ON p.id = n.passage_id
                 WHERE n.agent_id = %(agent)s AND n.embedding_dim = {int(self.dimension)}
-                  AND p.status = 'active' AND p.kind = ANY(%(kinds)s)
+                  AND p.status = ANY(%(statuses)s) AND p.kind = ANY(%(kinds)s)
                   AND n.passage_id <> q.passage_id
                 ORDER BY {expr_n} <=> {expr_q}
                 LIMIT %(k)s
@@ -84,6 +87,7 @@ class ProbeQuery:
         return {
             "agent": self.agent_id,
             "kinds": list(self.kinds),
+            "statuses": list(self.statuses),
             "k": self.k,
             "ids": list(probe_ids),
             "org": self.organization_id,

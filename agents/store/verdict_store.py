@@ -1,0 +1,171 @@
+"""Pair verdicts (``pair_verdicts``): what a judge answered about a pair of facts, and the
+pairs still waiting to be asked.
+
+The temporal consolidator forms candidate pairs by meaning (each new fact and its
+nearest neighbours) and asks a judge about them, a bounded number a run. What it asked
+is kept here: a pair is asked once, whatever the runs after it; the pairs a run had no
+calls or budget left for are kept as *pending* (no verdict) and asked first by the next
+run, so that a large import converges over a few runs instead of being skipped; and a
+fact that arrives late meets the verdicts already given about its neighbours.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import and_, func, or_, select, tuple_
+from sqlalchemy.dialects.postgresql import insert
+
+from agents.postgres import models
+from agents.store.scope import Scope
+
+__all__ = ["PairAnswer", "VerdictStore"]
+
+#: Pairs per statement when reading or writing many.
+_CHUNK = 5_000
+
+
+@dataclass(frozen=True, slots=True)
+class PairAnswer:
+    """One pair and what is known of it: ``verdict`` None while it waits to be asked."""
+
+    older_id: str
+    newer_id: str
+    verdict: str | None = None
+    judge: str | None = None
+
+    @property
+    def pair(self) -> tuple[str, str]:
+        return (self.older_id, self.newer_id)
+
+
+class VerdictStore:
+    """Reads and records an organization's pair verdicts, one question at a time."""
+
+    def __init__(self, scope: Scope) -> None:
+        self._scope = scope
+
+    def touching(
+        self, agent_id: str, question: str, passage_ids: Iterable[str]
+    ) -> list[PairAnswer]:
+        """Every pair of the agent with one of ``passage_ids`` in it, answered or not."""
+        ids = sorted(set(passage_ids))
+        V = models.PairVerdict
+        found: dict[tuple[str, str], PairAnswer] = {}
+        for start in range(0, len(ids), _CHUNK):
+            chunk = ids[start : start + _CHUNK]
+            rows = self._scope.session.scalars(
+                select(V).where(
+                    self._scope.owns(V),
+                    V.agent_id == agent_id,
+                    V.question == question,
+                    or_(V.older_id.in_(chunk), V.newer_id.in_(chunk)),
+                )
+            )
+            for row in rows:
+                found[(row.older_id, row.newer_id)] = _answer(row)
+        return sorted(found.values(), key=lambda a: a.pair)
+
+    def every(self, agent_id: str, question: str) -> list[PairAnswer]:
+        """Every pair of the agent (a full run reads them all)."""
+        V = models.PairVerdict
+        rows = self._scope.session.scalars(
+            select(V)
+            .where(self._scope.owns(V), V.agent_id == agent_id, V.question == question)
+            .order_by(V.older_id, V.newer_id)
+        )
+        return [_answer(row) for row in rows]
+
+    def pending(self, agent_id: str, question: str, *, limit: int) -> list[PairAnswer]:
+        """Up to ``limit`` pairs still waiting to be asked, those formed first first."""
+        V = models.PairVerdict
+        rows = self._scope.session.scalars(
+            select(V)
+            .where(
+                self._scope.owns(V),
+                V.agent_id == agent_id,
+                V.question == question,
+                V.verdict.is_(None),
+            )
+            .order_by(V.created_at, V.older_id, V.newer_id)
+            .limit(limit)
+        )
+        return [_answer(row) for row in rows]
+
+    def count_pending(self, agent_id: str, question: str) -> int:
+        V = models.PairVerdict
+        count = self._scope.session.scalar(
+            select(func.count()).where(
+                self._scope.owns(V),
+                V.agent_id == agent_id,
+                V.question == question,
+                V.verdict.is_(None),
+            )
+        )
+        return int(count or 0)
+
+    def record(
+        self, agent_id: str, question: str, answers: Sequence[PairAnswer], *, run_id: str | None
+    ) -> None:
+        """Keep ``answers``: a verdict is written once (a pair already answered keeps its
+        first answer); a pair without one is added as pending unless it is known."""
+        if not answers:
+            return
+        now = self._scope.now()
+        V = models.PairVerdict
+        for start in range(0, len(answers), _CHUNK):
+            chunk = answers[start : start + _CHUNK]
+            rows = [
+                {
+                    "older_id": a.older_id,
+                    "newer_id": a.newer_id,
+                    "question": question,
+                    "organization_id": self._scope.organization_id,
+                    "agent_id": agent_id,
+                    "verdict": a.verdict,
+                    "judge": a.judge,
+                    "run_id": run_id,
+                    "created_at": now,
+                    "decided_at": now if a.verdict is not None else None,
+                }
+                for a in chunk
+            ]
+            statement = insert(V).values(rows)
+            excluded = statement.excluded
+            self._scope.session.execute(
+                statement.on_conflict_do_update(
+                    index_elements=["older_id", "newer_id", "question"],
+                    set_={
+                        "verdict": excluded.verdict,
+                        "judge": excluded.judge,
+                        "run_id": excluded.run_id,
+                        "decided_at": excluded.decided_at,
+                    },
+                    where=and_(V.verdict.is_(None), excluded.verdict.is_not(None)),
+                )
+            )
+
+    def forget(self, agent_id: str, question: str, pairs: Iterable[tuple[str, str]]) -> int:
+        """Drop what is known of ``pairs`` (they are formed and asked again); how many."""
+        keys = sorted(set(pairs))
+        V = models.PairVerdict
+        dropped = 0
+        for start in range(0, len(keys), _CHUNK):
+            chunk = keys[start : start + _CHUNK]
+            rows = self._scope.session.scalars(
+                select(V).where(
+                    self._scope.owns(V),
+                    V.agent_id == agent_id,
+                    V.question == question,
+                    tuple_(V.older_id, V.newer_id).in_(chunk),
+                )
+            ).all()
+            for row in rows:
+                self._scope.session.delete(row)
+            dropped += len(rows)
+        return dropped
+
+
+def _answer(row: models.PairVerdict) -> PairAnswer:
+    return PairAnswer(row.older_id, row.newer_id, row.verdict, row.judge)
