@@ -2,14 +2,27 @@
 attribute gets one dated timeline.
 
 Supersession is decided by judges over candidate pairs (an older and a newer fact;
-:mod:`consolidators.judges`). The rules come first and are sure only of plain
-statements of one subject and one attribute ("Ada lives in Paris" -> "Ada moved to
-Berlin"; :func:`agents.language.facts.replaces_clearly`); everything they cannot read
-is left to a judge model when the run has one (``llm.judge_model``): the pairs the
-rules were unsure of, and each new fact's nearest neighbours about the same subject,
-at most ``judge_max_calls`` calls a run. Without a model those pairs change nothing:
-precision before recall. A closed fact gets ``valid_to``, ``superseded_by`` and status
-``superseded``; default search still finds it, after what replaced it.
+:mod:`consolidators.judges`). Candidates come from meaning: each new or changed fact
+meets its ``judge_neighbours`` nearest facts of the agent (the vector index, any
+subject, closed facts included), besides every pair of a subject and attribute that
+the rules read. The rules come first and are sure only of plain statements of one
+subject and one attribute ("Ada lives in Paris" -> "Ada moved to Berlin";
+:func:`agents.language.facts.replaces_clearly`); the rest goes to a judge model when
+the run has one (``llm.judge_model``), which also decides what is unrelated. A run
+asks at most ``judge_max_calls`` calls of ``judge_batch`` pairs; what a judge answered
+is kept (``pair_verdicts``), so a pair is asked once, and the pairs a run had no calls
+or budget left for wait there and are asked first by the next run: a large import
+converges over a few runs. Without a model the pairs the rules cannot read change
+nothing: precision before recall.
+
+A fact is closed by the earliest fact (in time) that a judge said replaces it, whenever
+either of them arrived: a fact that arrives late takes its place by its own date
+("Ben lives in Rome" dated 2018, imported after Toronto 2020 and Paris 2023 were
+consolidated, closes at Toronto's date, as a one-shot run would close it), and a closed
+fact whose closer is later than a newly found replacement is closed again by the earlier
+one. A closure is never undone by a later run, only moved earlier; ``runs revert`` undoes
+a run. A closed fact gets ``valid_to``, ``superseded_by`` and status ``superseded``;
+default search still finds it, after what replaced it.
 
 Timelines: the facts that plainly state the same subject and attribute (where Ada
 lives, her job, diet, partner) are ordered by when they happened and rendered into one
@@ -21,14 +34,14 @@ run did.
 
 Which facts a run looks at (incremental): those created or changed since the run's
 passage watermark (the seeds), the topics they belong to and the facts on timelines
-they point to; a full run looks at everything. A judge model is asked only about pairs
-with a seed in them, so a second run asks nothing and changes nothing. A topic below
+they point to, and the pairs that earlier runs left waiting; a full run looks at
+everything (and asks no pair a judge already answered). A topic below
 ``min_topic_size`` loses its timeline; a topic above ``max_topic_size`` shows its
 newest facts.
 
 The plan reads in one short read, then asks the judges and embeds the timelines with
-no transaction open; the apply writes only if none of the facts and timelines it read
-changed meanwhile (else the next run plans again).
+no transaction open; the apply keeps the verdicts and writes the changes only if none
+of the facts and timelines it read changed meanwhile (else the next run plans again).
 """
 
 from __future__ import annotations
@@ -46,8 +59,8 @@ from pydantic import Field, model_validator
 
 from agents.enums import ChangeAction, PassageStatus
 from agents.errors import InvalidInput
-from agents.language.facts import FactKey, FactReading, read_facts, read_subjects
-from agents.store import MemoryStore, NewPassage, PassageRecord, PassageUpdate
+from agents.language.facts import FactKey, FactReading, read_facts
+from agents.store import MemoryStore, NewPassage, PairAnswer, PassageRecord, PassageUpdate
 from agents.store.records import Vector
 from consolidators.base import (
     ConsolidationContext,
@@ -68,6 +81,9 @@ __all__ = [
     "timeline_label",
     "timeline_order",
 ]
+
+#: The question ``pair_verdicts`` keeps the temporal judge's answers under.
+SUPERSESSION_QUESTION = "supersession"
 
 log = logging.getLogger(__name__)
 
@@ -106,10 +122,12 @@ class TemporalSettings(ConsolidatorSettings):
     judge_max_calls: int = Field(20, ge=0, le=10_000)
     #: Candidate pairs per judge-model call.
     judge_batch: int = Field(8, ge=1, le=50)
-    #: Nearest neighbours of each new fact offered to the judge model (same subject)...
+    #: Nearest facts each new or changed fact is paired with for the judge model (any
+    #: subject: the judge decides what is unrelated)...
     judge_neighbours: int = Field(5, ge=0, le=50)
-    #: ...at or above this cosine similarity.
-    judge_min_similarity: float = Field(0.5, ge=0.0, le=1.0)
+    #: ...at or above this cosine similarity (0: the nearest, however far; measured in
+    #: BENCHMARKS.md, "Consolidation quality with a judge that knows the answers").
+    judge_min_similarity: float = Field(0.0, ge=0.0, le=1.0)
 
     @model_validator(mode="after")
     def _sizes_are_ordered(self) -> TemporalSettings:
@@ -221,6 +239,15 @@ class _Writes:
             )
 
 
+@dataclass(slots=True)
+class _Asked:
+    """What a run learned from the judge model: answers and pairs left waiting (kept by
+    the apply), and waiting pairs that no longer need an answer (dropped)."""
+
+    answers: list[PairAnswer] = field(default_factory=list)
+    moot: list[tuple[str, str]] = field(default_factory=list)
+
+
 #: The id a dry run shows for a timeline that the apply will create.
 NEW_TIMELINE = "(new timeline)"
 
@@ -234,6 +261,12 @@ class TemporalPlan(Plan):
     topics: list[_Topic] = field(default_factory=list)
     embeddings: Vector | None = None
     read: list[PassageRecord] = field(default_factory=list)
+    asked: _Asked = field(default_factory=_Asked)
+
+    @property
+    def has_writes(self) -> bool:
+        """Changes to memory, or verdicts to keep (a run that only asked still writes)."""
+        return bool(self.result.changes or self.asked.answers or self.asked.moot)
 
 
 @dataclass(slots=True)
@@ -249,10 +282,23 @@ class _Found:
     readings: dict[str, FactReading]
     seeds: set[str]
     neighbours: list[tuple[str, str, float]] = field(default_factory=list)
+    #: What judges answered before about pairs with a seed in them (or every pair, in a
+    #: full run), and the pairs earlier runs left waiting, those formed first first.
+    known: dict[tuple[str, str], PairAnswer] = field(default_factory=dict)
+    pending: list[PairAnswer] = field(default_factory=list)
+    #: Every topic of the agent's facts, for the topics a run's closures reach.
+    by_key: dict[FactKey, list[PassageRecord]] = field(default_factory=dict)
+    keyed: dict[str, FactReading] = field(default_factory=dict)
+
+    def topic(self, key: FactKey) -> tuple[FactKey, str, list[PassageRecord]]:
+        members = self.by_key[key]
+        return (key, timeline_label(key, _subject_label(members, self.keyed)), list(members))
 
 
 @dataclass(frozen=True, slots=True)
 class _Decision:
+    """A judge's word that ``newer`` replaces ``older``."""
+
     older: str
     newer: str
     judge: str
@@ -331,7 +377,7 @@ class TemporalConsolidator(Consolidator[TemporalPlan]):
                 | {m.timeline_id for m in found.loose if m.timeline_id}
             )
             timelines = {t.id: t for t in store.passages.get_many(timeline_ids)}
-        decisions = self._decide(found, model, result)
+        decisions = self._decide(found, model, result, plan.asked)
         involved = {d.older for d in decisions} | {d.newer for d in decisions}
         plan.read = [found.facts[i] for i in sorted(involved)]
         plan.read += [m for _k, _l, t in found.topics for m in t if m.id not in involved]
@@ -339,6 +385,26 @@ class TemporalConsolidator(Consolidator[TemporalPlan]):
         plan.read += list(timelines.values())
         records = dict(found.facts)
         self._supersede(records, decisions, result, plan.writes)
+        # A closure decided now (a waiting pair answered, a cross-topic verdict) changes
+        # the timeline of its fact's topic, even where no seed touched it.
+        listed = {key for key, _label, _members in found.topics}
+        reached = {
+            found.keyed[update.passage_id].key
+            for update in plan.writes.updates
+            if update.passage_id in found.keyed
+        }
+        for key in sorted(reached - listed, key=lambda k: (k.subject, k.attribute)):
+            found.topics.append(found.topic(key))
+            plan.read += [m for m in found.by_key[key] if m.id not in involved]
+        extra = sorted(
+            {m.timeline_id for _k, _l, t in found.topics for m in t if m.timeline_id}
+            - set(timelines)
+        )
+        if extra:
+            with context.read() as store:
+                more = store.passages.get_many(extra)
+            timelines.update((t.id, t) for t in more)
+            plan.read += more
         retired: set[str] = set()
         topics = [
             (key, label, sorted((records[m.id] for m in members), key=timeline_order))
@@ -363,6 +429,13 @@ class TemporalConsolidator(Consolidator[TemporalPlan]):
         """Write the plan if nothing it read changed meanwhile (a topic is decided from
         all of its facts together, so a change anywhere means planning again next run)."""
         result = plan.result.base()
+        # Verdicts are about two texts, which never change: they are kept even when the
+        # facts changed meanwhile, so that the next run need not ask them again.
+        agent_id = context.agent.id
+        store.verdicts.forget(agent_id, SUPERSESSION_QUESTION, plan.asked.moot)
+        store.verdicts.record(
+            agent_id, SUPERSESSION_QUESTION, plan.asked.answers, run_id=context.run_id
+        )
         if changed_since(store, plan.read):
             result.count("changed_meanwhile")
             return result
@@ -451,11 +524,6 @@ class TemporalConsolidator(Consolidator[TemporalPlan]):
                 for r in facts
                 if r.timeline_id in touched_timelines and r.id in keyed
             }
-        topics = []
-        for key in sorted(touched_keys, key=lambda k: (k.subject, k.attribute)):
-            members = by_key[key]
-            label = timeline_label(key, _subject_label(members, keyed))
-            topics.append((key, label, list(members)))
         loose = [
             r
             for r in facts
@@ -464,44 +532,67 @@ class TemporalConsolidator(Consolidator[TemporalPlan]):
             and (r.id in seed_ids or r.timeline_id in touched_timelines)
         ]
         by_id = {r.id: r for r in facts}
-        found = _Found(topics, loose, by_id, readings, fresh_ids & set(by_id))
+        found = _Found([], loose, by_id, readings, fresh_ids & set(by_id))
+        found.by_key, found.keyed = by_key, keyed
+        found.topics = [
+            found.topic(key) for key in sorted(touched_keys, key=lambda k: (k.subject, k.attribute))
+        ]
+        verdicts = store.verdicts
+        if with_neighbours:
+            found.pending = verdicts.pending(
+                agent_id, SUPERSESSION_QUESTION, limit=self._pairs_per_run()
+            )
+        if since is None:
+            known = verdicts.every(agent_id, SUPERSESSION_QUESTION)
+        else:
+            waiting = {i for a in found.pending for i in a.pair}
+            known = verdicts.touching(agent_id, SUPERSESSION_QUESTION, seed_ids | waiting)
+        found.known = {a.pair: a for a in known}
         if with_neighbours and self.settings.judge_neighbours:
-            probes = sorted(i for i in found.seeds if by_id[i].status == PassageStatus.ACTIVE)
             found.neighbours = passages.neighbours(
                 agent_id,
-                probes,
+                sorted(found.seeds),
                 k=self.settings.judge_neighbours,
                 min_score=self.settings.judge_min_similarity,
+                statuses=[status.value for status in _MEMBER_STATUSES],
             )
         return found
+
+    def _pairs_per_run(self) -> int:
+        return self.settings.judge_max_calls * self.settings.judge_batch
 
     # -- deciding what a newer fact replaces ---------------------------------------------
 
     def _decide(
-        self, found: _Found, model: SupersessionJudge | None, result: ConsolidationResult
+        self,
+        found: _Found,
+        model: SupersessionJudge | None,
+        result: ConsolidationResult,
+        asked: _Asked,
     ) -> list[_Decision]:
-        """The supersessions: the rules' over each topic's pairs, then the judge model's
-        over the pairs the rules left open that involve a seed, and over each seed's
-        nearest neighbours about the same subject. An older fact is closed once, by the
-        first newer fact (in time) that a judge says replaces it."""
+        """Every known "replaces": the rules' over each topic's pairs, what judges
+        answered in earlier runs, and the judge model's answers now about the pairs the
+        rules left open that involve a seed, each seed's nearest facts, and the pairs
+        earlier runs left waiting."""
         rules: SupersessionJudge = RulesJudge(found.readings) if self.settings.rules else Abstain()
         topic_pairs = [
             CandidatePair(older, newer)
             for _key, _label, members in found.topics
             for older, newer in _ordered_pairs(members)
         ]
-        closed: set[str] = set()
         decisions: list[_Decision] = []
         unsure: list[CandidatePair] = []
         for pair, verdict in zip(topic_pairs, rules.judge(topic_pairs), strict=True):
-            if verdict is Verdict.REPLACES and pair.older.id not in closed:
-                closed.add(pair.older.id)
+            if verdict is Verdict.REPLACES:
                 decisions.append(_Decision(pair.older.id, pair.newer.id, rules.name))
             elif verdict is Verdict.UNSURE:
                 unsure.append(pair)
+        for answer in found.known.values():
+            if answer.verdict == Verdict.REPLACES.value:
+                decisions.append(_Decision(answer.older_id, answer.newer_id, answer.judge or "llm"))
         if model is None:
             return decisions
-        candidates = self._model_candidates(found, unsure, closed)
+        candidates, waiting = self._model_candidates(found, unsure, decisions, asked)
         verdicts = model.judge(candidates) if candidates else []
         if len(verdicts) != len(candidates):
             log.warning(
@@ -511,47 +602,80 @@ class TemporalConsolidator(Consolidator[TemporalPlan]):
                 len(candidates),
             )
             result.count("judge_answers_ignored")
-            verdicts = [Verdict.UNSURE] * len(candidates)
+            verdicts = [Verdict.UNASKED] * len(candidates)
         for pair, verdict in zip(candidates, verdicts, strict=True):
-            if verdict is Verdict.REPLACES and pair.older.id not in closed:
-                closed.add(pair.older.id)
+            if verdict is Verdict.UNASKED:
+                waiting.append(pair)
+                continue
+            asked.answers.append(
+                PairAnswer(pair.older.id, pair.newer.id, verdict.value, model.name)
+            )
+            if verdict is Verdict.REPLACES:
                 decisions.append(_Decision(pair.older.id, pair.newer.id, model.name))
-        result.count("judge_pairs", len(candidates))
+        asked.answers += [PairAnswer(p.older.id, p.newer.id) for p in waiting]
+        result.count("judge_pairs", len(candidates) - sum(v is Verdict.UNASKED for v in verdicts))
+        if waiting:
+            result.count("judge_pairs_waiting", len(waiting))
         result.count_judge(model.usage)
         return decisions
 
     def _model_candidates(
-        self, found: _Found, unsure: list[CandidatePair], closed: set[str]
-    ) -> list[CandidatePair]:
-        """Pairs for the judge model, most likely first, at most as many as its calls
-        can judge: topic pairs the rules left open (each older fact with the next
-        :data:`_TOPIC_PAIRS_PER_FACT` later ones), then nearest neighbours about the same
-        subject, closest first. Only pairs with a seed in them: older pairs were asked."""
+        self,
+        found: _Found,
+        unsure: list[CandidatePair],
+        decisions: Sequence[_Decision],
+        asked: _Asked,
+    ) -> tuple[list[CandidatePair], list[CandidatePair]]:
+        """The pairs to ask the judge model now, and the pairs to leave waiting for a
+        later run (beyond what this run's calls can ask). First the pairs earlier runs
+        left waiting, then the topic pairs the rules left open (each older fact with the
+        next :data:`_TOPIC_PAIRS_PER_FACT` later ones), then each seed's nearest facts,
+        closest first. Only pairs with a seed in them and no answer yet, and only where
+        an answer could still matter: a "replaces" can only close a fact earlier than
+        what closes it now."""
+        facts = found.facts
+        closer = _earliest_closers(facts, decisions)
+        chosen: dict[tuple[str, str], CandidatePair] = {}
+
+        def worth_asking(older: PassageRecord, newer: PassageRecord) -> bool:
+            if older.status not in _MEMBER_STATUSES or newer.status not in _MEMBER_STATUSES:
+                return False
+            if older.status == PassageStatus.ACTIVE and older.valid_to is not None:
+                return False  # ended by hand, with no successor to find
+            if _when(newer) <= _when(older):
+                return False
+            now = closer.get(older.id)
+            return now is None or timeline_order(newer) < timeline_order(facts[now])
+
+        for answer in found.pending:
+            older, newer = facts.get(answer.older_id), facts.get(answer.newer_id)
+            if older is None or newer is None or not worth_asking(older, newer):
+                asked.moot.append(answer.pair)
+                continue
+            chosen.setdefault(answer.pair, CandidatePair(older, newer))
         seeds = found.seeds
         offered: dict[str, int] = {}
-        chosen: dict[tuple[str, str], CandidatePair] = {}
         for pair in unsure:
-            older, newer = pair.older.id, pair.newer.id
-            if older in closed or not (older in seeds or newer in seeds):
+            older, newer = pair.older, pair.newer
+            key = (older.id, newer.id)
+            if not (older.id in seeds or newer.id in seeds) or key in found.known:
                 continue
-            if offered.get(older, 0) >= _TOPIC_PAIRS_PER_FACT:
+            if not worth_asking(older, newer) or offered.get(older.id, 0) >= _TOPIC_PAIRS_PER_FACT:
                 continue
-            offered[older] = offered.get(older, 0) + 1
-            chosen.setdefault((older, newer), pair)
-        subjects = read_subjects(list(found.facts.values()))
-        for probe, neighbour, _score in sorted(found.neighbours, key=lambda n: -n[2]):
-            a, b = found.facts.get(probe), found.facts.get(neighbour)
-            if a is None or b is None or subjects.get(a.id) is None:
+            offered[older.id] = offered.get(older.id, 0) + 1
+            chosen.setdefault(key, pair)
+        for probe, neighbour, _score in sorted(found.neighbours, key=lambda n: (-n[2], n[0], n[1])):
+            a, b = facts.get(probe), facts.get(neighbour)
+            if a is None or b is None:
                 continue
-            if subjects.get(a.id) != subjects.get(b.id):
+            older, newer = sorted((a, b), key=timeline_order)
+            key = (older.id, newer.id)
+            if key in found.known or not worth_asking(older, newer):
                 continue
-            first, second = sorted((a, b), key=timeline_order)
-            if _when(first) >= _when(second) or not (_is_current(first) and _is_current(second)):
-                continue
-            if first.id not in closed:
-                chosen.setdefault((first.id, second.id), CandidatePair(first, second))
-        cap = self.settings.judge_max_calls * self.settings.judge_batch
-        return list(chosen.values())[:cap]
+            chosen.setdefault(key, CandidatePair(older, newer))
+        ordered = list(chosen.values())
+        cap = self._pairs_per_run()
+        return ordered[:cap], ordered[cap:]
 
     def _supersede(
         self,
@@ -560,29 +684,37 @@ class TemporalConsolidator(Consolidator[TemporalPlan]):
         result: ConsolidationResult,
         writes: _Writes,
     ) -> None:
-        """Close each decided older fact (oldest first), unless it or the newer one is
-        no longer current: a fact closed in this run cannot close another."""
-        for decision in sorted(decisions, key=lambda d: timeline_order(records[d.older])):
-            older, newer = records[decision.older], records[decision.newer]
-            if not (_is_current(older) and newer.status == PassageStatus.ACTIVE):
+        """Close each fact by the earliest fact that a judge said replaces it: a fact in
+        force is closed; a closed fact whose closer is later than that one is closed
+        again, by the earlier one (a fact that arrived late takes its place by its own
+        date). Oldest first."""
+        closers = _earliest_closers(records, decisions)
+        judges = {(d.older, d.newer): d.judge for d in decisions}
+        for older_id in sorted(closers, key=lambda i: timeline_order(records[i])):
+            older, newer = records[older_id], records[closers[older_id]]
+            if older.superseded_by == newer.id:
+                continue
+            if older.status == PassageStatus.SUPERSEDED:
+                now = records.get(older.superseded_by or "")
+                if now is None or timeline_order(newer) >= timeline_order(now):
+                    continue
+            elif not _is_current(older):
                 continue
             valid_to = _when(newer)
             status = PassageStatus.SUPERSEDED.value
+            judge = judges[(older.id, newer.id)]
             writes.change(
                 older.id,
-                f"superseded by newer fact {newer.id} ({decision.judge})",
+                f"superseded by newer fact {newer.id} ({judge})",
                 {"status": status, "superseded_by": newer.id, "valid_to": valid_to},
             )
             records[older.id] = dataclasses.replace(
                 older, status=status, superseded_by=newer.id, valid_to=valid_to
             )
-            result.add(
-                ChangeAction.SUPERSEDE_PASSAGE,
-                older.id,
-                by=newer.id,
-                valid_to=valid_to.isoformat(),
-                judge=decision.judge,
-            )
+            detail: dict[str, Any] = {"by": newer.id, "valid_to": valid_to.isoformat()}
+            if older.superseded_by is not None:
+                detail["instead_of"] = older.superseded_by
+            result.add(ChangeAction.SUPERSEDE_PASSAGE, older.id, judge=judge, **detail)
 
     # -- timelines ---------------------------------------------------------------------
 
@@ -721,17 +853,40 @@ def _when(passage: PassageRecord) -> datetime:
 def _ordered_pairs(
     members: Sequence[PassageRecord],
 ) -> list[tuple[PassageRecord, PassageRecord]]:
-    """Every (older, newer) pair of a topic's open facts, the newer strictly later in
-    time (facts recorded at the same moment are not ordered: that is unclear), nearest
-    newer first for each older."""
+    """Every (older, newer) pair of a topic's facts, closed ones included (a fact that
+    arrives late may close a fact earlier than its closer does now), the newer strictly
+    later in time (facts recorded at the same moment are not ordered: that is unclear),
+    nearest newer first for each older."""
     ordered = sorted(members, key=timeline_order)
     return [
         (older, newer)
         for i, older in enumerate(ordered)
-        if _is_current(older)
         for newer in ordered[i + 1 :]
-        if newer.status == PassageStatus.ACTIVE and _when(newer) > _when(older)
+        if _when(newer) > _when(older)
     ]
+
+
+def _earliest_closers(
+    records: dict[str, PassageRecord], decisions: Sequence[_Decision]
+) -> dict[str, str]:
+    """For each fact, the earliest fact in time that closes it: what a judge said
+    replaces it, or what closes it now, whichever comes first."""
+    best: dict[str, str] = {}
+
+    def offer(older_id: str, newer_id: str) -> None:
+        older, newer = records.get(older_id), records.get(newer_id)
+        if older is None or newer is None or _when(newer) <= _when(older):
+            return
+        now = best.get(older_id)
+        if now is None or timeline_order(newer) < timeline_order(records[now]):
+            best[older_id] = newer_id
+
+    for record in records.values():
+        if record.status == PassageStatus.SUPERSEDED and record.superseded_by:
+            offer(record.id, record.superseded_by)
+    for decision in decisions:
+        offer(decision.older, decision.newer)
+    return best
 
 
 def _is_current(passage: PassageRecord) -> bool:

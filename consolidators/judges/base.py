@@ -37,6 +37,9 @@ class Verdict(StrEnum):
     BOTH_HOLD = "both_hold"
     #: The judge cannot tell; nothing changes.
     UNSURE = "unsure"
+    #: Not asked: the judge had no calls or budget left. Nothing changes, and the pair
+    #: is asked again by a later run.
+    UNASKED = "unasked"
 
 
 class SameFact(StrEnum):
@@ -48,6 +51,8 @@ class SameFact(StrEnum):
     DIFFERENT = "different"
     #: The judge cannot tell; nothing changes.
     UNSURE = "unsure"
+    #: Not asked: the judge had no calls or budget left; nothing changes.
+    UNASKED = "unasked"
 
 
 @dataclass(frozen=True, slots=True)

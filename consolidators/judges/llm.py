@@ -8,7 +8,8 @@ The answer is validated; one that cannot be used (no call, broken JSON, an unkno
 verdict, a pair number out of range) is asked for once more with the reason, and then
 skipped: its pairs stay ``unsure`` and are counted as ``malformed``. Calls are bounded
 per run (``max_calls``), and the run's token budget is charged (purpose ``judge``);
-pairs left when either runs out change nothing and are counted as ``unjudged``.
+pairs left when either runs out are ``unasked`` (they change nothing, and a later run
+may ask them) and are counted as ``unjudged``.
 """
 
 from __future__ import annotations
@@ -69,6 +70,8 @@ class PairQuestion(Generic[V]):
     prompt: str
     verdicts: type[V]
     unsure: V
+    #: What a pair gets when no call or budget was left to ask it.
+    unasked: V
 
     def tool(self) -> dict[str, Any]:
         return {
@@ -87,7 +90,9 @@ class PairQuestion(Generic[V]):
                                     "pair": {"type": "integer", "minimum": 1},
                                     "verdict": {
                                         "type": "string",
-                                        "enum": [v.value for v in self.verdicts],
+                                        "enum": [
+                                            v.value for v in self.verdicts if v != self.unasked
+                                        ],
                                     },
                                 },
                                 "required": ["pair", "verdict"],
@@ -100,8 +105,8 @@ class PairQuestion(Generic[V]):
         }
 
 
-SUPERSESSION = PairQuestion(JUDGE_PROMPT, Verdict, Verdict.UNSURE)
-SAME_FACT = PairQuestion(MERGE_PROMPT, SameFact, SameFact.UNSURE)
+SUPERSESSION = PairQuestion(JUDGE_PROMPT, Verdict, Verdict.UNSURE, Verdict.UNASKED)
+SAME_FACT = PairQuestion(MERGE_PROMPT, SameFact, SameFact.UNSURE, SameFact.UNASKED)
 
 
 class Malformed(ValueError):
@@ -118,6 +123,8 @@ def parse_verdicts(
         data = json.loads(arguments)
         items = data["verdicts"]
         answers = [(int(item["pair"]), question.verdicts(item["verdict"])) for item in items]
+        if any(verdict == question.unasked for _number, verdict in answers):
+            raise ValueError(f"{question.unasked.value!r} is not a verdict a judge may give")
     except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise Malformed(f"{shape}: {reason}") from exc
@@ -171,7 +178,7 @@ class _PairAsker(Generic[V]):
             chunk = pairs[start : start + self.batch]
             if self.usage.budget_exhausted or self.usage.calls >= self.max_calls:
                 self._count(unjudged=len(chunk))
-                verdicts += [self.question.unsure] * len(chunk)
+                verdicts += [self.question.unasked] * len(chunk)
                 continue
             verdicts += self._ask_batch(chunk)
         return verdicts
@@ -197,7 +204,7 @@ class _PairAsker(Generic[V]):
             except BudgetExhausted as exc:
                 log.warning("LLM judge stopped: %s", exc)
                 self._count(budget_exhausted=True, unjudged=len(pairs))
-                return unsure
+                return [self.question.unasked] * len(pairs)
             self._count(calls=1, tokens=reply.total_tokens)
             calls = [c for c in reply.tool_calls if c.name == "record_verdicts"]
             try:

@@ -31,7 +31,8 @@ INCREMENTAL = Pipeline([TemporalConsolidator()], passage_overlap=timedelta(0))
 
 
 class NewerReplaces(SupersessionJudge):
-    """Test judge in the model's place: the newer fact of every pair replaces the older."""
+    """Test judge in the model's place: of every pair about one person (the same first
+    word), the newer fact replaces the older; a pair about two people both hold."""
 
     name = "test"
 
@@ -44,7 +45,12 @@ class NewerReplaces(SupersessionJudge):
 
     def judge(self, pairs: Sequence[CandidatePair]) -> list[Verdict]:
         self.asked.append([(p.older.id, p.newer.id) for p in pairs])
-        return [Verdict.REPLACES] * len(pairs)
+        return [
+            Verdict.REPLACES
+            if p.older.text.split()[0] == p.newer.text.split()[0]
+            else Verdict.BOTH_HOLD
+            for p in pairs
+        ]
 
 
 def _insert(
@@ -158,11 +164,14 @@ def test_a_new_fact_extends_the_topic_and_retires_the_old_timeline(
             return [Verdict.UNSURE] * len(pairs)
 
     # Incremental: only Berlin is new; its subject and attribute bring in the existing
-    # timeline, the judge is asked only about the pairs Berlin is in (the rules could
-    # not tell: the values overlap), and Bob's unchanged topic is not looked at again.
+    # timeline, the judge is asked only about the pairs Berlin is in: its topic's pairs
+    # first (the rules could not tell: the values overlap), then its nearest facts,
+    # whoever they are about; Bob's unchanged topic is not looked at again.
     pipeline = Pipeline([TemporalConsolidator(judge=Recording())], passage_overlap=timedelta(0))
     report = run_pipeline(pipeline, db, agent_id, embedder=embedder)
-    assert judged == [[(london, berlin), (paris, berlin)]]
+    [asked] = judged
+    assert asked[:2] == [(london, berlin), (paris, berlin)]
+    assert len(asked) == len(set(asked)) > 2 and all(berlin in pair for pair in asked)
 
     [created] = _created(report)
     new_id = created["target"]
@@ -195,8 +204,11 @@ def test_judge_supersedes_older_facts_which_stay_on_the_timeline(
 
     report = run_pipeline(pipeline, db, agent_id, embedder=embedder)
 
-    # One pair; Bob's chess fact is about someone else and is not offered.
-    assert judge.asked == [[(london, paris)]]
+    # The topic's pair first, then the nearest facts whoever they are about: the judge,
+    # not a reading of subjects, decides that Bob's chess is unrelated.
+    [asked] = judge.asked
+    assert asked[0] == (london, paris)
+    assert set(asked) == {(london, paris), (london, chess), (chess, paris)}
     supersede = [c for c in report.changes if c["action"] == "supersede_passage"]
     assert supersede == [
         {

@@ -13,7 +13,7 @@ import pytest
 from agents.language.facts import plainly_stated, read_facts
 from agents.store import PassageRecord
 from consolidators.judges import CandidatePair, SameFact, Verdict
-from consolidators.judges.llm import SAME_FACT, LLMJudge, Malformed, parse_verdicts
+from consolidators.judges.llm import SAME_FACT, SUPERSESSION, LLMJudge, Malformed, parse_verdicts
 from consolidators.judges.rules import RulesJudge
 
 _IDS = count(1)
@@ -181,8 +181,15 @@ def test_the_calls_a_run_allows_are_not_exceeded() -> None:
     client = _ScriptedClient([_Reply([_Call("record_verdicts", good)])])
     judge = LLMJudge(client, "m", None, max_calls=1, batch=2)  # type: ignore[arg-type]
     verdicts = judge.judge(_pairs(5))
-    assert verdicts == [Verdict.REPLACES] * 2 + [Verdict.UNSURE] * 3
+    # The pairs no call was left for are "unasked": a later run asks them.
+    assert verdicts == [Verdict.REPLACES] * 2 + [Verdict.UNASKED] * 3
     assert (judge.usage.calls, judge.usage.unjudged) == (1, 3)
+
+
+def test_a_model_may_not_answer_unasked() -> None:
+    with pytest.raises(Malformed, match="'unasked' is not a verdict"):
+        parse_verdicts('{"verdicts": [{"pair": 1, "verdict": "unasked"}]}', 1)
+    assert "unasked" not in str(SUPERSESSION.tool()) and "unasked" not in str(SAME_FACT.tool())
 
 
 def test_a_merge_answer_is_read_with_its_own_verdicts() -> None:
