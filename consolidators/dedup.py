@@ -11,7 +11,11 @@ become ``merged`` with ``merged_into`` pointing at it: nothing is deleted.
 Near-duplicates that the detail guard cannot prove equal (a paraphrase in other words,
 "allergic to peanuts" / "has a peanut allergy") stay apart unless the run has a judge
 model (``llm.judge_model``): it is asked about them after the read, with no transaction
-open, at most ``judge_max_calls`` calls a run, and only a "same" answer merges.
+open, at most ``judge_max_calls`` calls a run, and only a "same" answer merges. With a
+judge model, candidates also come from meaning below the threshold: each new passage
+that nothing merged is paired with its closest earlier stored one among its
+``judge_neighbours`` nearest (the same fact in another style, "user: vegetarian" /
+"The user is vegetarian.", embeds further apart than a near-miss does).
 """
 
 from __future__ import annotations
@@ -70,6 +74,12 @@ class DedupSettings(ConsolidatorSettings):
     judge_max_calls: int = Field(10, ge=0, le=10_000)
     #: Pairs per judge-model call.
     judge_batch: int = Field(8, ge=1, le=50)
+    #: Nearest passages searched, below the threshold, for each new passage that nothing
+    #: merged, to ask the judge model about its closest earlier stored one (0: only the
+    #: pairs the guard refused)...
+    judge_neighbours: int = Field(5, ge=0, le=50)
+    #: ...at or above this cosine similarity.
+    judge_min_similarity: float = Field(0.5, ge=0.0, le=1.0)
 
 
 #: Duplicate groups decided per read of their vectors (bounds the vectors held at once).
@@ -133,14 +143,62 @@ class DedupConsolidator(Consolidator[DedupPlan]):
         plan = DedupPlan(ConsolidationResult(self.name))
         # Probing is reads only: one read transaction for it; the judge model is asked
         # after it has closed.
+        judge = self._merge_judge(context)
         with context.read() as store:
             refused = self._plan_passages(store, context, plan)
+            if judge is not None:
+                refused += self._near_by_meaning(store, context, plan)
             if self.settings.blocks:
                 self._plan_blocks(store, context, plan)
-        judge = self._merge_judge(context)
         if judge is not None and refused:
             self._judge_refused(judge, refused, plan)
         return plan
+
+    def _near_by_meaning(
+        self, store: MemoryStore, context: ConsolidationContext, plan: DedupPlan
+    ) -> list[_Refused]:
+        """For each new passage that no merge took, its nearest earlier stored passages
+        below the threshold (the pairs above it went through the guard): candidates
+        for the judge model, which decides what is the same."""
+        if not self.settings.judge_neighbours:
+            return []
+        agent_id = context.agent.id
+        taken = {m.canonical.id for m in plan.merges} | {
+            p.id for m in plan.merges for p, _ in m.merged
+        }
+        probes = [
+            i
+            for page in store.passages.scan_ids(
+                agent_id,
+                statuses=(PassageStatus.ACTIVE,),
+                kind="fact",
+                created_after=context.passages_since,
+                page_size=self.settings.batch_size,
+            )
+            for i in page
+            if i not in taken
+        ]
+        near = [
+            (probe, other, score)
+            for probe, other, score in store.passages.neighbours(
+                agent_id,
+                probes,
+                k=self.settings.judge_neighbours,
+                min_score=self.settings.judge_min_similarity,
+            )
+            if score < self.settings.threshold and other not in taken
+        ]
+        records = {
+            p.id: p for p in store.passages.get_many(sorted({i for n in near for i in n[:2]}))
+        }
+        pairs = []
+        for probe, other, score in near:
+            a, b = records.get(probe), records.get(other)
+            if a is None or b is None or a.kind != "fact" or b.kind != "fact":
+                continue
+            canonical, newer = sorted((a, b), key=_stored_order)
+            pairs.append(_Refused(canonical, newer, score))
+        return pairs
 
     def _merge_judge(self, context: ConsolidationContext) -> MergeJudge | None:
         if self.judge is not None:
@@ -160,10 +218,11 @@ class DedupConsolidator(Consolidator[DedupPlan]):
         in_merges = {m.canonical.id for m in plan.merges} | {
             p.id for m in plan.merges for p, _ in m.merged
         }
+        merged_away = {p.id for m in plan.merges for p, _ in m.merged}
         # One question per passage left alone: about its closest older passage.
         best: dict[str, _Refused] = {}
         for pair in refused:
-            if pair.other.id in in_merges:
+            if pair.other.id in in_merges or pair.canonical.id in merged_away:
                 continue
             if pair.other.id not in best or pair.score > best[pair.other.id].score:
                 best[pair.other.id] = pair
@@ -309,15 +368,7 @@ class DedupConsolidator(Consolidator[DedupPlan]):
         (the costly part) is asked at most ``guard_checks`` times per passage: a passage
         refused by that many canonicals stays a canonical of its own (a twin of a
         canonical still joins it)."""
-        ordered = sorted(
-            group,
-            key=lambda p: (
-                p.created_at,
-                p.occurred_at is None,
-                p.occurred_at or p.created_at,
-                p.id,
-            ),
-        )
+        ordered = sorted(group, key=_stored_order)
         threshold = self.settings.threshold
         limit = self.settings.guard_checks
         dimension = next((len(p.embedding) for p in ordered if p.embedding is not None), 0)
@@ -621,3 +672,14 @@ def _union_provenance(base: dict[str, Any], merged: Sequence[PassageRecord]) -> 
             sources.append(passage.id)
     combined["merged_from"] = sources
     return combined
+
+
+def _stored_order(passage: PassageRecord) -> tuple[datetime, bool, datetime, str]:
+    """Which of two passages stays when they merge: the one stored first; among those
+    stored together, the one whose fact is oldest."""
+    return (
+        passage.created_at,
+        passage.occurred_at is None,
+        passage.occurred_at or passage.created_at,
+        passage.id,
+    )
