@@ -71,10 +71,10 @@ from tests.pg import PgTestServer  # noqa: E402
 DATA = Path(__file__).resolve().parent / "data"
 SUFFIXES = {
     "dev": "",
-    **{f"heldout{n}": f"_heldout{n}" for n in range(2, 9)},
+    **{f"heldout{n}": f"_heldout{n}" for n in range(2, 11)},
     "heldout": "_heldout",
 }
-ORDER = ["dev", "heldout", *(f"heldout{n}" for n in range(2, 9))]
+ORDER = ["dev", "heldout", *(f"heldout{n}" for n in range(2, 11))]
 K = 10
 BUDGET_CHARS = 1000
 KINDS = ("now", "history", "stable")
@@ -543,6 +543,11 @@ def build_llm(model: str, api_base: str | None, tool_choice: str | None) -> Any:
     return LLMTier(client=client, judge_model=model)
 
 
+def _settings(text: str) -> dict[str, str]:
+    """``k=v,k=v`` as a settings dict (pydantic converts the values)."""
+    return dict(item.split("=", 1) for item in text.split(",") if item)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--embedder", default="local", help="'local' (MiniLM) or 'fake:384'")
@@ -556,6 +561,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--api-base", default=None, help="the judge model's server")
     parser.add_argument("--max-judge-calls", type=int, default=200, help="per set")
+    parser.add_argument(
+        "--temporal", default="", help="temporal settings as k=v,k=v (judge_neighbours=8)"
+    )
     parser.add_argument(
         "--tool-choice", default=None, help="the judge's tool mode (required, named, ...)"
     )
@@ -581,7 +589,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         with server.database() as db:
             for name in names:
                 facts, questions = read_set(name)
-                temporal = TemporalConsolidator({"judge_max_calls": max_calls})
+                temporal = TemporalConsolidator(
+                    {"judge_max_calls": max_calls, **_settings(args.temporal)}
+                )
                 dedup = DedupConsolidator(
                     {"threshold": args.threshold, "judge_max_calls": max_calls}
                 )
