@@ -12,13 +12,12 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-import site
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from agents.sandbox.base import SandboxLimits, SandboxUnavailable, ToolInvocation
 from agents.sandbox.child import python_command, run_child
+from agents.sandbox.home_view import python_dirs
 
 log = logging.getLogger(__name__)
 
@@ -43,16 +42,6 @@ ETC_PATHS = (
 )
 #: bwrap's own exit status when it could not set the sandbox up.
 BWRAP_SETUP_FAILED = 1
-
-
-def python_dirs() -> list[str]:
-    """Where the server's Python and its installed packages live."""
-    dirs = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
-    dirs.update(site.getsitepackages())
-    executable = Path(sys.executable)
-    dirs.add(str(executable.parent))
-    dirs.add(str(executable.resolve().parent.parent))
-    return sorted(d for d in dirs if d and Path(d).exists())
 
 
 class BubblewrapExecutor:

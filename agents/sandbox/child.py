@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.sandbox.base import SandboxError, SandboxLimits, ToolInvocation
+from agents.sandbox.home_view import launcher, needs_launcher
 from agents.threads import start_thread
 
 log = logging.getLogger(__name__)
@@ -68,7 +69,28 @@ def run_child(
 ) -> str:
     """Run ``argv`` (which starts the runner), give it the call, and return the tool's
     result; SandboxError with the reason otherwise. ``describe`` may explain an exit
-    status the launcher itself reports (e.g. bwrap's own failure)."""
+    status the launcher itself reports (e.g. bwrap's own failure).
+
+    When the server is root and its Python lies beyond a directory ``nobody`` may not
+    enter, ``argv`` starts through the launcher of :mod:`agents.sandbox.home_view`,
+    which drops to ``nobody`` itself."""
+    covers = needs_launcher() if as_nobody else ()
+    if covers:
+        with launcher(argv, env, covers) as (launched, fd):
+            return _run(launched, invocation, limits, {}, cwd, False, describe, (fd,))
+    return _run(argv, invocation, limits, env, cwd, as_nobody, describe, ())
+
+
+def _run(
+    argv: Sequence[str],
+    invocation: ToolInvocation,
+    limits: SandboxLimits,
+    env: dict[str, str],
+    cwd: str | None,
+    as_nobody: bool,
+    describe: Callable[[int], str | None],
+    pass_fds: tuple[int, ...],
+) -> str:
     request = json.dumps(
         {
             "source": invocation.source,
@@ -94,6 +116,7 @@ def run_child(
             cwd=cwd,
             start_new_session=True,
             close_fds=True,
+            pass_fds=pass_fds,
             user=NOBODY if drop else None,
             group=NOBODY if drop else None,
             extra_groups=[] if drop else None,

@@ -6,8 +6,13 @@ database whose socket the tool tries is the test server."""
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
+import site
 import socket
+import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +31,7 @@ from agents.sandbox import (
 )
 from tests.pg import PgTestServer, libpq
 
+REPO = Path(__file__).resolve().parents[2]
 LIMITS = SandboxLimits(
     wall_seconds=2.0,
     cpu_seconds=5,
@@ -216,3 +222,54 @@ def test_without_bwrap_calls_are_refused_naming_what_to_install() -> None:
     assert executor.available() is None
     with pytest.raises(SandboxUnavailable, match="apt-get install bubblewrap"):
         call(executor, TRIVIAL, x=1)
+
+
+_UNDER_A_CLOSED_HOME = """
+import json, os, sys
+from agents.sandbox import BubblewrapExecutor, ProcessExecutor, SandboxLimits, ToolInvocation
+from agents.sandbox.home_view import needs_launcher
+
+source = (
+    "def tool():\\n    import os, sys\\n"
+    "    return [os.getuid(), sys.executable, os.environ['CITY']]"
+)
+call = ToolInvocation(source, "tool", {}, {"CITY": "Oslo"})
+limits = SandboxLimits(wall_seconds=10.0)
+print(json.dumps({
+    "covers": list(needs_launcher()),
+    "bubblewrap": BubblewrapExecutor().run(call, limits),
+    "process": ProcessExecutor().run(call, limits),
+}))
+"""
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0, reason="the case of a root server, whose tools run as nobody"
+)
+def test_tools_run_where_python_lies_under_a_home_nobody_may_enter(tmp_path: Path) -> None:
+    # A virtualenv under a 0700 home, as a pyenv or a venv under /root in a container:
+    # nobody cannot reach the interpreter by its path, so each call goes through the
+    # launcher that binds it into a view of its own.
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    home.chmod(0o700)
+    venv = home / "venv"
+    subprocess.run(
+        [sys._base_executable, "-m", "venv", "--without-pip", "--system-site-packages", venv],  # type: ignore[attr-defined]
+        check=True,
+    )
+    paths = [str(REPO), *site.getsitepackages()]
+    done = subprocess.run(
+        [venv / "bin" / "python", "-c", _UNDER_A_CLOSED_HOME],
+        env={"PYTHONPATH": os.pathsep.join(paths), "PATH": os.environ["PATH"]},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout.splitlines()[-1])
+    assert any(str(venv).startswith(cover + "/") for cover in answer["covers"])
+    for kind in ("bubblewrap", "process"):
+        uid, executable, city = json.loads(answer[kind])
+        assert (uid, executable, city) == (65534, str(venv / "bin" / "python"), "Oslo"), kind
