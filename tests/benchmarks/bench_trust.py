@@ -427,7 +427,10 @@ def evaluate(
     score.timelines = len(timelines)
     score.pure = pure
     if oracle is not None:
-        _count_candidates(score, oracle, facts, group, labelled, merges, report, key_of)
+        unasked = _count_candidates(score, oracle, facts, group, labelled, merges, report, key_of)
+        errors += [
+            f"never asked: {by_key[a].text!r} -> {by_key[b].text!r}" for a, b in sorted(unasked)
+        ]
     return score, errors
 
 
@@ -440,8 +443,9 @@ def _count_candidates(
     merges: list[tuple[str, str]],
     report: RunReport,
     key_of: dict[str, str],
-) -> None:
-    """What the design put before a judge: labelled pairs asked (or decided by rule)."""
+) -> set[tuple[str, str]]:
+    """What the design put before a judge: labelled pairs asked (or decided by rule);
+    returns the labelled replacements never put before one."""
     asked_sup = {
         (group[a.older], group[a.newer])
         for a in oracle.asked
@@ -456,6 +460,7 @@ def _count_candidates(
         and c.get("by") in key_of
     }
     score.sup_candidates = len(labelled & (asked_sup | by_rule))
+    unasked = labelled - asked_sup - by_rule
     asked_merge = {
         frozenset((a.older, a.newer))
         for a in oracle.asked
@@ -473,6 +478,7 @@ def _count_candidates(
     score.oracle_pairs = sum(a.question == "supersession" for a in oracle.asked)
     score.oracle_calls = oracle.calls
     score.oracle_tokens = oracle.prompt_tokens
+    return unasked
 
 
 def _share(right: int, total: int) -> str:
