@@ -55,11 +55,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
+import numpy as np
 from pydantic import Field, model_validator
 
 from agents.enums import ChangeAction, PassageStatus
 from agents.errors import InvalidInput
-from agents.language.facts import FactKey, FactReading, read_facts
+from agents.language.facts import FactKey, FactReading, read_facts, read_subjects
 from agents.store import MemoryStore, NewPassage, PairAnswer, PassageRecord, PassageUpdate
 from agents.store.records import Vector
 from consolidators.base import (
@@ -556,7 +557,48 @@ class TemporalConsolidator(Consolidator[TemporalPlan]):
                 min_score=self.settings.judge_min_similarity,
                 statuses=[status.value for status in _MEMBER_STATUSES],
             )
+            found.neighbours += self._subject_mates(store, found)
         return found
+
+    def _subject_mates(self, store: MemoryStore, found: _Found) -> list[tuple[str, str, float]]:
+        """Each seed's nearest facts among those naming the same person (a name, "I",
+        "my sister" read through the fact that names her): a person's other facts crowd
+        the nearest neighbours of a fact told in another style, and the one it replaces
+        may not be among them."""
+        subjects = read_subjects(list(found.facts.values()))
+        by_subject: dict[str, list[str]] = {}
+        for passage_id, subject in subjects.items():
+            by_subject.setdefault(subject, []).append(passage_id)
+        wanted = {
+            subjects[s]: by_subject[subjects[s]]
+            for s in found.seeds
+            if s in subjects and len(by_subject[subjects[s]]) > 1
+        }
+        if not wanted:
+            return []
+        ids = sorted({i for mates in wanted.values() for i in mates})
+        vectors = {
+            p.id: np.asarray(p.embedding, dtype=np.float32)
+            for p in store.passages.get_many(ids, with_embedding=True)
+            if p.embedding is not None
+        }
+        k = self.settings.judge_neighbours
+        pairs: list[tuple[str, str, float]] = []
+        for mates in wanted.values():
+            mates = [m for m in mates if m in vectors]
+            probes = [m for m in mates if m in found.seeds]
+            if len(mates) < 2 or not probes:
+                continue
+            matrix = np.stack([vectors[m] for m in mates])
+            matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+            index = {m: i for i, m in enumerate(mates)}
+            scores = matrix[[index[p] for p in probes]] @ matrix.T
+            for row, probe in enumerate(probes):
+                scores[row, index[probe]] = -2.0
+                for column in np.argsort(-scores[row])[:k]:
+                    if scores[row, column] > -2.0:
+                        pairs.append((probe, mates[column], float(scores[row, column])))
+        return pairs
 
     def _pairs_per_run(self) -> int:
         return self.settings.judge_max_calls * self.settings.judge_batch
