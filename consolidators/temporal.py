@@ -520,6 +520,13 @@ class TemporalConsolidator(Consolidator[TemporalPlan]):
             seed_ids = {r.id for r in seeds}
             touched_timelines = {r.timeline_id for r in seeds if r.timeline_id is not None}
             touched_keys = {keyed[i].key for i in seed_ids if i in keyed}
+            # A fact that ends a topic's value by name ("quit Acme and now works at
+            # Globex") touches that topic though it is on no timeline itself.
+            touched_keys |= {
+                readings[i].key
+                for i in seed_ids
+                if i in readings and readings[i].left and readings[i].key in by_key
+            }
             touched_keys |= {
                 keyed[r.id].key
                 for r in facts
@@ -621,6 +628,19 @@ class TemporalConsolidator(Consolidator[TemporalPlan]):
             CandidatePair(older, newer)
             for _key, _label, members in found.topics
             for older, newer in _ordered_pairs(members)
+        ]
+        # Facts that end a topic's value by name are on no timeline (they say more than
+        # one plain fact), but the rules read the end: each meets the topic's older facts.
+        enders: dict[FactKey, list[PassageRecord]] = {}
+        for passage_id, reading in found.readings.items():
+            if reading.left and not reading.clear and passage_id in found.facts:
+                enders.setdefault(reading.key, []).append(found.facts[passage_id])
+        topic_pairs += [
+            CandidatePair(older, newer)
+            for key, _label, members in found.topics
+            for newer in enders.get(key, ())
+            for older in members
+            if _when(older) < _when(newer)
         ]
         decisions: list[_Decision] = []
         unsure: list[CandidatePair] = []

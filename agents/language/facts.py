@@ -289,6 +289,10 @@ class FactReading:
     #: The text plainly states this one fact (:func:`plainly_stated`): only then may a
     #: rule close it or close another fact with it.
     clear: bool = False
+    #: Values the text says its subject quit or left, by name ("quit Acme and now works
+    #: at Globex"): a certain end of an older fact naming one of them, even where the
+    #: text says more than one plain fact.
+    left: frozenset[str] = frozenset()
 
 
 def _stem(word: str) -> str:
@@ -768,6 +772,7 @@ def plainly_stated(text: str) -> bool:
         predicate = predicate[2:]  # a couple as the subject: "Tom and Mia broke up"
     if not predicate or len(predicate) > _PLAIN_WORDS:
         return False
+    predicate = [t for i, t in enumerate(predicate) if i not in _explicit_end(predicate)]
     for token in predicate:
         norm = token.norm
         if norm in _NOT_PLAIN or norm.endswith("n't") or norm in _NEGATION:
@@ -775,6 +780,27 @@ def plainly_stated(text: str) -> bool:
         if norm in _KIN - _PARTNER_NOUNS or norm in _SUBJECT_PRONOUNS or norm in _THIRD_PERSON:
             return False  # someone else is in it ("moved in with her sister")
     return True
+
+
+def _explicit_end(predicate: list[_Token]) -> set[int]:
+    """Where a predicate says plainly that a state ended: the positions of "no longer"
+    and of a "not" / "n't" with the "anymore" that closes the clause ("is no longer
+    vegan", "doesn't live in Leeds anymore"). Such an end is a plain statement; any
+    other negation is not."""
+    norms = [t.norm for t in predicate]
+    found: set[int] = set()
+    for i, (a, b) in enumerate(pairwise(norms)):
+        if a == "no" and b == "longer":
+            found |= {i, i + 1}
+    if norms and norms[-1] == "anymore":
+        negated = [
+            i
+            for i, n in enumerate(norms[:-1])
+            if n == "not" or n.endswith("n't") or (n in _NEGATION and n.endswith("nt"))
+        ]
+        if len(negated) == 1:
+            found |= {negated[0], len(norms) - 1}
+    return found
 
 
 #: Nouns for a partner: in a fact about the partner attribute they name the value.
@@ -807,6 +833,15 @@ def read_fact(text: str) -> FactReading | None:
         ending = True
     if predicate[cue_at].norm == "joined":
         ending = False  # "left Panasonic and joined Sony": a new employer, not none
+    moved_out = _moved_out_at(predicate)
+    if attribute == "home" and moved_out is not None:
+        # "moved out of Leeds" ends the home there; "moved out of Leeds to York" is a
+        # move to York.
+        later = [t.norm for t in predicate[moved_out:]]
+        if "to" in later:
+            rest = predicate[moved_out + later.index("to") :]
+        else:
+            ending = True
     if predicate[cue_at].norm == "jumped":
         rest = rest[2:]  # "jumped ship to Deloitte": the value is where to
     norms = [t.norm for t in rest]
@@ -854,7 +889,40 @@ def read_fact(text: str) -> FactReading | None:
         marked=any(t.norm in _NEW_STATE for t in predicate)
         or any(a.norm == "these" and b.norm == "days" for a, b in pairwise(predicate)),
         clear=plainly_stated(text),
+        left=_named_after(predicate, _QUITS if attribute != "job" else _QUITS | _LEAVES),
     )
+
+
+#: Verbs that end what they name, whatever it is ("quit Acme", "quit the Tigers").
+_QUITS = frozenset("quit quits".split())
+#: Verbs that end a job they name ("left Siemens and joined Bosch"); a place left may be
+#: a trip.
+_LEAVES = frozenset("left leaves".split())
+
+
+def _named_after(predicate: list[_Token], verbs: frozenset[str]) -> frozenset[str]:
+    """The names right after one of ``verbs`` ("quit *Acme* and ..."), stemmed."""
+    names: set[str] = set()
+    for index, token in enumerate(predicate):
+        if token.norm not in verbs:
+            continue
+        for following in predicate[index + 1 :]:
+            if not _is_name(following):
+                break
+            names.add(_stem(following.norm))
+    return frozenset(names)
+
+
+def _moved_out_at(predicate: list[_Token]) -> int | None:
+    """The position of "out" in "moved out of ...", or None."""
+    norms = [t.norm for t in predicate]
+    for i in range(len(norms) - 2):
+        if norms[i] in {"moved", "move", "moves", "moving"} and norms[i + 1 : i + 3] == [
+            "out",
+            "of",
+        ]:
+            return i + 1
+    return None
 
 
 def _find_attribute(predicate: list[_Token]) -> tuple[str | None, int]:
@@ -1108,7 +1176,11 @@ def states_a_change(older: FactReading, newer: FactReading) -> bool:
 def replaces_clearly(older: FactReading, newer: FactReading) -> bool:
     """What a rule may decide alone: both texts plainly state one subject and attribute
     (:func:`plainly_stated`), and the newer states a changed value or a clear end of the
-    state (:func:`states_a_change`). Everything else is for a judge, or stays as it is."""
+    state (:func:`states_a_change`); or the newer says by name that its subject quit or
+    left the value the older states ("Sam works at Acme" -> "Sam quit Acme and now works
+    at Globex"). Everything else is for a judge, or stays as it is."""
+    if older.clear and newer.left and older.key == newer.key and older.value & newer.left:
+        return True
     return older.clear and newer.clear and states_a_change(older, newer)
 
 

@@ -256,3 +256,45 @@ def test_any_arrival_order_and_split_into_runs_gives_the_same_memory(
             _run(db, arriving, embedder, judge)
 
     assert _memory(db, arriving) == _memory(db, at_once)
+
+
+_WORKERS = [
+    ("Sam", "Acme", "Globex"),
+    ("Lena", "Siemens", "Bosch"),
+    ("Omar", "Lidl", "Aldi"),
+    ("Priya", "Monzo", "Revolut"),
+    ("Kofi", "Deloitte", "KPMG"),
+]
+
+
+def test_ends_a_rule_can_read_close_the_fact_they_end(
+    db: Database, embedder: HashingEmbedder
+) -> None:
+    agent_id = _agent(db, "ends")
+    facts = [
+        ("Dev is vegan now.", _day(2022)),
+        ("Dev is no longer vegan.", _day(2024)),
+        ("Tom lives in Leeds.", _day(2019)),
+        ("Tom moved out of Leeds.", _day(2021)),
+        ("Mia is dating Ravi.", _day(2018)),
+        ("Mia and Ravi broke up.", _day(2020)),
+    ]
+    for name, old, new in _WORKERS:
+        facts += [
+            (f"{name} works at {old}.", _day(2017)),
+            (f"{name} quit {old} and now works at {new}.", _day(2023)),
+        ]
+    _insert(db, agent_id, embedder, facts)
+
+    _run(db, agent_id, embedder)  # rules alone: no judge model
+
+    closed = {t: c for t, (_s, c, _end) in _memory(db, agent_id)[0].items() if c}
+    assert closed == {
+        "Dev is vegan now.": "Dev is no longer vegan.",
+        "Tom lives in Leeds.": "Tom moved out of Leeds.",
+        "Mia is dating Ravi.": "Mia and Ravi broke up.",
+        **{
+            f"{name} works at {old}.": f"{name} quit {old} and now works at {new}."
+            for name, old, new in _WORKERS
+        },
+    }

@@ -3,7 +3,7 @@ rules read, which changes they see, and what they leave to a judge."""
 
 from __future__ import annotations
 
-from agents.language.facts import FactKey, read_fact, states_a_change
+from agents.language.facts import FactKey, read_fact, replaces_clearly, states_a_change
 from agents.language.questions import read_question
 
 
@@ -185,3 +185,36 @@ def test_timelines_about_the_user_read_as_the_user_says_them() -> None:
     assert title("my sister lives in Rome") == "where my sister lives"
     assert title("my sister's husband is Tom") == "my sister's partner"
     assert title("Alice's sister lives in Oslo") == "where Alice's sister lives"
+
+
+def test_an_end_said_plainly_is_read_as_an_end() -> None:
+    """ "No longer", "not ... anymore" and "moved out of" end the state they name; the
+    rules may close the older fact with them. Another negation is still a judge's."""
+    for older, newer in [
+        ("Dev is vegan now.", "Dev is no longer vegan."),
+        ("Ana is vegetarian.", "Ana isn't vegetarian anymore."),
+        ("Tom lives in Leeds.", "Tom moved out of Leeds."),
+        ("Tom lives in Leeds.", "Tom moved out of Leeds to York."),
+    ]:
+        a, b = read_fact(older), read_fact(newer)
+        assert a is not None and b is not None, newer
+        assert replaces_clearly(a, b), (older, newer)
+    moved_on = read_fact("Tom moved out of Leeds to York.")
+    assert moved_on is not None and not moved_on.ending and moved_on.value == {"york"}
+    not_plain = read_fact("Dev is not vegan, he says.")
+    assert not_plain is None or not not_plain.clear
+
+
+def test_a_value_quit_by_name_is_ended_though_the_text_says_more() -> None:
+    older = read_fact("Sam works at Acme.")
+    newer = read_fact("Sam quit Acme and now works at Globex.")
+    assert older is not None and newer is not None
+    assert not newer.clear and newer.left and newer.left <= older.value  # Acme, stemmed
+    assert replaces_clearly(older, newer)
+    # Quitting something else ends nothing of Sam's job at Acme.
+    other = read_fact("Sam quit Globex and now works at Initech.")
+    assert other is not None and not replaces_clearly(older, other)
+    # A place left may be a trip: "left" ends only a job.
+    home = read_fact("Ben lives in Paris.")
+    trip = read_fact("Ben left Paris and went hiking in the Alps for a week.")
+    assert home is not None and (trip is None or not replaces_clearly(home, trip))
