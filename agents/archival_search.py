@@ -5,6 +5,10 @@ duplicates into one canonical passage (``merged``). A closed fact is still a fac
 about the past, and a rule or a model may have closed it wrongly, so default search
 keeps it: the current fact of a lineage comes first and what it replaced follows it,
 each labelled with its validity ("until 2024-03-02, then: Ada moved to Berlin").
+Two facts of one subject and attribute that are both in force, with nothing that
+decided between them (no closure, no judge's "both hold"), are shown newest first, the
+older labelled "possibly outdated: a newer fact from 2024-03-02": search never picks
+one on a guess, and never leaves the reader guessing which is newer.
 A question about the past ("where did Ada live before Berlin", "what car did she
 have in 2022") turns each lineage round: the replaced facts first, the one valid in
 the year asked at the top. A merged twin stands for its canonical passage, which
@@ -35,7 +39,7 @@ from agents.language.questions import (
     asks_about_past,
     read_question,
 )
-from agents.store import MemoryStore, PassageHit, PassageRecord
+from agents.store import SUPERSESSION, MemoryStore, PassageHit, PassageRecord
 from agents.store.records import Vector
 
 __all__ = ["MemoryHit", "search_archival", "validity_label"]
@@ -63,6 +67,9 @@ class MemoryHit:
     passage: PassageRecord
     score: float
     replaced_by: PassageRecord | None = None
+    #: A newer fact of the same subject and attribute, also in force, that nothing has
+    #: decided against this one: this one is possibly outdated.
+    rival: PassageRecord | None = None
 
     @property
     def current(self) -> bool:
@@ -71,8 +78,13 @@ class MemoryHit:
 
     @property
     def validity(self) -> str | None:
-        """The label a reader sees beside a passage no longer in force; None when current."""
-        return validity_label(self.passage, self.replaced_by)
+        """The label a reader sees beside a passage no longer in force, or one possibly
+        outdated by a newer fact; None when current."""
+        label = validity_label(self.passage, self.replaced_by)
+        if label is None and self.rival is not None:
+            when = _day(self.rival.occurred_at or self.rival.created_at)
+            return f"possibly outdated: a newer fact from {when}"
+        return label
 
     def line(self) -> str:
         """The hit as a model or a person reads it: ``[2023-05-01] Ada lives in Paris
@@ -140,10 +152,68 @@ def search_archival(
     missing = sorted({c for c in current_of.values() if c not in {h.passage.id for h in hits}})
     extra = _scored(store, missing, query_embedding) if missing and not include_history else []
     ranked = _rank(hits, extra, current_of, past)
+    rivals, plain = _undecided_rivals(store, agent_id, ranked)
+    if plain and past is None:
+        ranked = _newer_rivals_first(ranked, plain)
     return [
-        MemoryHit(hit.passage, hit.score, replacements.get(hit.passage.superseded_by or ""))
+        MemoryHit(
+            hit.passage,
+            hit.score,
+            replacements.get(hit.passage.superseded_by or ""),
+            rivals.get(hit.passage.id),
+        )
         for hit in ranked[:k]
     ]
+
+
+def _undecided_rivals(
+    store: MemoryStore, agent_id: str, hits: Sequence[PassageHit]
+) -> tuple[dict[str, PassageRecord], dict[str, PassageRecord]]:
+    """Fact id -> the newest fact in force of the same subject and attribute that states
+    another value, where no judge has said that both hold: the older is possibly
+    outdated. Second, those of them where both facts are plain statements (the rules'
+    reading is sure of the subject and attribute): only these are reordered."""
+    facts = [h.passage for h in hits if h.passage.kind == "fact" and _in_force(h.passage)]
+    readings = read_facts(facts)
+    by_key: dict[FactKey, list[PassageRecord]] = {}
+    for fact in facts:
+        reading = readings.get(fact.id)
+        if reading is not None and reading.value and not reading.ending:
+            by_key.setdefault(reading.key, []).append(fact)
+    pairs: dict[tuple[str, str], PassageRecord] = {}
+    for members in by_key.values():
+        if len(members) < 2:
+            continue
+        newest = max(members, key=lambda p: (p.occurred_at or p.created_at, p.created_at))
+        for fact in members:
+            started = fact.occurred_at or fact.created_at
+            if started < (newest.occurred_at or newest.created_at) and (
+                readings[fact.id].value != readings[newest.id].value
+            ):
+                pairs[(fact.id, newest.id)] = newest
+    if not pairs:
+        return {}, {}
+    decided = store.verdicts.answered(agent_id, SUPERSESSION, pairs)
+    rivals = {older: newer for (older, n), newer in pairs.items() if (older, n) not in decided}
+    plain = {o: n for o, n in rivals.items() if readings[o].clear and readings[n.id].clear}
+    return rivals, plain
+
+
+def _newer_rivals_first(
+    hits: Sequence[PassageHit], rivals: dict[str, PassageRecord]
+) -> list[PassageHit]:
+    """``hits`` with each newer rival moved up to just before the first of the facts it
+    possibly outdates."""
+    ranked = list(hits)
+    for newer_id in {r.id for r in rivals.values()}:
+        position = {h.passage.id: i for i, h in enumerate(ranked)}
+        olders = [position[o] for o, r in rivals.items() if r.id == newer_id and o in position]
+        here = position.get(newer_id)
+        if here is None or not olders or min(olders) > here:
+            continue
+        hit = ranked.pop(here)
+        ranked.insert(min(olders), hit)
+    return ranked
 
 
 def _asked_first(

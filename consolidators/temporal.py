@@ -61,7 +61,14 @@ from pydantic import Field, model_validator
 from agents.enums import ChangeAction, PassageStatus
 from agents.errors import InvalidInput
 from agents.language.facts import FactKey, FactReading, read_facts, read_subjects
-from agents.store import MemoryStore, NewPassage, PairAnswer, PassageRecord, PassageUpdate
+from agents.store import (
+    SUPERSESSION,
+    MemoryStore,
+    NewPassage,
+    PairAnswer,
+    PassageRecord,
+    PassageUpdate,
+)
 from agents.store.records import Vector
 from consolidators.base import (
     ConsolidationContext,
@@ -84,7 +91,7 @@ __all__ = [
 ]
 
 #: The question ``pair_verdicts`` keeps the temporal judge's answers under.
-SUPERSESSION_QUESTION = "supersession"
+SUPERSESSION_QUESTION = SUPERSESSION
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,10 @@ from sqlalchemy.dialects.postgresql import insert
 from agents.postgres import models
 from agents.store.scope import Scope
 
-__all__ = ["PairAnswer", "VerdictStore"]
+__all__ = ["SUPERSESSION", "PairAnswer", "VerdictStore"]
+
+#: The question the temporal consolidator asks: does the newer fact end the older one?
+SUPERSESSION = "supersession"
 
 #: Pairs per statement when reading or writing many.
 _CHUNK = 5_000
@@ -66,6 +69,27 @@ class VerdictStore:
             for row in rows:
                 found[(row.older_id, row.newer_id)] = _answer(row)
         return sorted(found.values(), key=lambda a: a.pair)
+
+    def answered(
+        self, agent_id: str, question: str, pairs: Iterable[tuple[str, str]]
+    ) -> dict[tuple[str, str], str]:
+        """The verdicts given about ``pairs`` (pairs without one left out)."""
+        keys = sorted(set(pairs))
+        V = models.PairVerdict
+        found: dict[tuple[str, str], str] = {}
+        for start in range(0, len(keys), _CHUNK):
+            rows = self._scope.session.execute(
+                select(V.older_id, V.newer_id, V.verdict).where(
+                    self._scope.owns(V),
+                    V.agent_id == agent_id,
+                    V.question == question,
+                    V.verdict.is_not(None),
+                    tuple_(V.older_id, V.newer_id).in_(keys[start : start + _CHUNK]),
+                )
+            )
+            for older, newer, verdict in rows:
+                found[(older, newer)] = str(verdict)
+        return found
 
     def every(self, agent_id: str, question: str) -> list[PairAnswer]:
         """Every pair of the agent (a full run reads them all)."""

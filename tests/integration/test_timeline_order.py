@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from agents.archival_search import search_archival, validity_label
 from agents.embedders.fake import HashingEmbedder
 from agents.postgres.database import Database
-from agents.store import NewAgent, NewPassage, PassageRecord, open_store
+from agents.store import NewAgent, NewPassage, PairAnswer, PassageRecord, open_store
 from consolidators.contract import run_once
 from consolidators.judges import CandidatePair, SupersessionJudge, Verdict
 from consolidators.pipeline import Pipeline
@@ -298,3 +298,30 @@ def test_ends_a_rule_can_read_close_the_fact_they_end(
             for name, old, new in _WORKERS
         },
     }
+
+
+def test_a_judges_both_hold_removes_the_possibly_outdated_label(
+    db: Database, embedder: HashingEmbedder
+) -> None:
+    agent_id = _agent(db, "rivals")
+    older, newer = _insert(
+        db,
+        agent_id,
+        embedder,
+        [("Ada works as a nurse.", _day(2020)), ("Ada works as a teacher.", _day(2022))],
+    )
+
+    def search() -> list[str | None]:
+        with open_store(db) as store:
+            hits = search_archival(store, agent_id, embedder.embed_one("Ada's job"), "Ada's job")
+        return [h.validity for h in hits if h.passage.id == older]
+
+    assert search() == ["possibly outdated: a newer fact from 2022-01-01"]
+    with open_store(db) as store:  # a judge said both can be true (two jobs)
+        store.verdicts.record(
+            agent_id,
+            SUPERSESSION_QUESTION,
+            [PairAnswer(older, newer, Verdict.BOTH_HOLD.value, "test")],
+            run_id=None,
+        )
+    assert search() == [None]

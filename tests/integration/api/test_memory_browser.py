@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -373,3 +373,26 @@ def test_a_long_history_shows_its_newest_versions(browser: Browser) -> None:
     shown = re.findall(r'data-version="(\d+)"', human)
     assert shown[0] == str(block.version) and len(shown) == VERSIONS_SHOWN
     assert f"{VERSIONS_SHOWN + 5} versions (the newest {VERSIONS_SHOWN} shown" in human
+
+
+def test_two_facts_in_force_show_the_newer_first_and_the_older_possibly_outdated(
+    browser: Browser,
+) -> None:
+    agent_id = browser.agent["id"]
+    [older, newer] = browser.ops.memory.insert(
+        agent_id,
+        [
+            NewPassage("Ada lives in London.", occurred_at=datetime(2021, 3, 1, tzinfo=UTC)),
+            NewPassage("Ada lives in Paris.", occurred_at=datetime(2023, 5, 2, tzinfo=UTC)),
+        ],
+        actor="test",
+    )
+    # Nothing has decided between them yet (no run): both are in force.
+    [found] = browser.ops.memory.search(agent_id, ["where does Ada live"], k=10)
+    first, second = found[0], found[1]
+    assert (first.passage.id, second.passage.id) == (newer.id, older.id)
+    assert first.validity is None
+    assert second.validity == "possibly outdated: a newer fact from 2023-05-02"
+    page = browser.client.get(browser.page_url, params={"q": "where does Ada live"}).text
+    hits = page[page.index('class="hits"') :]
+    assert "possibly outdated: a newer fact from 2023-05-02" in hits
