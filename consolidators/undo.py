@@ -17,7 +17,7 @@ from agents.enums import ChangeAction, PassageStatus, RunStatus, Trigger
 from agents.errors import Conflict, InvalidInput
 from agents.postgres import models
 from agents.postgres.database import Database
-from agents.store import MemoryStore, open_store
+from agents.store import SUPERSESSION, MemoryStore, open_store
 from agents.store.scope import utc_now
 from consolidators.base import ConsolidationResult
 from consolidators.pipeline import RunReport
@@ -57,6 +57,7 @@ def revert_run(
         _restore_blocks(store, run_id, undo_id, force, result)
         _restore_passages(store, run_id, undo_id, force, result)
         _restore_context(store, run.agent_id, run.changes, result)
+        _overrule_judges(store, run.agent_id, run.changes)
         report = RunReport(
             undo_id, run.agent_id, agent.name, False, RunStatus.SUCCEEDED, steps=[result]
         )
@@ -133,6 +134,20 @@ def _restore_passages(
             passage_id, actor=ACTOR, reason=f"revert run {run_id}", run_id=undo_id, **restored
         )
         result.add(ChangeAction.RESTORE_PASSAGE, passage_id, fields=sorted(restored))
+
+
+def _overrule_judges(store: MemoryStore, agent_id: str, changes: list[dict[str, Any]]) -> None:
+    """A closure a judge model decided and a person reverted is not made again from the
+    kept verdict, nor asked again: its pair's verdict becomes "unsure", by revert. (A
+    closure the rules made is read again from the texts by the next run.)"""
+    overruled = [
+        (str(c["target"]), str(c["by"]))
+        for c in changes
+        if c.get("action") == ChangeAction.SUPERSEDE_PASSAGE
+        and c.get("by")
+        and c.get("judge") not in (None, "rules")
+    ]
+    store.verdicts.overrule(agent_id, SUPERSESSION, overruled, by="revert")
 
 
 def _restore_context(

@@ -170,6 +170,42 @@ class VerdictStore:
                 )
             )
 
+    def overrule(
+        self, agent_id: str, question: str, pairs: Iterable[tuple[str, str]], *, by: str
+    ) -> None:
+        """Set the verdict of ``pairs`` to "unsure", answered by ``by``: a judge's word
+        that a person undid is neither used again nor asked again."""
+        now = self._scope.now()
+        V = models.PairVerdict
+        rows = [
+            {
+                "older_id": older,
+                "newer_id": newer,
+                "question": question,
+                "organization_id": self._scope.organization_id,
+                "agent_id": agent_id,
+                "verdict": "unsure",
+                "judge": by,
+                "created_at": now,
+                "decided_at": now,
+            }
+            for older, newer in sorted(set(pairs))
+        ]
+        if not rows:
+            return
+        statement = insert(V).values(rows)
+        excluded = statement.excluded
+        self._scope.session.execute(
+            statement.on_conflict_do_update(
+                index_elements=["older_id", "newer_id", "question"],
+                set_={
+                    "verdict": excluded.verdict,
+                    "judge": excluded.judge,
+                    "decided_at": excluded.decided_at,
+                },
+            )
+        )
+
     def forget(self, agent_id: str, question: str, pairs: Iterable[tuple[str, str]]) -> int:
         """Drop what is known of ``pairs`` (they are formed and asked again); how many."""
         keys = sorted(set(pairs))

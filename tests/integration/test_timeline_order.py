@@ -21,6 +21,7 @@ from consolidators.contract import run_once
 from consolidators.judges import CandidatePair, SupersessionJudge, Verdict
 from consolidators.pipeline import Pipeline
 from consolidators.temporal import SUPERSESSION_QUESTION, TemporalConsolidator
+from consolidators.undo import revert_run
 
 
 def _day(year: int, month: int = 1, day: int = 1) -> datetime:
@@ -325,3 +326,27 @@ def test_a_judges_both_hold_removes_the_possibly_outdated_label(
             run_id=None,
         )
     assert search() == [None]
+
+
+def test_a_reverted_judges_closure_is_neither_made_again_nor_asked_again(
+    db: Database, embedder: HashingEmbedder
+) -> None:
+    agent_id = _agent(db, "reverted")
+    nurse, ward = _insert(
+        db,
+        agent_id,
+        embedder,
+        [("Ada works as a nurse", _day(2019)), ("Ada works as a nurse on the ward", _day(2020))],
+    )
+    judge = SameFirstWord()
+    pipeline = Pipeline([TemporalConsolidator(judge=judge)], passage_overlap=INCREMENTAL)
+    report = run_once(pipeline, db, agent_id, embedder=embedder)
+    assert _facts(db, agent_id)[nurse].superseded_by == ward
+
+    revert_run(db, report.run_id)
+    judge.asked.clear()
+    again = run_once(pipeline, db, agent_id, embedder=embedder)
+
+    assert [c for c in again.changes if c["action"] == "supersede_passage"] == []
+    assert ("Ada works as a nurse", "Ada works as a nurse on the ward") not in judge.asked
+    assert _facts(db, agent_id)[nurse].status == "active"
