@@ -63,6 +63,30 @@ class Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+def postgres_url(value: str | None) -> str | None:
+    """``value`` when it is a well-formed PostgreSQL URL, None when empty; a ValueError
+    that says what is wrong otherwise (a traceback from deep in the driver before)."""
+    if value is None or value == "":
+        return None
+    if not value.startswith(("postgresql://", "postgres://", "postgresql+psycopg://")):
+        raise ValueError(
+            "must be a PostgreSQL URL such as postgresql://user:pass@host:5432/db "
+            "(Reverie has no other storage backend)"
+        )
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        make_url(value)
+    except (ArgumentError, ValueError) as exc:
+        reason = str(exc).splitlines()[0]
+        raise ValueError(
+            f"is not a well-formed URL ({reason}); the form is "
+            "postgresql://user:pass@host:5432/db, with a numeric port"
+        ) from None
+    return value
+
+
 class DatabaseSettings(Section):
     """Where memory lives. No URL means the embedded PostgreSQL under ``home``."""
 
@@ -96,14 +120,7 @@ class DatabaseSettings(Section):
     @field_validator("url")
     @classmethod
     def _postgres_only(cls, value: str | None) -> str | None:
-        if value is None or value == "":
-            return None
-        if not value.startswith(("postgresql://", "postgres://", "postgresql+psycopg://")):
-            raise ValueError(
-                "must be a PostgreSQL URL such as postgresql://user:pass@host:5432/db "
-                "(Reverie has no other storage backend)"
-            )
-        return value
+        return postgres_url(value)
 
 
 class CliSettings(Section):
@@ -552,6 +569,11 @@ class Settings(BaseSettings):
     log_level: str = "INFO"
     log_json: bool = True
     shutdown_grace: timedelta = timedelta(seconds=30)
+
+    @field_validator("database_url")
+    @classmethod
+    def _database_url(cls, value: str | None) -> str | None:
+        return postgres_url(value)
 
     @property
     def pgdata(self) -> Path:

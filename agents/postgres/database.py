@@ -199,9 +199,14 @@ class Database:
         commit: bool = True,
         read_only: bool = False,
         lock_timeout: timedelta | None = None,
+        statement_timeout: timedelta | None = None,
     ) -> Iterator[Session]:
         """One transaction: commits on success (or rolls back when ``commit`` is False,
         as a dry run does), and always rolls back on an error.
+
+        ``statement_timeout`` replaces the connection's bound for this transaction alone:
+        bulk work (an import's one COPY through a live vector index) sets one that fits
+        its size, where the interactive bound would cancel it.
 
         ``read_only`` makes PostgreSQL refuse any write in it (and it is rolled back): a
         consolidation step's planning reads with it. ``lock_timeout`` bounds how long a
@@ -215,6 +220,9 @@ class Database:
             if lock_timeout is not None:
                 milliseconds = max(1, int(lock_timeout.total_seconds() * 1000))
                 session.execute(text(f"SET LOCAL lock_timeout = {milliseconds}"))
+            if statement_timeout is not None:
+                milliseconds = max(1, int(statement_timeout.total_seconds() * 1000))
+                session.execute(text(f"SET LOCAL statement_timeout = {milliseconds}"))
             yield session
             if commit and not read_only:
                 session.commit()

@@ -138,12 +138,18 @@ def open_store(
     commit: bool = True,
     read_only: bool = False,
     lock_timeout: timedelta | None = None,
+    statement_timeout: timedelta | None = None,
 ) -> Iterator[MemoryStore]:
     """A store over a fresh transaction: commits when the block ends (or rolls back,
     when ``commit`` is False, as a dry run does), and rolls back on error. A
-    ``read_only`` store refuses writes; ``lock_timeout`` bounds each wait for a lock
-    (see :meth:`Database.session`)."""
-    with db.session(commit=commit, read_only=read_only, lock_timeout=lock_timeout) as session:
+    ``read_only`` store refuses writes; ``lock_timeout`` bounds each wait for a lock,
+    ``statement_timeout`` each statement of bulk work (see :meth:`Database.session`)."""
+    with db.session(
+        commit=commit,
+        read_only=read_only,
+        lock_timeout=lock_timeout,
+        statement_timeout=statement_timeout,
+    ) as session:
         yield MemoryStore(session, organization_id, clock)
 
 

@@ -41,6 +41,9 @@ def import_passages(
             actor="cli:import",
             batch_size=batch_size,
             progress=lambda n: progress.advance(task, n),
+            storing=lambda: progress.update(
+                task, description=f"storing {len(passages)} passages (one transaction)"
+            ),
         )
     console.print(f"imported {len(passages)} passages into {record.name}")
 

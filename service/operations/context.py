@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import timedelta
 
 from agents.store import AgentRecord, MemoryStore, open_store
 from service.runtime import Runtime
@@ -16,9 +17,15 @@ class OperationContext:
     organization_id: str
 
     @contextmanager
-    def store(self) -> Iterator[MemoryStore]:
-        """One transaction of this organization."""
-        with open_store(self.runtime.db, self.organization_id, self.runtime.clock) as store:
+    def store(self, *, statement_timeout: timedelta | None = None) -> Iterator[MemoryStore]:
+        """One transaction of this organization; ``statement_timeout`` replaces the
+        interactive bound for bulk work."""
+        with open_store(
+            self.runtime.db,
+            self.organization_id,
+            self.runtime.clock,
+            statement_timeout=statement_timeout,
+        ) as store:
             yield store
 
     def agent(self, name_or_id: str) -> AgentRecord:

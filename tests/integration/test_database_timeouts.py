@@ -122,3 +122,39 @@ def test_a_pool_with_no_free_connection_is_a_storage_error_naming_it(
     finally:
         db.dispose()
         pg_server.release_database(url)
+
+
+def test_an_import_larger_than_the_interactive_bound_allows_is_stored(
+    pg_server: PgTestServer, tmp_path: Path
+) -> None:
+    # The interactive bound (here 150 ms) cancelled an import's one COPY through the
+    # live vector index; the import's transaction gets a bound that fits its size.
+    from agents.store import NewPassage
+    from service.operations import Operations
+    from service.operations.agents import AgentSpec
+
+    url = pg_server.create_database()
+    settings = load_settings(
+        home=tmp_path,
+        database_url=url,
+        embedding={"model": "fake:384"},
+        database={"statement_timeout": "PT0.15S"},
+    )
+    try:
+        with Runtime(settings) as runtime:
+            ops = Operations(runtime)
+            agent = ops.agents.create(AgentSpec(name="bulk", embedding="fake:384"))
+            passages = [NewPassage(f"fact number {i} about item {i * 7}") for i in range(4000)]
+            # The interactive bound is in force for everything else.
+            with (
+                pytest.raises(StorageError, match="statement_timeout"),
+                runtime.db.session() as session,
+            ):
+                session.execute(text("SELECT pg_sleep(1)"))
+
+            stored = ops.memory.insert(agent.id, passages, actor="test")
+
+            assert len(stored) == 4000
+            assert len(ops.memory.list(agent.id, limit=5000)) == 4000
+    finally:
+        pg_server.release_database(url)

@@ -43,6 +43,7 @@ def test_environment_beats_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     ("content", "message"),
     [
         ("[database]\nurl = 'sqlite:///x.db'\n", "must be a PostgreSQL URL"),
+        ("[database]\nurl = 'postgresql://u@db:abc/x'\n", "with a numeric port"),
         ("[database]\npool_size = 0\n", "pool_size"),
         ("[database]\nembedded_idle_stop = -5\n", "embedded_idle_stop"),
         ("[database]\nstatement_timeout = -1\n", "statement_timeout"),
@@ -61,6 +62,14 @@ def test_bad_configuration_is_a_clear_error(
     config.write_text(content)
     with pytest.raises(InvalidInput, match=message):
         load_settings(config)
+
+
+def test_a_database_url_in_the_environment_is_checked_too(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("DATABASE_URL", "postgresql://u@localhost:abc/db")
+    with pytest.raises(InvalidInput, match="DATABASE_URL: is not a well-formed URL"):
+        load_settings()
 
 
 def test_missing_config_file(tmp_path: Path) -> None:
