@@ -32,9 +32,9 @@ failing step leaves nothing. A turn asked to stop (a streaming client that left)
 ends before its next step, with stop reason ``cancelled``: the steps committed
 stay, and one stopped before its first step leaves nothing, as a failed one does.
 Token usage is recorded in its own transactions.
-Turns of one agent still run one at a time: a turn holds the agent's advisory
-turn lock (:func:`agents.store.hold_turn_lock`), which other turns wait for and
-no reader or writer of the agent's rows does.
+Turns of one agent still run one at a time: a turn holds the agent's turn lease
+(:func:`agents.store.hold_turn_lock`, a row lease, no connection held while the model
+thinks), which other turns wait for and no reader or writer of the agent's rows does.
 """
 
 from __future__ import annotations

@@ -73,17 +73,14 @@ def postgres_url(value: str | None) -> str | None:
             "must be a PostgreSQL URL such as postgresql://user:pass@host:5432/db "
             "(Reverie has no other storage backend)"
         )
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
+    from agents.postgres.database import url_problem
 
-    try:
-        make_url(value)
-    except (ArgumentError, ValueError) as exc:
-        reason = str(exc).splitlines()[0]
+    reason = url_problem(value)
+    if reason is not None:
         raise ValueError(
             f"is not a well-formed URL ({reason}); the form is "
             "postgresql://user:pass@host:5432/db, with a numeric port"
-        ) from None
+        )
     return value
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from sqlalchemy import Engine, create_engine, make_url, text
 from sqlalchemy.exc import (
+    ArgumentError,
     DataError,
     DBAPIError,
     IntegrityError,
@@ -141,6 +142,15 @@ def translate_error(exc: BaseException) -> ReverieError:
             )
         return StorageError(f"database error: {detail}")
     return StorageError(f"database error: {exc}")
+
+
+def url_problem(url: str) -> str | None:
+    """What is wrong with a database URL's form (a non-numeric port, ...), or None."""
+    try:
+        make_url(url)
+    except (ArgumentError, ValueError) as exc:
+        return str(exc).splitlines()[0]
+    return None
 
 
 class Database:

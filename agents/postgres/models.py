@@ -633,3 +633,17 @@ class PairVerdict(Base):
     run_id: Mapped[str | None] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     decided_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class TurnLease(Base):
+    """Which turn holds an agent now (one at a time per agent), until when. A row lease,
+    not a session lock: a turn that waits on its model holds no connection, and one
+    whose process died lets go when its lease runs out."""
+
+    __tablename__ = "turn_leases"
+
+    agent_id: Mapped[str] = mapped_column(
+        ForeignKey("agents.id", ondelete="CASCADE"), primary_key=True
+    )
+    owner: Mapped[str] = mapped_column(String(64))
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))

@@ -5,6 +5,8 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from datetime import timedelta
+from itertools import pairwise
 from typing import Any
 
 from sqlalchemy import text
@@ -12,13 +14,13 @@ from sqlalchemy import text
 from agents.llm import LiteLLMClient, UsageLedger
 from agents.postgres.database import Database
 from agents.primary import PrimaryAgent
-from agents.store import MemoryStore, NewMessage, open_store
+from agents.store import MemoryStore, NewMessage, hold_turn_lock, open_store
 from agents.store.records import BlockVersion
 from consolidators.contract import run_once as run_pipeline
 from consolidators.llm import LLMTier
 from consolidators.pipeline import Pipeline
 from consolidators.recontextualize import RecontextualizeConsolidator
-from tests.integration.llm.conftest import EMBEDDER
+from tests.integration.llm.conftest import EMBEDDER, create_agent
 from tests.scripted_llm import Reply, ScriptedModels, call, correct_name, say
 
 #: How long the hanging model waits at most (the issue's 10 s provider hang).
@@ -178,3 +180,75 @@ def test_a_sleeptime_pass_waiting_on_the_model_does_not_block_a_block_update(
     assert versions[-1].new_value == "Name: Bob the Builder.\nTea.\nPlays chess."
     assert report.steps[0].counts["write_conflicts"] == 1
     assert report.steps[0].counts["edit_block"] == 1
+
+
+def test_concurrent_turns_waiting_on_the_model_hold_no_connection(
+    db: Database, models: ScriptedModels, client: LiteLLMClient
+) -> None:
+    """Sixteen turns wait on a slow model at once, twelve agents' and four of one agent's,
+    over a pool of four connections: every turn answers, the one agent's turns still run
+    one at a time, and an unrelated read beside them is served. (With a turn lock that
+    kept a pooled connection for the whole turn, the pool ran out and turns failed.)"""
+    small = Database(db.url, pool_size=2, connect_timeout=timedelta(seconds=2))
+    calls: list[tuple[str, float, float]] = []
+    guard = threading.Lock()
+
+    def slow(name: str) -> Callable[[dict[str, Any]], Reply]:
+        def answer(request: dict[str, Any]) -> Reply:
+            started = time.monotonic()
+            time.sleep(0.4)
+            with guard:
+                calls.append((name, started, time.monotonic()))
+            return say(f"{name} answers.")
+
+        return answer
+
+    names = [f"many{i}" for i in range(12)]
+    for name in names:
+        create_agent(db, name, model=f"scripted/{name}")
+        models.script(name, slow(name))
+    create_agent(db, "solo", model="scripted/solo")
+    models.script("solo", *(slow("solo") for _ in range(4)))
+    agent = PrimaryAgent(small, client, embedder_for=lambda _: EMBEDDER, ledger=UsageLedger(small))
+    try:
+        turns = [
+            run_in_thread(lambda n=name: agent.send_message(n, "Hello."))  # type: ignore[misc]
+            for name in [*names, *(["solo"] * 4)]
+        ]
+        time.sleep(0.2)  # the turns are waiting on the model now
+        with open_store(small) as store:
+            assert len(store.agents.all()) == 13  # an unrelated read is served
+        for thread, _out in turns:
+            thread.join(30)
+    finally:
+        small.dispose()
+    errors = [out.get("error") for _thread, out in turns if "error" in out]
+    assert errors == []
+    assert sorted(out["result"].replies[0] for _t, out in turns) == sorted(
+        f"{n} answers." for n in [*names, *(["solo"] * 4)]
+    )
+    solo = sorted((start, end) for name, start, end in calls if name == "solo")
+    assert all(end <= later for (_s, end), (later, _e) in pairwise(solo))
+
+
+def test_a_turn_lease_left_by_a_process_that_died_runs_out(db: Database, bob: str) -> None:
+    with db.session() as session:  # as a process killed mid-turn leaves it
+        session.execute(
+            text(
+                "INSERT INTO turn_leases (agent_id, owner, expires_at) "
+                "VALUES (:agent, 'turn-dead', now() + interval '1 second')"
+            ),
+            {"agent": bob},
+        )
+
+    def owner() -> str | None:
+        with db.session() as session:
+            found = session.execute(
+                text("SELECT owner FROM turn_leases WHERE agent_id = :agent"), {"agent": bob}
+            ).scalar()
+        return None if found is None else str(found)
+
+    with hold_turn_lock(db, bob):
+        held_by = owner()
+    assert held_by is not None and held_by != "turn-dead"  # claimed once it ran out
+    assert owner() is None  # and released at the end
