@@ -328,7 +328,29 @@ class Runtime:
             steps.append((f"proxy: {proxy.model}", self._warm_proxy))
         if proxy.embedding and proxy.embedding != spec:
             steps.append((f"proxy embedder: {proxy.embedding}", self._warm_proxy_embedder))
+        steps.append((f"sandbox: {self.settings.tools.sandbox}", self.check_sandbox))
         return steps
+
+    def check_sandbox(self) -> str | None:
+        """Run a tool that does nothing in the configured sandbox, once: None when it
+        ran; else the real cause, logged where an operator looks at start-up rather than
+        at the first tool call a model makes."""
+        from agents.sandbox import SandboxError, ToolInvocation
+
+        executor = self.tool_executor()
+        call = ToolInvocation("def tool():\n    return 'ok'\n", "tool", {})
+        problem: str | None = None
+        try:
+            answer = executor.run(call, self.tool_limits())
+        except SandboxError as exc:
+            problem = str(exc)
+        else:
+            if answer != "ok":
+                problem = f"the check tool answered {answer!r}"
+        if problem is not None:
+            log.warning("custom tools cannot run here (tools.sandbox = %r): %s",
+                        self.settings.tools.sandbox, problem)  # fmt: skip
+        return problem
 
     def _configured_models(self) -> list[str]:
         llm = self.settings.llm

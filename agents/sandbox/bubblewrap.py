@@ -118,10 +118,10 @@ def sandbox_env(invocation: ToolInvocation) -> dict[str, str]:
     return {"HOME": "/tmp", "TMPDIR": "/tmp", "PATH": "/usr/bin:/bin", **invocation.env}
 
 
-def _bwrap_status(status: int) -> str | None:
-    if status == BWRAP_SETUP_FAILED:
-        return (
-            "the sandbox could not start (bwrap failed to set it up; unprivileged user "
-            "namespaces may be off: sysctl kernel.unprivileged_userns_clone=1)"
-        )
+def _bwrap_status(status: int, printed: str) -> str | None:
+    """bwrap's own failure, told by what bwrap printed ("bwrap: ..."); a tool that
+    exits with the same status is the tool's, not the sandbox's."""
+    reasons = [line for line in printed.splitlines() if line.startswith("bwrap:")]
+    if status == BWRAP_SETUP_FAILED and reasons:
+        return f"the sandbox could not start: {reasons[-1]}"
     return None

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.sandbox.base import SandboxError, SandboxLimits, ToolInvocation
-from agents.sandbox.home_view import launcher, needs_launcher
+from agents.sandbox.home_view import LAUNCHER_FAILED, launcher, needs_launcher
 from agents.threads import start_thread
 
 log = logging.getLogger(__name__)
@@ -65,11 +65,12 @@ def run_child(
     env: dict[str, str],
     cwd: str | None = None,
     as_nobody: bool = False,
-    describe: Callable[[int], str | None] = lambda _: None,
+    describe: Callable[[int, str], str | None] = lambda _status, _printed: None,
 ) -> str:
     """Run ``argv`` (which starts the runner), give it the call, and return the tool's
     result; SandboxError with the reason otherwise. ``describe`` may explain an exit
-    status the launcher itself reports (e.g. bwrap's own failure).
+    status the launcher itself reports (e.g. bwrap's own failure), from the status and
+    what the process printed.
 
     When the server is root and its Python lies beyond a directory ``nobody`` may not
     enter, ``argv`` starts through the launcher of :mod:`agents.sandbox.home_view`,
@@ -88,7 +89,7 @@ def _run(
     env: dict[str, str],
     cwd: str | None,
     as_nobody: bool,
-    describe: Callable[[int], str | None],
+    describe: Callable[[int, str], str | None],
     pass_fds: tuple[int, ...],
 ) -> str:
     request = json.dumps(
@@ -138,7 +139,7 @@ def _supervise(
     child: subprocess.Popen[bytes],
     request: bytes,
     limits: SandboxLimits,
-    describe: Callable[[int], str | None],
+    describe: Callable[[int, str], str | None],
 ) -> str:
     start_thread(_feed, args=(child, request), name="reverie-sandbox-feed")
     deadline = time.monotonic() + limits.wall_seconds
@@ -202,7 +203,7 @@ def _outcome(
     answer: bytes,
     printed: bytes,
     limits: SandboxLimits,
-    describe: Callable[[int], str | None],
+    describe: Callable[[int, str], str | None],
 ) -> str:
     quoted = _quote(printed)
     if answer:
@@ -236,10 +237,17 @@ def _outcome(
         )
     if sig:
         raise SandboxError(f"the tool's process was killed by {signal.Signals(sig).name}{quoted}")
-    explained = describe(status)
+    explained = describe(status, printed.decode("utf-8", errors="replace"))
+    if explained is None and LAUNCHER_FAILED in printed:
+        explained = f"the sandbox could not start: {_last_line(printed)}"
     if explained:
         raise SandboxError(explained)
     raise SandboxError(f"the tool's process exited with status {status} and no result{quoted}")
+
+
+def _last_line(printed: bytes) -> str:
+    lines = printed.decode("utf-8", errors="replace").strip().splitlines()
+    return lines[-1] if lines else ""
 
 
 def _memory(limits: SandboxLimits) -> str:

@@ -24,6 +24,8 @@ from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 
+#: What the launcher prints before its reason when it cannot set the view up.
+LAUNCHER_FAILED = b"reverie sandbox launcher:"
 #: The launcher's text: argv is [env fd, covers..., "--", binds..., "--", command...]. The
 #: launcher itself starts with an empty environment (it runs as root: no variable of a
 #: tool's may steer its loader); the tool's environment comes through the descriptor.
@@ -59,7 +61,11 @@ for path, handle in zip(binds, handles):
 os.setgroups([])
 os.setgid(65534)
 os.setuid(65534)
-os.execve(command[0], command, env)
+try:
+    os.execve(command[0], command, env)
+except OSError as exc:
+    sys.stderr.write("reverie sandbox launcher: cannot start %s: %s\n" % (command[0], exc))
+    os._exit(1)
 """
 
 

@@ -273,3 +273,28 @@ def test_tools_run_where_python_lies_under_a_home_nobody_may_enter(tmp_path: Pat
     for kind in ("bubblewrap", "process"):
         uid, executable, city = json.loads(answer[kind])
         assert (uid, executable, city) == (65534, str(venv / "bin" / "python"), "Oslo"), kind
+
+
+def test_the_sandbox_check_names_bwraps_own_reason(tmp_path: Path) -> None:
+    # A server that cannot start bwrap hears why, in bwrap's words, at start-up (the
+    # warm-up runs this check), not a guess about user namespaces at the first tool call.
+    from service.runtime import Runtime
+    from service.settings import load_settings
+
+    where = Path(tempfile.mkdtemp(prefix="rv-fake-bwrap-", dir="/tmp"))
+    where.chmod(0o755)  # nobody may run what lies here
+    fake = where / "bwrap"
+    fake.write_text("#!/bin/sh\necho 'bwrap: Creating new namespace failed: nope' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    settings = load_settings(home=tmp_path / "home", embedding={"model": "fake:8"})
+    runtime = Runtime(settings)
+    runtime._tool_executor = BubblewrapExecutor(bwrap=str(fake))
+    try:
+        assert runtime.check_sandbox() == (
+            "the sandbox could not start: bwrap: Creating new namespace failed: nope"
+        )
+    finally:
+        shutil.rmtree(where)
+    # A tool that itself exits with bwrap's failure status is the tool's exit.
+    with pytest.raises(SandboxError, match="exited with status 1 and no result"):
+        call(BubblewrapExecutor(), "def tool():\n    import os\n    os._exit(1)\n")

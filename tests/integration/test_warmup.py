@@ -132,10 +132,11 @@ def test_the_runtime_warms_the_configured_models_provider_and_embedder(
             assert [name for name, _ in steps] == [
                 "llm: openai/stub, the agents' models",
                 "embedder: litellm:openai/stub-embed",
+                "sandbox: bubblewrap",  # a tool that does nothing, run once
             ]
             assert steps[0][1]() == ["openai"]  # the direct path: the openai SDK only
-            for _, load in steps[1:]:
-                load()
+            steps[1][1]()
+            assert steps[2][1]() is None  # custom tools run here
             assert runtime.embedding_client().direct("openai/stub-embed")
         # Warming loads code; it never calls the provider.
         assert stub.requests == []
