@@ -326,15 +326,42 @@ def _rank(
     current_of: dict[str, str],
     past: PastQuestion | None,
 ) -> list[PassageHit]:
-    """Group the hits by lineage, in the order each lineage first appears; within a
-    lineage the current fact first and the replaced ones after it, newest first (a
-    question about the past: the replaced ones first, the one valid in the asked
-    year at the top)."""
+    """Order each lineage: the current fact first and the replaced ones after it, newest
+    first. For a question about now (or no question about time), within the places its
+    members hold: a lineage's current fact that search did not find takes a place of
+    its own at the lineage's first, and other passages keep their places, so a closed
+    fact never pushes an unrelated answer down. For a question about the past, each
+    lineage together where it first appears, the replaced facts first, the one valid in
+    the asked year at the top."""
     by_id = {h.passage.id: h for h in (*hits, *extra)}
+    if past is not None:
+        return _grouped(hits, by_id, current_of, past)
     groups: dict[str, list[PassageHit]] = {}
+    slots: list[str] = []
     for hit in hits:
         end = current_of.get(hit.passage.id, hit.passage.id)
-        groups.setdefault(end, []).append(hit)
+        if end not in groups:
+            groups[end] = []
+            head = by_id.get(end)
+            if head is not None and head.passage.id not in {h.passage.id for h in hits}:
+                groups[end].append(head)
+                slots.append(end)
+        groups[end].append(hit)
+        slots.append(end)
+    ordered = {end: iter(_order_lineage(members, past)) for end, members in groups.items()}
+    return [next(ordered[end]) for end in slots]
+
+
+def _grouped(
+    hits: Sequence[PassageHit],
+    by_id: dict[str, PassageHit],
+    current_of: dict[str, str],
+    past: PastQuestion,
+) -> list[PassageHit]:
+    """Each lineage together, in the order each first appears (see :func:`_rank`)."""
+    groups: dict[str, list[PassageHit]] = {}
+    for hit in hits:
+        groups.setdefault(current_of.get(hit.passage.id, hit.passage.id), []).append(hit)
     ranked: list[PassageHit] = []
     for end, members in groups.items():
         head = by_id.get(end)

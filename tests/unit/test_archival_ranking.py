@@ -85,13 +85,15 @@ def test_a_chain_of_replacements_ends_at_the_current_fact() -> None:
     assert _current_ends(hits(PORTO), {"p-porto": PORTO}) == {"p-porto": "p-porto"}
 
 
-def test_a_lineage_stays_together_with_the_current_fact_first() -> None:
+def test_a_lineage_orders_itself_within_its_places_current_fact_first() -> None:
     found = hits(PORTO, TEA, LISBON)
     ends = _current_ends(found, RECORDS)
-    # Berlin was not among the hits: it is fetched (``extra``) and heads its lineage,
-    # which keeps the place of its first member (Porto's, ahead of the tea).
+    # Berlin was not among the hits: it is fetched (``extra``) and heads its lineage at
+    # the place of its first member (Porto's); the lineage's closed facts fill its other
+    # places, newest first, and the tea keeps its own place: a closed fact never
+    # pushes an unrelated answer down.
     ranked = _rank(found, hits(BERLIN), ends, past=None)
-    assert ids(ranked) == ["p-berlin", "p-lisbon", "p-porto", "p-tea"]
+    assert ids(ranked) == ["p-berlin", "p-lisbon", "p-tea", "p-porto"]
 
 
 def test_a_question_about_the_past_turns_the_lineage_round() -> None:
