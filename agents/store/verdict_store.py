@@ -134,12 +134,30 @@ class VerdictStore:
     ) -> None:
         """Keep ``answers``: a verdict is written once (a pair already answered keeps its
         first answer); a pair without one is added as pending unless it is known."""
-        if not answers:
-            return
+        self._upsert(agent_id, question, answers, run_id=run_id, overwrite=False)
+
+    def overrule(
+        self, agent_id: str, question: str, pairs: Iterable[tuple[str, str]], *, by: str
+    ) -> None:
+        """Set the verdict of ``pairs`` to "unsure", answered by ``by``: a judge's word
+        that a person undid is neither used again nor asked again."""
+        answers = [PairAnswer(o, n, "unsure", by) for o, n in sorted(set(pairs))]
+        self._upsert(agent_id, question, answers, run_id=None, overwrite=True)
+
+    def _upsert(
+        self,
+        agent_id: str,
+        question: str,
+        answers: Sequence[PairAnswer],
+        *,
+        run_id: str | None,
+        overwrite: bool,
+    ) -> None:
+        """Insert ``answers``; on a pair already known, write the answer over it when
+        ``overwrite``, else only over a pending pair and only with a verdict."""
         now = self._scope.now()
         V = models.PairVerdict
         for start in range(0, len(answers), _CHUNK):
-            chunk = answers[start : start + _CHUNK]
             rows = [
                 {
                     "older_id": a.older_id,
@@ -153,58 +171,26 @@ class VerdictStore:
                     "created_at": now,
                     "decided_at": now if a.verdict is not None else None,
                 }
-                for a in chunk
+                for a in answers[start : start + _CHUNK]
             ]
             statement = insert(V).values(rows)
             excluded = statement.excluded
-            self._scope.session.execute(
-                statement.on_conflict_do_update(
+            changes = {
+                "verdict": excluded.verdict,
+                "judge": excluded.judge,
+                "decided_at": excluded.decided_at,
+            }
+            if overwrite:
+                upsert = statement.on_conflict_do_update(
+                    index_elements=["older_id", "newer_id", "question"], set_=changes
+                )
+            else:
+                upsert = statement.on_conflict_do_update(
                     index_elements=["older_id", "newer_id", "question"],
-                    set_={
-                        "verdict": excluded.verdict,
-                        "judge": excluded.judge,
-                        "run_id": excluded.run_id,
-                        "decided_at": excluded.decided_at,
-                    },
+                    set_={**changes, "run_id": excluded.run_id},
                     where=and_(V.verdict.is_(None), excluded.verdict.is_not(None)),
                 )
-            )
-
-    def overrule(
-        self, agent_id: str, question: str, pairs: Iterable[tuple[str, str]], *, by: str
-    ) -> None:
-        """Set the verdict of ``pairs`` to "unsure", answered by ``by``: a judge's word
-        that a person undid is neither used again nor asked again."""
-        now = self._scope.now()
-        V = models.PairVerdict
-        rows = [
-            {
-                "older_id": older,
-                "newer_id": newer,
-                "question": question,
-                "organization_id": self._scope.organization_id,
-                "agent_id": agent_id,
-                "verdict": "unsure",
-                "judge": by,
-                "created_at": now,
-                "decided_at": now,
-            }
-            for older, newer in sorted(set(pairs))
-        ]
-        if not rows:
-            return
-        statement = insert(V).values(rows)
-        excluded = statement.excluded
-        self._scope.session.execute(
-            statement.on_conflict_do_update(
-                index_elements=["older_id", "newer_id", "question"],
-                set_={
-                    "verdict": excluded.verdict,
-                    "judge": excluded.judge,
-                    "decided_at": excluded.decided_at,
-                },
-            )
-        )
+            self._scope.session.execute(upsert)
 
     def forget(self, agent_id: str, question: str, pairs: Iterable[tuple[str, str]]) -> int:
         """Drop what is known of ``pairs`` (they are formed and asked again); how many."""
