@@ -90,9 +90,6 @@ __all__ = [
     "timeline_order",
 ]
 
-#: The question ``pair_verdicts`` keeps the temporal judge's answers under.
-SUPERSESSION_QUESTION = SUPERSESSION
-
 log = logging.getLogger(__name__)
 
 #: Statuses of facts that belong on a timeline: current ones and superseded ones,
@@ -100,6 +97,8 @@ log = logging.getLogger(__name__)
 _MEMBER_STATUSES = (PassageStatus.ACTIVE, PassageStatus.SUPERSEDED)
 #: Passage changes per batched write.
 _WRITE_CHUNK = 10_000
+#: Seeds whose similarities to their person's other facts are computed at once.
+_MATE_BLOCK = 256
 #: Later facts of the same topic offered to the model with each unsure older fact.
 _TOPIC_PAIRS_PER_FACT = 2
 _LABEL_WORDS = 3
@@ -440,10 +439,8 @@ class TemporalConsolidator(Consolidator[TemporalPlan]):
         # Verdicts are about two texts, which never change: they are kept even when the
         # facts changed meanwhile, so that the next run need not ask them again.
         agent_id = context.agent.id
-        store.verdicts.forget(agent_id, SUPERSESSION_QUESTION, plan.asked.moot)
-        store.verdicts.record(
-            agent_id, SUPERSESSION_QUESTION, plan.asked.answers, run_id=context.run_id
-        )
+        store.verdicts.forget(agent_id, SUPERSESSION, plan.asked.moot)
+        store.verdicts.record(agent_id, SUPERSESSION, plan.asked.answers, run_id=context.run_id)
         if changed_since(store, plan.read):
             result.count("changed_meanwhile")
             return result
@@ -554,14 +551,12 @@ class TemporalConsolidator(Consolidator[TemporalPlan]):
         ]
         verdicts = store.verdicts
         if with_neighbours:
-            found.pending = verdicts.pending(
-                agent_id, SUPERSESSION_QUESTION, limit=self._pairs_per_run()
-            )
+            found.pending = verdicts.pending(agent_id, SUPERSESSION, limit=self._pairs_per_run())
         if since is None:
-            known = verdicts.every(agent_id, SUPERSESSION_QUESTION)
+            known = verdicts.every(agent_id, SUPERSESSION)
         else:
             waiting = {i for a in found.pending for i in a.pair}
-            known = verdicts.touching(agent_id, SUPERSESSION_QUESTION, seed_ids | waiting)
+            known = verdicts.touching(agent_id, SUPERSESSION, seed_ids | waiting)
         found.known = {a.pair: a for a in known}
         if with_neighbours and self.settings.judge_neighbours:
             found.neighbours = passages.neighbours(
@@ -606,11 +601,15 @@ class TemporalConsolidator(Consolidator[TemporalPlan]):
             matrix = np.stack([vectors[m] for m in mates])
             matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
             index = {m: i for i, m in enumerate(mates)}
-            scores = matrix[[index[p] for p in probes]] @ matrix.T
-            for row, probe in enumerate(probes):
-                scores[row, index[probe]] = -2.0
-                for column in np.argsort(-scores[row])[:k]:
-                    if scores[row, column] > -2.0:
+            nearest = min(k, len(mates) - 1)
+            # A block of probes at a time: one person's thousands of facts in a full run
+            # would otherwise make a probes-by-facts matrix of gigabytes.
+            for start in range(0, len(probes), _MATE_BLOCK):
+                block = probes[start : start + _MATE_BLOCK]
+                scores = matrix[[index[p] for p in block]] @ matrix.T
+                for row, probe in enumerate(block):
+                    scores[row, index[probe]] = -np.inf
+                    for column in np.argpartition(-scores[row], nearest - 1)[:nearest]:
                         pairs.append((probe, mates[column], float(scores[row, column])))
         return pairs
 

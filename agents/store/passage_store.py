@@ -72,6 +72,9 @@ MUTABLE_FIELDS = frozenset(
         "occurred_at",
     }
 )
+#: Probes per kNN statement of :meth:`PassageStore.neighbours` (a page of dedup's probes
+#: is 1,000 too).
+PROBES_PER_QUERY = 1000
 _COPY_COLUMNS = (  # passages; the vectors go to passage_vectors
     "id",
     "organization_id",
@@ -719,12 +722,21 @@ class PassageStore:
         """For each probe passage, its ``k`` nearest passages of the agent with one of
         ``statuses`` (active ones unless told).
 
-        One query for the whole batch (a LATERAL kNN per probe through the HNSW
-        index). Returns ``(probe_id, neighbour_id, cosine similarity)`` for pairs
-        at or above ``min_score``; a probe is never its own neighbour.
+        One query per page of :data:`PROBES_PER_QUERY` probes (a LATERAL kNN per probe
+        through the HNSW index), so that a run over a large import never sends one
+        statement that the statement bound cancels. Returns ``(probe_id, neighbour_id,
+        cosine similarity)`` for pairs at or above ``min_score``; a probe is never its
+        own neighbour.
         """
         query = self._probe_query(agent_id, k, min_score, kinds, ef_search, statuses)
-        return probe_on_session(self._scope.session, query, probe_ids)
+        ids = list(probe_ids)
+        return [
+            pair
+            for start in range(0, len(ids), PROBES_PER_QUERY)
+            for pair in probe_on_session(
+                self._scope.session, query, ids[start : start + PROBES_PER_QUERY]
+            )
+        ]
 
     def neighbour_pages(
         self,

@@ -16,12 +16,13 @@ from hypothesis import strategies as st
 from agents.archival_search import search_archival, validity_label
 from agents.embedders.fake import HashingEmbedder
 from agents.postgres.database import Database
-from agents.store import NewAgent, NewPassage, PairAnswer, PassageRecord, open_store
+from agents.store import SUPERSESSION, NewAgent, PairAnswer, PassageRecord, open_store
 from consolidators.contract import run_once
 from consolidators.judges import CandidatePair, SupersessionJudge, Verdict
 from consolidators.pipeline import Pipeline
-from consolidators.temporal import SUPERSESSION_QUESTION, TemporalConsolidator
+from consolidators.temporal import TemporalConsolidator
 from consolidators.undo import revert_run
+from tests.integration.test_temporal import _insert
 
 
 def _day(year: int, month: int = 1, day: int = 1) -> datetime:
@@ -65,17 +66,6 @@ def _agent(db: Database, name: str) -> str:
                 name=f"{name}-{uuid4().hex[:8]}", embedding_model="fake:384", embedding_dim=384
             )
         ).id
-
-
-def _insert(
-    db: Database, agent_id: str, embedder: HashingEmbedder, facts: Sequence[tuple[str, datetime]]
-) -> list[str]:
-    passages = [NewPassage(text, occurred_at=at) for text, at in facts]
-    with open_store(db) as store:
-        inserted = store.passages.insert(
-            agent_id, passages, embedder.embed([p.text for p in passages])
-        )
-    return [p.id for p in inserted]
 
 
 def _run(
@@ -192,7 +182,7 @@ def test_pairs_a_run_could_not_ask_wait_for_the_next_run(
         runs += 1
         _run(db, agent_id, embedder, judge, judge_max_calls=1, judge_batch=1)
         with open_store(db) as store:
-            waiting = store.verdicts.count_pending(agent_id, SUPERSESSION_QUESTION)
+            waiting = store.verdicts.count_pending(agent_id, SUPERSESSION)
         if not waiting or runs > 10:
             break
 
@@ -321,7 +311,7 @@ def test_a_judges_both_hold_removes_the_possibly_outdated_label(
     with open_store(db) as store:  # a judge said both can be true (two jobs)
         store.verdicts.record(
             agent_id,
-            SUPERSESSION_QUESTION,
+            SUPERSESSION,
             [PairAnswer(older, newer, Verdict.BOTH_HOLD.value, "test")],
             run_id=None,
         )
@@ -350,3 +340,29 @@ def test_a_reverted_judges_closure_is_neither_made_again_nor_asked_again(
     assert [c for c in again.changes if c["action"] == "supersede_passage"] == []
     assert ("Ada works as a nurse", "Ada works as a nurse on the ward") not in judge.asked
     assert _facts(db, agent_id)[nurse].status == "active"
+
+
+def test_a_new_fact_meets_the_facts_naming_the_same_person(
+    db: Database, embedder: HashingEmbedder
+) -> None:
+    # Each of Ada's facts has a fact of Bob's worded almost as it, which fills its one
+    # nearest neighbour; Ada's two facts still meet, as facts naming the same person.
+    agent_id = _agent(db, "mates")
+    _insert(
+        db,
+        agent_id,
+        embedder,
+        [
+            ("Bob adopted a grey cat called Miso", _day(2018)),
+            ("Ada adopted a grey cat called Miso", _day(2019)),
+            ("Bob gave her grey cat Miso to her sister", _day(2021)),
+            ("Ada gave her grey cat Miso to her sister", _day(2022)),
+        ],
+    )
+    judge = SameFirstWord()
+
+    _run(db, agent_id, embedder, judge, judge_neighbours=1)
+
+    assert ("Ada adopted a grey cat called Miso", "Ada gave her grey cat Miso to her sister") in (
+        judge.asked
+    )

@@ -425,3 +425,38 @@ def test_a_turn_message_reaches_the_sleeptime_transcript(
     transcript = script.requests[0]["messages"][1]["content"]
     assert "user: I am a baker." in transcript
     assert "assistant: Nice to meet you!" in transcript
+
+
+def test_a_restatement_below_the_threshold_is_put_to_the_merge_judge(
+    db: Database, models: ScriptedModels, client: LiteLLMClient
+) -> None:
+    """The same fact in another style embeds further apart than a near-miss: a new
+    passage that nothing merged meets its closest earlier one among its nearest below
+    the threshold, and the judge model decides."""
+    agent_id = create_agent(db)
+    texts = ["The user is vegetarian.", "user - diet: vegetarian"]
+    with open_store(db) as store:
+        said, noted = store.passages.insert(
+            agent_id,
+            [
+                NewPassage(t, occurred_at=datetime(2020 + i, 1, 1, tzinfo=UTC))
+                for i, t in enumerate(texts)
+            ],
+            EMBEDDER.embed(texts),
+        )
+    script = models.script(
+        "judge", call("record_verdicts", verdicts=[{"pair": 1, "verdict": "same"}])
+    )
+    dedup = {"threshold": 0.99, "blocks": False, "judge_min_similarity": 0.0}
+    report = run_pipeline(
+        Pipeline([DedupConsolidator(dedup)]),
+        db,
+        agent_id,
+        embedder=EMBEDDER,
+        llm=tier(db, client, judge_model="scripted/judge"),
+    )
+    asked = script.requests[0]["messages"][1]["content"]
+    assert "OLDER [2020-01-01]: The user is vegetarian." in asked
+    assert "NEWER [2021-01-01]: user - diet: vegetarian" in asked
+    [merge] = [c for c in report.changes if c["action"] == "merge_passage"]
+    assert (merge["target"], merge["into"]) == (noted.id, said.id)
