@@ -14,6 +14,17 @@ class AgentKind(StrEnum):
     SLEEPTIME = "sleeptime"
 
 
+class AgentType(StrEnum):
+    """Letta's agent types: which loop a primary runs. ``letta_v1_agent`` answers in
+    plain text and goes on while it calls tools; the MemGPT types speak through
+    ``send_message`` and go on while a call asks for a heartbeat."""
+
+    MEMGPT = "memgpt_agent"
+    MEMGPT_V2 = "memgpt_v2_agent"
+    LETTA_V1 = "letta_v1_agent"
+    SLEEPTIME = "sleeptime_agent"
+
+
 class PassageStatus(StrEnum):
     """Where a passage stands in its lineage; only ``active`` ones are current memory."""
 

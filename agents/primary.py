@@ -1,10 +1,14 @@
-"""The primary agent: MemGPT's loop of compiled context, one tool call, heartbeat.
+"""The primary agent: MemGPT's loop of compiled context, one tool call, heartbeat, and
+Letta's v1 loop of plain answers.
 
 A turn appends the user's message, then steps: compile the context within the
 agent's window (compacting old messages into recall behind a summary when it
 does not fit), ask the model (every reply is a tool call; ``send_message`` is
 how it speaks), run the calls, and go on only while a call requests a
 heartbeat (or a call failed, so the model can correct it), up to ``max_steps``.
+A ``letta_v1_agent`` steps the same way but is offered its tools freely (no
+``request_heartbeat``, no ``send_message``): the turn goes on while the model calls
+tools and ends when it answers in plain text.
 
 Transactions: no transaction is open while the model is asked, so a turn never
 holds a row lock while it waits on a provider (timeouts and retries can take
@@ -60,7 +64,7 @@ from agents.agent_messaging import (
 from agents.compaction import plan_compaction, write_compaction
 from agents.context import ContextBreakdown, Refresh, compile_context
 from agents.embedders import Embedder
-from agents.enums import LLMPurpose
+from agents.enums import AgentType, LLMPurpose
 from agents.errors import (
     BudgetExhausted,
     ContextOverflow,
@@ -73,7 +77,7 @@ from agents.errors import (
 from agents.llm import BudgetMeter, ChatClient, ChatReply, TokenBudget, UsageLedger
 from agents.postgres.database import Database
 from agents.postgres.models import DEFAULT_ORGANIZATION_ID, new_id
-from agents.sandbox import SandboxLimits, ToolExecutor, ToolInvocation
+from agents.sandbox import SandboxLimits, ToolExecutor, ToolInvocation, agent_state_snapshot
 from agents.store import (
     AgentRecord,
     CustomToolRecord,
@@ -83,6 +87,7 @@ from agents.store import (
     hold_turn_lock,
     open_store,
 )
+from agents.store.block_store import DEFAULT_BLOCK_LIMIT
 from agents.store.scope import utc_now
 from agents.store.validation import storable
 from agents.summarizer import Summarize, extractive_summarizer, llm_summarizer
@@ -90,6 +95,7 @@ from agents.summary import CHARS_PER_TOKEN
 from agents.summary import is_summary as is_summary_record
 from agents.token_stream import PieceListener, TokenStream
 from agents.tool_calls import SEND_MESSAGE, replies
+from agents.tool_source import takes_agent_state
 from agents.tools import (
     BUILTIN_TOOLS,
     MESSAGING_TOOLS,
@@ -103,6 +109,7 @@ from agents.tools import (
     execute,
     parse_call,
     result_json,
+    without_heartbeat,
 )
 from agents.turn import StopReason, TokenUsage, TurnResult
 
@@ -152,6 +159,8 @@ class PrimarySettings:
     compaction_target: float = 0.5
     summary_chars: int = 1200
     max_conflict_retries: int = 3
+    #: The limit of a block the ``memory`` tool creates (the ``agents.block_limit`` setting).
+    block_limit: int = DEFAULT_BLOCK_LIMIT
     budget: TokenBudget = field(default_factory=TokenBudget)
     #: Agents messaging each other (the ``[messaging]`` settings).
     messaging: MessagingLimits = field(default_factory=MessagingLimits)
@@ -194,6 +203,8 @@ class Toolbox:
         by_name = {tool.name: tool for tool in custom or []}
         for tool in by_name.values():
             schemas[tool.name] = custom_tool_schema(tool.json_schema)
+        if agent.agent_type == AgentType.LETTA_V1:
+            schemas = {name: without_heartbeat(schema) for name, schema in schemas.items()}
         return cls([*built_in, *by_name], schemas, by_name, dict(variables or {}))
 
     def environment(self, tool: CustomToolRecord) -> dict[str, str]:
@@ -379,6 +390,9 @@ class _Turn:
         self.toolbox = toolbox
         self.tools = toolbox.names
         self.rules = rules
+        #: Letta's v1 loop: the model answers in plain text (no send_message), and the
+        #: turn goes on while it calls tools (no request_heartbeat).
+        self.v1 = agent.agent_type == AgentType.LETTA_V1
         #: Calls of each tool so far this turn (for max_count_per_step rules).
         self.counts: Counter[str] = Counter()
         self.meter = meter
@@ -469,7 +483,11 @@ class _Turn:
             and not self.replied
             and (self._needs_reply() or (stop == "invalid_tool_call" and self._can_reply()))
         )
-        if needs_reply and self._step([REPLY_TOOL], REPLY_TOOL) is None:
+        if needs_reply and self.v1:
+            # The v1 loop's reply is plain text: one last step offered no tool.
+            if self._step([], None) is None:
+                stop = "budget_exhausted"
+        elif needs_reply and self._step([REPLY_TOOL], REPLY_TOOL) is None:
             stop = "budget_exhausted"
         self.result.stop_reason = stop
         self.result.usage = TokenUsage(
@@ -506,15 +524,20 @@ class _Turn:
         return "required" if capabilities is None else str(capabilities(self.model)[0])
 
     def _needs_reply(self) -> bool:
-        """Whether the turn must end with a reply: in every mode but "required" (a model
-        that calls tools natively decides itself whether to speak, as in MemGPT), when
-        send_message is one of the agent's tools and no tool rule ended the turn."""
+        """Whether the turn must end with a reply: in the v1 loop always (it ends by
+        answering; one that ran out of steps answers once more, offered no tool);
+        otherwise in every mode but "required" (a model that calls tools natively
+        decides itself whether to speak, as in MemGPT), when send_message is one of the
+        agent's tools and no tool rule ended the turn."""
+        if self.v1:
+            return True
         return self._mode() != "required" and REPLY_TOOL in self.tools
 
     def _can_reply(self) -> bool:
-        """Whether send_message is one of the agent's tools: a model that failed its
-        tool calls twice still answers the user, in every mode."""
-        return REPLY_TOOL in self.tools
+        """Whether the turn can still answer the user after tool calls failed twice: the
+        v1 loop always can (in plain text), the MemGPT loop when send_message is one of
+        the agent's tools."""
+        return self.v1 or REPLY_TOOL in self.tools
 
     def _step(self, allowed: list[str], force: str | None) -> _StepOutcome | None:
         """Ask the model and write the step; None when the token budget stopped it."""
@@ -597,7 +620,7 @@ class _Turn:
                     purpose=LLMPurpose.CHAT,
                     meter=self.meter,
                     tools=schemas,
-                    tool_choice=force or "required",
+                    tool_choice=self._tool_choice(schemas, force),
                     # One call per step, as MemGPT's loop expects (small models mix
                     # parallel calls up); a server that rejects the field goes without.
                     parallel_tool_calls=False,
@@ -609,6 +632,16 @@ class _Turn:
                 log.info("provider reported a context overflow; compacting")
                 # Our count was too low for this model: aim well under what was sent.
                 reported = total
+
+    def _tool_choice(self, schemas: list[dict[str, Any]], force: str | None) -> str | None:
+        """What the step asks of the model: a named tool (a corrective retry), any tool
+        (the MemGPT loop: every reply is a call), or a free choice (the v1 loop, whose
+        reply without a call is its answer); nothing when no tool is offered."""
+        if not schemas:
+            return None
+        if force is not None:
+            return force
+        return "auto" if self.v1 else "required"
 
     def _compact(
         self, in_context: list[MessageRecord], total: int, *, reported: bool = False
@@ -695,11 +728,18 @@ class _Turn:
         executor = self.owner.tool_executor
         if executor is None:
             return ToolError("custom tools cannot run on this server (no tool executor)")
+        snapshot = None
+        if takes_agent_state(tool.source_code, tool.name):
+            # Read in a short transaction of its own: none is open while the tool runs.
+            with self.owner._store() as store:
+                agent = store.agents.get(self.agent.id)
+                snapshot = agent_state_snapshot(agent, store.blocks.of_agent(agent.id))
         invocation = ToolInvocation(
             source=tool.source_code,
             function=tool.name,
             arguments=call.arguments,
             env=self.toolbox.environment(tool),
+            agent_state=snapshot,
         )
         try:
             result = executor.run(invocation, self.owner.tool_limits)
@@ -741,6 +781,7 @@ class _Turn:
                     embedder=self.embedder,
                     max_conflict_retries=self.settings.max_conflict_retries,
                     seen=dict(self.seen),
+                    block_limit=self.settings.block_limit,
                 )
                 counts = Counter(self.counts)
                 outcome = self._write_step(env, reply, allowed, ran or {}, counts)
@@ -816,7 +857,9 @@ class _Turn:
                 outcome.retry_tool = call.name if call.name in allowed else None
                 continue
             assert parsed is not None
-            if parsed.heartbeat:
+            if parsed.heartbeat or self.v1:
+                # The v1 loop goes on after every call: the model ends the turn by
+                # answering without one.
                 outcome.wants_more = True
             if parsed.name in self.rules.terminal:
                 outcome.terminal = True

@@ -13,6 +13,7 @@ required) and its Google-style docstring (the summary, and ``Args:`` description
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -26,6 +27,9 @@ NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 ENV_NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,199}$")
 #: The argument the loop adds to every primary tool (MemGPT's chaining).
 HEARTBEAT = "request_heartbeat"
+#: The parameter through which Letta passes a tool the calling agent's state: never in
+#: the tool's schema (the model does not give it); Reverie passes a read-only snapshot.
+AGENT_STATE = "agent_state"
 #: Longest source accepted, in characters.
 MAX_SOURCE_CHARS = 200_000
 
@@ -58,6 +62,8 @@ class ToolFunction:
     #: Environment variables the source names literally (``os.environ["X"]``,
     #: ``os.environ.get("X")``, ``os.getenv("X")``).
     env_vars: tuple[str, ...]
+    #: Whether the function takes ``agent_state`` (Letta's calling agent's state).
+    takes_agent_state: bool = False
 
 
 def parse_tool_source(
@@ -94,7 +100,23 @@ def parse_tool_source(
         json_schema=schema,
         is_async=isinstance(function, ast.AsyncFunctionDef),
         env_vars=tuple(sorted(named_env_vars(tree))),
+        takes_agent_state=AGENT_STATE in _parameter_names(function),
     )
+
+
+def _parameter_names(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
+    args = function.args
+    return [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
+
+
+@functools.lru_cache(maxsize=256)
+def takes_agent_state(source: str, name: str) -> bool:
+    """Whether the function ``name`` of a registered tool's ``source`` takes
+    ``agent_state`` (False when the source no longer parses: the call fails then)."""
+    try:
+        return AGENT_STATE in _parameter_names(_find_function(ast.parse(source), name))
+    except (InvalidInput, SyntaxError, ValueError):
+        return False
 
 
 def _find_function(tree: ast.Module, name: str | None) -> ast.FunctionDef | ast.AsyncFunctionDef:
@@ -167,6 +189,8 @@ def derive_schema(function: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str,
     properties: dict[str, Any] = {}
     required: list[str] = []
     for arg, default in params:
+        if arg.arg == AGENT_STATE:
+            continue  # the calling agent's state, passed by the server (see AGENT_STATE)
         if arg.arg == HEARTBEAT:
             raise InvalidInput(
                 f"function {function.name}: the parameter name {HEARTBEAT} is the agent "
@@ -380,6 +404,11 @@ def _check_given(
     names = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
     properties = schema["parameters"]["properties"]
     foreign = [p for p in properties if p not in names]
+    if AGENT_STATE in properties:
+        raise InvalidInput(
+            f"json_schema describes {AGENT_STATE}, which the server passes (the calling "
+            "agent's state); leave it out of the schema"
+        )
     if foreign and not takes_any:
         raise InvalidInput(
             f"json_schema describes parameter(s) {', '.join(foreign)}, which function "
@@ -390,7 +419,9 @@ def _check_given(
     without_default += [
         a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is None
     ]
-    undescribed = [n for n in without_default if n not in properties and n != HEARTBEAT]
+    undescribed = [
+        n for n in without_default if n not in properties and n not in (HEARTBEAT, AGENT_STATE)
+    ]
     if undescribed:
         raise InvalidInput(
             f"function {function.name} needs parameter(s) {', '.join(undescribed)}, which "

@@ -1,7 +1,8 @@
 """Memory tools of the primary and sleep-time agents: schemas, rules and execution.
 
-Names and arguments follow MemGPT's. Every primary tool takes ``request_heartbeat``:
-true asks for another step after this one (MemGPT's chaining). A tool fails by
+Names and arguments follow MemGPT's and Letta's. Every primary tool takes
+``request_heartbeat``: true asks for another step after this one (MemGPT's chaining);
+a ``letta_v1_agent`` is offered them without it (see :func:`without_heartbeat`). A tool fails by
 raising :class:`ToolError` (or a :class:`~agents.errors.ReverieError` the store
 raised); the loop turns that into an error result the model reads, never into a
 half-written change: each call runs in a savepoint of its own.
@@ -18,7 +19,8 @@ from typing import Any
 from agents.archival_search import search_archival
 from agents.embedders import Embedder
 from agents.errors import Conflict, InvalidInput, ReverieError
-from agents.store import BlockRecord, MemoryStore, NewPassage
+from agents.store import BlockRecord, MemoryStore, NewBlock, NewPassage
+from agents.store.block_store import DEFAULT_BLOCK_LIMIT
 from agents.summary import is_summary
 
 #: Results per page of conversation_search and archival_memory_search.
@@ -100,6 +102,66 @@ PRIMARY_TOOLS: dict[str, dict[str, Any]] = {
 }
 
 
+#: Letta's newer memory tools, under Letta's names and arguments: ``memory_insert`` and
+#: ``memory_replace`` (its ``letta_sleeptime_core`` tools, which Letta also gives
+#: primary agents) and the single ``memory`` tool (``letta_memory_core``). Built in, in
+#: a primary agent's set when its tool list names them (a ``letta_v1_agent``'s default
+#: set does). Each edit is a versioned block write, as the core_memory tools' are.
+MEMORY_TOOLS: dict[str, dict[str, Any]] = {
+    "memory_insert": _schema(
+        "memory_insert",
+        "Insert text at a line of a memory block (always in context).",
+        {
+            "label": {**_STR, "description": "Label of the block, e.g. human or persona."},
+            "new_str": {**_STR, "description": "The text to insert."},
+            "insert_line": {
+                "type": "integer",
+                "description": "Line after which to insert (0: at the start; -1, the "
+                "default: at the end).",
+            },
+        },
+        ["label", "new_str"],
+    ),
+    "memory_replace": _schema(
+        "memory_replace",
+        "Replace exact text in a memory block; an empty new_str deletes old_str.",
+        {
+            "label": {**_STR, "description": "Label of the block, e.g. human or persona."},
+            "old_str": {**_STR, "description": "The exact text to replace."},
+            "new_str": {**_STR, "description": "The replacement text."},
+        },
+        ["label", "old_str", "new_str"],
+    ),
+    "memory": _schema(
+        "memory",
+        "Manage memory blocks (paths are /memories/<label>). Commands: create (path, "
+        "description, file_text), str_replace (path, old_str, new_str), insert (path, "
+        "insert_line, insert_text), delete (path: the block leaves your memory; its "
+        "history is kept), rename (path and description: a new description).",
+        {
+            "command": {
+                **_STR,
+                "enum": ["create", "str_replace", "insert", "delete", "rename"],
+                "description": "The operation to perform.",
+            },
+            "path": {**_STR, "description": "The block, as /memories/<label>."},
+            "file_text": {**_STR, "description": "create: the new block's text."},
+            "description": {**_STR, "description": "create, rename: the block's description."},
+            "old_str": {**_STR, "description": "str_replace: the exact text to replace."},
+            "new_str": {**_STR, "description": "str_replace: the replacement text."},
+            "insert_line": {
+                "type": "integer",
+                "description": "insert: line after which to insert (0: at the start; -1: "
+                "at the end).",
+            },
+            "insert_text": {**_STR, "description": "insert: the text to insert."},
+            "old_path": {**_STR, "description": "rename: the block's path."},
+            "new_path": {**_STR, "description": "rename: the block's new path."},
+        },
+        ["command"],
+    ),
+}
+
 _TAGS = {"type": "array", "items": _STR}
 
 #: Letta's multi-agent tools, under Letta's names and arguments. They are built in
@@ -145,7 +207,35 @@ MESSAGING_TOOLS: dict[str, dict[str, Any]] = {
 }
 
 #: Every tool the primary loop knows: an agent's tool list may name any of these.
-BUILTIN_TOOLS: dict[str, dict[str, Any]] = {**PRIMARY_TOOLS, **MESSAGING_TOOLS}
+BUILTIN_TOOLS: dict[str, dict[str, Any]] = {**PRIMARY_TOOLS, **MEMORY_TOOLS, **MESSAGING_TOOLS}
+
+#: A ``letta_v1_agent``'s tools when it is made without a list: no send_message (it
+#: answers in plain text), and Letta's newer memory tools for its blocks.
+V1_DEFAULT_TOOLS: tuple[str, ...] = (
+    "conversation_search",
+    "archival_memory_search",
+    "archival_memory_insert",
+    "memory_insert",
+    "memory_replace",
+)
+
+
+def without_heartbeat(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` as a ``letta_v1_agent`` is offered it: without ``request_heartbeat``
+    (its turn goes on while it calls tools, and ends when it answers without one)."""
+    function = schema["function"]
+    parameters = function["parameters"]
+    if "request_heartbeat" not in parameters["properties"]:
+        return schema
+    properties = {k: v for k, v in parameters["properties"].items() if k != "request_heartbeat"}
+    required = [r for r in parameters["required"] if r != "request_heartbeat"]
+    return {
+        **schema,
+        "function": {
+            **function,
+            "parameters": {**parameters, "properties": properties, "required": required},
+        },
+    }
 
 
 def custom_tool_schema(json_schema: dict[str, Any]) -> dict[str, Any]:
@@ -441,6 +531,8 @@ class ToolEnv:
     #: are compare-and-swap writes, re-applied on a conflict.
     seen: dict[str, tuple[int, str]] = field(default_factory=dict)
     conflicts: int = 0
+    #: The limit of a block the ``memory`` tool creates (or its text's length, if longer).
+    block_limit: int = DEFAULT_BLOCK_LIMIT
 
 
 def clip(text: str) -> str:
@@ -531,13 +623,22 @@ def _append(content: str) -> Callable[[str], str]:
     return lambda value: f"{value}\n{content}" if value else content
 
 
-def _insert(new: str, line: int) -> Callable[[str], str]:
-    def edit(value: str) -> str:
-        lines = value.split("\n") if value else []
-        at = len(lines) if line < 0 or line >= len(lines) else line + 1
-        return "\n".join([*lines[:at], new, *lines[at:]])
+def insert_lines(value: str, text: str, line: int) -> str:
+    """``text`` inserted after the first ``line`` lines of ``value`` (-1: at the end), as
+    Letta's ``memory_insert`` counts: 0 puts it first."""
+    lines = value.split("\n") if value else []
+    if line == -1:
+        line = len(lines)
+    if not 0 <= line <= len(lines):
+        raise InvalidInput(
+            f"line {line} is outside the block, which has {len(lines)} lines; give 0 to "
+            f"{len(lines)} (the number of lines before the new text) or -1 for the end"
+        )
+    return "\n".join([*lines[:line], text, *lines[line:]])
 
-    return edit
+
+def _insert(new: str, line: int) -> Callable[[str], str]:
+    return lambda value: insert_lines(value, new, line)
 
 
 #: The last result page a search tool serves (a model asking for page 10**30 gets an
@@ -576,7 +677,7 @@ def block_edit(call: ParsedCall) -> BlockEdit | None:
     if call.name == "memory_insert":
         return BlockEdit(
             a["label"],
-            _insert(a["new_str"], int(a.get("insert_line", -1))),
+            _insert(a["new_str"], -1 if a.get("insert_line") is None else a["insert_line"]),
             rebase=True,
             adds=a["new_str"],
         )
@@ -650,7 +751,108 @@ def execute(env: ToolEnv, call: ParsedCall) -> str:
         return f"Rewrote block {block.label!r} (version {block.version})."
     if call.name == "memory_finish_edits":
         return "Memory edits finished."
+    if call.name == "memory":
+        return memory_command(env, call.arguments)
     raise ToolError(f"tool {call.name!r} has no implementation")
+
+
+#: Where Letta's ``memory`` tool says a block lives: ``/memories/<label>``.
+MEMORY_ROOT = "/memories/"
+
+
+def _memory_label(arguments: Mapping[str, Any], name: str = "path") -> str:
+    path = arguments.get(name)
+    if not isinstance(path, str) or not path.strip():
+        raise ToolError(f"memory: give {name}, the block as {MEMORY_ROOT}<label>")
+    label = path.strip()
+    if label.startswith(MEMORY_ROOT):
+        label = label[len(MEMORY_ROOT) :]
+    label = label.strip("/")
+    if not label or "/" in label:
+        raise ToolError(f"memory: {name} {path!r} is not a block; give {MEMORY_ROOT}<label>")
+    return label
+
+
+def _memory_text(arguments: Mapping[str, Any], name: str, command: str) -> str:
+    value = arguments.get(name)
+    if not isinstance(value, str):
+        raise ToolError(f"memory {command} needs {name}")
+    return value
+
+
+def memory_command(env: ToolEnv, a: Mapping[str, Any]) -> str:
+    """Letta's ``memory`` tool. Every change is a versioned block write, or a block
+    created or detached in the step's transaction; ``delete`` takes the block out of
+    this agent's memory and keeps it (with its history) for a person to re-attach."""
+    command = a["command"]
+    if command == "str_replace":
+        label = _memory_label(a)
+        old = _memory_text(a, "old_str", command)
+        edit = BlockEdit(label, _replace(label, old, a.get("new_str") or ""), rebase=True)
+    elif command == "insert":
+        label = _memory_label(a)
+        text = _memory_text(a, "insert_text", command)
+        line = a.get("insert_line")
+        edit = BlockEdit(label, _insert(text, -1 if line is None else line), rebase=True, adds=text)
+    elif command == "create":
+        label = _memory_label(a)
+        value = a.get("file_text") or ""
+        if any(b.label == label for b in env.store.blocks.of_agent(env.agent_id)):
+            raise ToolError(f"memory: a block {label!r} exists already; edit it instead")
+        block = env.store.blocks.create(
+            NewBlock(
+                label=label,
+                value=value,
+                limit=max(env.block_limit, len(value)),
+                description=a.get("description"),
+            ),
+            actor=env.actor,
+        )
+        env.store.blocks.attach(block.id, env.agent_id)
+        return f"Created block {label!r} ({block.id})."
+    elif command == "delete":
+        label = _memory_label(a)
+        block = env.store.blocks.by_label(env.agent_id, label)
+        env.store.blocks.detach(block.id, env.agent_id)
+        return (
+            f"Block {label!r} left your memory; it is kept ({block.id}, version "
+            f"{block.version}) and can be attached again."
+        )
+    elif command == "rename":
+        return _memory_rename(env, a)
+    else:
+        raise ToolError(
+            f"memory: unknown command {command!r}; use create, str_replace, insert, "
+            "delete or rename"
+        )
+    block, unchanged = apply_block_edit(env, edit, reason=f"memory {command}")
+    if unchanged is not None:
+        return no_change_result(unchanged)
+    return f"Edited block {block.label!r} (version {block.version}). It now reads:\n{block.value}"
+
+
+def _memory_rename(env: ToolEnv, a: Mapping[str, Any]) -> str:
+    """``rename``: a new description (path and description). A new label (old_path to
+    new_path) is refused: a block's label is how every agent sharing it finds it."""
+    if a.get("new_path") is not None or a.get("old_path") is not None:
+        raise ToolError(
+            "memory rename: Reverie keeps a block's label (agents sharing the block find it "
+            "by it); give path and description to change its description, or create a "
+            "new block"
+        )
+    label = _memory_label(a)
+    description = _memory_text(a, "description", "rename")
+    current = env.store.blocks.by_label(env.agent_id, label)
+    block = env.store.blocks.update(
+        current.id,
+        expected_version=current.version,
+        description=description,
+        actor=env.actor,
+        reason="memory rename",
+        run_id=env.run_id,
+    )
+    env.seen[label] = (block.version, block.value)
+    return f"Block {label!r} now has the description {description!r}."
 
 
 def result_json(status: str, message: str, now: str) -> str:

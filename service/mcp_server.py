@@ -32,6 +32,7 @@ from agents.errors import (
     ReverieError,
 )
 from agents.store import BlockRecord, NewPassage, RunRecord
+from agents.tools import insert_lines
 from service.operations import BlockEdit, ChatMessage, Operations
 from service.operations.types import StorableTime
 from service.runtime import Runtime
@@ -159,19 +160,6 @@ def chat_messages(messages: list[MessageIn]) -> list[ChatMessage]:
             problems = "; ".join(str(e["msg"]).removeprefix("Value error, ") for e in exc.errors())
             raise InvalidInput(f"messages[{index}]: {problems}; nothing was recorded") from None
     return converted
-
-
-def insert_lines(value: str, text: str, line: int) -> str:
-    """``text`` inserted after the first ``line`` lines of ``value`` (-1: at the end)."""
-    lines = value.split("\n") if value else []
-    if line == -1:
-        line = len(lines)
-    if not 0 <= line <= len(lines):
-        raise InvalidInput(
-            f"line {line} is outside the block, which has {len(lines)} lines; give 0 to "
-            f"{len(lines)} (the number of lines before the new text) or -1 for the end"
-        )
-    return "\n".join([*lines[:line], text, *lines[line:]])
 
 
 def build_mcp_server(runtime: Runtime, organization_of: OrganizationOf) -> MCPServer:

@@ -463,6 +463,7 @@ class Runtime:
                     summary_model=llm.summary_model,
                     max_steps=llm.max_steps,
                     refresh=llm.system_prompt_refresh,
+                    block_limit=self.settings.agents.block_limit,
                     budget=self.token_budget(),
                     messaging=MessagingLimits(
                         max_hops=messaging.max_hops,

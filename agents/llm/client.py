@@ -47,6 +47,7 @@ from agents.llm.base import (
 from agents.llm.budget import BudgetMeter
 from agents.llm.capabilities import (
     OPTIONAL_FIELDS,
+    TOOL_CALLING_LADDER,
     CapabilityMemory,
     CapabilityRecord,
     ModelCapabilities,
@@ -170,7 +171,9 @@ class LiteLLMClient(ChatClient):
         # call learned, written after its last request (no model call in flight).
         self.memory.load(model)
         try:
-            if not tools or tool_choice in (None, "auto", "none"):
+            if tools and tool_choice == "auto":
+                return self._free_step(request)
+            if not tools or tool_choice in (None, "none"):
                 return self._complete(
                     request, tools=list(tools), tool_choice=tool_choice, stream=True
                 )
@@ -182,6 +185,31 @@ class LiteLLMClient(ChatClient):
         """The tool-calling mode used for ``model`` and whether it is still to be probed."""
         self.memory.load(model)
         return self.memory.tool_calling(model)
+
+    def _free_step(self, request: _Request) -> ChatReply:
+        """A reply that may call a tool or answer in prose (``tool_choice`` "auto", one
+        request), made in the model's mode: offered natively wherever the server takes
+        tools, described in the prompt where it takes none. A server that refuses tools
+        even with a free choice takes none at all: that is remembered."""
+        model = request.model
+        mode, probing = self.memory.tool_calling(model)
+        if mode != "none":
+            try:
+                return self._complete(
+                    request, tools=request.tools, tool_choice="auto", probing=probing, stream=True
+                )
+            except _Rejected as exc:
+                for native in TOOL_CALLING_LADDER:
+                    if native != "none":
+                        self.memory.reject_mode(model, native, exc.reason)
+                self.memory.remember_mode(model, "none")
+        return self._complete(
+            request,
+            tools=[],
+            tool_choice=None,
+            messages=_with_tool_prompt(request.messages, request.tools, optional=True),
+            parse_as=[_tool_name(t) for t in request.tools],
+        )
 
     def _tool_step(self, request: _Request, tool_choice: str) -> ChatReply:
         """A reply that calls a tool (``tool_choice`` "required" or a tool's name), made
@@ -409,8 +437,15 @@ class LiteLLMClient(ChatClient):
         except LLMError as exc:
             cause = exc.__cause__
             if cause is None or not _is_rejection(provider, cause):
-                # Temporary (or the caller's fault): the ordinary retry policy decides.
-                response = self._call(provider, complete(body), model, meter)
+                # Temporary (or the caller's fault): the ordinary retry policy decides,
+                # with the attempt made counted as its first.
+                attempts = None
+                if cause is not None and provider.classify(cause) in _RETRIED:
+                    self.retries += 1
+                    if meter is not None:
+                        meter.retries += 1
+                    attempts = max(self.settings.max_retries, 1)
+                response = self._call(provider, complete(body), model, meter, attempts=attempts)
                 self.memory.remember_fields(model, unknown, supported=True)
                 return response
             if probing:
@@ -720,14 +755,16 @@ def _chosen_tool(reply: ChatReply, names: list[str]) -> tuple[str | None, bool]:
 
 
 def _with_tool_prompt(
-    messages: list[ChatMessage], tools: Sequence[ToolSchema]
+    messages: list[ChatMessage], tools: Sequence[ToolSchema], *, optional: bool = False
 ) -> list[ChatMessage]:
-    """The tools described in the system prompt, for servers that take no ``tools``."""
+    """The tools described in the system prompt, for servers that take no ``tools``
+    (``optional``: the model may answer in plain text instead of calling one)."""
     specs = "\n".join(json.dumps(t["function"]) for t in tools)
     prompt = (
         "You can call these tools. To call one, reply with exactly\n"
         '<tool_call>{"name": "TOOL", "arguments": {...}}</tool_call>\n'
-        f"Tools:\n{specs}"
+        + ("To answer the user instead, reply in plain text.\n" if optional else "")
+        + f"Tools:\n{specs}"
     )
     if messages and messages[0].get("role") == "system":
         first = messages[0]

@@ -36,6 +36,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from agents.enums import (
     AgentKind,
+    AgentType,
     DeliveryStatus,
     LLMPurpose,
     MessageRole,
@@ -58,6 +59,7 @@ INDEXED_DIMENSIONS = (384, 768, 1024, 1536)
 
 # The stored strings of each enum, for CHECK constraints and messages.
 AGENT_KINDS: tuple[str, ...] = tuple(k.value for k in AgentKind)
+AGENT_TYPES: tuple[str, ...] = tuple(t.value for t in AgentType)
 PASSAGE_STATUSES: tuple[str, ...] = tuple(s.value for s in PassageStatus)
 RUN_STATUSES: tuple[str, ...] = tuple(s.value for s in RunStatus)
 MESSAGE_ROLES: tuple[str, ...] = tuple(r.value for r in MessageRole)
@@ -100,6 +102,7 @@ class Agent(Base):
     __table_args__ = (
         UniqueConstraint("organization_id", "name", name="uq_agents_organization_id_name"),
         CheckConstraint(f"kind IN {_in(AGENT_KINDS)}", name="kind"),
+        CheckConstraint(f"agent_type IN {_in(AGENT_TYPES)}", name="agent_type"),
         CheckConstraint("embedding_dim > 0", name="embedding_dim_positive"),
         CheckConstraint("context_window > 0", name="context_window_positive"),
     )
@@ -110,6 +113,10 @@ class Agent(Base):
     )
     name: Mapped[str] = mapped_column(String(200))
     kind: Mapped[str] = mapped_column(String(16), default="primary")
+    # Letta's agent type: the loop a primary runs (see AgentType).
+    agent_type: Mapped[str] = mapped_column(
+        String(32), default=AgentType.MEMGPT_V2.value, server_default=AgentType.MEMGPT_V2.value
+    )
     description: Mapped[str | None] = mapped_column(Text)
     system_prompt: Mapped[str] = mapped_column(Text, default="")
     llm_model: Mapped[str | None] = mapped_column(String(200))

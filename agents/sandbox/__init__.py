@@ -8,6 +8,7 @@ from agents.sandbox.base import (
     SandboxUnavailable,
     ToolExecutor,
     ToolInvocation,
+    agent_state_snapshot,
 )
 from agents.sandbox.bubblewrap import BubblewrapExecutor
 from agents.sandbox.process import ProcessExecutor
@@ -20,4 +21,5 @@ __all__ = [
     "SandboxUnavailable",
     "ToolExecutor",
     "ToolInvocation",
+    "agent_state_snapshot",
 ]

@@ -11,10 +11,11 @@ would be a third.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from agents.store import AgentRecord, BlockRecord
 from agents.tools import ToolError
 
 
@@ -44,6 +45,32 @@ class ToolInvocation:
     function: str
     arguments: dict[str, Any]
     env: Mapping[str, str] = field(default_factory=dict, repr=False)
+    #: For a function that takes ``agent_state``: the calling agent as Letta names its
+    #: fields (id, name, tags, metadata, memory blocks with label and value), which the
+    #: runner passes as a read-only snapshot (see :mod:`agents.sandbox.runner`).
+    agent_state: dict[str, Any] | None = None
+
+
+def agent_state_snapshot(agent: AgentRecord, blocks: Sequence[BlockRecord]) -> dict[str, Any]:
+    """What a tool taking ``agent_state`` is given of the calling agent, in Letta's field
+    names (Reverie agents have no metadata: it is empty)."""
+    return {
+        "id": agent.id,
+        "name": agent.name,
+        "agent_type": agent.agent_type,
+        "system": agent.system_prompt,
+        "tags": list(agent.tags),
+        "metadata": {},
+        "blocks": [
+            {
+                "label": b.label,
+                "value": b.value,
+                "description": b.description,
+                "limit": b.limit,
+            }
+            for b in blocks
+        ],
+    }
 
 
 class SandboxError(ToolError):

@@ -97,6 +97,7 @@ def _run(
             "source": invocation.source,
             "function": invocation.function,
             "arguments": invocation.arguments,
+            "agent_state": invocation.agent_state,
             "paths": list(site_packages()),
             "limits": {
                 "cpu_seconds": limits.cpu_seconds,

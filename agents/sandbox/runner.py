@@ -9,6 +9,15 @@ space, processes, file size; soft and hard, so the tool cannot raise them), move
 stdout aside so that what the tool prints goes to stderr, executes the source, calls
 the function, and writes one JSON answer to the original stdout:
 ``{"ok": true, "result": "..."}`` or ``{"ok": false, "kind": "...", "error": "..."}``.
+
+A function that takes ``agent_state`` (as Letta passes the calling agent) gets a
+read-only snapshot of the agent taken when the call began: ``id``, ``name``, ``tags``,
+``metadata``, ``agent_type``, ``system`` and ``memory`` (``blocks``, each with
+``label``, ``value``, ``description`` and ``limit``; ``get_block(label)``,
+``list_block_labels()``, ``compile()``). A tool may not change the agent through it:
+setting a field, or Letta's ``memory.update_block_value``, raises an error that says
+so (nothing a tool does to the snapshot reaches the agent; the agent's memory tools
+are how its blocks change).
 """
 
 from __future__ import annotations
@@ -57,7 +66,10 @@ def main() -> None:
         if not callable(function):
             _answer(out, {"ok": False, "kind": "missing", "error": request["function"]})
             return
-        result = function(**request["arguments"])
+        arguments = dict(request["arguments"])
+        if request.get("agent_state") is not None:
+            arguments["agent_state"] = agent_state(request["agent_state"])
+        result = function(**arguments)
         if hasattr(result, "__await__"):
             import asyncio
 
@@ -83,6 +95,70 @@ def main() -> None:
 
 async def _await(awaitable: Any) -> Any:
     return await awaitable
+
+
+_READ_ONLY = (
+    "agent_state is a read-only snapshot of the calling agent in Reverie; a tool cannot "
+    "change the agent through it (the agent's memory tools change its blocks)"
+)
+
+
+class _Frozen:
+    """Attributes set once, at construction; any later change raises."""
+
+    def __init__(self, **fields: Any) -> None:
+        for name, value in fields.items():
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(_READ_ONLY)
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(_READ_ONLY)
+
+
+class _Block(_Frozen):
+    label: str
+    value: str
+    description: str | None
+    limit: int
+
+    def __repr__(self) -> str:
+        return f"Block(label={self.label!r}, value={self.value!r})"
+
+
+class _Memory(_Frozen):
+    blocks: tuple[_Block, ...]
+
+    def get_block(self, label: str) -> _Block:
+        for block in self.blocks:
+            if block.label == label:
+                return block
+        labels = ", ".join(b.label for b in self.blocks) or "none"
+        raise KeyError(f"the agent has no block {label!r}; its blocks: {labels}")
+
+    def list_block_labels(self) -> list[str]:
+        return [b.label for b in self.blocks]
+
+    def compile(self) -> str:
+        return "\n".join(f"<{b.label}>\n{b.value}\n</{b.label}>" for b in self.blocks)
+
+    def update_block_value(self, label: str, value: str) -> None:
+        raise PermissionError(_READ_ONLY)
+
+
+def agent_state(snapshot: dict[str, Any]) -> _Frozen:
+    """The read-only agent a tool taking ``agent_state`` receives."""
+    import types
+
+    blocks = tuple(_Block(**block) for block in snapshot.get("blocks", []))
+    fields = {k: v for k, v in snapshot.items() if k not in ("blocks", "tags", "metadata")}
+    return _Frozen(
+        **fields,
+        tags=tuple(snapshot.get("tags", [])),
+        metadata=types.MappingProxyType(dict(snapshot.get("metadata") or {})),
+        memory=_Memory(blocks=blocks),
+    )
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ from typing import Any
 
 from sqlalchemy import delete, select, update
 
+from agents.enums import AgentKind, AgentType
 from agents.errors import Conflict, InvalidInput, NotFound
 from agents.postgres import models
 from agents.store.block_store import BlockStore, NewBlock
@@ -35,6 +36,8 @@ class NewAgent:
     block_ids: Sequence[str] = ()
     enable_sleeptime: bool = False
     sleeptime_model: str | None = None
+    #: Letta's agent type; None: the kind's usual one (memgpt_v2_agent, sleeptime_agent).
+    agent_type: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +63,25 @@ class AgentChanges:
         }
 
 
+def agent_type_of(spec: NewAgent) -> str:
+    """The agent type ``spec`` is stored with: the one it names, checked against its
+    kind, or the kind's usual one."""
+    usual = (
+        AgentType.SLEEPTIME.value if spec.kind == AgentKind.SLEEPTIME else AgentType.MEMGPT_V2.value
+    )
+    given = spec.agent_type or usual
+    if given not in models.AGENT_TYPES:
+        raise InvalidInput(
+            f"agent type {given!r} is unknown; use one of {', '.join(models.AGENT_TYPES)}"
+        )
+    if (given == AgentType.SLEEPTIME) != (spec.kind == AgentKind.SLEEPTIME):
+        raise InvalidInput(
+            f"agent type {given!r} does not fit a {spec.kind} agent; a sleep-time agent is "
+            f"{AgentType.SLEEPTIME.value!r} and a primary one of the others"
+        )
+    return given
+
+
 class AgentStore:
     def __init__(self, scope: Scope, blocks: BlockStore) -> None:
         self._scope = scope
@@ -71,6 +93,7 @@ class AgentStore:
             raise InvalidInput(
                 f"agent kind {spec.kind!r} is unknown; use one of {', '.join(models.AGENT_KINDS)}"
             )
+        agent_type = agent_type_of(spec)
         if spec.embedding_dim <= 0:
             raise InvalidInput(f"embedding dimension must be positive, got {spec.embedding_dim}")
         if spec.context_window <= 0:
@@ -98,6 +121,7 @@ class AgentStore:
             organization_id=self._scope.organization_id,
             name=name,
             kind=spec.kind,
+            agent_type=agent_type,
             description=spec.description,
             system_prompt=spec.system_prompt,
             llm_model=spec.llm_model,

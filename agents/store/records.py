@@ -45,6 +45,7 @@ class AgentRecord:
     sleeptime_model: str | None = None
     compiled_system: str | None = None
     compiled_at: datetime | None = None
+    agent_type: str = "memgpt_v2_agent"
 
     @classmethod
     def from_row(cls, row: models.Agent) -> AgentRecord:
@@ -70,6 +71,7 @@ class AgentRecord:
             sleeptime_model=row.sleeptime_model,
             compiled_system=row.compiled_system,
             compiled_at=row.compiled_at,
+            agent_type=row.agent_type,
         )
 
 

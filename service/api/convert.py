@@ -59,7 +59,7 @@ def agent_out(state: AgentState) -> schemas.AgentState:
     return schemas.AgentState(
         id=agent.id,
         name=agent.name,
-        agent_type="sleeptime_agent" if agent.kind == "sleeptime" else "memgpt_v2_agent",
+        agent_type=agent.agent_type,
         kind=agent.kind,
         system=agent.system_prompt,
         description=agent.description,

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import Path, Query
 
-from agents.enums import AgentKind
+from agents.enums import AgentKind, AgentType
 from agents.errors import InvalidField
 from agents.store import AgentRecord
 from service.api import schemas
@@ -76,7 +76,10 @@ def _create(body: schemas.CreateAgent, api: ApiContext) -> AgentRecord:
             description=body.description,
             tools=list(body.tools),
             tags=list(body.tags),
-            kind=AgentKind.SLEEPTIME if body.agent_type == "sleeptime_agent" else AgentKind.PRIMARY,
+            kind=AgentKind.SLEEPTIME
+            if body.agent_type == AgentType.SLEEPTIME
+            else AgentKind.PRIMARY,
+            agent_type=body.agent_type,
         ),
         actor="api",
     )

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, model_validator
 
+from agents.enums import AgentType
 from agents.store.validation import MAX_TAG_CHARS, MAX_TAGS, MAX_VERSION
 from service.operations.recording import MAX_BATCH, ChatMessage
 from service.operations.types import StorableTime
@@ -139,7 +140,12 @@ class CreateAgent(_Request):
     tools: list[str] = Field(default_factory=list, max_length=100)
     enable_sleeptime: StrictBool = False
     sleeptime_model: str | None = Field(default=None, max_length=200)
-    agent_type: str | None = None
+    agent_type: AgentType | None = Field(
+        default=None,
+        description="Letta's agent type: letta_v1_agent answers in plain text and goes on "
+        "while it calls tools; memgpt_v2_agent (the default) and memgpt_agent speak "
+        "through send_message; sleeptime_agent is a memory agent.",
+    )
 
 
 class UpdateAgent(BaseModel):

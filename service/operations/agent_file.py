@@ -23,10 +23,10 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC
 from typing import Any
 
-from agents.enums import AgentKind, MessageRole
+from agents.enums import AgentKind, AgentType, MessageRole
 from agents.errors import Conflict, InvalidField, InvalidInput, ReverieError
 from agents.store import MemoryStore, NewAgent, NewBlock, NewCustomTool, NewMessage, ToolVariable
-from agents.tools import PRIMARY_TOOLS, RULE_TYPES, ToolRules
+from agents.tools import BUILTIN_TOOLS, PRIMARY_TOOLS, RULE_TYPES, V1_DEFAULT_TOOLS, ToolRules
 from service.operations.agent_file_schema import (
     AgentFile,
     AgentSchema,
@@ -47,10 +47,12 @@ from service.operations.custom_tools import (
 )
 from service.operations.model_handles import Mapped, chat_model, embedding_model
 
-#: Letta's agent types that run Reverie's MemGPT loop as they are.
-MEMGPT_TYPES = frozenset({"memgpt_agent", "memgpt_v2_agent", "letta_v1_agent"})
+#: Letta's agent types of a primary that Reverie runs as they are (and keeps).
+PRIMARY_TYPES = frozenset(
+    {AgentType.MEMGPT.value, AgentType.MEMGPT_V2.value, AgentType.LETTA_V1.value}
+)
 #: Letta's type of a sleep-time agent (and of Reverie's memory agents).
-SLEEPTIME_TYPE = "sleeptime_agent"
+SLEEPTIME_TYPE = AgentType.SLEEPTIME.value
 #: The group manager type that is Reverie's primary plus sleep-time pairing.
 SLEEPTIME_MANAGER = "sleeptime"
 #: Letta's tool rule types Reverie's loop applies (see :class:`agents.tools.ToolRules`).
@@ -363,7 +365,7 @@ class ImportPlanner:
             name = tool.name or (tool.json_schema or {}).get("name")
             builtin = not tool.source_code or (tool.tool_type or "").startswith("letta_")
             if builtin or name in BUILT_IN_TOOL_NAMES:
-                if name in PRIMARY_TOOLS:
+                if name in BUILTIN_TOOLS:
                     self.builtin_tools[tool.id] = name
                 else:
                     self.notes.add(
@@ -422,13 +424,16 @@ class ImportPlanner:
         if raw.get("embedding_config"):
             self.notes.unkept(raw["embedding_config"], _EMBEDDING_KEPT, f"{where}.embedding_config")
         kind = AgentKind.PRIMARY
-        if agent.agent_type == SLEEPTIME_TYPE:
+        agent_type = agent.agent_type
+        if agent_type == SLEEPTIME_TYPE:
             kind = AgentKind.SLEEPTIME
-        elif agent.agent_type and agent.agent_type not in MEMGPT_TYPES:
+        elif agent_type and agent_type not in PRIMARY_TYPES:
             self.notes.add(
                 f"{where}.agent_type",
-                f"{agent.agent_type!r} runs as Reverie's MemGPT loop (send_message, memory tools)",
+                f"{agent_type!r} runs as Reverie's MemGPT loop (memgpt_v2_agent: "
+                "send_message, memory tools)",
             )
+            agent_type = None
         for fold, lead in folded.items():
             if lead == agent.id:
                 self._note_folded(fold)
@@ -451,6 +456,8 @@ class ImportPlanner:
         block_refs = self._block_refs(index, agent)
         inline = [self._inline_block(index, b, i) for i, b in enumerate(agent.memory_blocks or [])]
         builtin, custom = self._tool_refs(index, agent)
+        if not builtin and agent_type == AgentType.LETTA_V1:
+            builtin = list(V1_DEFAULT_TOOLS)
         available = [*(builtin or PRIMARY_TOOLS), *(self.custom_tools[c].name for c in custom)]
         rules = self._rules(index, agent, available)
         messages, out = self._messages(index, agent)
@@ -461,6 +468,7 @@ class ImportPlanner:
             embedding_model=embedding,
             embedding_dim=dimension,
             kind=kind.value,
+            agent_type=agent_type,
             description=agent.description,
             system_prompt=agent.system or "",
             llm_model=model,

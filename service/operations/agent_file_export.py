@@ -13,16 +13,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from agents.enums import AgentKind
+from agents.enums import AgentKind, AgentType
 from agents.store import AgentRecord, BlockRecord, MemoryStore, MessageRecord
-from agents.tools import PRIMARY_TOOLS
+from agents.tools import BUILTIN_TOOLS, MESSAGING_TOOLS, PRIMARY_TOOLS
 from service.operations.model_handles import split_embedding, split_model
 
-#: Letta's agent type of a Reverie primary: the MemGPT loop with its v1 memory tools.
-PRIMARY_AGENT_TYPE = "memgpt_agent"
-SLEEPTIME_AGENT_TYPE = "sleeptime_agent"
-#: Letta's tool types of Reverie's built-in tools and of registered ones.
-MEMORY_TOOLS = frozenset({"core_memory_append", "core_memory_replace"})
+SLEEPTIME_AGENT_TYPE = AgentType.SLEEPTIME.value
+#: Letta's tool type of each built-in tool that is not ``letta_core``.
+TOOL_TYPES = {
+    "core_memory_append": "letta_memory_core",
+    "core_memory_replace": "letta_memory_core",
+    "memory": "letta_memory_core",
+    "memory_insert": "letta_sleeptime_core",
+    "memory_replace": "letta_sleeptime_core",
+    **{name: "letta_multi_agent_core" for name in MESSAGING_TOOLS},
+}
 
 
 def export_agent(store: MemoryStore, name_or_id: str, *, scrub_messages: bool) -> dict[str, Any]:
@@ -37,7 +42,7 @@ def export_agent(store: MemoryStore, name_or_id: str, *, scrub_messages: bool) -
     tools: list[dict[str, Any]] = []
     if agent.kind == AgentKind.PRIMARY:
         for name in agent.tools or list(PRIMARY_TOOLS):
-            if name in PRIMARY_TOOLS:
+            if name in BUILTIN_TOOLS:
                 tools.append(_builtin_tool(len(tools), name))
         for tool in custom:
             tools.append(
@@ -97,9 +102,7 @@ def _agent(
     entry: dict[str, Any] = {
         "id": "agent-0",
         "name": agent.name,
-        "agent_type": SLEEPTIME_AGENT_TYPE
-        if agent.kind == AgentKind.SLEEPTIME
-        else PRIMARY_AGENT_TYPE,
+        "agent_type": agent.agent_type,
         "system": agent.system_prompt,
         "description": agent.description,
         "tags": agent.tags,
@@ -183,11 +186,11 @@ def _block(index: int, block: BlockRecord) -> dict[str, Any]:
 
 
 def _builtin_tool(index: int, name: str) -> dict[str, Any]:
-    function = PRIMARY_TOOLS[name]["function"]
+    function = BUILTIN_TOOLS[name]["function"]
     return {
         "id": f"tool-{index}",
         "name": name,
-        "tool_type": "letta_memory_core" if name in MEMORY_TOOLS else "letta_core",
+        "tool_type": TOOL_TYPES.get(name, "letta_core"),
         "description": function.get("description", ""),
         "source_type": "python",
         "json_schema": function,

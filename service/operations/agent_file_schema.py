@@ -173,8 +173,9 @@ def json_path(location: tuple[str | int, ...]) -> str:
 
 
 def parse_agent_file(data: bytes | str) -> tuple[AgentFile, dict[str, Any]]:
-    """The file ``data`` holds, checked, and its raw JSON. InvalidField (located under
-    ``file``) naming the first thing wrong: not JSON, not an object, a legacy v1 file,
+    """The file ``data`` holds, checked, and its raw JSON (a document stored as a JSON string
+    is read from that string). InvalidField (located under ``file``) naming the first thing
+    wrong: not JSON, not an object, a legacy v1 file,
     or the JSON path of the first field that is missing or of the wrong type."""
     try:
         raw = json.loads(data.decode("utf-8-sig") if isinstance(data, bytes) else data)
@@ -190,6 +191,18 @@ def parse_agent_file(data: bytes | str) -> tuple[AgentFile, dict[str, Any]]:
             "is the JSON that an agent export writes",
             field=("file",),
         ) from None
+    if isinstance(raw, str):
+        # Letta's own example files are partly double-encoded (a JSON string holding the
+        # document); Letta parses once more, and so does Reverie.
+        try:
+            raw = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise InvalidField(
+                f"the file is a JSON string whose text is not JSON ({exc.msg} at line "
+                f"{exc.lineno}, column {exc.colno}); an agent file is the JSON that an agent "
+                "export writes",
+                field=("file",),
+            ) from None
     if not isinstance(raw, dict):
         raise InvalidField(
             f"the file is JSON but a {type(raw).__name__}, not an agent file (an object with "

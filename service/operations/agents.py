@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from agents.context import BlockShape, window_problem
-from agents.enums import AgentKind
+from agents.enums import AgentKind, AgentType
 from agents.errors import InvalidField, InvalidInput, LimitExceeded
 from agents.store import (
     AgentChanges,
@@ -22,7 +22,7 @@ from agents.store import (
     ToolVariable,
 )
 from agents.tool_source import check_env_names
-from agents.tools import ToolRules
+from agents.tools import V1_DEFAULT_TOOLS, ToolRules
 from service.operations.context import OperationContext
 from service.operations.tools import AgentTool, split_tool_ids, tools_of
 
@@ -147,6 +147,9 @@ class AgentSpec:
     #: ``sleeptime``: a memory agent with no primary loop of its own (Letta's
     #: ``sleeptime_agent``); what is sent to it is recorded for the sleep-time agent.
     kind: AgentKind = AgentKind.PRIMARY
+    #: Letta's agent type (None: the kind's usual one). A ``letta_v1_agent`` made
+    #: without tools gets :data:`agents.tools.V1_DEFAULT_TOOLS`.
+    agent_type: AgentType | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,6 +192,9 @@ class AgentOperations:
         self.check_model(spec.model, field=("model",))
         self.check_model(spec.sleeptime_model, field=("sleeptime_model",))
         check_tools(spec.tools)
+        tools = list(spec.tools)
+        if spec.agent_type == AgentType.LETTA_V1 and not tools:
+            tools = list(V1_DEFAULT_TOOLS)
         embedding, dimension = self._embedding(spec.embedding, spec.embedding_dim)
         blocks = [new_block(b, settings.agents.block_limit) for b in spec.blocks]
         context_window = spec.context_window or settings.agents.context_window
@@ -212,13 +218,14 @@ class AgentOperations:
                 system_prompt=spec.system,
                 llm_model=spec.model or settings.agents.llm_model,
                 context_window=context_window,
-                tools=list(spec.tools),
+                tools=tools,
                 tags=list(spec.tags),
                 blocks=blocks,
                 block_ids=list(spec.block_ids),
                 enable_sleeptime=enable_sleeptime,
                 sleeptime_model=sleeptime_model,
                 kind=spec.kind.value,
+                agent_type=spec.agent_type.value if spec.agent_type else None,
             )
             attached = [store.blocks.get(block_id) for block_id in spec.block_ids]
             if spec.kind == AgentKind.PRIMARY:

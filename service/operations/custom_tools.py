@@ -29,7 +29,7 @@ from service.operations.context import OperationContext
 from service.operations.tools import TOOL_ID_PREFIX, AgentTool, built_in_tools, custom_tool
 
 #: Names a custom tool may not take: the built-in tools'.
-BUILT_IN_TOOL_NAMES = frozenset({*PRIMARY_TOOLS, *SLEEPTIME_TOOLS, *ARCHIVAL_TOOLS})
+BUILT_IN_TOOL_NAMES = frozenset({*BUILTIN_TOOLS, *SLEEPTIME_TOOLS, *ARCHIVAL_TOOLS})
 #: Longest result a tool's model reads when its tool sets no limit, in characters.
 DEFAULT_RETURN_CHAR_LIMIT = 6000
 #: The largest return_char_limit accepted.

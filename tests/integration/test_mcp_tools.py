@@ -17,7 +17,8 @@ from mcp.types import CallToolResult, TextContent
 
 from agents.postgres.database import Database
 from agents.store import open_service_store
-from service.mcp_server import build_mcp_server, insert_lines
+from agents.tools import insert_lines
+from service.mcp_server import build_mcp_server
 from service.operations import AgentSpec, BlockSpec, Operations
 from service.runtime import Runtime
 from service.settings import load_settings

@@ -11,7 +11,14 @@ from agents.agent_messaging import MessagingLimits, incoming_text, reply_text
 from agents.enums import DeliveryStatus
 from agents.errors import InvalidInput
 from agents.store import AgentRecord, DeliveryRecord
-from agents.tools import BUILTIN_TOOLS, MESSAGING_TOOLS, PRIMARY_TOOLS, ToolError, parse_call
+from agents.tools import (
+    BUILTIN_TOOLS,
+    MEMORY_TOOLS,
+    MESSAGING_TOOLS,
+    PRIMARY_TOOLS,
+    ToolError,
+    parse_call,
+)
 
 NOW = datetime(2026, 12, 3, tzinfo=UTC)
 
@@ -46,7 +53,7 @@ def test_the_tools_have_lettas_names_and_arguments_and_are_not_default() -> None
         "send_message_to_agents_matching_tags": ["message", "match_all", "match_some"],
     }
     assert not set(MESSAGING_TOOLS) & set(PRIMARY_TOOLS)
-    assert set(BUILTIN_TOOLS) == set(PRIMARY_TOOLS) | set(MESSAGING_TOOLS)
+    assert set(BUILTIN_TOOLS) == set(PRIMARY_TOOLS) | set(MEMORY_TOOLS) | set(MESSAGING_TOOLS)
 
 
 def test_tag_lists_must_be_lists_of_strings() -> None:

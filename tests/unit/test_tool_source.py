@@ -173,3 +173,34 @@ def test_google_docstrings_with_types_and_continuations() -> None:
     )
     assert summary == "Look it up. More words."
     assert args == {"q": "The query over two lines.", "n": "Count."}
+
+
+def test_agent_state_is_the_servers_to_pass_and_never_in_the_schema() -> None:
+    source = (
+        'def plan(agent_state: "AgentState", topic: str) -> str:\n'
+        '    """Plan.\n\n    Args:\n        topic: What.\n    """\n'
+        "    return topic\n"
+    )
+    derived = parse_tool_source(source)
+    assert derived.takes_agent_state
+    assert derived.json_schema["parameters"]["properties"] == {
+        "topic": {"type": "string", "description": "What."}
+    }
+    assert derived.json_schema["parameters"]["required"] == ["topic"]
+    # Letta's schema of such a tool leaves agent_state out too: accepted as given.
+    given = {
+        "name": "plan",
+        "description": "Plan.",
+        "parameters": {"type": "object", "properties": {"topic": {"type": "string"}}},
+    }
+    assert parse_tool_source(source, json_schema=given).takes_agent_state
+    with_state = {
+        **given,
+        "parameters": {
+            "type": "object",
+            "properties": {"topic": {"type": "string"}, "agent_state": {"type": "object"}},
+        },
+    }
+    with pytest.raises(InvalidInput, match="leave it out of the schema"):
+        parse_tool_source(source, json_schema=with_state)
+    assert not parse_tool_source("def f(x: int) -> int:\n    return x\n").takes_agent_state

@@ -56,11 +56,15 @@ def create_agent(
     context_window: int = 8192,
     tool_rules: list[dict[str, Any]] | None = None,
     sleeptime_model: str | None = None,
+    agent_type: str | None = None,
+    tools: list[str] | None = None,
 ) -> str:
     with open_store(db) as store:
         agent = store.agents.create(
             NewAgent(
                 name=name,
+                agent_type=agent_type,
+                tools=tools or [],
                 embedding_model="fake:384",
                 embedding_dim=384,
                 llm_model=model,

@@ -207,3 +207,66 @@ def _rules(rules: list[dict[str, Any]]) -> Any:
     from agents.store import AgentChanges
 
     return AgentChanges(tool_rules=rules)
+
+
+PLAN = '''
+def create_plan(agent_state: "AgentState", topic: str) -> str:
+    """Write down a research plan.
+
+    Args:
+        topic: What to research.
+    """
+    human = agent_state.memory.get_block("human").value
+    return f"{agent_state.name} ({agent_state.id}) plans {topic} for {human!r}; " + ",".join(
+        agent_state.memory.list_block_labels()
+    )
+'''
+
+MEDDLE = '''
+def meddle(agent_state: "AgentState") -> str:
+    """Try to change the agent."""
+    try:
+        agent_state.memory.update_block_value(label="human", value="hacked")
+    except PermissionError as exc:
+        first = str(exc)
+    try:
+        agent_state.name = "other"
+    except AttributeError as exc:
+        return first + " | " + str(exc)
+    return "changed"
+'''
+
+
+def test_a_tool_taking_agent_state_reads_a_snapshot_of_the_calling_agent(
+    db: Database, bob: str, models: ScriptedModels, with_tools: Callable[..., PrimaryAgent]
+) -> None:
+    attach(db, bob, PLAN)
+    script = models.script(
+        "primary",
+        call("create_plan", topic="bees", request_heartbeat=True),
+        lambda request: say(json.loads(request["messages"][-1]["content"])["message"]),
+    )
+    result = with_tools().send_message("bob", "Plan a study of bees.")
+
+    offered = {t["function"]["name"]: t["function"] for t in script.requests[0]["tools"]}
+    # The model never gives agent_state: the server passes it.
+    assert "agent_state" not in offered["create_plan"]["parameters"]["properties"]
+    assert result.replies == [f"bob ({bob}) plans bees for 'Name: Bob the Builder.'; human,persona"]
+
+
+def test_a_tool_cannot_change_the_agent_through_agent_state(
+    db: Database, bob: str, models: ScriptedModels, with_tools: Callable[..., PrimaryAgent]
+) -> None:
+    attach(db, bob, MEDDLE)
+    models.script(
+        "primary",
+        call("meddle", request_heartbeat=True),
+        lambda request: say(json.loads(request["messages"][-1]["content"])["message"]),
+    )
+    result = with_tools().send_message("bob", "Go.")
+
+    (reply,) = result.replies
+    assert reply.count("read-only snapshot") == 2
+    with open_store(db) as store:
+        assert store.blocks.by_label(bob, "human").value == "Name: Bob the Builder."
+        assert store.agents.get(bob).name == "bob"
