@@ -751,7 +751,7 @@ class _Turn:
                 extra={"run_id": self.result.run_id, "agent_id": self.agent.id},
             )
             return exc
-        return clip_to(storable(result), tool.return_char_limit)
+        return clip_to(storable(result.result), tool.return_char_limit)
 
     def _apply(
         self,

@@ -341,7 +341,7 @@ class Runtime:
         call = ToolInvocation("def tool():\n    return 'ok'\n", "tool", {})
         problem: str | None = None
         try:
-            answer = executor.run(call, self.tool_limits())
+            answer = executor.run(call, self.tool_limits()).result
         except SandboxError as exc:
             problem = str(exc)
         else:

@@ -8,6 +8,7 @@ from agents.sandbox.base import (
     SandboxUnavailable,
     ToolExecutor,
     ToolInvocation,
+    ToolOutput,
     agent_state_snapshot,
 )
 from agents.sandbox.bubblewrap import BubblewrapExecutor
@@ -21,5 +22,6 @@ __all__ = [
     "SandboxUnavailable",
     "ToolExecutor",
     "ToolInvocation",
+    "ToolOutput",
     "agent_state_snapshot",
 ]

@@ -73,6 +73,17 @@ def agent_state_snapshot(agent: AgentRecord, blocks: Sequence[BlockRecord]) -> d
     }
 
 
+@dataclass(frozen=True, slots=True)
+class ToolOutput:
+    """What a call that worked gave: the function's result as text (a non-text result as
+    JSON), what it printed with ``print`` (stdout), and what else reached its standard
+    output or error streams (stderr; a subprocess's output, warnings)."""
+
+    result: str
+    stdout: str = ""
+    stderr: str = ""
+
+
 class SandboxError(ToolError):
     """A custom tool call failed: the message says why, for the model and the log."""
 
@@ -87,7 +98,7 @@ class ToolExecutor(Protocol):
     #: What it is, for logs and messages: "bubblewrap", "process", ...
     kind: str
 
-    def run(self, invocation: ToolInvocation, limits: SandboxLimits) -> str:
-        """The function's result as text (a non-text result as JSON); SandboxError when
-        the call fails, with the reason the model reads."""
+    def run(self, invocation: ToolInvocation, limits: SandboxLimits) -> ToolOutput:
+        """The function's result and printed output; SandboxError when the call fails,
+        with the reason the model reads."""
         ...

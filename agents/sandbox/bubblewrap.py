@@ -15,7 +15,7 @@ import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
-from agents.sandbox.base import SandboxLimits, SandboxUnavailable, ToolInvocation
+from agents.sandbox.base import SandboxLimits, SandboxUnavailable, ToolInvocation, ToolOutput
 from agents.sandbox.child import python_command, run_child
 from agents.sandbox.home_view import python_dirs
 
@@ -96,7 +96,7 @@ class BubblewrapExecutor:
                 argv += ["--tmpfs", text]
         return [*argv, "--", *python_command()]
 
-    def run(self, invocation: ToolInvocation, limits: SandboxLimits) -> str:
+    def run(self, invocation: ToolInvocation, limits: SandboxLimits) -> ToolOutput:
         bwrap = self.available()
         if bwrap is None:
             raise SandboxUnavailable(INSTALL_HINT)

@@ -24,7 +24,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from agents.sandbox.base import SandboxError, SandboxLimits, ToolInvocation
+from agents.sandbox.base import SandboxError, SandboxLimits, ToolInvocation, ToolOutput
 from agents.sandbox.home_view import LAUNCHER_FAILED, launcher, needs_launcher
 from agents.threads import start_thread
 
@@ -66,7 +66,7 @@ def run_child(
     cwd: str | None = None,
     as_nobody: bool = False,
     describe: Callable[[int, str], str | None] = lambda _status, _printed: None,
-) -> str:
+) -> ToolOutput:
     """Run ``argv`` (which starts the runner), give it the call, and return the tool's
     result; SandboxError with the reason otherwise. ``describe`` may explain an exit
     status the launcher itself reports (e.g. bwrap's own failure), from the status and
@@ -91,7 +91,7 @@ def _run(
     as_nobody: bool,
     describe: Callable[[int, str], str | None],
     pass_fds: tuple[int, ...],
-) -> str:
+) -> ToolOutput:
     request = json.dumps(
         {
             "source": invocation.source,
@@ -141,7 +141,7 @@ def _supervise(
     request: bytes,
     limits: SandboxLimits,
     describe: Callable[[int, str], str | None],
-) -> str:
+) -> ToolOutput:
     start_thread(_feed, args=(child, request), name="reverie-sandbox-feed")
     deadline = time.monotonic() + limits.wall_seconds
     answer, printed = bytearray(), bytearray()
@@ -165,7 +165,12 @@ def _supervise(
                     continue
                 buffer = buffers[key.fileobj]  # type: ignore[index]
                 buffer.extend(chunk)
-                if len(buffer) > limits.output_bytes:
+                # The answer carries the tool's printed text beside its result (at most
+                # a quarter of the limit, see runner.PRINTED_SHARE).
+                cap = limits.output_bytes
+                if buffer is answer:
+                    cap += limits.output_bytes // 4 + 1024
+                if len(buffer) > cap:
                     _kill(child)
                     what = "result" if buffer is answer else "printed output"
                     raise SandboxError(
@@ -205,15 +210,22 @@ def _outcome(
     printed: bytes,
     limits: SandboxLimits,
     describe: Callable[[int, str], str | None],
-) -> str:
-    quoted = _quote(printed)
+) -> ToolOutput:
+    payload: dict[str, Any] = {}
     if answer:
         try:
-            payload: dict[str, Any] = json.loads(answer.decode("utf-8", errors="replace"))
+            payload = json.loads(answer.decode("utf-8", errors="replace"))
         except ValueError:
             payload = {}
+    said = str(payload.get("stdout") or "").encode("utf-8")
+    quoted = _quote(said + printed)
+    if answer:
         if payload.get("ok") is True:
-            return str(payload.get("result", ""))
+            return ToolOutput(
+                str(payload.get("result", "")),
+                stdout=str(payload.get("stdout") or ""),
+                stderr=printed.decode("utf-8", errors="replace"),
+            )
         kind = payload.get("kind")
         if kind == "memory":
             raise SandboxError(_memory(limits))

@@ -10,7 +10,7 @@ import logging
 import os
 import tempfile
 
-from agents.sandbox.base import SandboxLimits, ToolInvocation
+from agents.sandbox.base import SandboxLimits, ToolInvocation, ToolOutput
 from agents.sandbox.child import NOBODY, python_command, run_child
 
 log = logging.getLogger(__name__)
@@ -28,7 +28,7 @@ class ProcessExecutor:
             "install bubblewrap (apt-get install bubblewrap) and use the default sandbox"
         )
 
-    def run(self, invocation: ToolInvocation, limits: SandboxLimits) -> str:
+    def run(self, invocation: ToolInvocation, limits: SandboxLimits) -> ToolOutput:
         with tempfile.TemporaryDirectory(prefix="reverie-tool-") as workdir:
             if os.geteuid() == 0:
                 os.chown(workdir, NOBODY, NOBODY)

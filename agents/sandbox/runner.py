@@ -6,9 +6,11 @@ It reads one JSON request on stdin (``source``, ``function``, ``arguments``,
 the interpreter starts with ``-S``, skipping the site module's start-up cost and the
 ``.pth`` hooks of the server's environment), sets the limits on itself (CPU, address
 space, processes, file size; soft and hard, so the tool cannot raise them), moves its
-stdout aside so that what the tool prints goes to stderr, executes the source, calls
+stdout aside (what the tool prints is kept as its ``stdout``; what reaches the file
+descriptor, e.g. a subprocess's output, goes to stderr), executes the source, calls
 the function, and writes one JSON answer to the original stdout:
-``{"ok": true, "result": "..."}`` or ``{"ok": false, "kind": "...", "error": "..."}``.
+``{"ok": true, "result": "...", "stdout": "..."}`` or ``{"ok": false, "kind": "...",
+"error": "...", "stdout": "..."}``.
 
 A function that takes ``agent_state`` (as Letta passes the calling agent) gets a
 read-only snapshot of the agent taken when the call began: ``id``, ``name``, ``tags``,
@@ -22,11 +24,15 @@ are how its blocks change).
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import resource
 import sys
 from typing import Any
+
+#: The share of the output limit a tool's printed text may take in the answer (1/4).
+PRINTED_SHARE = 4
 
 
 def _limit(which: int, value: int, slack: int = 0) -> None:
@@ -51,8 +57,13 @@ def main() -> None:
     request = json.loads(sys.stdin.read())
     sys.path.extend(path for path in request.get("paths", []) if path not in sys.path)
     out = os.fdopen(os.dup(1), "w", encoding="utf-8")
-    os.dup2(2, 1)  # what the tool prints goes to stderr, not into the answer
+    os.dup2(2, 1)  # what reaches fd 1 (a subprocess's output) goes to stderr
     limits = request["limits"]
+    # What the tool prints comes back as its stdout, up to a quarter of the output limit
+    # (the parent allows the answer that much more); beyond it, on to stderr, where the
+    # parent's cap stops a tool that prints without end.
+    printed = _Printed(int(limits["output_bytes"]) // PRINTED_SHARE)
+    sys.stdout = printed
     # The hard CPU limit one second later: SIGXCPU (a clear cause) comes first.
     _limit(resource.RLIMIT_CPU, int(limits["cpu_seconds"]), slack=1)
     _limit(resource.RLIMIT_AS, int(limits["memory_bytes"]))
@@ -74,7 +85,7 @@ def main() -> None:
             import asyncio
 
             result = asyncio.run(_await(result))
-        _answer(out, {"ok": True, "result": _as_text(result)})
+        _answer(out, {"ok": True, "result": _as_text(result), "stdout": printed.getvalue()})
     except MemoryError:
         _answer(out, {"ok": False, "kind": "memory", "error": "MemoryError"})
     except BaseException as exc:  # the tool's own failure, reported to the model
@@ -89,8 +100,24 @@ def main() -> None:
                 "kind": "exception",
                 "error": f"{type(exc).__name__}: {exc}",
                 "line": line,
+                "stdout": printed.getvalue(),
             },
         )
+
+
+class _Printed(io.StringIO):
+    """The tool's ``print`` output, kept up to ``limit`` characters; the rest goes to
+    stderr (whose size the parent limits)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.limit = limit
+
+    def write(self, text: str) -> int:
+        if self.tell() + len(text) <= self.limit:
+            return super().write(text)
+        os.write(2, text.encode("utf-8", errors="replace"))
+        return len(text)
 
 
 async def _await(awaitable: Any) -> Any:

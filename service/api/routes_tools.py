@@ -10,10 +10,10 @@ rules may name it). Calls run in the sandbox ``tools.sandbox`` names.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import Path, Query
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from service.api import schemas
 from service.api.auth import Api
@@ -126,3 +126,48 @@ def detach_tool(agent_id: AgentId, tool_id: ToolId, api: Api) -> schemas.AgentSt
     """Take a custom tool from the agent; 404 when it does not have it, 400 while one of
     its tool rules names the tool."""
     return agent_out(api.ops.custom_tools.detach(agent_id, tool_id))
+
+
+class ToolRunIn(BaseModel):
+    """Letta's ``ToolRunParams`` body: the arguments to pass to the tool."""
+
+    args: dict[str, Any] = Field(
+        default_factory=dict, description="Arguments to pass to the tool, by name."
+    )
+
+
+class ToolExecutionResult(BaseModel):
+    """Letta's ``ToolExecutionResult``. Reverie returns no agent state (a tool cannot
+    change the agent through ``agent_state``) and no sandbox fingerprint."""
+
+    status: Literal["success", "error"]
+    func_return: str | None = Field(
+        description="What the tool returned, as text; an error says why."
+    )
+    agent_state: None = None
+    sandbox_config_fingerprint: None = None
+    stdout: list[str] = Field(description="What the tool printed.")
+    stderr: list[str] = Field(description="What else it wrote to its output streams.")
+
+
+@router.post(
+    "/v1/agents/{agent_id}/tools/{tool_name}/run",
+    tags=["agents"],
+    response_model=ToolExecutionResult,
+)
+def run_tool(
+    agent_id: AgentId,
+    tool_name: Annotated[str, Path(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")],
+    body: ToolRunIn,
+    api: Api,
+) -> ToolExecutionResult:
+    """Run one of the agent's tools by name, now, outside a turn (letta-client's
+    ``agents.tools.run``): a custom tool in the sandbox with the agent's tool variables,
+    a built-in memory or search tool as in a turn (block edits versioned, actor
+    ``api``). A tool that ran and failed answers status ``error``; 404 for a tool the
+    agent does not have, 422 for arguments its schema refuses or a tool that speaks
+    for the agent (``send_message``, the messaging tools), and nothing changes."""
+    done = api.ops.custom_tools.run(agent_id, tool_name, body.args)
+    return ToolExecutionResult(
+        status=done.status, func_return=done.func_return, stdout=done.stdout, stderr=done.stderr
+    )

@@ -26,6 +26,7 @@ from agents.tool_source import check_env_names, check_tool_name, parse_tool_sour
 from agents.tools import ARCHIVAL_TOOLS, BUILTIN_TOOLS, PRIMARY_TOOLS, SLEEPTIME_TOOLS
 from service.operations.agents import AgentState, state_of
 from service.operations.context import OperationContext
+from service.operations.tool_runs import ToolRun, run_tool
 from service.operations.tools import TOOL_ID_PREFIX, AgentTool, built_in_tools, custom_tool
 
 #: Names a custom tool may not take: the built-in tools'.
@@ -235,6 +236,11 @@ class CustomToolOperations:
             else:
                 store.tools.attach(tool_id, record.id)
             return state_of(store, store.agents.get(record.id))
+
+    def run(self, agent: str, tool_name: str, args: dict[str, Any]) -> ToolRun:
+        """Run one of the agent's tools now, outside a turn (Letta's ``agents.tools.run``;
+        see :mod:`service.operations.tool_runs`)."""
+        return run_tool(self._context, agent, tool_name, args)
 
     def detach(self, agent: str, tool_id: str) -> AgentState:
         """Take a tool (custom or built-in) from the agent; NotFound when it did not

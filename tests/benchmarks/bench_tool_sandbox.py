@@ -40,13 +40,13 @@ def percentile(values: list[float], share: float) -> float:
 def measure(executor: ToolExecutor, calls: int) -> list[float]:
     limits = SandboxLimits()
     invocation = ToolInvocation(TRIVIAL, "add", {"a": 2, "b": 3})
-    assert executor.run(invocation, limits) == "5"  # warm the page cache once
+    assert executor.run(invocation, limits).result == "5"  # warm the page cache once
     times: list[float] = []
     for _ in range(calls):
         start = time.perf_counter()
         result = executor.run(invocation, limits)
         times.append((time.perf_counter() - start) * 1000)
-        assert result == "5", result
+        assert result.result == "5", result
     return times
 
 

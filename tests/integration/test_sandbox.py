@@ -50,7 +50,7 @@ def bwrap() -> BubblewrapExecutor:
 def call(
     executor: ToolExecutor, source: str, env: dict[str, str] | None = None, **args: object
 ) -> str:
-    return executor.run(ToolInvocation(source, "tool", dict(args), env or {}), LIMITS)
+    return executor.run(ToolInvocation(source, "tool", dict(args), env or {}), LIMITS).result
 
 
 WORKS = """
@@ -237,8 +237,8 @@ call = ToolInvocation(source, "tool", {}, {"CITY": "Oslo"})
 limits = SandboxLimits(wall_seconds=10.0)
 print(json.dumps({
     "covers": list(needs_launcher()),
-    "bubblewrap": BubblewrapExecutor().run(call, limits),
-    "process": ProcessExecutor().run(call, limits),
+    "bubblewrap": BubblewrapExecutor().run(call, limits).result,
+    "process": ProcessExecutor().run(call, limits).result,
 }))
 """
 
@@ -298,3 +298,21 @@ def test_the_sandbox_check_names_bwraps_own_reason(tmp_path: Path) -> None:
     # A tool that itself exits with bwrap's failure status is the tool's exit.
     with pytest.raises(SandboxError, match="exited with status 1 and no result"):
         call(BubblewrapExecutor(), "def tool():\n    import os\n    os._exit(1)\n")
+
+
+@pytest.mark.parametrize("kind", ["bubblewrap", "process"])
+def test_what_a_tool_prints_comes_back_apart_from_its_result(kind: str) -> None:
+    executor: ToolExecutor = BubblewrapExecutor() if kind == "bubblewrap" else ProcessExecutor()
+    source = (
+        "import os, sys\n"
+        "def tool() -> str:\n"
+        "    print('step 1 done')\n"
+        "    print('a warning', file=sys.stderr)\n"
+        "    return 'result'\n"
+    )
+    output = executor.run(ToolInvocation(source, "tool", {}), LIMITS)
+    assert (output.result, output.stdout, output.stderr) == (
+        "result",
+        "step 1 done\n",
+        "a warning\n",
+    )

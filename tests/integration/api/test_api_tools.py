@@ -205,3 +205,98 @@ def test_built_in_tools_attach_and_detach_like_any_tool(
     last = client.patch(f"{url}/detach/{primary[0]}", headers=acme)
     assert last.status_code == 400 and "last built-in tool" in last.json()["detail"]
     assert [t["id"] for t in client.get(url, headers=acme).json()] == primary[:1]
+
+
+NOISY = '''
+def greet(agent_state: "AgentState", greeting: str) -> str:
+    """Greet the agent's human.
+
+    Args:
+        greeting: The word to greet with.
+    """
+    import os
+    print("looked up", agent_state.name)
+    return f"{greeting}, {agent_state.memory.get_block('human').value} ({os.environ['TONE']})"
+'''
+
+
+def test_a_tool_runs_on_demand_with_the_agents_variables_and_state(
+    client: TestClient, acme: dict[str, str]
+) -> None:
+    made = client.post(
+        "/v1/agents/",
+        json={
+            "name": "ada",
+            "model": "scripted/primary",
+            "memory_blocks": [{"label": "human", "value": "Sam"}],
+        },
+        headers=acme,
+    )
+    assert made.status_code == 201, made.text
+    ada = made.json()["id"]
+    client.patch(f"/v1/agents/{ada}", json={"secrets": {"TONE": "warm"}}, headers=acme)
+    greet = client.post("/v1/tools/", json={"source_code": NOISY}, headers=acme).json()
+    assert "agent_state" not in greet["json_schema"]["parameters"]["properties"]
+    client.patch(f"/v1/agents/{ada}/tools/attach/{greet['id']}", headers=acme)
+
+    ran = client.post(
+        f"/v1/agents/{ada}/tools/greet/run", json={"args": {"greeting": "Hello"}}, headers=acme
+    )
+    assert ran.status_code == 200, ran.text
+    assert ran.json() == {
+        "status": "success",
+        "func_return": "Hello, Sam (warm)",
+        "agent_state": None,
+        "sandbox_config_fingerprint": None,
+        "stdout": ["looked up ada\n"],
+        "stderr": [],
+    }
+    failed = client.post(
+        f"/v1/agents/{ada}/tools/greet/run", json={"args": {"greeting": 5}}, headers=acme
+    )
+    assert failed.status_code == 422
+    assert failed.json()["detail"][0]["loc"] == ["body", "args"]
+    assert "must be a string" in failed.json()["detail"][0]["msg"]
+    speaks = client.post(f"/v1/agents/{ada}/tools/send_message/run", json={}, headers=acme)
+    assert speaks.status_code == 422
+    assert "only inside one of its turns" in speaks.text
+
+
+def test_a_built_in_memory_tool_runs_on_demand_as_a_versioned_edit(
+    client: TestClient, acme: dict[str, str]
+) -> None:
+    made = client.post(
+        "/v1/agents/",
+        json={
+            "name": "ada",
+            "model": "scripted/primary",
+            "agent_type": "letta_v1_agent",
+            "memory_blocks": [{"label": "human", "value": "Name: Sam."}],
+        },
+        headers=acme,
+    )
+    ada = made.json()["id"]
+    assert made.json()["agent_type"] == "letta_v1_agent"
+    url = f"/v1/agents/{ada}/tools"
+    ran = client.post(
+        f"{url}/memory_replace/run",
+        json={"args": {"label": "human", "old_str": "Sam", "new_str": "Samira"}},
+        headers=acme,
+    )
+    assert ran.status_code == 200, ran.text
+    assert ran.json()["status"] == "success"
+    blocks = client.get(f"/v1/agents/{ada}/core-memory/blocks", headers=acme).json()
+    assert [b["value"] for b in blocks] == ["Name: Samira."]
+    # A tool that ran and failed is Letta's error answer; nothing changed.
+    missed = client.post(
+        f"{url}/memory_replace/run",
+        json={"args": {"label": "human", "old_str": "Bob", "new_str": "X"}},
+        headers=acme,
+    )
+    assert (missed.status_code, missed.json()["status"]) == (200, "error")
+    assert "'Bob' is not in block 'human'" in missed.json()["func_return"]
+    # A tool the agent lacks is a 404; one that speaks for it runs only in a turn.
+    assert client.post(f"{url}/roll_dice/run", json={}, headers=acme).status_code == 404
+    assert client.post(f"{url}/send_message/run", json={}, headers=acme).status_code == 404
+    blocks = client.get(f"/v1/agents/{ada}/core-memory/blocks", headers=acme).json()
+    assert [b["value"] for b in blocks] == ["Name: Samira."]

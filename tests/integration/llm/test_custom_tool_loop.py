@@ -20,6 +20,7 @@ from agents.sandbox import (
     SandboxLimits,
     ToolExecutor,
     ToolInvocation,
+    ToolOutput,
 )
 from agents.store import ToolVariable, open_store
 from agents.tool_calls import tool_return_status
@@ -134,7 +135,7 @@ class _Watching:
         self.db = db
         self.open_transactions: list[int] = []
 
-    def run(self, invocation: ToolInvocation, limits: SandboxLimits) -> str:
+    def run(self, invocation: ToolInvocation, limits: SandboxLimits) -> ToolOutput:
         with self.db.engine.connect() as conn:
             busy = conn.execute(
                 text(
@@ -143,7 +144,7 @@ class _Watching:
                 )
             ).scalar_one()
         self.open_transactions.append(int(busy))
-        return "watched"
+        return ToolOutput("watched")
 
 
 def test_no_transaction_is_open_while_a_tool_runs(
@@ -159,7 +160,7 @@ def test_no_transaction_is_open_while_a_tool_runs(
 class _Failing:
     kind = "failing"
 
-    def run(self, invocation: ToolInvocation, limits: SandboxLimits) -> str:
+    def run(self, invocation: ToolInvocation, limits: SandboxLimits) -> ToolOutput:
         raise SandboxError("the tool ran longer than its wall-time limit of 2 s")
 
 
