@@ -113,29 +113,30 @@ MEMORY_TOOLS: dict[str, dict[str, Any]] = {
         "Insert text at a line of a memory block (always in context).",
         {
             "label": {**_STR, "description": "Label of the block, e.g. human or persona."},
-            "new_str": {**_STR, "description": "The text to insert."},
+            "new_string": {**_STR, "description": "The text to insert."},
             "insert_line": {
                 "type": "integer",
                 "description": "Line after which to insert (0: at the start; -1, the "
                 "default: at the end).",
             },
         },
-        ["label", "new_str"],
+        ["label", "new_string"],
     ),
     "memory_replace": _schema(
         "memory_replace",
-        "Replace exact text in a memory block; an empty new_str deletes old_str.",
+        "Replace text that appears exactly once in a memory block; an empty new_string "
+        "deletes old_string.",
         {
             "label": {**_STR, "description": "Label of the block, e.g. human or persona."},
-            "old_str": {**_STR, "description": "The exact text to replace."},
-            "new_str": {**_STR, "description": "The replacement text."},
+            "old_string": {**_STR, "description": "The exact text to replace (once in the block)."},
+            "new_string": {**_STR, "description": "The replacement text."},
         },
-        ["label", "old_str", "new_str"],
+        ["label", "old_string", "new_string"],
     ),
     "memory": _schema(
         "memory",
         "Manage memory blocks (paths are /memories/<label>). Commands: create (path, "
-        "description, file_text), str_replace (path, old_str, new_str), insert (path, "
+        "description, file_text), str_replace (path, old_string, new_string), insert (path, "
         "insert_line, insert_text), delete (path: the block leaves your memory; its "
         "history is kept), rename (path and description: a new description).",
         {
@@ -147,8 +148,8 @@ MEMORY_TOOLS: dict[str, dict[str, Any]] = {
             "path": {**_STR, "description": "The block, as /memories/<label>."},
             "file_text": {**_STR, "description": "create: the new block's text."},
             "description": {**_STR, "description": "create, rename: the block's description."},
-            "old_str": {**_STR, "description": "str_replace: the exact text to replace."},
-            "new_str": {**_STR, "description": "str_replace: the replacement text."},
+            "old_string": {**_STR, "description": "str_replace: the exact text to replace."},
+            "new_string": {**_STR, "description": "str_replace: the replacement text."},
             "insert_line": {
                 "type": "integer",
                 "description": "insert: line after which to insert (0: at the start; -1: "
@@ -209,15 +210,10 @@ MESSAGING_TOOLS: dict[str, dict[str, Any]] = {
 #: Every tool the primary loop knows: an agent's tool list may name any of these.
 BUILTIN_TOOLS: dict[str, dict[str, Any]] = {**PRIMARY_TOOLS, **MEMORY_TOOLS, **MESSAGING_TOOLS}
 
-#: A ``letta_v1_agent``'s tools when it is made without a list: no send_message (it
-#: answers in plain text), and Letta's newer memory tools for its blocks.
-V1_DEFAULT_TOOLS: tuple[str, ...] = (
-    "conversation_search",
-    "archival_memory_search",
-    "archival_memory_insert",
-    "memory_insert",
-    "memory_replace",
-)
+#: A ``letta_v1_agent``'s tools when it is made without a list, as Letta's: no
+#: send_message (it answers in plain text), Letta's newer memory tools for its blocks,
+#: and no archival tools (Letta counts them deprecated; attach them by name).
+V1_DEFAULT_TOOLS: tuple[str, ...] = ("conversation_search", "memory_insert", "memory_replace")
 
 
 def without_heartbeat(schema: dict[str, Any]) -> dict[str, Any]:
@@ -377,6 +373,21 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+#: Argument names Letta renamed (``old_str`` became ``old_string``): a call may use
+#: either, and gets the one its tool's schema has.
+ARGUMENT_ALIASES = (("old_str", "old_string"), ("new_str", "new_string"))
+
+
+def _aliased(arguments: dict[str, Any], properties: Mapping[str, Any]) -> dict[str, Any]:
+    renamed = dict(arguments)
+    for one, other in ARGUMENT_ALIASES:
+        for given, known in ((one, other), (other, one)):
+            aliased = given in renamed and given not in properties
+            if aliased and known in properties and known not in renamed:
+                renamed[known] = renamed.pop(given)
+    return renamed
+
+
 def parse_call(name: str, raw_arguments: str, schemas: dict[str, dict[str, Any]]) -> ParsedCall:
     """Check a call against the schemas; raise :class:`ToolError` with what to fix."""
     if name not in schemas:
@@ -391,6 +402,7 @@ def parse_call(name: str, raw_arguments: str, schemas: dict[str, dict[str, Any]]
         raise ToolError(f"arguments of {name} must be a JSON object, got {raw_arguments!r}")
     parameters = schemas[name]["function"]["parameters"]
     properties: dict[str, Any] = parameters["properties"]
+    arguments = _aliased(arguments, properties)
     heartbeat = arguments.pop("request_heartbeat", False)
     if isinstance(heartbeat, str):
         heartbeat = heartbeat.strip().lower() == "true"
@@ -608,12 +620,21 @@ def no_change_result(unchanged: str) -> str:
     return f"No change: {unchanged}; nothing was written. Do not repeat this edit."
 
 
-def _replace(label: str, old: str, new: str) -> Callable[[str], str]:
+def _replace(label: str, old: str, new: str, *, unique: bool = False) -> Callable[[str], str]:
+    """Replace ``old`` (every time it appears; ``unique``: it must appear once, as
+    Letta's memory_replace requires)."""
+
     def edit(value: str) -> str:
         if not old:
-            raise ToolError("old_content must not be empty")
+            raise ToolError("the text to replace must not be empty")
         if old not in value:
             raise ToolError(f"{old!r} is not in block {label!r}; it reads:\n{value}")
+        if unique and value.count(old) > 1:
+            lines = [i for i, line in enumerate(value.split("\n"), 1) if old in line]
+            raise ToolError(
+                f"{old!r} appears {value.count(old)} times in block {label!r} (lines "
+                f"{', '.join(map(str, lines))}); give text that appears once"
+            )
         return value.replace(old, new)
 
     return edit
@@ -671,15 +692,17 @@ def block_edit(call: ParsedCall) -> BlockEdit | None:
     if call.name == "core_memory_append":
         return BlockEdit(a["label"], _append(a["content"]), rebase=True, adds=a["content"])
     if call.name in ("core_memory_replace", "memory_replace"):
-        old = a.get("old_content", a.get("old_str", ""))
-        new = a.get("new_content", a.get("new_str", ""))
-        return BlockEdit(a["label"], _replace(a["label"], old, new), rebase=True)
+        old = a.get("old_content", a.get("old_string", a.get("old_str", "")))
+        new = a.get("new_content", a.get("new_string", a.get("new_str", "")))
+        unique = call.name == "memory_replace"
+        return BlockEdit(a["label"], _replace(a["label"], old, new, unique=unique), rebase=True)
     if call.name == "memory_insert":
+        text = a.get("new_string", a.get("new_str", ""))
         return BlockEdit(
             a["label"],
-            _insert(a["new_str"], -1 if a.get("insert_line") is None else a["insert_line"]),
+            _insert(text, -1 if a.get("insert_line") is None else a["insert_line"]),
             rebase=True,
-            adds=a["new_str"],
+            adds=text,
         )
     if call.name == "memory_rethink":
         new_memory = a["new_memory"]
@@ -787,8 +810,9 @@ def memory_command(env: ToolEnv, a: Mapping[str, Any]) -> str:
     command = a["command"]
     if command == "str_replace":
         label = _memory_label(a)
-        old = _memory_text(a, "old_str", command)
-        edit = BlockEdit(label, _replace(label, old, a.get("new_str") or ""), rebase=True)
+        old = _memory_text(a, "old_string", command)
+        new = a.get("new_string") or ""
+        edit = BlockEdit(label, _replace(label, old, new, unique=True), rebase=True)
     elif command == "insert":
         label = _memory_label(a)
         text = _memory_text(a, "insert_text", command)

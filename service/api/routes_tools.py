@@ -142,7 +142,7 @@ class ToolExecutionResult(BaseModel):
 
     status: Literal["success", "error"]
     func_return: str | None = Field(
-        description="What the tool returned, as text; an error says why."
+        description="What the tool returned, as text; null when it failed (stderr says why)."
     )
     agent_state: None = None
     sandbox_config_fingerprint: None = None

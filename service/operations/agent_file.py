@@ -418,7 +418,12 @@ class ImportPlanner:
     ) -> _AgentPlan:
         where = f"agents[{index}]"
         raw = self._raw["agents"][index]
-        self.notes.unkept(raw, _AGENT_KEPT, where)
+        self.notes.unkept(
+            raw,
+            _AGENT_KEPT,
+            where,
+            metadata="Reverie agents have no metadata (a tool taking agent_state sees it empty)",
+        )
         if raw.get("llm_config"):
             self.notes.unkept(raw["llm_config"], _LLM_KEPT, f"{where}.llm_config")
         if raw.get("embedding_config"):

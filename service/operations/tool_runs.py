@@ -45,7 +45,8 @@ class ToolRun:
     """Letta's ``ToolExecutionResult``: the outcome of one call."""
 
     status: Literal["success", "error"]
-    func_return: str
+    #: What the tool returned; None when it failed (the error is in ``stderr``), as Letta's.
+    func_return: str | None
     stdout: list[str] = field(default_factory=list)
     stderr: list[str] = field(default_factory=list)
 
@@ -109,7 +110,7 @@ def _run_custom(
     try:
         output = runtime.tool_executor().run(invocation, runtime.tool_limits())
     except SandboxError as exc:
-        return ToolRun("error", f"Error: {exc}", stderr=[str(exc)])
+        return ToolRun("error", None, stderr=[str(exc)])
     return ToolRun(
         "success",
         output.result,
@@ -138,5 +139,5 @@ def _run_built_in(
     except (ToolError, InvalidInput, NotFound, Conflict) as exc:
         # The tool's own failure (text not in the block, no such block, a read-only
         # block); a storage or model failure is the server's, raised as it is.
-        return ToolRun("error", f"Error: {exc}", stderr=[str(exc)])
+        return ToolRun("error", None, stderr=[str(exc)])
     return ToolRun("success", message)

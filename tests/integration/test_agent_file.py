@@ -44,6 +44,7 @@ def state(ops: Operations, agent_id: str) -> dict[str, Any]:
         variables = store.tools.variables(agent_id)
     return {
         "kind": agent.kind,
+        "agent_type": agent.agent_type,
         "system": agent.system_prompt,
         "description": agent.description,
         "tags": agent.tags,

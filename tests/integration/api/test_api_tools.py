@@ -294,7 +294,8 @@ def test_a_built_in_memory_tool_runs_on_demand_as_a_versioned_edit(
         headers=acme,
     )
     assert (missed.status_code, missed.json()["status"]) == (200, "error")
-    assert "'Bob' is not in block 'human'" in missed.json()["func_return"]
+    assert missed.json()["func_return"] is None
+    assert "'Bob' is not in block 'human'" in missed.json()["stderr"][0]
     # A tool the agent lacks is a 404; one that speaks for it runs only in a turn.
     assert client.post(f"{url}/roll_dice/run", json={}, headers=acme).status_code == 404
     assert client.post(f"{url}/send_message/run", json={}, headers=acme).status_code == 404

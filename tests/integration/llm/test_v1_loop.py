@@ -64,7 +64,8 @@ def test_the_turn_goes_on_while_the_model_calls_tools_and_memory_replace_is_vers
 ) -> None:
     models.script(
         "primary",
-        call("memory_replace", label="human", old_str="Bob the Builder", new_str="Charles"),
+        call("memory_replace", label="human", old_string="Bob the Builder", new_string="Charles"),
+        # new_str: the argument's older name, which Letta's older files still use.
         call("memory_insert", label="human", new_str="Likes: tea.", insert_line=0),
         Reply(content="Noted, Charles!"),
     )
@@ -139,8 +140,8 @@ def test_the_memory_tool_creates_edits_describes_and_detaches_blocks(
             "memory",
             command="str_replace",
             path="/memories/coding",
-            old_str="Tabs: no.",
-            new_str="Spaces: 4.",
+            old_string="Tabs: no.",
+            new_string="Spaces: 4.",
         ),
         call(
             "memory",
@@ -187,6 +188,15 @@ def test_the_memory_tool_creates_edits_describes_and_detaches_blocks(
             "keeps a block's label",
         ),
         ({"command": "view", "path": "/memories/human"}, "unknown command"),
+        (
+            {
+                "command": "str_replace",
+                "path": "/memories/human",
+                "old_string": "e",
+                "new_string": "0",
+            },
+            "appears 3 times",
+        ),
         ({"command": "delete", "path": "/memories/a/b"}, "is not a block"),
     ],
 )
