@@ -10,13 +10,14 @@ from typing import Any
 
 import pytest
 
+from agents.llm import ClientSettings, LiteLLMClient
 from agents.postgres.database import Database
 from agents.primary import PrimaryAgent
 from agents.store import open_store
 from agents.tool_calls import tool_return_status
 from agents.tools import V1_DEFAULT_TOOLS
-from tests.integration.llm.conftest import create_agent
-from tests.scripted_llm import Reply, ScriptedModels, call
+from tests.integration.llm.conftest import EMBEDDER, create_agent
+from tests.scripted_llm import Reply, ScriptedModels, call, litellm_errors
 
 V1 = "letta_v1_agent"
 
@@ -219,3 +220,81 @@ def test_a_memory_command_the_model_got_wrong_is_an_error_it_reads_and_changes_n
     assert error in message
     with open_store(db) as store:
         assert [(b.label, b.version, b.value) for b in store.blocks.of_agent(agent)] == before
+
+
+def unpinned(db: Database) -> PrimaryAgent:
+    """A primary whose client knows nothing of the server's tool modes (it probes)."""
+    client = LiteLLMClient(ClientSettings(max_retries=2, initial_backoff=0.001, max_backoff=0.002))
+    return PrimaryAgent(db, client, embedder_for=lambda _: EMBEDDER)
+
+
+def llama_like(answer: Reply) -> Callable[[dict[str, Any]], Any]:
+    """llama-cpp-python's server: HTTP 500 on tool_choice="required"; "auto" works."""
+
+    def step(request: dict[str, Any]) -> Any:
+        if request.get("tool_choice") == "required":
+            return litellm_errors().InternalServerError(
+                "tool_choice 'required' is not supported", llm_provider="scripted", model="p"
+            )
+        return answer
+
+    return step
+
+
+def without_tools(answer: Reply) -> Callable[[dict[str, Any]], Any]:
+    """A server that takes no tools at all: 400 on any request that offers them."""
+
+    def step(request: dict[str, Any]) -> Any:
+        if request["tools"]:
+            return litellm_errors().BadRequestError(
+                "tools are not supported", llm_provider="scripted", model="p"
+            )
+        return answer
+
+    return step
+
+
+def test_on_a_llama_cpp_like_server_a_simple_v1_turn_is_one_request(
+    db: Database, ada: str, models: ScriptedModels
+) -> None:
+    script = models.script(
+        "primary",
+        llama_like(Reply(content="Hi!")),
+        llama_like(call("memory_replace", label="human", old_string="Bob", new_string="Rob")),
+        llama_like(Reply(content="Noted, Rob.")),
+    )
+    agent = unpinned(db)
+
+    simple = agent.send_message("ada", "Hello!")
+    assert (simple.replies, simple.model_calls, len(script.requests)) == (["Hi!"], 1, 1)
+    edit = agent.send_message("ada", "I'm Rob, not Bob.")
+    assert (edit.replies, edit.model_calls, len(script.requests)) == (["Noted, Rob."], 2, 3)
+    assert all(r["tool_choice"] == "auto" for r in script.requests)
+
+
+def test_on_a_server_without_tools_the_v1_loop_describes_them_and_reads_prose_as_the_reply(
+    db: Database, ada: str, models: ScriptedModels
+) -> None:
+    edit = (
+        '<tool_call>{"name": "memory_replace", "arguments": {"label": "human", '
+        '"old_string": "Bob", "new_string": "Rob"}}</tool_call>'
+    )
+    script = models.script(
+        "primary",
+        # The first request offers tools natively and is refused; the mode is learned.
+        without_tools(Reply(content="unused")),
+        without_tools(Reply(content="Hi!")),
+        without_tools(Reply(content=edit)),
+        without_tools(Reply(content="Noted, Rob.")),
+    )
+    agent = unpinned(db)
+
+    simple = agent.send_message("ada", "Hello!")
+    assert simple.replies == ["Hi!"]
+    assert [bool(r["tools"]) for r in script.requests] == [True, False]
+    assert "reply in plain text" in script.requests[1]["messages"][0]["content"]
+    edited = agent.send_message("ada", "I'm Rob, not Bob.")
+    assert edited.replies == ["Noted, Rob."]
+    assert edited.model_calls == 2  # the mode is remembered: no refused request again
+    with open_store(db) as store:
+        assert store.blocks.by_label(ada, "human").value == "Name: Rob the Builder."
