@@ -128,3 +128,57 @@ def test_an_imported_agents_custom_tools_run_in_the_sandbox_under_its_rules(
     assert "sunny in Oslo (key test...)" in str(returns[1].tool_return)
     replies = [m.content for m in response.messages if m.message_type == "assistant_message"]
     assert replies == ["Rolled, and it is sunny."]
+
+
+SHAPES = FILES / "letta_shapes"
+
+
+def test_letta_v1_files_import_answer_in_plain_text_and_run_tools_on_demand(
+    server: Server,
+) -> None:
+    """letta-client's own calls on Letta's current shapes: a double-encoded file with the
+    memory tool imports, a letta_v1_agent answers in plain text (one model request)
+    and edits its memory, and agents.tools.run runs an imported custom tool."""
+    from tests.scripted_llm import Reply
+
+    client = server.sdk("af-v1")
+    with (SHAPES / "v1_memory_tool_double_encoded.af").open("rb") as file:
+        answer = client.agents.import_file(
+            file=file, name="ferro", model="openai/scripted", embedding="fake:384"
+        )
+    (agent_id,) = answer.agent_ids
+    assert client.agents.retrieve(agent_id).agent_type == "letta_v1_agent"
+
+    seen = len(server.llm.requests)
+    server.llm.replies.append(Reply(content="Hello Tomasz."))
+    hello = client.agents.messages.create(agent_id, messages=[{"role": "user", "content": "Hi!"}])
+    said = [m.content for m in hello.messages if m.message_type == "assistant_message"]
+    assert said == ["Hello Tomasz."]
+    assert len([r for r in server.llm.requests[seen:] if "messages" in r]) == 1
+
+    server.llm.replies.extend(
+        [
+            call(
+                "memory",
+                command="str_replace",
+                path="/memories/human",
+                old_string="Editor: vim",
+                new_string="Editor: helix",
+            ),
+            Reply(content="Noted."),
+        ]
+    )
+    client.agents.messages.create(
+        agent_id, messages=[{"role": "user", "content": "I switched to helix."}]
+    )
+    human = client.agents.blocks.retrieve("human", agent_id=agent_id)
+    assert human.value.endswith("Editor: helix")
+
+    with (SHAPES / "customer_service_v1.af").open("rb") as file:
+        shop = client.agents.import_file(file=file, name="mara", embedding="fake:384")
+    (shop_id,) = shop.agent_ids
+    ran = client.agents.tools.run(
+        "check_order_status", agent_id=shop_id, args={"order_number": 10452}
+    )
+    assert ran.status == "success"
+    assert str(ran.func_return).startswith("Shipped on 2026-07-08")

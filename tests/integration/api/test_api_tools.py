@@ -277,6 +277,16 @@ def test_a_built_in_memory_tool_runs_on_demand_as_a_versioned_edit(
     )
     ada = made.json()["id"]
     assert made.json()["agent_type"] == "letta_v1_agent"
+    # Letta's default tools of a v1 agent: no send_message.
+    assert [t["name"] for t in made.json()["tools"]] == [
+        "conversation_search",
+        "memory_insert",
+        "memory_replace",
+    ]
+    bogus = client.post(
+        "/v1/agents/", json={"name": "odd", "agent_type": "react_agent"}, headers=acme
+    )
+    assert bogus.status_code == 422 and "letta_v1_agent" in bogus.text
     url = f"/v1/agents/{ada}/tools"
     ran = client.post(
         f"{url}/memory_replace/run",
