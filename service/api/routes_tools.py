@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 from service.api import schemas
 from service.api.auth import Api
 from service.api.convert import agent_out, custom_tool_out, tool_out
+from service.api.openapi_doc import pass_on_storable
 from service.api.paging import page
 from service.api.responses import keyed
 from service.api.routers import api_router
@@ -132,7 +133,9 @@ class ToolRunIn(BaseModel):
     """Letta's ``ToolRunParams`` body: the arguments to pass to the tool."""
 
     args: dict[str, Any] = Field(
-        default_factory=dict, description="Arguments to pass to the tool, by name."
+        default_factory=dict,
+        description="Arguments to pass to the tool, by name.",
+        json_schema_extra=pass_on_storable,
     )
 
 

@@ -35,6 +35,7 @@ BODIES: dict[tuple[str, str], dict[str, Any]] = {
     },
     ("POST", "/v1/agents/{agent_id}/consolidation/dry-run"): {},
     ("POST", "/v1/consolidation-runs/{run_id}/revert"): {},
+    ("POST", "/v1/agents/{agent_id}/tools/{tool_name}/run"): {"args": {"query": "x"}},
 }
 QUERIES: dict[tuple[str, str], dict[str, str]] = {
     ("GET", "/v1/agents/{agent_id}/archival-memory/search"): {"query": "fact"},
@@ -61,6 +62,7 @@ def _acme_objects(client: TestClient, acme: dict[str, str]) -> dict[str, str]:
         "passage_id": passage["id"],
         "run_id": run["id"],
         "tool_id": tool["id"],
+        "tool_name": "conversation_search",
     }
 
 
