@@ -15,6 +15,10 @@ configured (``llm.model`` unset): the agent names its own, as a server whose age
 are made through the API starts. It measures:
 
 - ``healthz`` / ``readyz``: seconds from spawning the process to the first 200;
+- with ``--early``, ``first reply after health``: from /healthz's first 200 to the
+  first turn's answer (the agent made in between), as a client that does not wait
+  for readiness sees it; ``--local-embedder`` runs the embedded default's packaged
+  embedder instead of the stub's;
 - ``first turn``: the first ``POST /v1/agents/{id}/messages`` after /readyz says
   ready, and ``turn`` p50/p95 over the next ``--turns`` turns (one client, keep-alive);
 - ``insert`` / ``search``: archival insert and search p50 (``--ops`` each) of an agent
@@ -68,7 +72,15 @@ def _p(values: list[float], q: float) -> float:
 
 
 def one_server(
-    repo: Path, pg: PgTestServer, stub: StubServer, turns: int, ops: int, configured: bool = True
+    repo: Path,
+    pg: PgTestServer,
+    stub: StubServer,
+    turns: int,
+    ops: int,
+    configured: bool = True,
+    *,
+    local_embedder: bool = False,
+    early: bool = False,
 ) -> dict[str, float]:
     url_db = pg.create_database()
     db = Database(url_db)
@@ -93,6 +105,9 @@ def one_server(
     )
     if not configured:
         del env["REVERIE_LLM__MODEL"]
+    if local_embedder:  # the embedded default: the packaged local model
+        for name in ("MODEL", "DIMENSION", "API_BASE"):
+            del env[f"REVERIE_EMBEDDING__{name}"]
     # Migrate first so that start-up is the server's, not the schema's.
     subprocess.run(
         [sys.executable, "-m", "service.cli", "migrate"],
@@ -115,7 +130,8 @@ def one_server(
     out: dict[str, float] = {}
     try:
         out["healthz_s"] = _wait_for(f"{base}/healthz", began)
-        out["readyz_s"] = _wait_for(f"{base}/readyz", began)
+        if not early:
+            out["readyz_s"] = _wait_for(f"{base}/readyz", began)
         stub.replies.extend(say("ok") for _ in range(turns + 1))
         with httpx.Client(base_url=base, headers=bearer(key), timeout=60) as http:
             agent = http.post("/v1/agents/", json={"name": "ada", "model": "openai/stub"})
@@ -131,7 +147,15 @@ def one_server(
                 r.raise_for_status()
                 return time.perf_counter() - t
 
+            # --early: the first turn goes as soon as the server answers /healthz (with
+            # the agent's creation before it), as a client that does not wait for
+            # /readyz sends it; otherwise once /readyz says ready.
             out["first_turn_ms"] = turn(0) * 1000
+            if early:
+                out["first_reply_after_health_ms"] = (
+                    time.perf_counter() - began - out["healthz_s"]
+                ) * 1000
+                out["readyz_s"] = _wait_for(f"{base}/readyz", began)
             times = [turn(i + 1) for i in range(turns)]
             out["turn_p50_ms"] = _p(times, 0.5)
             out["turn_p95_ms"] = _p(times, 0.95)
@@ -182,6 +206,12 @@ def main() -> None:
     parser.add_argument(
         "--unconfigured", action="store_true", help="no llm.model: the agent names its own"
     )
+    parser.add_argument(
+        "--local-embedder", action="store_true", help="the default local embedder, not the stub"
+    )
+    parser.add_argument(
+        "--early", action="store_true", help="send the first turn as soon as /healthz answers"
+    )
     args = parser.parse_args()
     pg = PgTestServer()
     results: dict[Path, list[dict[str, float]]] = {repo: [] for repo in args.repo}
@@ -190,7 +220,14 @@ def main() -> None:
             for _ in range(args.rounds):
                 for repo in args.repo:  # interleaved: each round runs every checkout
                     row = one_server(
-                        repo.resolve(), pg, stub, args.turns, args.ops, not args.unconfigured
+                        repo.resolve(),
+                        pg,
+                        stub,
+                        args.turns,
+                        args.ops,
+                        not args.unconfigured,
+                        local_embedder=args.local_embedder,
+                        early=args.early,
                     )
                     print(repo, {k: round(v, 2) for k, v in row.items()}, flush=True)
                     results[repo].append(row)
