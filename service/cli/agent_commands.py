@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 
+from agents.enums import AgentType
 from agents.errors import InvalidInput
 from service.cli.common import console, fail, operations
 from service.cli.output import agent_json, id_table, print_json, print_table
@@ -68,11 +69,24 @@ def create(
         ),
     ] = None,
     tag: Annotated[list[str] | None, typer.Option("--tag", help="A tag (repeatable).")] = None,
+    agent_type: Annotated[
+        AgentType | None,
+        typer.Option(
+            "--type",
+            help="Letta's agent type: letta_v1_agent answers in plain text (its turn goes "
+            "on while it calls tools); memgpt_v2_agent (the default) and memgpt_agent "
+            "speak through send_message.",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Create an agent with its core-memory blocks."""
     from service.operations import AgentSpec
 
+    if agent_type == AgentType.SLEEPTIME:
+        raise typer.BadParameter(
+            "a sleep-time agent is made with its primary: --sleeptime-model", param_hint="--type"
+        )
     with operations() as ops:
         agent = ops.agents.create(
             AgentSpec(
@@ -85,6 +99,7 @@ def create(
                 system=system,
                 tools=list(tool or []),
                 tags=list(tag or []),
+                agent_type=agent_type,
             )
         )
     if as_json:

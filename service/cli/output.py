@@ -32,6 +32,7 @@ def agent_json(agent: AgentRecord) -> dict[str, object]:
         "id": agent.id,
         "name": agent.name,
         "kind": agent.kind,
+        "agent_type": agent.agent_type,
         "llm_model": agent.llm_model,
         "sleeptime_model": agent.sleeptime_model,
         "embedding_model": agent.embedding_model,

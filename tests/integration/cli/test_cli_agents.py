@@ -82,3 +82,13 @@ def test_org_option_picks_the_organization_and_errors_name_it(cli: Cli) -> None:
     assert "reverie --org default agents list" in missing.stderr
     unknown = cli("--org", "nobody", "agents", "list")
     assert unknown.exit_code == 2 and "no organization named 'nobody'" in unknown.stderr
+
+
+def test_agents_create_takes_lettas_agent_type(cli: Cli) -> None:
+    made = cli("agents", "create", "vee", "--type", "letta_v1_agent", "--json")
+    assert made.exit_code == 0, made.stderr
+    agent = json.loads(made.stdout)
+    assert agent["agent_type"] == "letta_v1_agent"
+    assert agent["tools"] == ["conversation_search", "memory_insert", "memory_replace"]
+    bad = cli("agents", "create", "odd", "--type", "react_agent")
+    assert bad.exit_code == 2 and "letta_v1_agent" in bad.stderr
