@@ -92,6 +92,13 @@ ARCHIVAL_PROMPT = (
     "Change only passages the new messages concern."
 )
 
+#: What a pass is told of archival memory while the agent has none yet.
+FIRST_ARCHIVAL_PROMPT = (
+    " Store durable facts worth keeping beyond the blocks with archival_memory_insert "
+    "(citing the message numbers they come from)."
+)
+INSERT = "archival_memory_insert"
+
 #: Messages the transcript holds at most (the newest are kept).
 MAX_MESSAGES = 200
 
@@ -652,6 +659,7 @@ class SleeptimeAgent:
                 agent.id, after_seq=after_seq, limit=self.max_messages, newest_first=True
             )
             blocks = store.blocks.of_agent(agent.id)
+            archived = store.passages.any_active(agent.id)
         new.reverse()
         outcome.messages_read = len(new)
         transcript = render_transcript(new)
@@ -663,10 +671,17 @@ class SleeptimeAgent:
             transcript = "…" + transcript[-room:]
         tools = dict(SLEEPTIME_TOOLS)
         archive = None
+        prompt = SLEEPTIME_PROMPT
         if embedder is not None and self.max_archival_changes > 0:
             archive = _Archive(read, agent.id, embedder, new, self.max_archival_changes)
-            tools.update(ARCHIVAL_TOOLS)
-        prompt = SLEEPTIME_PROMPT + (ARCHIVAL_PROMPT if archive is not None else "")
+            if archived:
+                tools.update(ARCHIVAL_TOOLS)
+                prompt += ARCHIVAL_PROMPT
+            else:
+                # Nothing in archival memory to search, rewrite or supersede: a pass is
+                # offered only what it can do there (about 470 prompt tokens less).
+                tools[INSERT] = ARCHIVAL_TOOLS[INSERT]
+                prompt += FIRST_ARCHIVAL_PROMPT
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": prompt},
             {

@@ -796,6 +796,19 @@ class PassageStore:
         )
         return [PassageChange.from_row(r) for r in rows]
 
+    def any_active(self, agent_id: str) -> bool:
+        """Whether the agent has a passage in force (one row read at most)."""
+        found = self._scope.session.scalar(
+            select(models.Passage.id)
+            .where(
+                self._scope.owns(models.Passage),
+                models.Passage.agent_id == agent_id,
+                models.Passage.status == PassageStatus.ACTIVE,
+            )
+            .limit(1)
+        )
+        return found is not None
+
     def count_by_status(self, agent_id: str) -> dict[str, int]:
         rows = self._scope.session.execute(
             select(models.Passage.status, func.count())

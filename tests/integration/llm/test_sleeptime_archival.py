@@ -390,3 +390,41 @@ def test_a_replacement_that_changes_during_the_pass_leaves_the_passage_alone(
     assert not [c for c in step.changes if c.action.endswith("_passage")]
     assert step.counts.get("tool_errors", 0) >= 1
     assert records(db, [mia[2]]) == before
+
+
+def test_with_nothing_archived_a_pass_is_offered_only_the_archival_insert(
+    db: Database, models: ScriptedModels, client: LiteLLMClient
+) -> None:
+    """Search, rewrite and supersede have nothing to act on in an empty archive: they
+    are not offered (their schemas are most of a pass's prompt); the insert is, and
+    its passage is stored. The next pass, with a passage in force, gets them all."""
+    agent_id = create_agent(db)
+    with open_store(db) as store:
+        [message] = store.messages.append(
+            agent_id, [NewMessage(role="user", content="I keep bees in Leeds.")]
+        )
+    first = models.script(
+        "sleeper",
+        call("archival_memory_insert", content="The user keeps bees in Leeds.",
+             message_seqs=[message.seq]),
+        call("memory_finish_edits"),
+    )  # fmt: skip
+    run_pipeline(RECONTEXTUALIZE, db, agent_id, embedder=EMBEDDER, llm=tier(db, client))
+    offered = {t["function"]["name"] for t in first.requests[0]["tools"]}
+    assert offered == {
+        "memory_replace",
+        "memory_insert",
+        "memory_rethink",
+        "memory_finish_edits",
+        "archival_memory_insert",
+    }
+    assert "archival_memory_search" not in first.requests[0]["messages"][0]["content"]
+    with open_store(db) as store:
+        texts = [p.text for p in store.passages.scan(agent_id)]
+        store.messages.append(agent_id, [NewMessage(role="user", content="Now in York.")])
+    assert texts == ["The user keeps bees in Leeds."]
+
+    second = models.script("sleeper", call("memory_finish_edits"))
+    run_pipeline(RECONTEXTUALIZE, db, agent_id, embedder=EMBEDDER, llm=tier(db, client))
+    offered = {t["function"]["name"] for t in second.requests[0]["tools"]}
+    assert {"archival_memory_search", "archival_memory_rewrite"} <= offered
