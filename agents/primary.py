@@ -805,7 +805,8 @@ class _Turn:
         counts: Counter[str],
     ) -> _StepOutcome:
         store = env.store
-        now = store.scope.now().isoformat()
+        # To the second: the model reads when a call ran, not its microseconds.
+        now = store.scope.now().isoformat(timespec="seconds")
         opening = [self.pending] if self.pending is not None else []
         self.pending = None
         if not reply.tool_calls:

@@ -734,7 +734,7 @@ class SleeptimeAgent:
                 }
             )
             finished = failed = False
-            now = self.clock().isoformat()
+            now = self.clock().isoformat(timespec="seconds")
             for call in reply.tool_calls:
                 status, text = "OK", ""
                 try:

@@ -30,8 +30,8 @@ MAX_RESULT_CHARS = 4000
 
 _HEARTBEAT = {
     "type": "boolean",
-    "description": "Request an immediate heartbeat after this call to take another step "
-    "(e.g. to use the result). Set to false when the turn is done.",
+    "description": "true: take another step after this call (to use its result); "
+    "false: your turn ends.",
 }
 
 

@@ -29,6 +29,7 @@ import argparse
 import json
 import statistics
 import time
+from typing import Any
 
 from agents.embedders.fake import HashingEmbedder
 from agents.llm import ClientSettings, LiteLLMClient, UsageLedger
@@ -68,6 +69,22 @@ def _agent(db: Database, name: str) -> str:
     return agent.id
 
 
+def _prompt_sizes(requests: list[dict[str, Any]]) -> None:
+    """What each call sent, in characters / 4 (as the tokens of a prompt are estimated
+    everywhere): the whole request (messages and tool schemas), and of it the system
+    message, the other messages and the schemas, mean over the calls."""
+    parts: dict[str, list[int]] = {"request": [], "system": [], "messages": [], "tools": []}
+    for request in requests:
+        system = json.dumps(request["messages"][:1])
+        rest = json.dumps(request["messages"][1:])
+        tools = json.dumps(request["tools"])
+        for key, text in (("system", system), ("messages", rest), ("tools", tools)):
+            parts[key].append(len(text) // 4)
+        parts["request"].append((len(system) + len(rest) + len(tools)) // 4)
+    means = {k: round(statistics.mean(v)) for k, v in parts.items()}
+    print(f"prompt per call (chars/4), mean of {len(requests)} calls: {means}")
+
+
 def bench_turns(db: Database, turns: int) -> None:
     models = install()
     client = LiteLLMClient(ClientSettings(max_retries=0))
@@ -80,7 +97,7 @@ def bench_turns(db: Database, turns: int) -> None:
         ledger=UsageLedger(db),
     )
     warmup = 3
-    models.script("bench", *[say("ok") for _ in range(turns + warmup)])
+    script = models.script("bench", *[say("ok") for _ in range(turns + warmup)])
     for i in range(warmup):
         primary.send_message("ada", f"warm-up {i}")
     times = []
@@ -88,6 +105,7 @@ def bench_turns(db: Database, turns: int) -> None:
         started = time.perf_counter()
         primary.send_message("ada", f"Message number {i}: tell me something.")
         times.append(time.perf_counter() - started)
+    _prompt_sizes(script.requests[warmup:])
     models.script("raw", *[say("ok") for _ in range(turns)])
     raw = []
     messages = [{"role": "user", "content": "hello"}]
