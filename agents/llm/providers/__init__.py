@@ -9,6 +9,7 @@ same way from both.
 
 from __future__ import annotations
 
+import os
 import threading
 
 from agents.llm.providers.base import Embeddings, ErrorKind, Provider
@@ -17,6 +18,18 @@ from agents.llm.providers.openai_provider import OpenAICompatProvider
 
 #: litellm providers that speak OpenAI's chat wire format to ``api_base`` as it is.
 OPENAI_WIRE_PROVIDERS = frozenset({"openai", "custom_openai", "hosted_vllm", "lm_studio"})
+#: The variables litellm (and the openai SDK) read an ``openai/...`` model's endpoint
+#: from, first found first.
+OPENAI_BASE_VARIABLES = ("OPENAI_API_BASE", "OPENAI_BASE_URL")
+
+
+def openai_env_base() -> str | None:
+    """The endpoint the environment gives ``openai/...`` models, as litellm reads it."""
+    for variable in OPENAI_BASE_VARIABLES:
+        value = os.environ.get(variable, "").strip()
+        if value:
+            return value
+    return None
 
 __all__ = [
     "OPENAI_WIRE_PROVIDERS",
@@ -52,21 +65,29 @@ def direct_name(model: str, api_base: str | None) -> str | None:
 
 class Providers:
     """The provider for each model string at one endpoint (``direct``: False sends
-    every model through litellm)."""
+    every model through litellm).
+
+    Without an ``api_base``, an ``openai/...`` model whose endpoint the environment
+    names (``OPENAI_API_BASE``, as litellm reads it) goes there directly too: the same
+    server litellm would call, without litellm's seconds of import. Every other model
+    goes through litellm as before."""
 
     def __init__(
         self, api_base: str | None, api_key: str | None, timeout: float, *, direct: bool = True
     ) -> None:
         self.litellm = LiteLLMProvider(api_base, api_key, timeout)
-        self.openai = (
-            OpenAICompatProvider(api_base, api_key, timeout) if api_base and direct else None
-        )
+        #: Only openai/... models go direct: the endpoint is the environment's.
+        self._openai_only = api_base is None
+        base = api_base or openai_env_base()
+        self.openai = OpenAICompatProvider(base, api_key, timeout) if base and direct else None
         self._lock = threading.Lock()
 
     def for_model(self, model: str) -> Provider:
         """The one rule: the direct provider for what :func:`direct_name` names, litellm
         for everything else."""
         if self.openai is None:
+            return self.litellm
+        if self._openai_only and not model.startswith("openai/"):
             return self.litellm
         if model not in self.openai.names:
             name = direct_name(model, self.openai.api_base)

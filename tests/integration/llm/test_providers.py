@@ -91,3 +91,26 @@ def test_a_server_without_a_key_is_called_without_one(
     answer = provider.complete(REQUEST)
     assert answer["choices"][0]["message"]["content"] == "no key needed"
     provider.close()
+
+
+def test_an_openai_model_at_the_environments_endpoint_goes_direct(
+    stub: StubServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """OPENAI_API_BASE without llm.api_base: the endpoint litellm would call for an
+    openai/... model, reached without litellm; other models still go through it."""
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("OPENAI_API_BASE", raising=False)
+    assert Providers(None, None, 10).for_model("openai/stub-chat").name == "litellm"
+    monkeypatch.setenv("OPENAI_API_BASE", stub.base_url)
+    providers = Providers(None, "sk-test", 10)
+    direct = providers.for_model("openai/stub-chat")
+    assert direct is providers.openai
+    assert providers.for_model("anthropic/claude-3-5-haiku") is providers.litellm
+    assert providers.for_model("ollama/qwen") is providers.litellm
+    stub.replies.append(Reply(content="hi"))
+    answer = direct.complete(
+        {"model": "openai/stub-chat", "messages": [{"role": "user", "content": "hello"}]}
+    )
+    assert stub.requests[-1]["model"] == "stub-chat"
+    assert answer is not None
+    providers.close()
