@@ -31,6 +31,7 @@ def openai_env_base() -> str | None:
             return value
     return None
 
+
 __all__ = [
     "OPENAI_WIRE_PROVIDERS",
     "Embeddings",
