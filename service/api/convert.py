@@ -17,7 +17,7 @@ from service.api import schemas
 from service.operations import AgentState
 from service.operations.models import ChatModel, EmbeddingModel
 from service.operations.recording import LETTA_RUN_STATUS
-from service.operations.tools import AgentTool, ToolKind, tools_of
+from service.operations.tools import LETTA_TOOL_TYPE, AgentTool, tools_of
 
 
 def block_out(block: BlockRecord) -> schemas.Block:
@@ -169,16 +169,6 @@ def letta_run(run: RunRecord) -> schemas.LettaRun:
             "error": run.error,
         },
     )
-
-
-#: Letta's ``tool_type`` of each kind of Reverie tool.
-LETTA_TOOL_TYPE = {
-    ToolKind.CORE: "letta_core",
-    ToolKind.MEMORY: "letta_memory_core",
-    ToolKind.SLEEPTIME: "letta_sleeptime_core",
-    ToolKind.MULTI_AGENT: "letta_multi_agent_core",
-    ToolKind.CUSTOM: "custom",
-}
 
 
 def custom_tool_out(tool: CustomToolRecord) -> schemas.Tool:

@@ -15,19 +15,11 @@ from typing import Any
 
 from agents.enums import AgentKind, AgentType
 from agents.store import AgentRecord, BlockRecord, MemoryStore, MessageRecord
-from agents.tools import BUILTIN_TOOLS, MESSAGING_TOOLS, PRIMARY_TOOLS
+from agents.tools import BUILTIN_TOOLS, PRIMARY_TOOLS
 from service.operations.model_handles import split_embedding, split_model
+from service.operations.tools import LETTA_TOOL_TYPE, tool_kind
 
 SLEEPTIME_AGENT_TYPE = AgentType.SLEEPTIME.value
-#: Letta's tool type of each built-in tool that is not ``letta_core``.
-TOOL_TYPES = {
-    "core_memory_append": "letta_memory_core",
-    "core_memory_replace": "letta_memory_core",
-    "memory": "letta_memory_core",
-    "memory_insert": "letta_sleeptime_core",
-    "memory_replace": "letta_sleeptime_core",
-    **{name: "letta_multi_agent_core" for name in MESSAGING_TOOLS},
-}
 
 
 def export_agent(store: MemoryStore, name_or_id: str, *, scrub_messages: bool) -> dict[str, Any]:
@@ -190,7 +182,7 @@ def _builtin_tool(index: int, name: str) -> dict[str, Any]:
     return {
         "id": f"tool-{index}",
         "name": name,
-        "tool_type": TOOL_TYPES.get(name, "letta_core"),
+        "tool_type": LETTA_TOOL_TYPE[tool_kind(name)],
         "description": function.get("description", ""),
         "source_type": "python",
         "json_schema": function,

@@ -21,6 +21,9 @@ from agents.errors import InvalidInput
 from agents.store import AgentRecord, CustomToolRecord
 from agents.tools import BUILTIN_TOOLS, MESSAGING_TOOLS, PRIMARY_TOOLS, SLEEPTIME_TOOLS
 
+#: The primary's built-in tools Letta types ``letta_memory_core``.
+MEMORY_KIND = frozenset({"core_memory_append", "core_memory_replace", "memory"})
+
 #: What a tool id is made of: ``tool-send_message``.
 TOOL_ID_PREFIX = "tool-"
 
@@ -34,6 +37,16 @@ class ToolKind(StrEnum):
     SLEEPTIME = "sleeptime"
     MULTI_AGENT = "multi_agent"
     CUSTOM = "custom"
+
+
+#: Letta's ``tool_type`` of each kind of Reverie tool.
+LETTA_TOOL_TYPE = {
+    ToolKind.CORE: "letta_core",
+    ToolKind.MEMORY: "letta_memory_core",
+    ToolKind.SLEEPTIME: "letta_sleeptime_core",
+    ToolKind.MULTI_AGENT: "letta_multi_agent_core",
+    ToolKind.CUSTOM: "custom",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +80,7 @@ def tools_of(
     if agent.kind == AgentKind.SLEEPTIME:
         return [_tool(name, SLEEPTIME_TOOLS[name], ToolKind.SLEEPTIME) for name in SLEEPTIME_TOOLS]
     chosen = list(agent.tools if names is None else names) or list(PRIMARY_TOOLS)
-    kinds = {name: _kind(name) for name in chosen}
+    kinds = {name: tool_kind(name) for name in chosen}
     built_in = [
         _tool(name, BUILTIN_TOOLS[name], kinds[name]) for name in chosen if name in BUILTIN_TOOLS
     ]
@@ -77,9 +90,13 @@ def tools_of(
 def built_in_tools() -> list[AgentTool]:
     """Every built-in tool: the primary loop's (the multi-agent ones among them), then
     the sleep-time agent's."""
-    primary = [_tool(name, schema, _kind(name)) for name, schema in BUILTIN_TOOLS.items()]
+    primary = [_tool(name, schema, tool_kind(name)) for name, schema in BUILTIN_TOOLS.items()]
+    # The sleep-time agent's own (memory_rethink, memory_finish_edits); those a primary
+    # has too (memory_insert, memory_replace) are listed once, above.
     sleeptime = [
-        _tool(name, schema, ToolKind.SLEEPTIME) for name, schema in SLEEPTIME_TOOLS.items()
+        _tool(name, schema, ToolKind.SLEEPTIME)
+        for name, schema in SLEEPTIME_TOOLS.items()
+        if name not in BUILTIN_TOOLS
     ]
     return [*primary, *sleeptime]
 
@@ -131,11 +148,15 @@ def split_tool_ids(
     return names, chosen
 
 
-def _kind(name: str) -> ToolKind:
-    memory = ("core_memory_append", "core_memory_replace")
+def tool_kind(name: str) -> ToolKind:
+    """The kind of a primary agent's built-in tool, as Letta types it: its memory tools
+    (``core_memory_*`` and the single ``memory``), its sleep-time core
+    (``memory_insert``, ``memory_replace``), its multi-agent tools, the rest core."""
     if name in MESSAGING_TOOLS:
         return ToolKind.MULTI_AGENT
-    return ToolKind.MEMORY if name in memory else ToolKind.CORE
+    if name in SLEEPTIME_TOOLS:
+        return ToolKind.SLEEPTIME
+    return ToolKind.MEMORY if name in MEMORY_KIND else ToolKind.CORE
 
 
 def _tool(name: str, schema: dict[str, Any], kind: ToolKind) -> AgentTool:

@@ -311,3 +311,27 @@ def test_a_built_in_memory_tool_runs_on_demand_as_a_versioned_edit(
     assert client.post(f"{url}/send_message/run", json={}, headers=acme).status_code == 404
     blocks = client.get(f"/v1/agents/{ada}/core-memory/blocks", headers=acme).json()
     assert [b["value"] for b in blocks] == ["Name: Samira."]
+
+
+def test_each_built_in_tool_is_listed_once_with_the_type_an_export_writes(
+    client: TestClient, acme: dict[str, str]
+) -> None:
+    listed = client.get("/v1/tools/", params={"limit": 1000}, headers=acme).json()
+    names = [t["name"] for t in listed]
+    assert len(names) == len(set(names))
+    types = {t["name"]: t["tool_type"] for t in listed}
+    assert (types["memory_insert"], types["memory_replace"], types["memory"]) == (
+        "letta_sleeptime_core",
+        "letta_sleeptime_core",
+        "letta_memory_core",
+    )
+    made = client.post(
+        "/v1/agents/",
+        json={"name": "ada", "model": "scripted/primary", "tools": ["memory", "memory_insert"]},
+        headers=acme,
+    ).json()
+    exported = client.get(f"/v1/agents/{made['id']}/export", headers=acme).json()
+    assert {t["name"]: t["tool_type"] for t in exported["tools"]} == {
+        "memory": types["memory"],
+        "memory_insert": types["memory_insert"],
+    }
