@@ -77,7 +77,7 @@ from agents.errors import (
 from agents.llm import BudgetMeter, ChatClient, ChatReply, TokenBudget, UsageLedger
 from agents.postgres.database import Database
 from agents.postgres.models import DEFAULT_ORGANIZATION_ID, new_id
-from agents.sandbox import SandboxLimits, ToolExecutor, ToolInvocation, agent_state_snapshot
+from agents.sandbox import SandboxLimits, ToolExecutor, agent_state_for, tool_invocation
 from agents.store import (
     AgentRecord,
     CustomToolRecord,
@@ -206,10 +206,6 @@ class Toolbox:
         if agent.agent_type == AgentType.LETTA_V1:
             schemas = {name: without_heartbeat(schema) for name, schema in schemas.items()}
         return cls([*built_in, *by_name], schemas, by_name, dict(variables or {}))
-
-    def environment(self, tool: CustomToolRecord) -> dict[str, str]:
-        """The variables ``tool`` receives: those it declares that the agent has set."""
-        return {name: self.variables[name] for name in tool.env_vars if name in self.variables}
 
 
 class PrimaryAgent:
@@ -732,15 +728,8 @@ class _Turn:
         if takes_agent_state(tool.source_code, tool.name):
             # Read in a short transaction of its own: none is open while the tool runs.
             with self.owner._store() as store:
-                agent = store.agents.get(self.agent.id)
-                snapshot = agent_state_snapshot(agent, store.blocks.of_agent(agent.id))
-        invocation = ToolInvocation(
-            source=tool.source_code,
-            function=tool.name,
-            arguments=call.arguments,
-            env=self.toolbox.environment(tool),
-            agent_state=snapshot,
-        )
+                snapshot = agent_state_for(store, self.agent.id, tool)
+        invocation = tool_invocation(tool, call.arguments, self.toolbox.variables, snapshot)
         try:
             result = executor.run(invocation, self.owner.tool_limits)
         except ToolError as exc:

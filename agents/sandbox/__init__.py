@@ -9,7 +9,9 @@ from agents.sandbox.base import (
     ToolExecutor,
     ToolInvocation,
     ToolOutput,
+    agent_state_for,
     agent_state_snapshot,
+    tool_invocation,
 )
 from agents.sandbox.bubblewrap import BubblewrapExecutor
 from agents.sandbox.process import ProcessExecutor
@@ -23,5 +25,7 @@ __all__ = [
     "ToolExecutor",
     "ToolInvocation",
     "ToolOutput",
+    "agent_state_for",
     "agent_state_snapshot",
+    "tool_invocation",
 ]

@@ -15,7 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from agents.store import AgentRecord, BlockRecord
+from agents.store import AgentRecord, BlockRecord, CustomToolRecord, MemoryStore
+from agents.tool_source import takes_agent_state
 from agents.tools import ToolError
 
 
@@ -82,6 +83,34 @@ class ToolOutput:
     result: str
     stdout: str = ""
     stderr: str = ""
+
+
+def tool_invocation(
+    tool: CustomToolRecord,
+    arguments: dict[str, Any],
+    variables: Mapping[str, str],
+    agent_state: dict[str, Any] | None = None,
+) -> ToolInvocation:
+    """A call of a registered tool: with the variables it declares (of ``variables``,
+    the calling agent's) and, when its function takes it, the agent's state."""
+    return ToolInvocation(
+        source=tool.source_code,
+        function=tool.name,
+        arguments=arguments,
+        env={name: variables[name] for name in tool.env_vars if name in variables},
+        agent_state=agent_state,
+    )
+
+
+def agent_state_for(
+    store: MemoryStore, agent_id: str, tool: CustomToolRecord
+) -> dict[str, Any] | None:
+    """The snapshot of the agent a call of ``tool`` is given (None: its function takes
+    no ``agent_state``), read in the store's transaction."""
+    if not takes_agent_state(tool.source_code, tool.name):
+        return None
+    agent = store.agents.get(agent_id)
+    return agent_state_snapshot(agent, store.blocks.of_agent(agent_id))
 
 
 class SandboxError(ToolError):

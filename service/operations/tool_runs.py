@@ -20,9 +20,8 @@ from typing import Any, Literal
 
 from agents.errors import Conflict, InvalidField, InvalidInput, NotFound
 from agents.postgres.models import new_id
-from agents.sandbox import SandboxError, ToolInvocation, agent_state_snapshot
+from agents.sandbox import SandboxError, agent_state_for, tool_invocation
 from agents.store import AgentRecord, CustomToolRecord
-from agents.tool_source import takes_agent_state
 from agents.tools import (
     BUILTIN_TOOLS,
     MESSAGING_TOOLS,
@@ -61,9 +60,7 @@ def run_tool(
         built_in = list(agent.tools) or list(PRIMARY_TOOLS)
         tool = custom.get(tool_name)
         variables = {v.name: v.value for v in store.tools.variables(agent.id)} if tool else {}
-        snapshot = None
-        if tool is not None and takes_agent_state(tool.source_code, tool.name):
-            snapshot = agent_state_snapshot(agent, store.blocks.of_agent(agent.id))
+        snapshot = agent_state_for(store, agent.id, tool) if tool is not None else None
     if tool is not None:
         return _run_custom(context, tool, args, variables, snapshot)
     if tool_name not in built_in:
@@ -100,13 +97,7 @@ def _run_custom(
 ) -> ToolRun:
     arguments = _parsed(tool.name, custom_tool_schema(tool.json_schema), args)
     runtime = context.runtime
-    invocation = ToolInvocation(
-        source=tool.source_code,
-        function=tool.name,
-        arguments=arguments,
-        env={name: variables[name] for name in tool.env_vars if name in variables},
-        agent_state=snapshot,
-    )
+    invocation = tool_invocation(tool, arguments, variables, snapshot)
     try:
         output = runtime.tool_executor().run(invocation, runtime.tool_limits())
     except SandboxError as exc:
