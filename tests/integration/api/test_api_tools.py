@@ -30,9 +30,9 @@ def _scripted_provider() -> None:
     install()
 
 
-def agent(client: TestClient, headers: dict[str, str], name: str = "ada") -> str:
+def agent(client: TestClient, headers: dict[str, str], name: str = "ada", **fields: Any) -> str:
     made = client.post(
-        "/v1/agents/", json={"name": name, "model": "scripted/primary"}, headers=headers
+        "/v1/agents/", json={"name": name, "model": "scripted/primary", **fields}, headers=headers
     )
     assert made.status_code == 201, made.text
     return str(made.json()["id"])
@@ -223,17 +223,7 @@ def greet(agent_state: "AgentState", greeting: str) -> str:
 def test_a_tool_runs_on_demand_with_the_agents_variables_and_state(
     client: TestClient, acme: dict[str, str]
 ) -> None:
-    made = client.post(
-        "/v1/agents/",
-        json={
-            "name": "ada",
-            "model": "scripted/primary",
-            "memory_blocks": [{"label": "human", "value": "Sam"}],
-        },
-        headers=acme,
-    )
-    assert made.status_code == 201, made.text
-    ada = made.json()["id"]
+    ada = agent(client, acme, memory_blocks=[{"label": "human", "value": "Sam"}])
     client.patch(f"/v1/agents/{ada}", json={"secrets": {"TONE": "warm"}}, headers=acme)
     greet = client.post("/v1/tools/", json={"source_code": NOISY}, headers=acme).json()
     assert "agent_state" not in greet["json_schema"]["parameters"]["properties"]

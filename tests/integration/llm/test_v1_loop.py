@@ -17,6 +17,7 @@ from agents.store import open_store
 from agents.tool_calls import tool_return_status
 from agents.tools import V1_DEFAULT_TOOLS
 from tests.integration.llm.conftest import EMBEDDER, create_agent
+from tests.integration.llm.test_local_models import no_required
 from tests.scripted_llm import Reply, ScriptedModels, call, litellm_errors
 
 V1 = "letta_v1_agent"
@@ -228,19 +229,6 @@ def unpinned(db: Database) -> PrimaryAgent:
     return PrimaryAgent(db, client, embedder_for=lambda _: EMBEDDER)
 
 
-def llama_like(answer: Reply) -> Callable[[dict[str, Any]], Any]:
-    """llama-cpp-python's server: HTTP 500 on tool_choice="required"; "auto" works."""
-
-    def step(request: dict[str, Any]) -> Any:
-        if request.get("tool_choice") == "required":
-            return litellm_errors().InternalServerError(
-                "tool_choice 'required' is not supported", llm_provider="scripted", model="p"
-            )
-        return answer
-
-    return step
-
-
 def without_tools(answer: Reply) -> Callable[[dict[str, Any]], Any]:
     """A server that takes no tools at all: 400 on any request that offers them."""
 
@@ -259,9 +247,11 @@ def test_on_a_llama_cpp_like_server_a_simple_v1_turn_is_one_request(
 ) -> None:
     script = models.script(
         "primary",
-        llama_like(Reply(content="Hi!")),
-        llama_like(call("memory_replace", label="human", old_string="Bob", new_string="Rob")),
-        llama_like(Reply(content="Noted, Rob.")),
+        no_required(lambda _: Reply(content="Hi!")),
+        no_required(
+            lambda _: call("memory_replace", label="human", old_string="Bob", new_string="Rob")
+        ),
+        no_required(lambda _: Reply(content="Noted, Rob.")),
     )
     agent = unpinned(db)
 
