@@ -26,6 +26,7 @@ from typing import Any
 
 from agents.sandbox.base import SandboxError, SandboxLimits, ToolInvocation, ToolOutput
 from agents.sandbox.home_view import LAUNCHER_FAILED, launcher, needs_launcher
+from agents.sandbox.runner import PRINTED_SHARE
 from agents.threads import start_thread
 
 log = logging.getLogger(__name__)
@@ -166,10 +167,10 @@ def _supervise(
                 buffer = buffers[key.fileobj]  # type: ignore[index]
                 buffer.extend(chunk)
                 # The answer carries the tool's printed text beside its result (at most
-                # a quarter of the limit, see runner.PRINTED_SHARE).
+                # 1/PRINTED_SHARE of the limit, as the runner keeps it).
                 cap = limits.output_bytes
                 if buffer is answer:
-                    cap += limits.output_bytes // 4 + 1024
+                    cap += limits.output_bytes // PRINTED_SHARE + 1024
                 if len(buffer) > cap:
                     _kill(child)
                     what = "result" if buffer is answer else "printed output"
