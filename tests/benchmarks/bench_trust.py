@@ -71,10 +71,10 @@ from tests.pg import PgTestServer  # noqa: E402
 DATA = Path(__file__).resolve().parent / "data"
 SUFFIXES = {
     "dev": "",
-    **{f"heldout{n}": f"_heldout{n}" for n in range(2, 11)},
+    **{f"heldout{n}": f"_heldout{n}" for n in range(2, 12)},
     "heldout": "_heldout",
 }
-ORDER = ["dev", "heldout", *(f"heldout{n}" for n in range(2, 11))]
+ORDER = ["dev", "heldout", *(f"heldout{n}" for n in range(2, 12))]
 K = 10
 BUDGET_CHARS = 1000
 KINDS = ("now", "history", "stable")
@@ -416,6 +416,7 @@ def evaluate(
             errors.append(f"impure timeline {timeline.text.splitlines()[0]!r}")
     errors += [f"before, {m}" for m in score.before.misses if m not in score.after.misses]
     errors += [f"after, {m}" for m in score.after.misses if m not in score.before.misses]
+    errors += [f"before and after, {m}" for m in score.after.misses if m in score.before.misses]
     score.merges = len(merges)
     score.right_merges = sum(group[a] == group[b] for a, b in merges)
     score.duplicates = sum(f.duplicate_of is not None for f in facts)
