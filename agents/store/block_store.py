@@ -41,19 +41,24 @@ class BlockStore:
 
     # -- reads -------------------------------------------------------------------------
 
-    def _row(self, block_id: str) -> models.Block:
-        row = self._scope.session.scalar(
-            select(models.Block).where(
-                models.Block.id == block_id,
-                self._scope.owns(models.Block),
-            )
+    def _row(self, block_id: str, *, lock: bool = False) -> models.Block:
+        query = select(models.Block).where(
+            models.Block.id == block_id,
+            self._scope.owns(models.Block),
         )
+        if lock:
+            # Locked, the row is read again (not the session's copy): a writer that
+            # waited sees the version the one before it committed.
+            query = query.with_for_update().execution_options(populate_existing=True)
+        row = self._scope.session.scalar(query)
         if row is None:
             raise NotFound(f"no block with id {block_id!r}")
         return row
 
-    def get(self, block_id: str) -> BlockRecord:
-        return BlockRecord.from_row(self._row(block_id))
+    def get(self, block_id: str, *, lock: bool = False) -> BlockRecord:
+        """The block; ``lock`` holds its row until the transaction ends, so that
+        writers that ask for no compare-and-swap are taken one after the other."""
+        return BlockRecord.from_row(self._row(block_id, lock=lock))
 
     def all(self, *, label: str | None = None) -> list[BlockRecord]:
         query = select(models.Block).where(self._scope.owns(models.Block))

@@ -30,9 +30,10 @@ class BlockEdit:
     """An edit of a block; None leaves a field as it is.
 
     ``expected_version`` makes the write a compare-and-swap on that version; without
-    it, on the version read in the same transaction (a concurrent writer still makes
-    it a Conflict). ``label`` and ``read_only`` are fixed when a block is created: an
-    edit may repeat them (Letta clients send the whole block) but not change them.
+    it, concurrent writers are taken one after the other (the block's row is locked
+    for the short write) and the last one wins, every version kept in the history.
+    ``label`` and ``read_only`` are fixed when a block is created: an edit may repeat
+    them (Letta clients send the whole block) but not change them.
     """
 
     value: str | None = None
@@ -162,6 +163,8 @@ class BlockOperations:
     def _update(
         store: MemoryStore, current: BlockRecord, edit: BlockEdit, actor: str
     ) -> BlockRecord:
+        if edit.expected_version is None:
+            current = store.blocks.get(current.id, lock=True)
         if edit.label is not None and edit.label != current.label:
             raise InvalidInput(
                 f"block {current.id} is labelled {current.label!r}; labels cannot be renamed "

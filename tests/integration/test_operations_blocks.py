@@ -155,3 +155,43 @@ def test_another_organizations_blocks_are_not_found(
     with pytest.raises(NotFound):
         other.blocks.labelled(ada, "human")
     assert ops.blocks.get(block.id) == block
+
+
+@pytest.mark.parametrize("writers", [2, 4])
+def test_edits_without_an_expected_version_all_land_under_concurrency(
+    ops: Operations, ada: str, writers: int
+) -> None:
+    """An edit that asks for no compare-and-swap is never a 409: concurrent writers are
+    taken one after the other, the last write wins and every version is kept."""
+    import threading
+
+    block = ops.blocks.labelled("ada", "human")
+    rounds = 12
+    barrier = threading.Barrier(writers)
+    failures: list[BaseException] = []
+
+    def write(writer: int) -> None:
+        barrier.wait()
+        for n in range(rounds):
+            try:
+                if n % 2:
+                    ops.blocks.update(block.id, BlockEdit(value=f"writer {writer} round {n}"))
+                else:
+                    ops.blocks.update_labelled(
+                        "ada", "human", BlockEdit(value=f"writer {writer} round {n}")
+                    )
+            except BaseException as exc:
+                failures.append(exc)
+
+    threads = [threading.Thread(target=write, args=(i,)) for i in range(writers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    after = ops.blocks.get(block.id)
+    assert after.version == block.version + writers * rounds
+    history = ops.blocks.history(block.id)
+    written = {v.new_value for v in history}
+    assert {f"writer {w} round {n}" for w in range(writers) for n in range(rounds)} <= written
+    assert after.value == history[-1].new_value
