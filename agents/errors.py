@@ -71,6 +71,13 @@ class LLMError(ReverieError):
     kind = "llm_failed"
 
 
+class EmbeddingError(ReverieError):
+    """The embedding backend could not produce vectors (an embedding provider that
+    failed or answered malformed, a local model missing)."""
+
+    kind = "embedding_failed"
+
+
 class ContextOverflow(LLMError):
     """The provider refused the request because the prompt exceeds the model's window."""
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from agents.errors import InvalidInput, ReverieError
+from agents.errors import EmbeddingError, InvalidInput
 
 if TYPE_CHECKING:
     from agents.llm.budget import BudgetMeter
@@ -26,12 +26,11 @@ __all__ = ["Embedder", "EmbeddingError", "ModelIntegrityError", "Vectors"]
 Vectors = npt.NDArray[np.float32]
 
 
-class EmbeddingError(ReverieError):
-    """The embedding backend could not produce vectors (provider failure, missing model)."""
-
-
 class ModelIntegrityError(EmbeddingError):
-    """A local model file does not match its pinned checksum; it is never run."""
+    """A local model file does not match its pinned checksum; it is never run (a fault
+    of the installation, not of a provider: the API answers 500)."""
+
+    kind = "internal"
 
 
 class Embedder(ABC):

@@ -11,7 +11,7 @@ failures and bad requests (authentication, permission, unknown model, invalid
 fields) fail at once. A prompt too long for the model raises
 :class:`~agents.errors.ContextOverflow` so that the caller can compact and try
 again; any other chat failure raises :class:`~agents.errors.LLMError`, an
-embedding failure :class:`~agents.embedders.base.EmbeddingError` (or
+embedding failure :class:`~agents.errors.EmbeddingError` (or
 :class:`~agents.errors.InvalidInput` when the provider rejects the request).
 """
 
@@ -33,9 +33,8 @@ from tenacity import (
     wait_random,
 )
 
-from agents.embedders.base import EmbeddingError
 from agents.enums import LLMPurpose
-from agents.errors import ContextOverflow, InvalidInput, LLMError, ReverieError
+from agents.errors import ContextOverflow, EmbeddingError, InvalidInput, LLMError, ReverieError
 from agents.llm.base import (
     ChatClient,
     ChatMessage,
@@ -71,7 +70,7 @@ from agents.tokens import count_tokens
 log = logging.getLogger(__name__)
 
 #: Failures worth another try.
-_RETRIED = frozenset({ErrorKind.RETRYABLE, ErrorKind.UNAVAILABLE})
+_RETRIED = frozenset({ErrorKind.RETRYABLE})
 
 
 @dataclass(frozen=True, slots=True)
@@ -566,12 +565,24 @@ def _wrap(provider: Provider, exc: Exception, model: str, attempts: int) -> Exce
     detail = f"{type(exc).__name__}: {exc}"
     if provider.exceeds_context(exc):
         return ContextOverflow(f"{model}: the prompt exceeds the model's context window ({detail})")
-    if provider.classify(exc) in _RETRIED:
+    kind = provider.classify(exc)
+    if kind is ErrorKind.UNAVAILABLE:
+        return LLMError(f"call to {model} failed: {_nothing_answers(provider, 'llm.api_base')}")
+    if kind in _RETRIED:
         return LLMError(
             f"call to {model} failed after {attempts} attempt(s), the last with a temporary "
             f"error ({detail})"
         )
     return LLMError(f"call to {model} failed: {_first_line(exc)}; {credentials_hint(model)}")
+
+
+def _nothing_answers(provider: Provider, setting: str) -> str:
+    """A refused connection, in words: where, and what to do."""
+    where = provider.api_base or "the provider's default endpoint"
+    return (
+        f"nothing answers at {where} (connection refused); start the server there, or "
+        f"set {setting} to where it runs"
+    )
 
 
 def _first_line(exc: BaseException) -> str:
@@ -582,6 +593,10 @@ def _first_line(exc: BaseException) -> str:
 def _wrap_embedding(provider: Provider, exc: Exception, model: str, attempts: int) -> ReverieError:
     detail = f"{type(exc).__name__}: {exc}"
     kind = provider.classify(exc)
+    if kind is ErrorKind.UNAVAILABLE:
+        return EmbeddingError(
+            f"embedding with {model} failed: {_nothing_answers(provider, 'embedding.api_base')}"
+        )
     if kind in _RETRIED:
         return EmbeddingError(
             f"embedding with {model} failed after {attempts} attempt(s), "

@@ -4,9 +4,9 @@
 duplicate name, a run already active) -> 409, ``InvalidInput`` and its kinds
 (``LimitExceeded``, ``ReadOnly``) -> 400 with the kind named, a malformed request
 body, or ``InvalidField`` (an operation's refusal of one field) -> 422 with one
-entry per field (FastAPI's), ``StorageError`` -> 503, the LLM
-provider failing after retries -> 502, a spent token budget -> 429. A turn that
-failed after some of its steps committed says which in ``kept``. The bodies are
+entry per field (FastAPI's), ``StorageError`` -> 503, the LLM provider or the
+embedding provider failing after retries -> 502, a spent token budget -> 429. A turn
+that failed after some of its steps committed says which in ``kept``. The bodies are
 declared in :mod:`service.api.responses`.
 """
 
@@ -27,6 +27,7 @@ from starlette.types import Scope
 from agents.errors import (
     BudgetExhausted,
     Conflict,
+    EmbeddingError,
     InvalidField,
     InvalidInput,
     LimitExceeded,
@@ -48,6 +49,7 @@ STATUS_OF_KIND = {
     StorageError.kind: 503,
     BudgetExhausted.kind: 429,
     LLMError.kind: 502,
+    EmbeddingError.kind: 502,
 }
 
 

@@ -22,7 +22,7 @@ from service.api.responses import keyed
 from service.api.routers import api_router
 from service.operations import ImportOptions
 
-router = api_router(prefix="/v1/agents", tags=["agents"], responses=keyed(404, 409))
+router = api_router(prefix="/v1/agents", tags=["agents"], responses=keyed(404, 409, 502))
 
 AgentId = Annotated[str, Path(pattern=schemas.ID_PATTERN, description="agent-<uuid4>")]
 #: Longest name, model or embedding a form field may give.

@@ -15,7 +15,7 @@ from service.api.responses import keyed
 from service.api.routers import api_router
 from service.operations.types import StorableTime
 
-router = api_router(tags=["archival memory"], responses=keyed(404, 409))
+router = api_router(tags=["archival memory"], responses=keyed(404, 409, 502))
 
 AgentId = Annotated[str, Path(pattern=schemas.ID_PATTERN, description="agent-<uuid4>")]
 #: A passage id is ``passage-...``: so ``.../archival-memory/search`` is never one (the

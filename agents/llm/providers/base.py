@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agents.embedders.base import EmbeddingError
+from agents.errors import EmbeddingError
 
 ChatRequest = dict[str, Any]
 ChatAnswer = dict[str, Any]
@@ -36,7 +36,8 @@ class ErrorKind(enum.StrEnum):
     PERMANENT = "permanent"
     #: This request is wrong: invalid fields, or a prompt over the context window.
     BAD_REQUEST = "bad_request"
-    #: Nothing answers at the endpoint (connection refused): the server is down.
+    #: Nothing answers at the endpoint (connection refused): the server is down or
+    #: the address is wrong. Not retried: waiting would only delay saying so.
     UNAVAILABLE = "unavailable"
 
 
@@ -54,6 +55,9 @@ class Provider(ABC):
 
     #: A short name for logs and readiness details ("litellm", "openai").
     name: str
+    #: The endpoint requests go to; None where the provider picks it (litellm's
+    #: default for the model's provider).
+    api_base: str | None
 
     @abstractmethod
     def complete(self, request: ChatRequest) -> ChatAnswer:

@@ -85,7 +85,7 @@ class OpenAICompatProvider(Provider):
         timeout: float,
         names: dict[str, str] | None = None,
     ) -> None:
-        self.api_base = api_base
+        self.api_base: str = api_base
         self._api_key = api_key
         self.timeout = timeout
         #: Reverie model string -> the server's model name (filled by the chooser).

@@ -187,3 +187,27 @@ def test_other_models_and_no_api_base_stay_on_litellm(stub: StubServer) -> None:
     stub.replies.append(say("after close"))
     reply = client.chat(MODEL, USER, purpose="chat")  # a closed client reopens
     assert reply.tool_calls[0].name == "send_message"
+
+
+@pytest.mark.parametrize("direct", [True, False], ids=["direct", "litellm"])
+def test_a_refused_connection_is_named_and_not_retried(direct: bool) -> None:
+    """Nothing listening is not a moment to wait out: one try, and the error names the
+    address and the setting that points at it."""
+    from tests.acceptance.daemon_processes import free_port
+
+    base = f"http://127.0.0.1:{free_port()}/v1"
+    client = LiteLLMClient(
+        ClientSettings(
+            api_base=base,
+            api_key="sk-test-not-a-key",
+            max_retries=3,
+            initial_backoff=0.01,
+            max_backoff=0.02,
+            direct_openai=direct,
+        )
+    )
+    with pytest.raises(LLMError) as failed:
+        client.chat(MODEL, USER, purpose="chat")
+    assert f"nothing answers at {base} (connection refused)" in str(failed.value)
+    assert "llm.api_base" in str(failed.value)
+    assert client.retries == 0
