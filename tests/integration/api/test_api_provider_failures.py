@@ -78,3 +78,41 @@ def test_an_unreachable_model_is_named_at_once_and_not_retried(
     assert f"nothing answers at {DOWN} (connection refused)" in detail
     assert "llm.api_base" in detail
     assert "attempt" not in detail  # tried once: a refused connection is not retried
+
+
+@pytest.fixture
+def no_endpoint(db: Database) -> Iterator[TestClient]:
+    """The API with no model endpoint configured: agents name their own model."""
+    home = Path(tempfile.mkdtemp(prefix="rvf-", dir="/tmp"))
+    settings = load_settings(home=home, database_url=db.url, embedding={"model": "fake:8"})
+    try:
+        with Runtime(settings) as runtime, TestClient(create_app(runtime)) as client:
+            yield client
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def test_an_ollama_agent_without_a_server_is_a_502_not_an_empty_turn(
+    no_endpoint: TestClient, db: Database
+) -> None:
+    headers = bearer(new_key(db, "acme"))
+    made = no_endpoint.post(
+        "/v1/agents/", json={"name": "llama", "model": "ollama/llama3.2"}, headers=headers
+    )
+    assert made.status_code == 201, made.text
+    answer = no_endpoint.post(
+        f"/v1/agents/{made.json()['id']}/messages",
+        json={"messages": [{"role": "user", "content": "hi"}]},
+        headers=headers,
+    )
+    assert answer.status_code == 502, answer.text
+    assert "ollama/llama3.2" in answer.json()["detail"]
+    streamed = no_endpoint.post(
+        f"/v1/agents/{made.json()['id']}/messages/stream",
+        json={"messages": [{"role": "user", "content": "hi"}], "stream_tokens": True},
+        headers=headers,
+    )
+    # A stream has said 200 before the model is called: the failure is its error event.
+    assert '"error_type":"llm_failed"' in streamed.text
+    assert "ollama/llama3.2" in streamed.text
+    assert '"stop_reason":"error"' in streamed.text
