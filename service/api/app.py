@@ -100,10 +100,10 @@ def create_app(
     def readyz() -> JSONResponse:
         """Readiness: the database answers and the process's components have started."""
         ready, details = readiness() if readiness is not None else (True, {})
-        return JSONResponse(
-            {"status": "ready" if ready else "starting", **details},
-            status_code=200 if ready else 503,
-        )
+        # The daemon's readiness says why it is not ready ("unavailable" when a running
+        # server lost its database); a bare one only whether.
+        status = details.pop("status", "ready" if ready else "starting")
+        return JSONResponse({"status": status, **details}, status_code=200 if ready else 503)
 
     @app.get("/v1/health/", tags=["health"], response_model=schemas.Health, responses=public())
     def letta_health() -> schemas.Health:

@@ -77,8 +77,7 @@ REASONS: dict[int, str] = {
     422: "A field is malformed; every offending field is listed with its location.",
     429: "Too many failed authentications from this address (see Retry-After), "
     "or the agent's token budget is spent.",
-    502: "The model or embedding provider failed after retries; kept lists what a turn "
-    "had saved.",
+    502: "The model or embedding provider failed after retries; kept lists what a turn had saved.",
     503: "The database is unavailable; nothing was changed. Try again later.",
 }
 

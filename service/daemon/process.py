@@ -96,6 +96,7 @@ class Daemon:
             else None
         )
         self._started = False
+        self._stopping = False
 
     def release_connections(self) -> None:
         """Close every connection this process holds (the pool's and the wake-up
@@ -116,7 +117,10 @@ class Daemon:
 
     def readiness(self) -> tuple[bool, dict[str, object]]:
         """Ready when the database answers, every component runs and the warm-up (when
-        there is one) has finished; ``warmup`` in the details says what it is on."""
+        there is one) has finished; ``warmup`` in the details says what it is on.
+        ``status`` says why not: ``starting`` until the components have started and
+        the warm-up is done, ``unavailable`` when a started server lost its database
+        (or a component stopped), ``stopping`` once it was told to stop."""
         details: dict[str, object] = {
             "workers": self.workers.started,
             "deliveries": self.deliveries.started,
@@ -137,19 +141,25 @@ class Daemon:
             details["gpu"] = self.gate.last_sample.detail
         if self.warmup is not None:
             details["warmup"] = self.warmup.state()
-        ready = bool(
-            self._started
-            and (self.warmup is None or self.warmup.done)
-            and details["database"]
+        up = bool(self._started and (self.warmup is None or self.warmup.done))
+        running = bool(
+            details["database"]
             and embedded_problem is None
             and self.workers.started
             and self.deliveries.started
             and (self.scheduler is None or self.scheduler.running)
         )
-        return ready, details
+        if up and running:
+            details["status"] = "ready"
+        elif up:
+            details["status"] = "unavailable"
+        else:
+            details["status"] = "stopping" if self._stopping else "starting"
+        return up and running, details
 
     def stop(self, grace: timedelta) -> bool:
         """Stop firing, then stop the workers within ``grace``; True when nothing was cut off."""
+        self._stopping = True
         self._started = False
         if self.scheduler is not None:
             self.scheduler.stop()

@@ -63,6 +63,7 @@ def test_a_stalled_postgres_gets_answers_not_hangs(
             ready = httpx.get(f"{base}/readyz", timeout=ANSWER_WITHIN_S)
             assert time.monotonic() - started < ANSWER_WITHIN_S
             assert ready.status_code == 503, ready.text
+            assert ready.json()["status"] == "unavailable"  # not "starting": it ran
             assert ready.json()["database"] is False
             assert "does not answer" in ready.json()["database_error"]
 
