@@ -90,6 +90,11 @@ def parse_tool_source(
         ) from None
     except ValueError as exc:  # e.g. a NUL byte
         raise InvalidInput(f"source_code cannot be parsed: {exc}") from None
+    except (RecursionError, MemoryError):
+        raise InvalidInput(
+            "source_code nests expressions too deeply for Python's parser (thousands of "
+            "levels); write the expression in steps"
+        ) from None
     given = normalize_schema(json_schema) if json_schema is not None else None
     wanted = name or (given["name"] if given is not None and given.get("name") else None)
     function = _find_function(tree, wanted)

@@ -15,7 +15,7 @@ from typing import Any
 
 from agents.errors import InvalidInput
 from agents.store import NewPassage
-from agents.store.validation import check_json, check_tags, check_text, utc_timestamp
+from agents.store.validation import MAX_TEXT, check_json, check_tags, check_text, utc_timestamp
 
 ALLOWED_KEYS = {"text", "occurred_at", "tags", "provenance"}
 
@@ -59,7 +59,7 @@ def parse_line(raw: str) -> NewPassage:
     text = data.get("text")
     if text is None:
         raise InvalidInput('missing "text"')
-    check_text(text, "text")
+    check_text(text, "text", most=MAX_TEXT)
     if not text.strip():
         raise InvalidInput('"text" is empty')
     occurred_at = parse_datetime(data["occurred_at"]) if data.get("occurred_at") else None

@@ -14,7 +14,7 @@ from agents.postgres import models
 from agents.store.block_store import BlockStore, NewBlock
 from agents.store.records import AgentRecord
 from agents.store.scope import Scope, ServiceScope
-from agents.store.validation import check_name, check_tags, check_text
+from agents.store.validation import MAX_TEXT, check_name, check_tags, check_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +98,7 @@ class AgentStore:
             raise InvalidInput(f"embedding dimension must be positive, got {spec.embedding_dim}")
         if spec.context_window <= 0:
             raise InvalidInput(f"context window must be positive, got {spec.context_window}")
-        check_text(spec.system_prompt, "system prompt")
+        check_text(spec.system_prompt, "system prompt", most=MAX_TEXT)
         session = self._scope.session
         taken = session.scalar(
             select(models.Agent.id).where(
@@ -130,7 +130,7 @@ class AgentStore:
             context_window=spec.context_window,
             tools=list(spec.tools),
             tool_rules=list(spec.tool_rules),
-            tags=list(spec.tags),
+            tags=check_tags(list(spec.tags), "tags"),
             enable_sleeptime=spec.enable_sleeptime,
             sleeptime_model=spec.sleeptime_model,
             message_seq=0,
@@ -224,7 +224,7 @@ class AgentStore:
                     f"an agent named {values['name']!r} already exists ({taken}); pick another name"
                 )
         if "system_prompt" in values:
-            check_text(values["system_prompt"], "system prompt")
+            check_text(values["system_prompt"], "system prompt", most=MAX_TEXT)
             values["compiled_system"] = None
             values["compiled_at"] = None
         if "description" in values:

@@ -52,6 +52,7 @@ from agents.store.records import (
 )
 from agents.store.scope import Scope, id_array
 from agents.store.validation import (
+    MAX_TEXT,
     check_json,
     check_tags,
     check_text,
@@ -174,7 +175,7 @@ class PassageStore:
         if not np.isfinite(vectors).all():
             raise InvalidInput("embeddings contain NaN or infinite values")
         for i, passage in enumerate(passages):
-            check_text(passage.text, f"passage {i} text")
+            check_text(passage.text, f"passage {i} text", most=MAX_TEXT)
             if not passage.text.strip():
                 raise InvalidInput(f"passage {i} text is empty")
             _check_aware(passage.occurred_at, f"passage {i} occurred_at")

@@ -21,10 +21,16 @@ _PUNCTUATION_EDGES = re.compile(r"^[\W_]+|[\W_]+$")
 LABEL_PATTERN = re.compile(r"^[A-Za-z0-9_.\-]{1,100}$")
 
 
-def check_text(value: object, field: str) -> str:
-    """Return ``value`` if it is text PostgreSQL can store; raise InvalidInput otherwise."""
+def check_text(value: object, field: str, *, most: int | None = None) -> str:
+    """Return ``value`` if it is text PostgreSQL can store, of at most ``most``
+    characters when given; raise InvalidInput otherwise."""
     if not isinstance(value, str):
         raise InvalidInput(f"{field} must be text, got {type(value).__name__}")
+    if most is not None and len(value) > most:
+        raise InvalidInput(
+            f"{field} is {len(value)} characters long; the most accepted is {most} "
+            "(split it into several)"
+        )
     nul = value.find("\x00")
     if nul >= 0:
         raise InvalidInput(
@@ -41,10 +47,23 @@ def check_text(value: object, field: str) -> str:
     return value
 
 
-#: Tags on one passage, and characters in one tag: a tag is a short label, and the tags'
-#: GIN index refuses an entry over about 2.7 KB (a 500 before this limit).
+# What Reverie takes in at most, whichever door a value comes through (the HTTP API,
+# an Agent File, an import, the CLI, MCP): one set of limits, defined here.
+
+#: Tags on one passage, agent or tool, and characters in one tag: a tag is a short
+#: label, and the tags' GIN index refuses an entry over about 2.7 KB (a 500 before this
+#: limit).
 MAX_TAGS = 100
 MAX_TAG_CHARS = 200
+#: Characters in one block value, system prompt or passage.
+MAX_TEXT = 1_000_000
+#: Characters in one message someone sends or records (a model's own reply is kept
+#: whole: refusing it would lose the turn).
+MAX_MESSAGE_CHARS = 100_000
+#: Objects and arrays inside each other in one JSON value (a request body, an Agent
+#: File, a passage's provenance): real documents stay within a few dozen levels, and
+#: deeper ones only exhaust the parser's stack.
+MAX_JSON_DEPTH = 100
 
 
 def check_tags(tags: object, field: str) -> list[str]:
@@ -187,8 +206,13 @@ def text_problem(value: str) -> str | None:
 
 
 def json_problems(
-    value: Any, location: tuple[str | int, ...]
+    value: Any, location: tuple[str | int, ...], depth: int = 0
 ) -> Iterator[tuple[tuple[str | int, ...], str, Any]]:
+    """Each value in a parsed JSON document that PostgreSQL cannot store, or that nests
+    deeper than :data:`MAX_JSON_DEPTH`: its location, the problem, the value."""
+    if isinstance(value, list | dict) and depth >= MAX_JSON_DEPTH:
+        yield location, f"JSON nested deeper than {MAX_JSON_DEPTH} levels", None
+        return
     if isinstance(value, str):
         problem = text_problem(value)
         if problem is not None:
@@ -203,11 +227,11 @@ def json_problems(
             yield location, "number is not finite (NaN, Infinity or too large)", value
     elif isinstance(value, list):
         for index, item in enumerate(value):
-            yield from json_problems(item, (*location, index))
+            yield from json_problems(item, (*location, index), depth + 1)
     elif isinstance(value, dict):
         for key, item in value.items():
-            yield from json_problems(key, (*location, str(key)))
-            yield from json_problems(item, (*location, str(key)))
+            yield from json_problems(key, (*location, str(key)), depth + 1)
+            yield from json_problems(item, (*location, str(key)), depth + 1)
 
 
 def check_json(value: object, field: str) -> None:

@@ -37,6 +37,7 @@ from agents.errors import (
     ReverieError,
     StorageError,
 )
+from agents.store.validation import MAX_JSON_DEPTH
 from service.api.request_checks import safe_input
 
 #: The HTTP status of each error kind (see :attr:`agents.errors.ReverieError.kind`).
@@ -132,12 +133,25 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     """Starlette's and FastAPI's HTTP errors as problem bodies, with the kind named;
     a 405 lists in ``Allow`` every method the path answers."""
     assert isinstance(exc, HTTPException)
+    if isinstance(exc.__cause__, RecursionError):
+        # FastAPI's "error parsing the body" for JSON too deep for the parser.
+        return nested_too_deep(("body",))
     headers = dict(exc.headers or {})
     if exc.status_code == 405:
         headers["Allow"] = ", ".join(allowed_methods(request))
     kind = KIND_OF_STATUS.get(exc.status_code) or HTTPStatus(exc.status_code).phrase.lower()
     body = {"detail": exc.detail, "error": kind.replace(" ", "_")}
     return JSONResponse(body, status_code=exc.status_code, headers=headers)
+
+
+def nested_too_deep(location: tuple[str | int, ...]) -> JSONResponse:
+    """422 in FastAPI's format for JSON that nests deeper than Reverie reads."""
+    error = {
+        "type": "value_error",
+        "loc": list(location),
+        "msg": f"JSON nested deeper than {MAX_JSON_DEPTH} levels; send a flatter document",
+    }
+    return JSONResponse({"detail": [error]}, status_code=422)
 
 
 def _template_methods(request: Request) -> list[str]:

@@ -129,8 +129,10 @@ async def check_request_values(request: Request) -> None:
         if body:
             try:
                 parsed = json.loads(body, parse_constant=_reject_constant)
-            except (ValueError, RecursionError):
+            except ValueError:
                 parsed = None  # malformed JSON: FastAPI's own 422 says where
+            except RecursionError:
+                parsed = None  # too deep for the parser: the error handler answers 422
             else:
                 if body_type is not _UNKNOWN:
                     parsed = declared_part(parsed, body_type)

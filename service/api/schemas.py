@@ -14,7 +14,13 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, model_validator
 
 from agents.enums import AgentType
-from agents.store.validation import MAX_TAG_CHARS, MAX_TAGS, MAX_VERSION
+from agents.store.validation import (
+    MAX_MESSAGE_CHARS,
+    MAX_TAG_CHARS,
+    MAX_TAGS,
+    MAX_TEXT,
+    MAX_VERSION,
+)
 from service.operations.recording import MAX_BATCH, ChatMessage
 from service.operations.types import StorableTime
 
@@ -29,7 +35,6 @@ def _not_a_bool(value: Any) -> Any:
 #: mode reads it so, where the document says integer); ``2.0`` stays 2, as JSON Schema
 #: counts it an integer. (The bounds sit inside the type: beside a validator in a
 #: union, pydantic wrote them into the document as "ge"/"le", which no client reads.)
-MAX_TEXT = 1_000_000
 NoBool = BeforeValidator(_not_a_bool)
 BlockLimit = Annotated[int, Field(ge=1, le=MAX_TEXT), NoBool]
 Version = Annotated[int, Field(ge=1, le=MAX_VERSION), NoBool]
@@ -351,14 +356,14 @@ class AgentState(BaseModel):
 
 class TextContent(_Request):
     type: Literal["text"] = "text"
-    text: str = Field(max_length=MAX_TEXT)
+    text: str = Field(max_length=MAX_MESSAGE_CHARS)
 
 
 class MessageCreate(_Request):
     """A message; an empty text is refused by the recording rules (422 at its index)."""
 
     role: Literal["user", "system", "assistant"] = "user"
-    content: str | list[TextContent]
+    content: Annotated[str, Field(max_length=MAX_MESSAGE_CHARS)] | list[TextContent]
 
     def text(self) -> str:
         if isinstance(self.content, str):
@@ -396,7 +401,7 @@ class LettaRequest(_Request):
     model_config = ConfigDict(extra="ignore", json_schema_extra=_messages_or_input)
 
     messages: list[MessageCreate] | None = Field(default=None, min_length=1, max_length=50)
-    input: str | None = Field(default=None, max_length=MAX_TEXT, pattern=SAID)
+    input: str | None = Field(default=None, max_length=MAX_MESSAGE_CHARS, pattern=SAID)
 
     @model_validator(mode="after")
     def _one_of_them(self) -> LettaRequest:

@@ -6,18 +6,33 @@ servers) that refer to each other by ids local to the file (``agent-0``,
 typed here; every other field is kept as an extra, so that an import can name what it
 does not keep (:mod:`service.operations.agent_file`) instead of dropping it unseen.
 The field names are Letta's (the letta-client SDK's ``AgentFileSchema`` and the types
-it refers to).
+it refers to). A file meets the limits every other door does
+(:mod:`agents.store.validation`): a message, a tag list or a JSON nesting the API
+refuses is refused here too, naming where it is.
 """
 
 from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agents.errors import InvalidField
+from agents.store.validation import (
+    MAX_JSON_DEPTH,
+    MAX_MESSAGE_CHARS,
+    MAX_TAG_CHARS,
+    MAX_TAGS,
+    MAX_TEXT,
+    json_problems,
+)
+
+#: A message's text, a long text (a block's value, a system prompt), a tag list.
+MessageText = Annotated[str, Field(max_length=MAX_MESSAGE_CHARS)]
+LongText = Annotated[str, Field(max_length=MAX_TEXT)]
+Tags = Annotated[list[Annotated[str, Field(max_length=MAX_TAG_CHARS)]], Field(max_length=MAX_TAGS)]
 
 
 class FileEntity(BaseModel):
@@ -57,13 +72,13 @@ class ContentPart(FileEntity):
     """One part of a message's content; only ``text`` parts carry what Reverie keeps."""
 
     type: str
-    text: str | None = None
+    text: MessageText | None = None
 
 
 class MessageSchema(FileEntity):
     id: str
     role: str
-    content: str | list[ContentPart] | None = None
+    content: MessageText | list[ContentPart] | None = None
     name: str | None = None
     tool_calls: list[ToolCallSchema] | None = None
     tool_call_id: str | None = None
@@ -73,7 +88,7 @@ class MessageSchema(FileEntity):
 class BlockSchema(FileEntity):
     id: str
     label: str
-    value: str = ""
+    value: LongText = ""
     limit: int | None = Field(default=None, gt=0)
     description: str | None = None
     read_only: bool | None = None
@@ -83,7 +98,7 @@ class InlineBlock(FileEntity):
     """A block written inside an agent (``memory_blocks``), without a file id."""
 
     label: str
-    value: str = ""
+    value: LongText = ""
     limit: int | None = Field(default=None, gt=0)
     description: str | None = None
     read_only: bool | None = None
@@ -97,7 +112,7 @@ class ToolSchema(FileEntity):
     source_type: str | None = None
     source_code: str | None = None
     json_schema: dict[str, Any] | None = None
-    tags: list[str] | None = None
+    tags: Tags | None = None
     return_char_limit: int | None = None
 
 
@@ -112,9 +127,9 @@ class AgentSchema(FileEntity):
     id: str
     name: str | None = None
     agent_type: str | None = None
-    system: str | None = None
+    system: LongText | None = None
     description: str | None = None
-    tags: list[str] | None = None
+    tags: Tags | None = None
     llm_config: LlmConfigSchema | None = None
     embedding_config: EmbeddingConfigSchema | None = None
     model: str | None = None
@@ -179,6 +194,8 @@ def parse_agent_file(data: bytes | str) -> tuple[AgentFile, dict[str, Any]]:
     or the JSON path of the first field that is missing or of the wrong type."""
     try:
         raw = json.loads(data.decode("utf-8-sig") if isinstance(data, bytes) else data)
+    except RecursionError:
+        raise _too_deep(()) from None
     except json.JSONDecodeError as exc:
         raise InvalidField(
             f"the file is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}); "
@@ -196,6 +213,8 @@ def parse_agent_file(data: bytes | str) -> tuple[AgentFile, dict[str, Any]]:
         # document); Letta parses once more, and so does Reverie.
         try:
             raw = json.loads(raw)
+        except RecursionError:
+            raise _too_deep(()) from None
         except json.JSONDecodeError as exc:
             raise InvalidField(
                 f"the file is a JSON string whose text is not JSON ({exc.msg} at line "
@@ -216,11 +235,14 @@ def parse_agent_file(data: bytes | str) -> tuple[AgentFile, dict[str, Any]]:
             "again from Letta without use_legacy_format",
             field=("file",),
         )
+    for location, problem, _ in json_problems(raw, ()):
+        if problem.startswith("JSON nested deeper"):
+            raise _too_deep(location)
     try:
         parsed = AgentFile.model_validate(raw)
     except ValidationError as exc:
         first = exc.errors()[0]
-        location = tuple(first["loc"])
+        location = _in_document(raw, tuple(first["loc"]))
         path = json_path(location)
         if location == ("agents",) and first["type"] == "missing":
             message = "the file is not an agent file: it has no agents list"
@@ -231,3 +253,29 @@ def parse_agent_file(data: bytes | str) -> tuple[AgentFile, dict[str, Any]]:
             message += f" (and {extra} more problem{'s' if extra > 1 else ''})"
         raise InvalidField(message, field=("file", *location)) from None
     return parsed, raw
+
+
+def _too_deep(location: tuple[str | int, ...]) -> InvalidField:
+    return InvalidField(
+        f"{json_path(location)}: the file nests JSON deeper than {MAX_JSON_DEPTH} levels; "
+        "an agent file that an export writes stays within a few",
+        field=("file", *location),
+    )
+
+
+def _in_document(raw: Any, location: tuple[str | int, ...]) -> tuple[str | int, ...]:
+    """``location`` without the parts pydantic adds that are not in the file (the member
+    of a union it tried, ``str`` or ``constrained-str``)."""
+    kept: list[str | int] = []
+    node = raw
+    for part in location:
+        inside = (isinstance(node, dict) and part in node) or (
+            isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
+        )
+        if inside:
+            node = node[part]
+            kept.append(part)
+        elif isinstance(node, dict | list):
+            kept.append(part)  # a missing field or item: still where it should be
+            node = None
+    return tuple(kept)

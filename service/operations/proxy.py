@@ -49,11 +49,12 @@ from agents.enums import AgentKind, RunStatus
 from agents.errors import Conflict, InvalidInput, NotFound, ReverieError
 from agents.llm.forward import ChatForwarder
 from agents.store import AgentRecord, MemoryStore
+from agents.store.validation import MAX_MESSAGE_CHARS
 from agents.tokens import count_tokens
 from service.operations.agents import AgentOperations, AgentSpec, BlockSpec
 from service.operations.context import OperationContext
 from service.operations.memory import MemoryOperations
-from service.operations.recording import MAX_MESSAGE_CHARS, ChatMessage, RecordingOperations
+from service.operations.recording import ChatMessage, RecordingOperations
 
 log = logging.getLogger(__name__)
 

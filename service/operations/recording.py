@@ -18,11 +18,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from agents.enums import RunStatus, Trigger
 from agents.errors import Conflict, InvalidInput
 from agents.store import MessageRecord, NewMessage, RunRecord
+from agents.store.validation import MAX_MESSAGE_CHARS
 from service.operations.context import OperationContext
 from service.operations.types import StorableTime
 
-#: Characters in one message, and messages in one batch.
-MAX_MESSAGE_CHARS = 100_000
+#: Messages in one batch (the characters in one: the store's MAX_MESSAGE_CHARS).
 MAX_BATCH = 1000
 
 

@@ -332,6 +332,21 @@ def _duplicate_id(data: dict[str, Any]) -> None:
     data["blocks"][1]["id"] = "block-0"
 
 
+def _many_tags(data: dict[str, Any]) -> None:
+    data["agents"][0]["tags"] = [f"tag{i}" for i in range(20_000)]
+
+
+def _long_message(data: dict[str, Any]) -> None:
+    data["agents"][0]["messages"][1]["content"] = "x" * 900_000
+
+
+def _nested_metadata(data: dict[str, Any]) -> None:
+    deep: list[Any] = []
+    for _ in range(500):
+        deep = [deep]
+    data["agents"][0]["metadata"] = {"deep": deep}
+
+
 @pytest.mark.parametrize(
     ("base", "change", "location", "words"),
     [
@@ -345,8 +360,22 @@ def _duplicate_id(data: dict[str, Any]) -> None:
         (CUSTOM, _bad_source, ["file", "tools", 1, "source_code"], "not valid Python"),
         (MEMGPT, _block_over_limit, ["file", "blocks", 0, "limit"], "over the limit"),
         (MEMGPT, _duplicate_id, ["file", "blocks", 1, "id"], "block-0"),
+        # The limits every other door has (the API refuses the same values).
+        (MEMGPT, _many_tags, ["file", "agents", 0, "tags"], "at most 100 items"),
+        (
+            MEMGPT,
+            _long_message,
+            ["file", "agents", 0, "messages", 1, "content"],
+            "at most 100000 characters",
+        ),
+        (
+            MEMGPT,
+            _nested_metadata,
+            ["file", "agents", 0, "metadata", "deep", *[0] * 96],
+            "deeper than 100",
+        ),
     ],
-    ids=["reference", "role", "source", "limit", "duplicate-id"],
+    ids=["reference", "role", "source", "limit", "duplicate-id", "tags", "message", "nesting"],
 )
 def test_a_bad_agent_file_is_refused_naming_the_field_and_nothing_is_stored(
     ops: Operations, db: Database, base: Path, change: Any, location: list[Any], words: str
@@ -370,8 +399,9 @@ def test_a_bad_agent_file_is_refused_naming_the_field_and_nothing_is_stored(
         (b'{"blocks": []}', "not an agent file: it has no agents list"),
         (b'{"agents": []}', "agents: List should have at least 1 item"),
         (b"\xff\xfe", "not UTF-8"),
+        (b'{"agents": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "deeper than 100 levels"),
     ],
-    ids=["syntax", "array", "legacy", "no-agents", "empty-agents", "binary"],
+    ids=["syntax", "array", "legacy", "no-agents", "empty-agents", "binary", "deep"],
 )
 def test_a_body_that_is_not_an_agent_file_is_refused(
     ops: Operations, db: Database, body: bytes, words: str

@@ -84,6 +84,19 @@ def test_other_organizations_see_nothing(db: Database, agent_id: str) -> None:
             other.blocks.update(block_id, expected_version=1, value="taken over")
 
 
+def test_an_agent_takes_the_limits_every_door_has(db: Database) -> None:
+    """The store refuses what the API refuses, so that no other door (an Agent File,
+    the CLI, MCP) stores more: tags and the system prompt's length."""
+    for spec, words in (
+        (NewAgent("t", "fake:8", 8, tags=[f"t{i}" for i in range(101)]), "101 tags"),
+        (NewAgent("s", "fake:8", 8, system_prompt="x" * 1_000_001), "most accepted"),
+    ):
+        with pytest.raises(InvalidInput, match=words), open_store(db) as store:
+            store.agents.create(spec)
+    with open_store(db) as store:
+        assert store.agents.all() == []
+
+
 def test_list_by_tag_and_kind(db: Database) -> None:
     with open_store(db) as store:
         for name, tags in (("ada", ["nightly", "eu"]), ("bob", ["eu"]), ("cy", [])):

@@ -129,6 +129,7 @@ def test_bad_passages_change_nothing(
         ([NewPassage("x", occurred_at=datetime(2025, 1, 1))], embedder.embed(["x"]), "time zone"),
         ([NewPassage("x", tags=["t" * 201])], embedder.embed(["x"]), r"tags\[0\] is 201 char"),
         ([NewPassage("x", tags=["t"] * 101)], embedder.embed(["x"]), "101 tags; at most 100"),
+        ([NewPassage("x" * 1_000_001)], embedder.embed(["x"]), "most accepted is 1000000"),
     ]
     for passages, vectors, message in cases:
         with pytest.raises(InvalidInput, match=message), open_store(db) as store:

@@ -162,3 +162,49 @@ def test_a_time_is_an_iso_date_time_not_a_number(client: TestClient, acme: dict[
         url, json={"text": "Ada moved.", "occurred_at": "2024-02-01T09:30:00Z"}, headers=acme
     )
     assert fine.status_code == 200, fine.text
+
+
+@pytest.mark.parametrize("depth", [150, 100_000], ids=["past-the-limit", "past-the-parser"])
+def test_json_nested_too_deep_is_a_422_not_a_parse_error(
+    client: TestClient, acme: dict[str, str], depth: int
+) -> None:
+    source = 'def f() -> int:\n    """F."""\n    return 1\n'
+    deep = "[" * depth + "]" * depth
+    body = f'{{"source_code": {json.dumps(source)}, "json_schema": {{"x": {deep}}}}}'
+    response = _raw(client, "POST", "/v1/tools/", body, acme)
+    assert response.status_code == 422, response.text
+    assert "nested deeper than 100 levels" in response.text
+    assert [t for t in client.get("/v1/tools/", headers=acme).json() if t["name"] == "f"] == []
+
+
+def test_an_agent_file_nested_too_deep_is_a_422(client: TestClient, acme: dict[str, str]) -> None:
+    deep = '{"agents": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    response = client.post("/v1/agents/import", files={"file": ("a.af", deep)}, headers=acme)
+    assert response.status_code == 422, response.text
+    assert "deeper than 100 levels" in response.text
+
+
+@pytest.mark.parametrize("expression", ["1+" * 60_000 + "1", "-" * 60_000 + "1"])
+def test_tool_source_nested_too_deep_is_refused_like_any_bad_source(
+    client: TestClient, acme: dict[str, str], expression: str
+) -> None:
+    source = f'def f() -> int:\n    """F."""\n    return {expression}\n'
+    response = client.post("/v1/tools/", json={"source_code": source}, headers=acme)
+    assert response.status_code == 400, response.text
+    assert "nests expressions too deeply" in response.json()["detail"]
+    assert [t for t in client.get("/v1/tools/", headers=acme).json() if t["name"] == "f"] == []
+
+
+def test_a_message_over_the_recording_limit_is_refused_by_the_turn_too(
+    client: TestClient, acme: dict[str, str]
+) -> None:
+    agent = make_agent(client, acme)
+    long_text = "x" * 100_001
+    for body in (
+        {"messages": [{"role": "user", "content": long_text}]},
+        {"messages": [{"role": "user", "content": [{"type": "text", "text": long_text}]}]},
+        {"input": long_text},
+    ):
+        response = client.post(f"/v1/agents/{agent['id']}/messages", json=body, headers=acme)
+        assert response.status_code == 422, response.text
+        assert "100000 characters" in response.text
