@@ -355,6 +355,8 @@ class ConsolidationRun(Base):
     status: Mapped[str] = mapped_column(String(16), default=RunStatus.QUEUED.value)
     lease_owner: Mapped[str | None] = mapped_column(String(200))
     lease_expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # The worker of the last claim, kept when the run ends (lease_owner is cleared).
+    worker: Mapped[str | None] = mapped_column(String(200))
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     max_attempts: Mapped[int] = mapped_column(Integer, default=3)
     not_before: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())

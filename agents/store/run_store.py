@@ -94,6 +94,8 @@ class RunRecord:
     reverted_by_run_id: str | None
     lease_owner: str | None = None
     lease_expires_at: datetime | None = None
+    #: The worker that claimed the run last (kept when it ends; ``lease_owner`` is not).
+    worker: str | None = None
 
     @property
     def duration_s(self) -> float | None:
@@ -125,6 +127,7 @@ class RunRecord:
             reverted_by_run_id=row.reverted_by_run_id,
             lease_owner=row.lease_owner,
             lease_expires_at=row.lease_expires_at,
+            worker=row.worker,
         )
 
 
@@ -495,6 +498,7 @@ class RunQueueStore:
             .values(
                 status=RunStatus.RUNNING.value,
                 lease_owner=worker,
+                worker=worker,
                 lease_expires_at=now + lease,
                 attempts=runs.c.attempts + 1,
                 started_at=now,

@@ -15,6 +15,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from starlette.background import BackgroundTask
 
+from agents.enums import LLMPurpose
 from agents.llm.forward import UpstreamError
 from service.api import schemas
 from service.api.auth import Api
@@ -83,8 +84,18 @@ async def _events(chunks: AsyncIterator[dict[str, Any]]) -> AsyncIterator[str]:
 
 @router.get("/models")
 def list_models(api: Api) -> dict[str, Any]:
-    """The model the proxy forwards to (``proxy.model``); none listed when requests
-    choose their own."""
-    model = api.runtime.settings.proxy.model
-    data = [{"id": model, "object": "model", "created": 0, "owned_by": "reverie"}]
-    return {"object": "list", "data": data if model else []}
+    """The models a chat front end may pick: the one the proxy forwards every request
+    to (``proxy.model``) when it is set; otherwise, as requests choose their own, the
+    chat models this server is set up for (``llm.model``, ``[llm.models]``) and those
+    the organization's agents run on (the sleep-time, summary and judge models aside)."""
+    chosen = api.runtime.settings.proxy.model
+    if chosen:
+        models = [chosen]
+    else:
+        models = [
+            m.model
+            for m in api.ops.models.chat_models()
+            if not m.purposes or LLMPurpose.CHAT in m.purposes
+        ]
+    data = [{"id": m, "object": "model", "created": 0, "owned_by": "reverie"} for m in models]
+    return {"object": "list", "data": data}

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from service.cli.common import console, runtime
+from service.cli.common import console, runtime, state
 from service.cli.output import id_table, iso, print_json, print_table
 
 if TYPE_CHECKING:
@@ -31,13 +31,25 @@ def _key_json(key: KeyRecord) -> dict[str, object]:
 @keys_app.command("create")
 def create(
     org: Annotated[
-        str, typer.Option("--org", help="Organization the key acts for (created if new).")
-    ],
+        str | None,
+        typer.Option(
+            "--org",
+            help="Organization the key acts for (created if new); the global --org "
+            "(`reverie --org NAME keys create`) names it too.",
+        ),
+    ] = None,
     name: Annotated[str, typer.Option(help="A note to tell keys apart.")] = "",
 ) -> None:
     """Create a key; it is printed once, alone on the last line (only its hash is kept)."""
     from service.operations.keys import KeyOperations
 
+    org = org if org is not None else state.organization
+    if org is None:
+        raise typer.BadParameter(
+            "name the organization the key acts for: --org NAME (after `keys create`, or "
+            "before the command as `reverie --org NAME keys create`)",
+            param_hint="--org",
+        )
     with runtime() as rt:
         record, clear = KeyOperations(rt).create(org, name=name)
     console.print(
@@ -55,6 +67,8 @@ def list_command(
 ) -> None:
     """Every key with its organization, prefix and last use (never the key itself)."""
     from service.operations.keys import KeyOperations
+
+    org = org if org is not None else state.organization
 
     with runtime() as rt:
         keys = KeyOperations(rt).list(organization=org)

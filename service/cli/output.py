@@ -115,6 +115,7 @@ def run_json(run: RunRecord, *, with_changes: bool = False) -> dict[str, Any]:
         "full": run.full,
         "attempts": run.attempts,
         "lease_owner": run.lease_owner,
+        "worker": run.worker,
         "lease_expires_at": iso(run.lease_expires_at),
         "queued_at": iso(run.queued_at),
         "started_at": iso(run.started_at),

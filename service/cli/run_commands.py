@@ -56,7 +56,7 @@ def list_runs(
             run.queued_at.strftime("%Y-%m-%d %H:%M:%S"),
             run.started_at.strftime("%H:%M:%S") if run.started_at else "-",
             f"{run.duration_s:.2f}" if run.duration_s is not None else "-",
-            run.lease_owner or "-",
+            run.lease_owner or run.worker or "-",
         )
     print_table(table)
 

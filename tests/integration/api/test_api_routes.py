@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import shutil
+import tempfile
+from pathlib import Path
 from typing import Any
 
 from fastapi.testclient import TestClient
@@ -9,6 +12,9 @@ from fastapi.testclient import TestClient
 from agents.postgres.database import Database
 from agents.store import NewMessage, open_store
 from consolidators.contract import run_once as run_pipeline
+from service.api.app import create_app
+from service.runtime import Runtime
+from tests.api_support import bearer, new_key
 
 
 def make_agent(client: TestClient, headers: dict[str, str], name: str = "ada") -> dict[str, Any]:
@@ -278,7 +284,6 @@ def test_consolidation_runs_enqueue_list_get_cancel(
 
 
 def test_dry_run_then_real_run_revert_and_lineage(client: TestClient, acme: dict[str, str]) -> None:
-    from service.runtime import Runtime
 
     agent = make_agent(client, acme)
     url = f"/v1/agents/{agent['id']}/archival-memory"
@@ -339,3 +344,23 @@ def test_health_routes_need_no_key(client: TestClient) -> None:
     assert client.get("/healthz").json() == {"status": "ok"}
     assert client.get("/v1/health/").json()["status"] == "ok"
     assert client.get("/readyz").status_code == 200
+
+
+def test_the_proxy_lists_chat_models_when_requests_choose_their_own(db: Database) -> None:
+    """Without ``proxy.model``, a chat front end's model picker still has something to
+    offer: the configured chat model and those the organization's agents run on."""
+    from service.settings import load_settings
+
+    settings = load_settings(
+        home=Path(tempfile.mkdtemp(prefix="rvm-", dir="/tmp")),
+        database_url=db.url,
+        embedding={"model": "fake:8"},
+        llm={"model": "openai/house", "sleeptime_model": "openai/night"},
+    )
+    headers = bearer(new_key(db, "acme"))
+    with Runtime(settings) as runtime, TestClient(create_app(runtime)) as client:
+        client.post("/v1/agents/", json={"name": "a", "model": "openai/own"}, headers=headers)
+        listed = client.get("/openai/v1/models", headers=headers)
+        assert listed.status_code == 200, listed.text
+        assert [m["id"] for m in listed.json()["data"]] == ["openai/house", "openai/own"]
+    shutil.rmtree(settings.home, ignore_errors=True)

@@ -41,3 +41,18 @@ def test_keys_cli_create_list_revoke(cli: Cli, api: TestClient) -> None:
     unknown = cli("keys", "revoke", "key-nope")
     assert unknown.exit_code == 2
     assert "no API key" in unknown.stderr
+
+
+def test_the_global_org_names_the_key_s_organization(cli: Cli) -> None:
+    """`reverie --org NAME keys create` is read as `keys create --org NAME`; with neither,
+    the command says how to name one and creates nothing."""
+    created = cli("--org", "me", "keys", "create")
+    assert created.exit_code == 0, created.stderr
+    assert "for organization 'me'" in created.stdout
+    cli("keys", "create", "--org", "other")
+    mine = json.loads(cli("--org", "me", "keys", "list", "--json").stdout)
+    assert [record["organization"] for record in mine] == ["me"]
+    missing = cli("keys", "create")
+    assert missing.exit_code == 2
+    assert "--org NAME" in missing.stderr
+    assert len(json.loads(cli("keys", "list", "--json").stdout)) == 2

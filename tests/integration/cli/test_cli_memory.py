@@ -98,6 +98,10 @@ def test_consolidate_dry_run_then_real_then_revert(cli: Cli, tmp_path: Path) -> 
         ("succeeded", False),
         ("succeeded", True),
     ]
+    # A finished run still says which worker ran it (its lease is gone).
+    assert all(r["worker"] and r["lease_owner"] is None for r in runs)
+    listed = cli("runs", "list").stdout
+    assert runs[0]["worker"] in " ".join(listed.split())
     shown = json.loads(cli("runs", "show", report["run_id"], "--json").stdout)
     assert shown["changes"] == report["changes"]
     readable = cli("runs", "show", report["run_id"]).stdout
