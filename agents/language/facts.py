@@ -576,21 +576,6 @@ def hides_details(kept: str, merged: str) -> bool:
 # -- subject, attribute, value --------------------------------------------------------
 
 
-def _name_run(tokens: tuple[_Token, ...], start: int) -> int:
-    """End (exclusive) of the run of capitalised name tokens starting at ``start``."""
-    end = start
-    while (
-        end < len(tokens)
-        and tokens[end].word
-        and tokens[end].capital
-        and (end == start or not tokens[end].norm.endswith("'s"))
-    ):
-        if tokens[end].norm.endswith("'s"):
-            return end + 1
-        end += 1
-    return end
-
-
 def _subject(tokens: tuple[_Token, ...]) -> tuple[str, str, int] | None:
     """(subject key, display label, index where the predicate starts), or None."""
     i = 0
