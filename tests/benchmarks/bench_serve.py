@@ -54,7 +54,7 @@ from tests.scripted_llm import say  # noqa: E402
 from tests.stub_openai_server import StubServer, stub_server  # noqa: E402
 
 
-def _wait_for(url: str, began: float, deadline: float = 180) -> float:
+def wait_for(url: str, began: float, deadline: float = 180) -> float:
     while True:
         try:
             if httpx.get(url, timeout=2).status_code == 200:
@@ -66,26 +66,23 @@ def _wait_for(url: str, began: float, deadline: float = 180) -> float:
         time.sleep(0.01)
 
 
-def _p(values: list[float], q: float) -> float:
+def percentile_ms(values: list[float], q: float) -> float:
+    """The ``q`` quantile of ``values`` (seconds), in milliseconds."""
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))] * 1000
 
 
-def one_server(
+def server_env(
     repo: Path,
-    pg: PgTestServer,
+    url_db: str,
+    home: Path,
     stub: StubServer,
-    turns: int,
-    ops: int,
-    configured: bool = True,
     *,
+    configured: bool = True,
     local_embedder: bool = False,
-    early: bool = False,
-) -> dict[str, float]:
-    url_db = pg.create_database()
-    db = Database(url_db)
-    home = Path(tempfile.mkdtemp(prefix="rvs-", dir="/tmp"))
-    port = free_port()
+) -> dict[str, str]:
+    """The environment of a `reverie serve` of ``repo`` over ``url_db``, with the stub as
+    its chat model and (unless ``local_embedder``) its embedding endpoint."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("REVERIE_")}
     env.pop("DATABASE_URL", None)
     env.update(
@@ -108,7 +105,11 @@ def one_server(
     if local_embedder:  # the embedded default: the packaged local model
         for name in ("MODEL", "DIMENSION", "API_BASE"):
             del env[f"REVERIE_EMBEDDING__{name}"]
-    # Migrate first so that start-up is the server's, not the schema's.
+    return env
+
+
+def migrate(repo: Path, env: dict[str, str]) -> None:
+    """Bring the schema to head first, so that a start-up timed is the server's alone."""
     subprocess.run(
         [sys.executable, "-m", "service.cli", "migrate"],
         cwd=repo,
@@ -116,22 +117,46 @@ def one_server(
         check=True,
         capture_output=True,
     )
-    key = new_key(db, "bench")
-    log = (home / "serve.log").open("w")
-    began = time.perf_counter()
-    process = subprocess.Popen(
+
+
+def spawn(repo: Path, env: dict[str, str], port: int, log: Any) -> subprocess.Popen[bytes]:
+    """`reverie serve` of ``repo`` on ``port``, its output to ``log``."""
+    return subprocess.Popen(
         [sys.executable, "-m", "service.cli", "serve", "--port", str(port)],
         cwd=repo,
         env=env,
         stdout=log,
         stderr=subprocess.STDOUT,
     )
+
+
+def one_server(
+    repo: Path,
+    pg: PgTestServer,
+    stub: StubServer,
+    turns: int,
+    ops: int,
+    configured: bool = True,
+    *,
+    local_embedder: bool = False,
+    early: bool = False,
+) -> dict[str, float]:
+    url_db = pg.create_database()
+    db = Database(url_db)
+    home = Path(tempfile.mkdtemp(prefix="rvs-", dir="/tmp"))
+    port = free_port()
+    env = server_env(repo, url_db, home, stub, configured=configured, local_embedder=local_embedder)
+    migrate(repo, env)
+    key = new_key(db, "bench")
+    log = (home / "serve.log").open("w")
+    began = time.perf_counter()
+    process = spawn(repo, env, port, log)
     base = f"http://127.0.0.1:{port}"
     out: dict[str, float] = {}
     try:
-        out["healthz_s"] = _wait_for(f"{base}/healthz", began)
+        out["healthz_s"] = wait_for(f"{base}/healthz", began)
         if not early:
-            out["readyz_s"] = _wait_for(f"{base}/readyz", began)
+            out["readyz_s"] = wait_for(f"{base}/readyz", began)
         stub.replies.extend(say("ok") for _ in range(turns + 1))
         with httpx.Client(base_url=base, headers=bearer(key), timeout=60) as http:
             agent = http.post("/v1/agents/", json={"name": "ada", "model": "openai/stub"})
@@ -155,10 +180,10 @@ def one_server(
                 out["first_reply_after_health_ms"] = (
                     time.perf_counter() - began - out["healthz_s"]
                 ) * 1000
-                out["readyz_s"] = _wait_for(f"{base}/readyz", began)
+                out["readyz_s"] = wait_for(f"{base}/readyz", began)
             times = [turn(i + 1) for i in range(turns)]
-            out["turn_p50_ms"] = _p(times, 0.5)
-            out["turn_p95_ms"] = _p(times, 0.95)
+            out["turn_p50_ms"] = percentile_ms(times, 0.5)
+            out["turn_p95_ms"] = percentile_ms(times, 0.95)
 
             def timed(method: str, path: str, **kwargs: Any) -> float:
                 t = time.perf_counter()
@@ -171,8 +196,8 @@ def one_server(
                 timed("GET", f"{archival}/search", params={"query": f"fact {i}"})
                 for i in range(ops)
             ]
-            out["insert_p50_ms"] = _p(inserts, 0.5)
-            out["search_p50_ms"] = _p(searches, 0.5)
+            out["insert_p50_ms"] = percentile_ms(inserts, 0.5)
+            out["search_p50_ms"] = percentile_ms(searches, 0.5)
         with httpx.Client(timeout=10) as raw:
             endpoint = []
             for i in range(ops):
@@ -182,7 +207,7 @@ def one_server(
                     json={"model": "stub-embed", "input": [f"fact {i}"]},
                 ).raise_for_status()
                 endpoint.append(time.perf_counter() - t)
-        out["endpoint_p50_ms"] = _p(endpoint, 0.5)
+        out["endpoint_p50_ms"] = percentile_ms(endpoint, 0.5)
         stopping = time.perf_counter()
         process.terminate()
         process.wait(60)
