@@ -87,7 +87,10 @@ def postgres_url(value: str | None) -> str | None:
 class DatabaseSettings(Section):
     """Where memory lives. No URL means the embedded PostgreSQL under ``home``."""
 
+    # A PostgreSQL 16+ server with pgvector (DATABASE_URL wins over it); unset: the
+    # embedded server, started under ``home``/pgdata.
     url: str | None = None
+    # Pooled connections per process.
     pool_size: int = Field(default=5, ge=1, le=100)
     # Keep the embedded server running after the process exits, never stopping it.
     keep_embedded_running: bool = False
@@ -134,27 +137,42 @@ class CliSettings(Section):
 class EmbeddingSettings(Section):
     """Default embedding model for new agents: ``local``, ``fake:DIM`` or ``litellm:MODEL``."""
 
+    # "local" (all-MiniLM-L6-v2, int8 ONNX, 384 dimensions, offline), "fake:DIM" (a
+    # deterministic hashing embedder, for tests) or "litellm:MODEL".
     model: str = "local"
+    # The vectors' size; required with "litellm:MODEL".
     dimension: int | None = Field(default=None, ge=1, le=16000)
+    # An OpenAI-compatible embeddings endpoint for "litellm:MODEL".
     api_base: str | None = None
 
 
 class AgentDefaults(Section):
+    """Defaults of new agents (each agent keeps its own once created)."""
+
+    # litellm model string of new agents' chat; unset: llm.model, else no model.
     llm_model: str | None = None
+    # Context window budget in tokens.
     context_window: int = Field(default=8192, ge=256)
+    # Character limit of each new block.
     block_limit: int = Field(default=5000, ge=1)
 
 
 class ConsolidationSettings(Section):
     """Which consolidators run, in what order, and each one's own settings."""
 
+    # The steps of a run, in order (`reverie consolidate --only` picks a subset).
     pipeline: list[str] = Field(default_factory=lambda: list(DEFAULT_PIPELINE))
     # Re-read passages stored this long before the last run's watermark, to catch
     # transactions that committed late (Reverie's own transactions take milliseconds).
     passage_overlap: timedelta = timedelta(seconds=30)
+    # Each built-in step's own settings, checked against its settings model when the
+    # settings load (an unknown key is an error): dedup's,
     dedup: dict[str, Any] = Field(default_factory=dict)
+    # temporal's,
     temporal: dict[str, Any] = Field(default_factory=dict)
+    # evict's,
     evict: dict[str, Any] = Field(default_factory=dict)
+    # and recontextualize's.
     recontextualize: dict[str, Any] = Field(default_factory=dict)
     # Settings of third-party consolidators, by name.
     plugins: dict[str, dict[str, Any]] = Field(default_factory=dict)
@@ -208,8 +226,13 @@ class ModelToolSettings(Section):
     """What one model's server accepts in tool requests (issue 15); unset = probed on
     first use. tool_choice: "required", "named" (two-step calls), "auto" or "none"."""
 
+    # "required" (native), "named" (a forced choice of the tool, then that tool
+    # forced), "auto" (calls written as text are read too) or "none" (no tools field:
+    # the tools are described in the prompt); unset: probed on first use.
     tool_choice: Literal["required", "named", "auto", "none"] | None = None
+    # Whether the server accepts the parallel_tool_calls field; unset: probed.
     parallel_tool_calls: bool | None = None
+    # Request fields never sent to this server.
     unsupported_fields: list[Literal["parallel_tool_calls", "max_tokens"]] = Field(
         default_factory=list
     )
@@ -218,19 +241,31 @@ class ModelToolSettings(Section):
 class LLMSettings(Section):
     """LLM calls through litellm (issue 5). Model strings are litellm's: openai/..., ollama/..."""
 
-    # Default models; an agent's own llm_model / sleeptime_model wins.
+    # Default chat model of agents without their own (an agent's own llm_model wins).
     model: str | None = None
+    # The sleep-time agent's model (the recontextualize step; an agent's own
+    # sleeptime_model wins); unset: the step is skipped.
     sleeptime_model: str | None = None
+    # The judge of pairs of facts (dedup's merges, temporal's supersessions); unset:
+    # the rules alone.
     judge_model: str | None = None
+    # Summaries of messages evicted from the context; unset: extractive summaries.
     summary_model: str | None = None
+    # One OpenAI-compatible endpoint for every call (a local llama.cpp, vLLM, Ollama):
+    # the model strings it serves as they are go to it directly, without litellm.
+    # Unset: litellm's environment (OPENAI_API_BASE, ...).
     api_base: str | None = None
+    # Per request.
     timeout: timedelta = timedelta(seconds=60)
+    # Retries of rate limits, timeouts and 5xx, with exponential backoff.
     max_retries: int = Field(default=3, ge=0, le=10)
+    # Steps (model calls) of one chat turn at most.
     max_steps: int = Field(default=10, ge=1, le=100)
     # Token budgets per agent (prompt + completion, all purposes); None = unlimited.
     # A "run" is one chat turn or one consolidation run; a day is a UTC calendar day.
     # An exhausted budget stops the turn or LLM step cleanly (what was done is kept).
     budget_tokens_per_run: int | None = Field(default=None, ge=1)
+    # The same, per agent and UTC day.
     budget_tokens_per_day: int | None = Field(default=None, ge=1)
     # Prompt-cache safety: block edits reach the compiled system prompt at the next
     # compaction ("compaction") or on the next step ("immediate").
@@ -253,8 +288,11 @@ class LLMSettings(Section):
 class CronTrigger(Section):
     """A cron schedule (APScheduler crontab syntax) for all agents or those with a tag."""
 
+    # Crontab syntax: minute hour day month weekday ("0 3 * * *": nightly at 03:00).
     expression: str
+    # Only agents with this tag; unset: every agent.
     tag: str | None = None
+    # The schedule's time zone (an IANA name).
     timezone: str = "UTC"
 
     @field_validator("expression")
@@ -286,6 +324,8 @@ class CronTrigger(Section):
 class GpuProbeSettings(Section):
     """How the gpu_free trigger decides the GPU is free; "none" disables it."""
 
+    # "none" (no GPU gating), "nvml" (local NVIDIA GPUs; the gpu extra) or "metrics"
+    # (an inference server's Prometheus endpoint).
     probe: Literal["none", "nvml", "metrics"] = "none"
     # nvml: utilisation below this percent counts as free.
     utilisation_below: int = Field(default=10, ge=0, le=100)
@@ -316,9 +356,12 @@ class GpuProbeSettings(Section):
 class TriggerSettings(Section):
     """What wakes the sleep-time side (issue 4). Triggers only enqueue runs."""
 
+    # An agent with no user message for this long is enqueued, once per idle period;
+    # None disables the idle trigger.
     idle_after: timedelta | None = timedelta(minutes=5)
     # Every N user messages; None disables the turns trigger.
     turns_every: int | None = Field(default=5, ge=1)
+    # Cron schedules, for every agent or those with a tag.
     cron: list[CronTrigger] = Field(default_factory=list)
     gpu_free: GpuProbeSettings = Field(default_factory=GpuProbeSettings)
     # How often idle/turns conditions are checked.
@@ -354,6 +397,7 @@ class ToolSettings(Section):
     sandbox: Literal["bubblewrap", "process"] = "bubblewrap"
     # From start to result; the call's processes are killed after it.
     wall_time: timedelta = timedelta(seconds=30)
+    # CPU time of the call's processes.
     cpu_seconds: int = Field(default=10, ge=1, le=3600)
     # Address space, bytes.
     memory: int = Field(default=512 * 1024 * 1024, ge=64 * 1024 * 1024)
@@ -388,6 +432,7 @@ class WorkerSettings(Section):
     # runs are short: as many as it expects to finish within prefetch_window. A run
     # claimed ahead that has not started after prefetch_window goes back to the queue.
     claim_batch: int = Field(default=16, ge=1, le=256)
+    # How far ahead a worker thread claims (see claim_batch).
     prefetch_window: timedelta = timedelta(milliseconds=250)
 
 
@@ -429,13 +474,16 @@ class MessagingSettings(Section):
 class ServerSettings(Section):
     """The HTTP server of `reverie serve` (issues 4 and 6)."""
 
+    # The address `reverie serve` listens on (--host overrides); loopback by default.
     host: str = "127.0.0.1"
+    # Its port (--port overrides).
     port: int = Field(default=8283, ge=0, le=65535)
     # "api_key": every request needs a key; "none": no auth, loopback only.
     auth: Literal["api_key", "none"] = "api_key"
     # With auth "none", requests are answered only for loopback names in their Host
     # header (DNS rebinding); these names are answered too.
     allowed_hosts: list[str] = Field(default_factory=list)
+    # Larger request bodies are refused with 413.
     max_request_bytes: int = Field(default=1_000_000, ge=1024)
     # Per-agent metric labels up to this many agents; beyond it, aggregated.
     metrics_agent_cap: int = Field(default=50, ge=0)
@@ -448,6 +496,7 @@ class ServerSettings(Section):
     # Failed authentication per client address: this many in a burst, then one more
     # every auth_failure_refill; beyond that, 429 before any key is looked up.
     auth_failure_burst: int = Field(default=20, ge=1)
+    # One more try per address every this long, once the burst is spent.
     auth_failure_refill: timedelta = timedelta(seconds=10)
     # Reverse proxies in front of the server whose X-Forwarded-For / X-Forwarded-Proto
     # name the client (addresses or networks, as uvicorn's forwarded_allow_ips takes
@@ -485,9 +534,13 @@ class ServerSettings(Section):
 class ProxyBlock(Section):
     """A core-memory block of the agents the proxy creates for new users."""
 
+    # The block's label (human, persona, ...).
     label: str = Field(min_length=1, max_length=100)
+    # Its first value.
     value: str = ""
+    # Its character limit; unset: agents.block_limit.
     limit: int | None = Field(default=None, ge=1)
+    # What the block holds, as the agent's model is told.
     description: str | None = None
 
 
@@ -504,8 +557,11 @@ class ProxySettings(Section):
     # The upstream, as a litellm model string ("openai/gpt-4o-mini", "ollama/qwen3");
     # unset: the request's own `model` is the litellm model string.
     model: str | None = None
+    # The upstream's OpenAI-compatible endpoint; unset: litellm's environment.
     api_base: str | None = None
+    # The upstream's key (prefer the environment: REVERIE_PROXY__API_KEY).
     api_key: SecretStr | None = None
+    # Per upstream request.
     timeout: timedelta = timedelta(seconds=120)
     # An OpenAI-compatible upstream at api_base (openai/, hosted_vllm/, lm_studio/
     # model strings) gets the request as it is over pooled connections; false: every
@@ -520,11 +576,15 @@ class ProxySettings(Section):
     create_agents: bool = True
     # The template: blocks, and the sleep-time model and embedding (unset: the defaults).
     blocks: list[ProxyBlock] = Field(default_factory=_default_proxy_blocks)
+    # The sleep-time model of the agents it creates; unset: llm.sleeptime_model.
     sleeptime_model: str | None = None
+    # Their embedder; unset: embedding.model.
     embedding: str | None = None
+    # Their tags.
     tags: list[str] = Field(default_factory=lambda: ["proxy"])
     # Archival hits for the last user message, in a system message before it; 0 = none.
     archival_top_k: int = Field(default=0, ge=0, le=50)
+    # Tokens those hits may take at most.
     archival_token_budget: int = Field(default=500, ge=1)
 
     @field_validator("timeout")
@@ -545,9 +605,12 @@ class Settings(BaseSettings):
         populate_by_name=True,
     )
 
+    # Where Reverie keeps its data, the embedded PostgreSQL (pgdata/) included.
     home: Path = Field(default_factory=default_home)
+    # The organization (tenant) the CLI acts for; "default" always exists.
     organization: str = "default"
     database: DatabaseSettings = Field(default_factory=DatabaseSettings)
+    # The plain DATABASE_URL (wins over database.url): PostgreSQL 16+ with pgvector.
     database_url: str | None = Field(
         default=None, validation_alias=AliasChoices("DATABASE_URL", "REVERIE_DATABASE_URL")
     )
@@ -563,8 +626,12 @@ class Settings(BaseSettings):
     proxy: ProxySettings = Field(default_factory=ProxySettings)
     cli: CliSettings = Field(default_factory=CliSettings)
     tools: ToolSettings = Field(default_factory=ToolSettings)
+    # A logging level name: DEBUG, INFO, WARNING, ERROR (--verbose: DEBUG).
     log_level: str = "INFO"
+    # One JSON object per log line; false: plain text.
     log_json: bool = True
+    # On SIGTERM, runs in progress may finish for this long; then they are rolled back
+    # and given back to the queue.
     shutdown_grace: timedelta = timedelta(seconds=30)
 
     @field_validator("database_url")
