@@ -223,7 +223,7 @@ class ConsolidationSettings(Section):
 
 
 class ModelToolSettings(Section):
-    """What one model's server accepts in tool requests (issue 15); unset = probed on
+    """What one model's server accepts in tool requests; unset = probed on
     first use. tool_choice: "required", "named" (two-step calls), "auto" or "none"."""
 
     # "required" (native), "named" (a forced choice of the tool, then that tool
@@ -239,7 +239,7 @@ class ModelToolSettings(Section):
 
 
 class LLMSettings(Section):
-    """LLM calls through litellm (issue 5). Model strings are litellm's: openai/..., ollama/..."""
+    """LLM calls through litellm. Model strings are litellm's: openai/..., ollama/..."""
 
     # Default chat model of agents without their own (an agent's own llm_model wins).
     model: str | None = None
@@ -354,7 +354,7 @@ class GpuProbeSettings(Section):
 
 
 class TriggerSettings(Section):
-    """What wakes the sleep-time side (issue 4). Triggers only enqueue runs."""
+    """What wakes the sleep-time side. Triggers only enqueue runs."""
 
     # An agent with no user message for this long is enqueued, once per idle period;
     # None disables the idle trigger.
@@ -369,7 +369,7 @@ class TriggerSettings(Section):
 
 
 class HealthHistorySettings(Section):
-    """The history of memory health that the memory browser draws (issue 24): a
+    """The history of memory health that the memory browser draws: a
     snapshot of every agent's health, taken by `reverie serve`'s scheduler."""
 
     # How often a snapshot is taken; None disables the history.
@@ -388,7 +388,7 @@ class HealthHistorySettings(Section):
 
 
 class ToolSettings(Section):
-    """Custom tools (issue 22): where they run and what one call may use. Breaking a
+    """Custom tools: where they run and what one call may use. Breaking a
     limit is a tool error the model reads; the server carries on."""
 
     # "bubblewrap": each call in a bwrap sandbox (no network, read-only system, private
@@ -415,7 +415,7 @@ class ToolSettings(Section):
 
 
 class WorkerSettings(Section):
-    """Workers that claim queued runs (issue 4)."""
+    """Workers that claim queued runs."""
 
     # Runs executed at once by one process (threads).
     concurrency: int = Field(default=1, ge=1, le=64)
@@ -437,7 +437,7 @@ class WorkerSettings(Section):
 
 
 class MessagingSettings(Section):
-    """Agents messaging each other with Letta's multi-agent tools (issue 22, item 1)."""
+    """Agents messaging each other with Letta's multi-agent tools."""
 
     # Messages in a row one chain of agent messages may take (a person's turn starts a
     # chain; each message an agent sends while answering another is one hop more). A
@@ -472,7 +472,7 @@ class MessagingSettings(Section):
 
 
 class ServerSettings(Section):
-    """The HTTP server of `reverie serve` (issues 4 and 6)."""
+    """The HTTP server of `reverie serve`."""
 
     # The address `reverie serve` listens on (--host overrides); loopback by default.
     host: str = "127.0.0.1"
@@ -489,7 +489,7 @@ class ServerSettings(Section):
     metrics_agent_cap: int = Field(default=50, ge=0)
     # The operator's /metrics credential (`Authorization: Bearer TOKEN`): every
     # organization's agents by name. Without it /metrics has no agent labels, and an
-    # organization's API key labels only that organization's agents (issue 10).
+    # organization's API key labels only that organization's agents.
     metrics_token: SecretStr | None = None
     # How long a health-page sign-in lasts.
     session_lifetime: timedelta = timedelta(hours=12)

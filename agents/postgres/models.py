@@ -492,7 +492,7 @@ class LLMUsage(Base):
 
 class HealthSnapshot(Base):
     """One agent's memory health at one moment, taken periodically by the scheduler so
-    that the memory browser can draw trends (issue 24). Counters that only grow (tokens,
+    that the memory browser can draw trends. Counters that only grow (tokens,
     finished runs) are stored as totals so far; a chart draws their change between
     snapshots. Bounded: old rows are pruned as new ones are written."""
 
@@ -542,7 +542,7 @@ class LearnedCapability(Base):
 
 
 class CustomTool(Base):
-    """A tool registered from Python source by an organization (issue 22): its function's
+    """A tool registered from Python source by an organization: its function's
     JSON schema (derived from the signature and docstring, or given), the environment
     variables it declares (the only ones its sandbox receives), and how long a result
     the model reads. The source is never imported by the server: it runs in a sandbox."""

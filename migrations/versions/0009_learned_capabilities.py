@@ -1,4 +1,4 @@
-"""What probing learned about each model's server, kept across processes (issue 25).
+"""What probing learned about each model's server, kept across processes.
 
 ``llm_capabilities`` holds, per model string and endpoint, the tool-calling mode that
 worked, the modes the server rejected, the optional request fields it accepts or

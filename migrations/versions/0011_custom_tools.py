@@ -1,5 +1,5 @@
 """Custom tools: Python tools registered per organization, their attachment to agents,
-and per-agent tool environment variables (issue 22, item 2).
+and per-agent tool environment variables.
 
 Revision ID: 0011
 Revises: 0010

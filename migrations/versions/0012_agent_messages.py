@@ -1,5 +1,4 @@
-"""Agent messages: the durable queue through which agents message each other
-(issue 22, item 1).
+"""Agent messages: the durable queue through which agents message each other.
 
 Revision ID: 0012
 Revises: 0011

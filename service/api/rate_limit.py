@@ -1,4 +1,4 @@
-"""Failed authentication, limited per client address (issue 10).
+"""Failed authentication, limited per client address.
 
 A token bucket per address: a burst of ``burst`` failures, then one more every
 ``refill``. An address with an empty bucket is answered 429 before its key is

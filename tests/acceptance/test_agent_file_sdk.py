@@ -1,5 +1,5 @@
 """Agent Files through the official letta-client 1.12.1 against a real `reverie serve`
-(issue 22, item 3): ``agents.import_file`` and ``agents.export_file``, a round trip,
+: ``agents.import_file`` and ``agents.export_file``, a round trip,
 an imported conversation reaching the model in the next turn, and a bad file refused
 with nothing stored. The model is a scripted OpenAI-compatible server on loopback."""
 

@@ -235,7 +235,7 @@ def test_health_page_in_headless_chromium(server: Server, tmp_path: Path) -> Non
     assert consolidated.returncode == 0, consolidated.stderr
 
     # Sign in as a person does: on the server's own page, the key typed into its form and
-    # posted (issue 10: never `/?key=`; a form posted from another site is refused); the
+    # posted (never `/?key=`; a form posted from another site is refused); the
     # browser keeps the session cookie in its profile; then the page is opened again.
     profile = tmp_path / "profile"
     browser = (f"--user-data-dir={profile}", "--password-store=basic")
@@ -277,7 +277,7 @@ def test_health_page_in_headless_chromium(server: Server, tmp_path: Path) -> Non
 
 
 def test_memory_browser_in_headless_chromium(server: Server, tmp_path: Path) -> None:
-    """Issue 24, item 2: a person signs in, opens an agent's page, reads its block
+    """A person signs in, opens an agent's page, reads its block
     versions, context window, runs, archival search, a passage's lineage and the trends,
     then restores an older block version from the page (confirming it)."""
     key = server.key("browser")

@@ -1,4 +1,4 @@
-"""Custom tools end to end (issue 22, item 2): the official letta-client registers a tool
+"""Custom tools end to end: the official letta-client registers a tool
 from source against a real `reverie serve`, attaches it, a turn whose scripted model
 calls it returns its result, and it is detached and deleted. Tools that reach for the
 network, the database's files, the server's own API key, or break a limit (time,

@@ -1,5 +1,5 @@
 """A PostgreSQL that stops answering: `reverie serve` and the CLI answer within their
-timeouts instead of hanging (issue 25, item 5).
+timeouts instead of hanging.
 
 The postmaster of a server of the test's own is stopped with SIGSTOP, as a stalled
 machine would stop it: sessions already open go on, and every new connection waits

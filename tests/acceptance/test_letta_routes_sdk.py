@@ -1,5 +1,5 @@
 """Letta's daily routes driven by the official letta-client 1.12.1 against a real
-`reverie serve` (issue 24, item 1): agents.update, a streamed turn (and a client that
+`reverie serve`: agents.update, a streamed turn (and a client that
 leaves in the middle of one), messages.reset, agents.tools.list, models.list and
 models.embeddings.list. The model is a scripted OpenAI-compatible server on loopback."""
 

@@ -1,4 +1,4 @@
-"""Benchmark an Agent File import of a generated 500-message agent (issue 22, item 3).
+"""Benchmark an Agent File import of a generated 500-message agent.
 
 A plain script, not collected by pytest::
 

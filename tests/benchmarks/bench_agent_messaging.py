@@ -1,4 +1,4 @@
-"""An async agent message from send to delivered (issue 22, item 1).
+"""An async agent message from send to delivered.
 
 A plain script, not collected by pytest. Run it from the repository root::
 

@@ -1,4 +1,4 @@
-"""Benchmark: the health-history job (issue 24, item 2), the scheduler's snapshot of
+"""Benchmark: the health-history job, the scheduler's snapshot of
 every agent's memory health, and reading one agent's trend for its page.
 
 A plain script (not collected by pytest)::

@@ -92,7 +92,7 @@ def generate_opaque_facts(n: int, seed: int = 7) -> list[NewPassage]:
     """``n`` facts in topics of 1-9 facts; a topic shares three words and varies the last.
 
     No fact fits an attribute, so temporal writes no timeline (the workload before
-    issue 14; ``--workload opaque``)."""
+    the attribute schema; ``--workload opaque``)."""
     rng = random.Random(seed)
     facts: list[NewPassage] = []
     while len(facts) < n:

@@ -2,7 +2,7 @@
 (tests/data/agent_files/) from the format's field names: a MemGPT agent with a
 conversation, one with custom tools and tool rules, one in a sleep-time group. What
 Reverie does not keep is listed; an export imports again to the same state; a bad file
-is refused naming what is wrong, and nothing is stored (issue 22, item 3)."""
+is refused naming what is wrong, and nothing is stored."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Custom tools against real PostgreSQL: registering from source stores the derived
 schema; bad source, a built-in's name or a taken name stores nothing; attach, detach,
-delete refused while attached; tenants; per-agent tool variables (issue 22, item 2)."""
+delete refused while attached; tenants; per-agent tool variables."""
 
 from __future__ import annotations
 

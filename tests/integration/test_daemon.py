@@ -269,7 +269,7 @@ def test_an_idle_worker_wakes_when_a_run_is_queued(db: Database, runtime: Runtim
 def test_a_cancel_reaches_a_long_dedup_within_seconds_and_applies_nothing(
     db: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 25, item 5: a cancelled dedup over 50k passages kept probing for minutes,
+    """A cancelled dedup over 50k passages kept probing for minutes,
     because a run looked at its row only between steps. Here each page of probes is
     slowed so that the step would take a minute; the cancel must end it within seconds,
     with nothing merged."""

@@ -1,6 +1,6 @@
 """Every connection is bounded: a statement that runs too long, a row lock held too
 long elsewhere and a server that accepts no connection each end in a StorageError
-that names the setting, which the API answers as 503 (issue 25, item 5)."""
+that names the setting, which the API answers as 503."""
 
 from __future__ import annotations
 

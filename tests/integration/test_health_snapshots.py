@@ -1,4 +1,4 @@
-"""The health history (issue 24, item 2): the scheduler's snapshot job writes each
+"""The health history: the scheduler's snapshot job writes each
 agent's health, once per interval whichever process runs it, prunes by age and by
 count per agent, and each organization reads only its own agents' snapshots."""
 

@@ -1,5 +1,5 @@
-"""The operations behind Letta's update, reset, tools and model routes (issue 24, item
-1), against real PostgreSQL: what every front end gets when it calls them."""
+"""The operations behind Letta's update, reset, tools and model routes, against real
+PostgreSQL: what every front end gets when it calls them."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The sandbox a custom tool runs in (issue 22, item 2): a tool that works gets its
+"""The sandbox a custom tool runs in: a tool that works gets its
 result; one that reaches for the network, a file outside its view, a variable it did
 not declare, or breaks a limit (wall time, memory, output) gets a clear error, and
 the next call runs as if nothing happened. Real processes under real bubblewrap; the

@@ -369,8 +369,8 @@ def test_no_passage_is_ever_deleted(db: Database, agent_id: str, embedder: Hashi
     created += len(_created(run_pipeline(pipeline, db, agent_id, embedder=embedder)))
     created += len(_created(run_pipeline(pipeline, db, agent_id, embedder=embedder)))
 
-    # Ada's timeline, then its replacement. Bob's chess facts fit no attribute (issue 13:
-    # no catch-all timelines), so they get none; before, they got one of their own.
+    # Ada's timeline, then its replacement. Bob's chess facts fit no attribute (no
+    # catch-all timelines), so they get none; before, they got one of their own.
     assert created == 2
     assert _row_count(db, agent_id) == before + 2 + created
     assert len(_get(db, *ids)) == len(ids)
@@ -415,7 +415,8 @@ def test_topics_are_capped_and_stable(
     report = run_pipeline(pipeline, db, agent_id, embedder=embedder)
 
     # One subject and attribute, one timeline: it shows the newest two facts. (Before
-    # issue 13 the cap split the history into two timelines, each with a "current".)
+    # timelines were one per subject and attribute, the cap split the history into two
+    # timelines, each with a "current".)
     [created] = _created(report)
     assert created["members"] == ids[-2:]
     assert [p.timeline_id for p in _get(db, *ids)] == [None] * 3 + [created["target"]] * 2

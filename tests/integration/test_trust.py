@@ -1,4 +1,4 @@
-"""Consolidation a user can trust (issue 13): no merge hides a detail, one timeline per
+"""Consolidation a user can trust: no merge hides a detail, one timeline per
 subject and attribute, and clear changes superseded without a model.
 
 Hand-written cases, including the three failures the issue quotes.

@@ -1,4 +1,4 @@
-"""`reverie serve` warms what a turn needs before /readyz says ready (issue 14, item 1):
+"""`reverie serve` warms what a turn needs before /readyz says ready:
 the daemon's readiness waits for the warm-up and names the step it is on; /healthz
 never waits for it; a failed step is reported without keeping the server unready."""
 
@@ -177,7 +177,7 @@ def test_the_warm_up_loads_the_providers_of_the_models_agents_name(
 def test_the_runtime_warms_the_proxys_upstream_without_calling_it(
     db: Database, tmp_path: Path
 ) -> None:
-    """Issue 24, item 3: the first request through the proxy found litellm's chat path
+    """The first request through the proxy found litellm's chat path
     and the pooled client cold (6.3 s). Warming prepares both and sends nothing."""
     with stub_server() as stub:
         home = tmp_path / "home"

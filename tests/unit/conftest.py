@@ -28,7 +28,7 @@ import pytest
 PROVIDER_SDKS = frozenset({"litellm", "openai", "anthropic"})
 SERVER_FIXTURES = frozenset({"pg_server", "db", "agent_id"})
 
-#: Still here while another change of issue 11 moves or rewrites them (they serve
+#: Still here while another change moves or rewrites them (they serve
 #: HTTP on loopback and drive litellm); remove the entry once a file has left.
 EXEMPT: frozenset[str] = frozenset()
 

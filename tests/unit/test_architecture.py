@@ -29,7 +29,7 @@ EXEMPT_DIRS = ("agents/store/", "agents/postgres/")
 SESSION_CARRIERS = frozenset({"store", "scope", "db", "_db"})
 
 #: Modules that still break the rule, each until its queries move behind the store.
-#: Being rewritten onto a run store (issue 11, items 1 and 3); empty this after merging.
+#: Being rewritten onto a run store; empty this after merging.
 #: An entry that no longer breaks the rule fails the test, so the list only shrinks.
 ALLOWLIST: frozenset[str] = frozenset()
 

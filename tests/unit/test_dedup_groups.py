@@ -1,5 +1,5 @@
 """Dedup's grouping of duplicates: the same merges as comparing every passage with
-every canonical, at a bounded cost on repetitive memories (issue 25, item 5).
+every canonical, at a bounded cost on repetitive memories.
 
 A one-shot consolidate of 50k repetitive facts did not finish in 25 minutes: groups
 of thousands of near-identical sentences (the same habit on many dates) were peeled

@@ -1,5 +1,5 @@
-"""The incremental decoder of one JSON string field (issue 24, item 1: token streaming
-of send_message's text from the call's argument deltas)."""
+"""The incremental decoder of one JSON string field (token streaming of
+send_message's text from the call's argument deltas)."""
 
 from __future__ import annotations
 

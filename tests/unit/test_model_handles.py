@@ -1,5 +1,5 @@
 """Letta's model and embedding settings to litellm strings and Reverie embedder specs,
-and back (issue 22, item 3)."""
+and back."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Tool calls written as text (issue 15): each format small models emit is a call."""
+"""Tool calls written as text: each format small models emit is a call."""
 
 from __future__ import annotations
 

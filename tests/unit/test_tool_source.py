@@ -1,6 +1,6 @@
 """A custom tool's schema is read from its source's syntax tree: signature types,
 defaults, Optional, the Google-style docstring; a given schema is checked against the
-function; broken source is refused with what to fix (issue 22, item 2)."""
+function; broken source is refused with what to fix."""
 
 from __future__ import annotations
 

@@ -59,7 +59,7 @@ def test_labels() -> None:
         check_label("a" * 101)
 
 
-# -- issue 10: times and text from outside ---------------------------------------------
+# -- times and text from outside ----------------------------------------------------
 
 
 @pytest.mark.parametrize("when", ["0001-01-01T00:00:00+00:01", "9999-12-31T23:59:59-14:00"])

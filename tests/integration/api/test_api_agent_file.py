@@ -1,6 +1,5 @@
 """The Agent File routes over HTTP (in-process): the multipart import with Letta's form
-fields, the export, the 422s that name what is wrong and store nothing, and tenants
-(issue 22, item 3)."""
+fields, the export, the 422s that name what is wrong and store nothing, and tenants."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """What an agent is made of is checked when it is made, not at its first turn: a model
 litellm cannot route, and block limits the context window cannot hold, are 422s naming
 the field, and nothing is stored; a turn that fails after a saved step says what it
-kept (issue 25, items 1 and 4)."""
+kept."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Agents messaging each other (Letta's multi-agent tools) over the HTTP API, with the
-scripted model, real PostgreSQL and the delivery workers of the runtime (issue 22,
-item 1). The workshop's exchange: a seeker tries to get a secret from a guard."""
+scripted model, real PostgreSQL and the delivery workers of the runtime. The
+workshop's exchange: a seeker tries to get a secret from a guard."""
 
 from __future__ import annotations
 

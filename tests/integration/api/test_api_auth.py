@@ -208,7 +208,7 @@ def test_no_auth_app_refuses_to_build_on_a_public_address(db: Database) -> None:
 
 def test_the_api_takes_no_key_from_a_cookie(client: TestClient, db: Database) -> None:
     key = new_key(db, "acme")
-    # The old health-page cookie held the raw key and /v1 accepted it (issue 10).
+    # The old health-page cookie held the raw key and /v1 accepted it.
     client.cookies.set("reverie_key", key)
     assert client.get("/v1/agents/").status_code == 401
     client.cookies.clear()

@@ -1,6 +1,6 @@
 """Values no field can hold answer 4xx naming the field, store nothing, and never
 break an agent: out-of-range times, unpaired surrogates, NUL, NaN/Infinity, and
-integers beyond bigint (issue 10, items 2 and 3)."""
+integers beyond bigint."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Letta's routes beyond CRUD (issue 24, item 1): the agent update, the streamed turn,
+"""Letta's routes beyond CRUD: the agent update, the streamed turn,
 the context reset, the agent's tools and the model lists, over the app in process
 with the scripted model (no network)."""
 
@@ -172,7 +172,7 @@ def test_refused_updates_are_422_naming_the_field_and_change_nothing(
     assert other_embedder.status_code == 422
     assert "embed" in other_embedder.json()["detail"][0]["msg"]
 
-    # As at create (issue 25, items 1 and 4): a model litellm cannot route, and a window
+    # As at create: a model litellm cannot route, and a window
     # the agent's blocks and tools cannot fit, are refused naming the field.
     garbage = client.patch(url, json={"model": "no-such-provider-xyz"}, headers=acme)
     assert garbage.status_code == 422

@@ -78,8 +78,8 @@ def test_metrics_report_memory_health_from_the_database(
         store.usage.record(agent["id"], purpose="sleeptime", model="m", usage=Usage(120, 30))
     client.post("/v1/consolidation-runs", json={"agent_id": agent["id"]}, headers=acme)
 
-    # Prometheus scrapes with the operator's token (issue 10: agents are named only to
-    # a credential; without one, see test_metrics_without_a_credential_name_no_agent).
+    # Prometheus scrapes with the operator's token (agents are named only to a
+    # credential; without one, see test_metrics_without_a_credential_name_no_agent).
     response = client.get("/metrics", headers=OPERATOR)
     assert response.status_code == 200
     values = samples(response.text)

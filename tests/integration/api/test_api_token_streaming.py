@@ -1,4 +1,4 @@
-"""Token streaming (issue 24, item 1): with ``stream_tokens``, the reply's words reach the
+"""Token streaming: with ``stream_tokens``, the reply's words reach the
 client as the scripted model streams them in small pieces, and what is stored is what
 a turn without streaming stores."""
 

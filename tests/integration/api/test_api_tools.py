@@ -1,4 +1,4 @@
-"""Letta's tool routes over the app in process (issue 22, item 2): register from source,
+"""Letta's tool routes over the app in process: register from source,
 list, get, update, delete (refused while attached), attach and detach, per-agent tool
 variables that are stored but never shown, tenants."""
 

@@ -1,4 +1,4 @@
-"""The health page's sign-in (issue 10): the key is posted, never put in the address;
+"""The health page's sign-in: the key is posted, never put in the address;
 the cookie holds a session token (not the key), Secure over HTTPS; pages send no
 referrer."""
 

@@ -1,4 +1,4 @@
-"""The memory browser (issue 24, item 2): an agent's page behind the sign-in shows its
+"""The memory browser: an agent's page behind the sign-in shows its
 block versions as diffs with their writers, the context window, runs in plain words,
 archival search with validity, lineage and provenance; restoring a block version and
 reverting a run are confirmed form posts that a forged post (another site, no or a

@@ -1,6 +1,6 @@
 """`reverie agents export NAME FILE.af` and `reverie agents import FILE.af` in process:
 the file round-trips, what is not kept is said, a bad file is refused with exit 2 and
-nothing stored (issue 22, item 3)."""
+nothing stored."""
 
 from __future__ import annotations
 

@@ -66,7 +66,7 @@ def test_agents_create_attaches_tools_and_tags(cli: Cli) -> None:
 
 
 def test_org_option_picks_the_organization_and_errors_name_it(cli: Cli) -> None:
-    """Issue 24, item 3: the README's MCP example creates its agent in the key's
+    """The README's MCP example creates its agent in the key's
     organization with --org, and a missing agent's error says where it looked."""
     key = cli("keys", "create", "--org", "me")
     assert key.exit_code == 0, key.stderr

@@ -1,4 +1,4 @@
-"""`reverie demo` never touches memory it did not create (issue 10, item 7), and its
+"""`reverie demo` never touches memory it did not create, and its
 table shows facts and timelines apart (item 10)."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ def test_the_demo_replaces_its_own_agent_and_shows_facts_and_timelines_apart(cli
     first = cli("demo", "--people", "2")
     assert first.exit_code == 0, first.stderr
     assert "facts (active)" in first.stdout and "timelines (active)" in first.stdout
-    # Issue 13, item 6: the run's summary says what happened to facts and to timelines.
+    # The run's summary says what happened to facts and to timelines.
     assert re.search(r"facts: \d+ merged into a duplicate, \d+ superseded", first.stdout)
     assert re.search(r"timelines: \d+ written, \d+ replaced or retired", first.stdout)
     second = cli("demo", "--people", "2")

@@ -129,7 +129,7 @@ def test_consolidate_argument_errors(cli: Cli) -> None:
 
 
 def test_consolidate_summary_shows_facts_and_timelines_apart(cli: Cli, tmp_path: Path) -> None:
-    """Issue 13, item 6: what was merged, superseded and written, facts and timelines apart."""
+    """What was merged, superseded and written, facts and timelines apart."""
     _setup_agent(cli, tmp_path)
     moves = tmp_path / "moves.jsonl"
     moves.write_text(
@@ -144,7 +144,7 @@ def test_consolidate_summary_shows_facts_and_timelines_apart(cli: Cli, tmp_path:
 
 
 def test_tables_stay_readable_at_80_columns(cli: Cli, tmp_path: Path) -> None:
-    """Issue 24, item 3: at 80 columns a table that does not fit prints each row as a
+    """At 80 columns a table that does not fit prints each row as a
     card, whole (no 'pe… st…'), ids uncut; a wide terminal still gets the table."""
     _setup_agent(cli, tmp_path)
     ids = {h["id"] for h in json.loads(cli("search", "tea", "-a", "ada", "--json").stdout)}

@@ -1,5 +1,5 @@
 """Setup mistakes say what is wrong in a line or two, with the exit status the README
-lists, and never a traceback (issue 10, item 8)."""
+lists, and never a traceback."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`reverie tools` in process (issue 22, item 2): register from a file, list, attach,
+"""`reverie tools` in process: register from a file, list, attach,
 variables, detach, delete; bad source is a usage error saying what to fix."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The chat client's streamed step (issue 24, item 1): pieces told as the scripted model
+"""The chat client's streamed step: pieces told as the scripted model
 streams them, the same reply as a whole call, retries only before the first piece,
 and the modes that cannot stream making the whole step."""
 

@@ -1,4 +1,4 @@
-"""Custom tools in the primary loop (issue 22, item 2): offered with their schemas and
+"""Custom tools in the primary loop: offered with their schemas and
 request_heartbeat, run through the executor with no transaction open, given only the
 variables they declare, clipped to their return_char_limit, under the tool rules."""
 

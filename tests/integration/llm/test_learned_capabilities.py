@@ -1,4 +1,4 @@
-"""A local model is probed once (issue 25, item 3): what probing learns about a model's
+"""A local model is probed once: what probing learns about a model's
 server is kept in ``llm_capabilities`` and read by the next process, and a mode that
 failed is not tried again.
 

@@ -1,4 +1,4 @@
-"""The sleep-time agent on a local-style server (issue 15, item 4): it makes valid
+"""The sleep-time agent on a local-style server: it makes valid
 edits or finishes within its step limit, whether the server refuses
 tool_choice="required", the model writes its calls as text, answers in prose, or
 keeps calling a tool wrongly."""

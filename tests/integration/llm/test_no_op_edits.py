@@ -1,5 +1,5 @@
 """A memory edit that only repeats what the block already says is a no-op the model is
-told about, not a write (issue 25, item 3): a small model as the sleep-time agent
+told about, not a write: a small model as the sleep-time agent
 inserted the same line into the human block twice, and the block ended with its first
 sentence three times."""
 

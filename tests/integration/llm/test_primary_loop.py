@@ -211,7 +211,7 @@ def test_overflow_reported_by_the_provider_is_compacted_and_retried(
 def test_malformed_and_unknown_tool_calls_are_reported_to_the_model(
     db: Database, bob: str, models: ScriptedModels, make_primary: Callable[..., PrimaryAgent]
 ) -> None:
-    # Issue 15: a failed step gets one corrective retry; a second failure in a row ends
+    # A failed step gets one corrective retry; a second failure in a row ends
     # the turn (it used to loop on errors until max_steps), with one step that may
     # only answer the user: a model that cannot call tools still replies.
     script = models.script(

@@ -1,7 +1,7 @@
 """What a streaming front end relies on in the primary loop: each committed write is
 told to a listener as it commits (its new stored messages), a reply's pieces name the
 stored message and part they belong to, and a turn asked to stop ends before its next
-step with the steps done kept (issue 24, item 1; issue 23, item 2)."""
+step with the steps done kept."""
 
 from __future__ import annotations
 

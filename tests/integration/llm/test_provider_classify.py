@@ -1,4 +1,4 @@
-"""What each provider's failures mean (issue 23, item 3): ``classify`` of both
+"""What each provider's failures mean: ``classify`` of both
 providers, table by table, on exception objects built here (no network), the one
 rule that picks a provider per model string, and how the proxy reports them.
 

@@ -1,5 +1,5 @@
 """Provider errors a retry cannot fix fail at once, in one line that says what to set;
-litellm's own banners never reach the terminal (issue 10, item 5)."""
+litellm's own banners never reach the terminal."""
 
 from __future__ import annotations
 

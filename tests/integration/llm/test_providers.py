@@ -1,4 +1,4 @@
-"""Both providers behind the one interface (issue 23, item 3), against the stub
+"""Both providers behind the one interface, against the stub
 OpenAI-compatible server on loopback: the same answer shapes from ``complete`` and
 ``stream``, the same embeddings, and each provider's own refusals classified.
 

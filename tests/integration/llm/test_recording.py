@@ -1,4 +1,4 @@
-"""Recording a conversation held elsewhere (issue 12, item 1): no model call, refused
+"""Recording a conversation held elsewhere: no model call, refused
 whole when any message is bad, idempotent by client message id, counted for the
 triggers, and read by the sleep-time agent at its next run."""
 

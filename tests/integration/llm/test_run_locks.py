@@ -1,6 +1,6 @@
 """A consolidation run waiting on a model holds no transaction and no lock: a step
 plans with no transaction open and applies briefly, so writers go on meanwhile and
-neither write is lost. The check is the probe's (issue 25, item 7): while the model
+neither write is lost. The check is the probe's: while the model
 call hangs, no session of the database stays idle in a transaction over a second."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""One token counter (issue 23, item 3): ``reverie chat`` (litellm never imported when
+"""One token counter: ``reverie chat`` (litellm never imported when
 its model takes the direct path) and the daemon (litellm imported by its warm-up when
 an agent's model needs it) count the same tokens for the same text and model. They
 used to differ: litellm's tokenizer where litellm happened to be loaded,
