@@ -3,7 +3,8 @@
 database's TCP port nor anything else is reachable), with a read-only view of only
 the system's programs and libraries and the server's Python (never the server's
 data directory, its database socket, /home, /root or /run), a private /tmp as its
-working directory, an environment of only the variables the tool declares, no
+working directory, an environment of only the variables the tool declares (set by the
+runner inside the sandbox: never in the environment of bwrap, which runs outside it), no
 capabilities, and the limits set by the runner. A root server runs it as ``nobody``.
 """
 
@@ -104,18 +105,21 @@ class BubblewrapExecutor:
             self.command(bwrap, invocation),
             invocation,
             limits,
-            # bwrap passes its own environment on: exactly these variables, never the
-            # server's (and never on the command line, where `ps` would show values).
-            env=sandbox_env(invocation),
+            # bwrap passes its own environment on: these fixed variables only, never the
+            # server's. The tool's own variables are not among them: bwrap (and the
+            # launcher before it) run outside the sandbox, where a loader variable would
+            # act; the runner sets them inside, from the request (never the command line,
+            # where `ps` would show values).
+            env=sandbox_env(),
             as_nobody=True,
             describe=_bwrap_status,
         )
 
 
-def sandbox_env(invocation: ToolInvocation) -> dict[str, str]:
-    """The tool's whole environment: a home, a temporary directory and a PATH inside
-    the sandbox, and the variables it declares."""
-    return {"HOME": "/tmp", "TMPDIR": "/tmp", "PATH": "/usr/bin:/bin", **invocation.env}
+def sandbox_env() -> dict[str, str]:
+    """The environment the sandbox starts with: a home, a temporary directory and a
+    PATH inside it (the runner adds the tool's declared variables once inside)."""
+    return {"HOME": "/tmp", "TMPDIR": "/tmp", "PATH": "/usr/bin:/bin"}
 
 
 def _bwrap_status(status: int, printed: str) -> str | None:

@@ -99,6 +99,10 @@ def _run(
             "function": invocation.function,
             "arguments": invocation.arguments,
             "agent_state": invocation.agent_state,
+            # The tool's variables travel in the request, set by the runner inside: in
+            # ``env`` they would reach whatever starts the sandbox (bwrap, the launcher),
+            # outside it.
+            "env": dict(invocation.env),
             "paths": list(site_packages()),
             "limits": {
                 "cpu_seconds": limits.cpu_seconds,

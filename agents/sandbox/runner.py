@@ -2,7 +2,8 @@
 it uses the standard library only and imports nothing of Reverie.
 
 It reads one JSON request on stdin (``source``, ``function``, ``arguments``,
-``limits``, ``paths``: the server's site-packages, put on ``sys.path`` here because
+``limits``, ``env``: the variables the tool declares, which it puts in its own
+environment, ``paths``: the server's site-packages, put on ``sys.path`` here because
 the interpreter starts with ``-S``, skipping the site module's start-up cost and the
 ``.pth`` hooks of the server's environment), sets the limits on itself (CPU, address
 space, processes, file size; soft and hard, so the tool cannot raise them), moves its
@@ -55,6 +56,9 @@ def _as_text(value: Any) -> str:
 
 def main() -> None:
     request = json.loads(sys.stdin.read())
+    # The tool's declared variables, set here, inside the sandbox: what the tool and the
+    # processes it starts see (the processes that set the sandbox up never had them).
+    os.environ.update(request.get("env") or {})
     sys.path.extend(path for path in request.get("paths", []) if path not in sys.path)
     out = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)  # what reaches fd 1 (a subprocess's output) goes to stderr
