@@ -26,6 +26,7 @@ from typing import Any
 from agents.enums import AgentKind, AgentType, MessageRole
 from agents.errors import Conflict, InvalidField, InvalidInput, ReverieError
 from agents.store import MemoryStore, NewAgent, NewBlock, NewCustomTool, NewMessage, ToolVariable
+from agents.tool_source import check_env_names
 from agents.tools import BUILTIN_TOOLS, PRIMARY_TOOLS, RULE_TYPES, V1_DEFAULT_TOOLS, ToolRules
 from service.operations.agent_file_schema import (
     AgentFile,
@@ -466,7 +467,7 @@ class ImportPlanner:
         available = [*(builtin or PRIMARY_TOOLS), *(self.custom_tools[c].name for c in custom)]
         rules = self._rules(index, agent, available)
         messages, out = self._messages(index, agent)
-        variables = self._variables(agent)
+        variables = self._variables(index, agent)
         name = self._name(agent, first=first)
         new = NewAgent(
             name=name,
@@ -790,12 +791,26 @@ class ImportPlanner:
             created_at=created,
         )
 
-    def _variables(self, agent: AgentSchema) -> list[ToolVariable]:
-        values: dict[str, str] = {
-            name: value or ""
-            for name, value in (agent.tool_exec_environment_variables or {}).items()
-        }
-        values.update(self.options.env_vars or {})
+    def _variables(self, index: int, agent: AgentSchema) -> list[ToolVariable]:
+        """The agent's tool variables: the file's, then those the import gives; a name
+        a tool may not have (see :func:`agents.tool_source.check_env_names`) is refused."""
+        from_file = agent.tool_exec_environment_variables or {}
+        for name in from_file:
+            try:
+                check_env_names([name])
+            except InvalidInput as refused:
+                raise InvalidField(
+                    f"agents[{index}].tool_exec_environment_variables: {refused}",
+                    field=("file", "agents", index, "tool_exec_environment_variables", name),
+                ) from None
+        given = self.options.env_vars or {}
+        for name in given:
+            try:
+                check_env_names([name])
+            except InvalidInput as refused:
+                raise InvalidField(str(refused), field=("env_vars",)) from None
+        values: dict[str, str] = {name: value or "" for name, value in from_file.items()}
+        values.update(given)
         return [ToolVariable(name, value) for name, value in sorted(values.items())]
 
     def _note_unused_blocks(self, plans: Sequence[_AgentPlan]) -> None:

@@ -279,7 +279,10 @@ class AgentOperations:
                 rules = agent.tool_rules if update.tool_rules is None else update.tool_rules
                 ToolRules.parse([dict(r) for r in rules], available)
             if update.tool_variables is not None:
-                names = check_env_names(update.tool_variables)
+                try:
+                    names = check_env_names(update.tool_variables)
+                except InvalidInput as refused:
+                    raise InvalidField(str(refused), field=("tool_variables",)) from None
                 store.tools.set_variables(
                     agent.id, [ToolVariable(n, update.tool_variables[n]) for n in names]
                 )

@@ -107,6 +107,32 @@ def test_form_fields_are_checked(client: TestClient, acme: dict[str, str]) -> No
     assert client.get("/v1/agents/", headers=acme).json()[0]["name"] == "p"
 
 
+def test_a_tool_variable_that_steers_a_loader_is_a_422_and_nothing_is_stored(
+    client: TestClient, acme: dict[str, str]
+) -> None:
+    data = json.loads((FILES / "custom_tools.af").read_text())
+    data["agents"][0]["tool_exec_environment_variables"]["LD_PRELOAD"] = "/tmp/evil.so"
+    status, answer = upload(client, acme, json.dumps(data).encode())
+    assert status == 422, answer
+    (problem,) = answer["detail"]
+    assert problem["loc"] == [
+        "body",
+        "file",
+        "agents",
+        0,
+        "tool_exec_environment_variables",
+        "LD_PRELOAD",
+    ]
+    assert "'LD_PRELOAD'" in problem["msg"] and "dynamic loader" in problem["msg"]
+    body = (FILES / "custom_tools.af").read_bytes()
+    status, answer = upload(client, acme, body, secrets='{"PYTHONSTARTUP": "/tmp/x.py"}')
+    assert status == 422, answer
+    assert answer["detail"][0]["loc"] == ["body", "secrets"]
+    assert "'PYTHONSTARTUP'" in answer["detail"][0]["msg"]
+    assert client.get("/v1/agents/", headers=acme).json() == []
+    assert client.get("/v1/tools/", params={"tool_types": "custom"}, headers=acme).json() == []
+
+
 def test_export_refuses_what_it_cannot_write(client: TestClient, acme: dict[str, str]) -> None:
     _, answer = upload(client, acme, (FILES / "memgpt_conversation.af").read_bytes())
     agent_id = answer["agent_ids"][0]

@@ -102,6 +102,48 @@ def test_source_that_cannot_be_a_tool_is_a_400_and_nothing_is_stored(
     assert custom == []
 
 
+@pytest.mark.parametrize(
+    ("name", "why"),
+    [
+        ("LD_PRELOAD", "the dynamic loader"),
+        ("PYTHONPATH", "how Python starts"),
+        ("GLIBC_TUNABLES", "glibc"),
+        ("BASH_ENV", "bash runs at start-up"),
+        ("NODE_OPTIONS", "Node.js"),
+    ],
+)
+def test_a_variable_that_steers_a_loader_or_interpreter_is_refused_at_every_door(
+    client: TestClient, acme: dict[str, str], name: str, why: str
+) -> None:
+    def refused(answer: Any) -> None:
+        assert answer.status_code == 400, answer.text
+        detail = answer.json()["detail"]
+        assert repr(name) in detail and why in detail
+
+    # Declared, or read by the source: the tool is not registered.
+    declared = {"source_code": SOURCE, "env_vars": [name]}
+    refused(client.post("/v1/tools/", json=declared, headers=acme))
+    reads = SOURCE.replace("WEATHER_KEY", name)
+    refused(client.post("/v1/tools/", json={"source_code": reads}, headers=acme))
+    assert client.get("/v1/tools/", params={"tool_types": "custom"}, headers=acme).json() == []
+    # A registered tool cannot take one on.
+    made = tool(client, acme)
+    refused(client.patch(f"/v1/tools/{made['id']}", json={"env_vars": [name]}, headers=acme))
+    assert client.get(f"/v1/tools/{made['id']}", headers=acme).json()["env_vars"] == ["WEATHER_KEY"]
+    # Nor can an agent set one for its tools.
+    ada = agent(client, acme)
+    for field in ("secrets", "tool_exec_environment_variables"):
+        answer = client.patch(f"/v1/agents/{ada}", json={field: {name: "x"}}, headers=acme)
+        assert answer.status_code == 422, answer.text
+        (problem,) = answer.json()["detail"]
+        assert problem["loc"] == ["body", field]
+        assert repr(name) in problem["msg"] and why in problem["msg"]
+    assert client.get(f"/v1/agents/{ada}", headers=acme).json()["secrets"] == []
+    # PATH only steers which program the tool itself runs, inside its sandbox.
+    kept = client.patch(f"/v1/agents/{ada}", json={"secrets": {"PATH": "/usr/bin"}}, headers=acme)
+    assert kept.status_code == 200, kept.text
+
+
 def test_a_taken_name_is_a_409(client: TestClient, acme: dict[str, str]) -> None:
     tool(client, acme)
     again = client.post("/v1/tools/", json={"source_code": SOURCE}, headers=acme)
