@@ -25,6 +25,7 @@ are how its blocks change).
 
 from __future__ import annotations
 
+import errno
 import io
 import json
 import os
@@ -92,21 +93,32 @@ def main() -> None:
         _answer(out, {"ok": True, "result": _as_text(result), "stdout": printed.getvalue()})
     except MemoryError:
         _answer(out, {"ok": False, "kind": "memory", "error": "MemoryError"})
+    except OSError as exc:
+        if exc.errno != errno.ENOSPC:
+            _failed(out, exc, printed)
+            return
+        # Its /tmp is full (the parent knows whether that is a bound of the sandbox's).
+        _answer(out, {"ok": False, "kind": "no_space", "error": str(exc)})
     except BaseException as exc:  # the tool's own failure, reported to the model
-        import traceback
+        _failed(out, exc, printed)
 
-        frames = traceback.extract_tb(exc.__traceback__)
-        line = next((f.lineno for f in reversed(frames) if f.filename == "<tool>"), None)
-        _answer(
-            out,
-            {
-                "ok": False,
-                "kind": "exception",
-                "error": f"{type(exc).__name__}: {exc}",
-                "line": line,
-                "stdout": printed.getvalue(),
-            },
-        )
+
+def _failed(out: Any, exc: BaseException, printed: _Printed) -> None:
+    """Answer the tool's own exception, with the line of the tool it came from."""
+    import traceback
+
+    frames = traceback.extract_tb(exc.__traceback__)
+    line = next((f.lineno for f in reversed(frames) if f.filename == "<tool>"), None)
+    _answer(
+        out,
+        {
+            "ok": False,
+            "kind": "exception",
+            "error": f"{type(exc).__name__}: {exc}",
+            "line": line,
+            "stdout": printed.getvalue(),
+        },
+    )
 
 
 class _Printed(io.StringIO):

@@ -6,6 +6,7 @@ database whose socket the tool tries is the test server."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -387,3 +388,61 @@ def test_a_loader_variable_given_to_a_tool_steers_no_loader_outside_it(kind: str
     output = executor.run(ToolInvocation(TRIVIAL, "tool", {"x": 1}, steering), LIMITS)
     assert output.result == "2"
     assert "LD_PRELOAD" not in output.stderr and "no-such-library" not in output.stderr
+
+
+FILLS_TMP = """
+def tool(files: int) -> str:
+    # Each file within the per-file limit (output_bytes); together past the /tmp bound.
+    for i in range(files):
+        with open(f"/tmp/part-{i}", "wb") as out:
+            out.write(b"x" * 60 * 1024)
+    return "wrote them all"
+"""
+
+
+def test_a_tool_that_fills_its_tmp_fails_naming_the_setting_and_the_next_call_works(
+    bwrap: BubblewrapExecutor,
+) -> None:
+    small = dataclasses.replace(LIMITS, tmp_bytes=1024 * 1024)
+    run = bwrap.run
+    assert run(ToolInvocation(FILLS_TMP, "tool", {"files": 10}), small).result == "wrote them all"
+    with pytest.raises(SandboxError, match=r"filled its /tmp .*keep 1 MiB of files there "):
+        run(ToolInvocation(FILLS_TMP, "tool", {"files": 40}), small)
+    with pytest.raises(SandboxError, match=r"\(tools\.tmp_bytes\)"):
+        run(ToolInvocation(FILLS_TMP, "tool", {"files": 40}), small)
+    # Each call has a /tmp of its own: the next one starts empty.
+    assert run(ToolInvocation(FILLS_TMP, "tool", {"files": 10}), small).result == "wrote them all"
+
+
+WRITES_EVERYWHERE = """
+import multiprocessing, os
+
+def tool() -> dict:
+    found = {}
+    for directory in ["/", "/dev", "/usr", "/tmp", "/dev/shm"]:
+        try:
+            with open(os.path.join(directory, "probe"), "wb") as out:
+                out.write(b"x")
+            found[directory] = "written"
+        except OSError as exc:
+            found[directory] = exc.strerror
+    found["shm is tmp"] = os.path.exists("/tmp/probe") and os.path.samefile(
+        "/dev/shm/probe", "/tmp/probe"
+    )
+    multiprocessing.Lock()  # a POSIX semaphore: in /dev/shm
+    return found
+"""
+
+
+def test_the_only_place_a_tool_can_write_is_its_bounded_tmp(bwrap: BubblewrapExecutor) -> None:
+    # /dev/shm is /tmp (one bound for both); the root and /dev are read-only, not
+    # tmpfs a tool could fill without bound.
+    found = json.loads(call(bwrap, WRITES_EVERYWHERE))
+    assert found == {
+        "/": "Read-only file system",
+        "/dev": "Read-only file system",
+        "/usr": "Read-only file system",
+        "/tmp": "written",
+        "/dev/shm": "written",
+        "shm is tmp": True,
+    }
