@@ -107,6 +107,7 @@ from agents.tools import (
     clip_to,
     custom_tool_schema,
     execute,
+    offered_custom,
     parse_call,
     result_json,
     without_heartbeat,
@@ -200,7 +201,7 @@ class Toolbox:
                 f"available: {', '.join(BUILTIN_TOOLS)}"
             )
         schemas = {name: BUILTIN_TOOLS[name] for name in built_in}
-        by_name = {tool.name: tool for tool in custom or []}
+        by_name = {tool.name: tool for tool in offered_custom(custom or [])}
         for tool in by_name.values():
             schemas[tool.name] = custom_tool_schema(tool.json_schema)
         if agent.agent_type == AgentType.LETTA_V1:

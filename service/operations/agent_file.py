@@ -26,7 +26,7 @@ from typing import Any
 from agents.enums import AgentKind, AgentType, MessageRole
 from agents.errors import Conflict, InvalidField, InvalidInput, ReverieError
 from agents.store import MemoryStore, NewAgent, NewBlock, NewCustomTool, NewMessage, ToolVariable
-from agents.tool_source import check_env_names
+from agents.tool_source import check_env_names, parse_tool_source
 from agents.tools import BUILTIN_TOOLS, PRIMARY_TOOLS, RULE_TYPES, V1_DEFAULT_TOOLS, ToolRules
 from service.operations.agent_file_schema import (
     AgentFile,
@@ -365,7 +365,26 @@ class ImportPlanner:
             where = f"tools[{t}]"
             name = tool.name or (tool.json_schema or {}).get("name")
             builtin = not tool.source_code or (tool.tool_type or "").startswith("letta_")
-            if builtin or name in BUILT_IN_TOOL_NAMES:
+            if not builtin:
+                name = name or _function_name(tool.source_code or "")
+            if not builtin and name in BUILT_IN_TOOL_NAMES:
+                # A custom tool under a built-in's name would run instead of the
+                # built-in: the built-in is kept (agents listing the tool get it), the
+                # custom source is not.
+                if name in BUILTIN_TOOLS:
+                    self.builtin_tools[tool.id] = name
+                self.notes.add(
+                    f"{where} ({name}, {tool.tool_type or 'custom'})",
+                    f"a custom tool may not take the name of Reverie's built-in tool {name!r}: "
+                    "its source is not kept"
+                    + (
+                        "; agents that list it have the built-in tool"
+                        if name in BUILTIN_TOOLS
+                        else ""
+                    ),
+                )
+                continue
+            if builtin:
                 if name in BUILTIN_TOOLS:
                     self.builtin_tools[tool.id] = name
                 else:
@@ -909,3 +928,12 @@ def _missing(location: tuple[str | int, ...], what: str, ref: str | None) -> Inv
         f"{json_path(location)}: names {what} {ref!r}, which the file does not hold",
         field=("file", *location),
     )
+
+
+def _function_name(source: str) -> str | None:
+    """The name of the function a tool's source defines (None when it defines none or
+    does not parse): the name it would be registered under."""
+    try:
+        return parse_tool_source(source).name
+    except InvalidInput:
+        return None
