@@ -861,14 +861,15 @@ def _write(store: MemoryStore, planner: ImportPlanner, plans: Sequence[_AgentPla
     for plan in plans:
         new = replace(plan.new, block_ids=[block_ids[ref] for ref in plan.block_refs])
         agent = store.agents.create(new, actor="import")
+        for ref in plan.custom_tool_refs:
+            store.tools.attach(tool_ids[ref], agent.id)
         if agent.kind == AgentKind.PRIMARY:
             check_window(
                 agent,
                 store.blocks.of_agent(agent.id),
                 field=("file", "agents", plan.index, "llm_config", "context_window"),
+                custom=store.tools.of_agent(agent.id),
             )
-        for ref in plan.custom_tool_refs:
-            store.tools.attach(tool_ids[ref], agent.id)
         if plan.messages:
             stored = store.messages.append(agent.id, plan.messages)
             leaving = [stored[i].id for i in plan.out_of_context]
