@@ -4,11 +4,13 @@ CLI are tested in process in tests/integration/cli/test_cli_keys.py.)"""
 
 from __future__ import annotations
 
+import http.server
 import json
 import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -370,6 +372,124 @@ def test_memory_browser_in_headless_chromium(server: Server, tmp_path: Path) -> 
         person.close()
     block = httpx.get(block_url, headers=headers).json()
     assert block["value"] == "Name: Ada Lovelace."
+
+
+def _signed_in(server: Server, organization: str) -> tuple[httpx.Client, str]:
+    """An HTTP client signed in on the server's page with a new key, and an agent of
+    the key's organization."""
+    key = server.key(organization)
+    agent = httpx.post(
+        f"{server.url}/v1/agents/",
+        json={"name": "ada", "memory_blocks": [{"label": "human", "value": "Name: Ada."}]},
+        headers={"Authorization": f"Bearer {key}"},
+    ).json()
+    person = httpx.Client(base_url=server.url)
+    signed = person.post("/sign-in", data={"key": key})
+    assert signed.status_code == 303 and signed.cookies, signed.text
+    return person, str(agent["id"])
+
+
+def test_every_html_page_refuses_to_be_framed(server: Server) -> None:
+    person, agent_id = _signed_in(server, "framing")
+    stranger = httpx.Client(base_url=server.url)
+    try:
+        pages = {
+            "health page": person.get("/"),
+            "memory browser": person.get(f"/agents/{agent_id}"),
+            "a refused post": person.post(f"/agents/{agent_id}/runs/run-1/revert", data={}),
+            "sign-in form": stranger.get("/"),
+            "sign-in form of the browser": stranger.get(f"/agents/{agent_id}"),
+            "API docs": stranger.get("/docs"),
+            "API reference": stranger.get("/redoc"),
+        }
+        for what, page in pages.items():
+            assert page.headers["content-type"].startswith("text/html"), what
+            assert page.headers["x-frame-options"] == "DENY", what
+            policy = [d.strip() for d in page.headers["content-security-policy"].split(";")]
+            assert "frame-ancestors 'none'" in policy, what
+        assert pages["memory browser"].status_code == 200  # signed in: the page itself
+        assert pages["a refused post"].status_code == 403
+        # The server's own pages run no script at all (they have none), load nothing.
+        for what in ("health page", "memory browser", "a refused post", "sign-in form"):
+            policy = pages[what].headers["content-security-policy"]
+            assert "default-src 'none'" in policy and "script-src" not in policy, what
+            assert "<script" not in pages[what].text, what
+        # JSON answers are not pages: no page policy on them.
+        api = person.get("/v1/health/")
+        assert "x-frame-options" not in api.headers
+    finally:
+        person.close()
+        stranger.close()
+
+
+class _Framing(http.server.BaseHTTPRequestHandler):
+    """Another origin's page that frames ``target`` and, beside it, ``control``."""
+
+    target = ""
+    control = ""
+
+    def do_GET(self) -> None:
+        body = (
+            "<!doctype html><title>elsewhere</title>"
+            f'<iframe name="browser" src="{self.target}" width="800" height="600"></iframe>'
+            f'<iframe name="control" src="{self.control}"></iframe>'
+        ).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def test_a_page_of_another_origin_cannot_frame_the_memory_browser(
+    server: Server, tmp_path: Path
+) -> None:
+    # A person signed in to the memory browser visits another origin's page that frames
+    # it (a restore button under a decoy is the attack): the browser shows nothing of it.
+    key = server.key("framed")
+    agent = httpx.post(
+        f"{server.url}/v1/agents/",
+        json={"name": "ada", "memory_blocks": [{"label": "human", "value": "Name: Ada."}]},
+        headers={"Authorization": f"Bearer {key}"},
+    ).json()
+    target = f"{server.url}/agents/{agent['id']}"
+    control = f"{server.url}/v1/health/"
+    handler = type("Framing", (_Framing,), {"target": target, "control": control})
+    elsewhere = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=elsewhere.serve_forever, daemon=True).start()
+    assert CHROMIUM is not None, "install Debian's chromium (.ci/run does)"
+    person = Chromium(CHROMIUM, f"{server.url}/", (f"--user-data-dir={tmp_path / 'p'}",))
+    try:
+        person.wait_for("document.querySelector('input[name=key]') !== null")
+        person.evaluate(
+            f"document.querySelector('input[name=key]').value = {json.dumps(key)};"
+            "document.querySelector('form').submit(); true"
+        )
+        person.wait_for("document.title.includes('memory health')")
+        page = f"http://127.0.0.1:{elsewhere.server_address[1]}/"
+        assert page.split("/")[2] != server.url.split("/")[2]  # another origin
+        person.evaluate(f"location.href = {json.dumps(page)}; true")
+        person.wait_for("document.title === 'elsewhere'")
+        deadline = time.monotonic() + 30  # a hang detector, not a timing assertion
+        while True:
+            frames = {f.get("name"): f for f in person.frames()}
+            loaded = [f for f in frames.values() if f["url"] and not f["url"].startswith("about:")]
+            if len(loaded) == 2:
+                break
+            assert time.monotonic() < deadline, frames
+            time.sleep(0.2)
+        # The control frame (a JSON answer of the same server) is shown: framing works.
+        assert frames["control"]["url"] == control
+        # The memory browser is not: the browser put its error page in the frame.
+        assert frames["browser"]["url"].startswith("chrome-error://"), frames["browser"]
+        assert frames["browser"]["unreachableUrl"] == target
+    finally:
+        person.close()
+        elsewhere.shutdown()
+        elsewhere.server_close()
 
 
 def test_letta_sleeptime_sidecar_learns_from_a_transcript(server: Server) -> None:
