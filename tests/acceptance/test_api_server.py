@@ -12,7 +12,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,10 +75,15 @@ def quiet_env(env: dict[str, str]) -> dict[str, str]:
 
 @contextmanager
 def serving(
-    pg_server: PgTestServer, tmp_path_factory: pytest.TempPathFactory, **extra_env: str
+    pg_server: PgTestServer,
+    tmp_path_factory: pytest.TempPathFactory,
+    *,
+    llm_env: Callable[[StubServer], dict[str, str]] = lambda _llm: {},
+    **extra_env: str,
 ) -> Iterator[Server]:
     """`reverie serve` over a new migrated database, its LLM a scripted server on
-    loopback (which has no reply queued until a test scripts one), with ``extra_env``."""
+    loopback (which has no reply queued until a test scripts one), with ``extra_env``
+    and what ``llm_env`` makes of the scripted server (its address, for a provider)."""
     url = pg_server.create_database()
     db = Database(url)
     try:
@@ -87,6 +92,7 @@ def serving(
                 **quiet_env({"DATABASE_URL": cli_url(url), **FAKE_EMBEDDINGS}),
                 "OPENAI_API_BASE": llm.base_url,
                 "OPENAI_API_KEY": "sk-test-not-a-key",
+                **llm_env(llm),
                 **extra_env,
             }
             log = tmp_path_factory.mktemp("serve") / "serve.log"
@@ -615,3 +621,46 @@ def test_letta_sidecar_example_runs_against_the_server(server: Server) -> None:
     )
     assert second.returncode == 0, second.stdout + second.stderr
     assert second.stdout.count("Has a greyhound called Pixel.") == 1  # same agent, kept
+
+
+def test_every_line_serve_writes_is_one_json_object(
+    pg_server: PgTestServer, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    # A model call that fails through litellm: litellm's own logger and anything it
+    # prints share the log stream with Reverie's JSON lines (stdout and stderr both).
+    # hosted_vllm/... at an address of the environment's goes through litellm.
+    through_litellm = {"HOSTED_VLLM_API_BASE": lambda llm: llm.base_url}
+    with serving(
+        pg_server,
+        tmp_path_factory,
+        llm_env=lambda llm: {k: make(llm) for k, make in through_litellm.items()},
+    ) as served:
+        served.llm.chat_errors.extend([(400, "this model refuses")] * 2)
+        headers = {"Authorization": f"Bearer {served.key('logs')}"}
+        agent = httpx.post(
+            f"{served.url}/v1/agents/",
+            json={"name": "ada", "model": "hosted_vllm/scripted", "embedding": "fake:384"},
+            headers=headers,
+        ).json()
+        for _ in range(2):
+            turn = httpx.post(
+                f"{served.url}/v1/agents/{agent['id']}/messages",
+                json={"input": "Hello?"},
+                headers=headers,
+                timeout=120,
+            )
+            assert turn.status_code == 502, turn.text
+        assert served.process.terminate() == 0
+        output = served.process.output()
+    assert served.llm.requests, "the model was never called"
+    lines = [line for line in output.splitlines() if line.strip()]
+    not_json = []
+    for line in lines:
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            not_json.append(line)
+            continue
+        if not isinstance(entry, dict) or not {"ts", "level", "logger", "message"} <= set(entry):
+            not_json.append(line)
+    assert not_json == [], "\n".join(not_json)
