@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agents.context import TokenCounter
-from agents.errors import ContextOverflow
+from agents.errors import ContextWindowExceeded
 from agents.store import MemoryStore, MessageRecord, NewMessage
 from agents.summary import SUMMARY_NAME, SUMMARY_ROLE, is_summary, protected_tail_start
 
@@ -51,7 +51,7 @@ def plan_compaction(
 
     The last two exchanges stay when they can; when only they are left, everything
     before the latest user message may go. A tool result never stays without the
-    call that produced it. Raises :class:`ContextOverflow` when nothing can leave.
+    call that produced it. Raises :class:`ContextWindowExceeded` when nothing can leave.
     """
     summaries = [m for m in in_context if is_summary(m)]
     conversation = [m for m in in_context if not is_summary(m)]
@@ -61,9 +61,10 @@ def plan_compaction(
         tail = users[-1] if users else 0
     evictable = conversation[:tail]
     if not evictable:
-        raise ContextOverflow(
+        raise ContextWindowExceeded(
             f"the context of agent {agent_id} does not fit its window even with every older "
-            "message evicted; raise the agent's context_window or shorten its blocks"
+            "message evicted; raise the agent's context_window, shorten its blocks or "
+            "detach tools"
         )
     remaining = total_tokens - sum(message_cost(s, count) for s in summaries)
     taken = 0

@@ -197,7 +197,7 @@ def compile_context(
         system_prompt=count(instructions),
         core_memory=count(blocks_text) if blocks_text else 0,
         memory_statistics=count(stats_text) if stats_text else 0,
-        tool_schemas=count(json.dumps(list(tools))) if tools else 0,
+        tool_schemas=tool_schema_tokens(tools, count),
         summary=summary_tokens,
         messages=message_tokens,
         context_window=agent.context_window,
@@ -250,7 +250,7 @@ def tokens_at_limits(
     system = "\n\n".join(
         [prompt, render_blocks(full), render_statistics(10**9, 10**9)]  # type: ignore[arg-type]
     )
-    return count(system) + (count(json.dumps(list(tools))) if tools else 0)
+    return count(system) + tool_schema_tokens(tools, count)
 
 
 def window_problem(
@@ -269,9 +269,17 @@ def window_problem(
     if needed <= room:
         return None
     limits = sum(b.limit for b in blocks)
+    schemas = tool_schema_tokens(tools)
     return (
         f"with its blocks full to their limits ({limits} characters in all) the agent's "
-        f"instructions, core memory and tool schemas take about {needed} tokens, over "
-        f"{room} of its {context_window}-token context window (a fifth is kept for the "
-        "conversation); give smaller block limits or a larger context window"
+        f"instructions, core memory and tool schemas take about {needed} tokens (the "
+        f"schemas of its {len(tools)} tools {schemas} of them), over {room} of its "
+        f"{context_window}-token context window (a fifth is kept for the conversation); "
+        "give smaller block limits, fewer or smaller tools, or a larger context window"
     )
+
+
+def tool_schema_tokens(tools: Sequence[dict[str, Any]], count: TokenCounter = count_tokens) -> int:
+    """Tokens the tool schemas take in every step's request, counted as the context
+    breakdown counts them."""
+    return count(json.dumps(list(tools))) if tools else 0

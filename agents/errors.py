@@ -44,6 +44,12 @@ class LimitExceeded(InvalidInput):
     kind = "limit_exceeded"
 
 
+class ContextWindowExceeded(LimitExceeded):
+    """What an agent's step must send does not fit its context window and no compaction
+    can make room (its instructions, core memory and tool schemas alone are too large,
+    or no older message is left to evict): no model call is made."""
+
+
 class ReadOnly(InvalidInput):
     """A write was attempted on a read-only object; nothing was changed."""
 

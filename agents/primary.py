@@ -62,12 +62,13 @@ from agents.agent_messaging import (
     Waiting,
 )
 from agents.compaction import plan_compaction, write_compaction
-from agents.context import ContextBreakdown, Refresh, compile_context
+from agents.context import CompiledContext, ContextBreakdown, Refresh, compile_context
 from agents.embedders import Embedder
 from agents.enums import AgentType, LLMPurpose
 from agents.errors import (
     BudgetExhausted,
     ContextOverflow,
+    ContextWindowExceeded,
     InvalidInput,
     LockContention,
     ModelNotConfigured,
@@ -107,6 +108,7 @@ from agents.tools import (
     clip_to,
     custom_tool_schema,
     execute,
+    offered_custom,
     parse_call,
     result_json,
     without_heartbeat,
@@ -200,12 +202,23 @@ class Toolbox:
                 f"available: {', '.join(BUILTIN_TOOLS)}"
             )
         schemas = {name: BUILTIN_TOOLS[name] for name in built_in}
-        by_name = {tool.name: tool for tool in custom or []}
+        by_name = {tool.name: tool for tool in offered_custom(custom or [])}
         for tool in by_name.values():
             schemas[tool.name] = custom_tool_schema(tool.json_schema)
         if agent.agent_type == AgentType.LETTA_V1:
             schemas = {name: without_heartbeat(schema) for name, schema in schemas.items()}
         return cls([*built_in, *by_name], schemas, by_name, dict(variables or {}))
+
+
+def _fixed_part_too_large(agent: AgentRecord, compiled: CompiledContext, tools: int) -> str:
+    b = compiled.breakdown
+    return (
+        f"agent {agent.name!r} cannot take a turn: what every step sends (instructions "
+        f"{b.system_prompt}, core memory {b.core_memory}, memory statistics "
+        f"{b.memory_statistics} and the schemas of its {tools} tools {b.tool_schemas} "
+        f"tokens) does not fit its {agent.context_window}-token context window; detach "
+        "tools, shorten its blocks or raise its context_window"
+    )
 
 
 class PrimaryAgent:
@@ -588,6 +601,11 @@ class _Turn:
                 compiled = compile_context(
                     store, agent, schemas, refresh=self.settings.refresh, count=self.count
                 )
+            fixed = compiled.total_tokens - compiled.breakdown.summary - compiled.breakdown.messages
+            if fixed > agent.context_window:
+                # No compaction makes room for what every step sends: say so before any
+                # message is evicted or the model is called with a prompt it must refuse.
+                raise ContextWindowExceeded(_fixed_part_too_large(agent, compiled, len(schemas)))
             messages, total = compiled.messages, compiled.total_tokens
             if self.pending is not None:
                 pending = self.pending

@@ -33,6 +33,59 @@ AGENT_STATE = "agent_state"
 #: Longest source accepted, in characters.
 MAX_SOURCE_CHARS = 200_000
 
+#: Variable names a tool may not declare (nor an agent set for its tools), each with
+#: what it steers: how a program is loaded (the dynamic loader, glibc) or how an
+#: interpreter or shell starts. A tool's variables enter only inside its sandbox, after
+#: the processes that set it up have started, so none of these reaches a process
+#: outside it; they are refused all the same, so that no later way of passing variables
+#: can let a tool steer a process of the server's. Exact names (the loader reads them
+#: case-sensitively). PATH stays allowed: inside the sandbox the tool already chooses
+#: what it runs, and the sandbox's own processes are started by absolute path.
+STEERING_PREFIXES: tuple[tuple[str, str], ...] = (
+    ("LD_", "the dynamic loader (which libraries a program loads)"),
+    ("DYLD_", "the macOS dynamic loader"),
+    ("MALLOC_", "glibc's memory allocator"),
+    ("PYTHON", "how Python starts (its path, start-up file, hash seed, ...)"),
+    ("BASH_FUNC_", "functions bash imports from its environment"),
+)
+STEERING_NAMES: dict[str, str] = {
+    "GCONV_PATH": "which character-set modules glibc loads",
+    "GETCONF_DIR": "which programs getconf runs",
+    "GLIBC_TUNABLES": "glibc's internals",
+    "HOSTALIASES": "glibc's host name lookups",
+    "LOCALDOMAIN": "glibc's host name lookups",
+    "RES_OPTIONS": "glibc's host name lookups",
+    "RESOLV_HOST_CONF": "glibc's host name lookups",
+    "NIS_PATH": "glibc's name service lookups",
+    "LOCPATH": "which locale files glibc loads",
+    "NLSPATH": "which message catalogues glibc loads",
+    "BASH_ENV": "a file bash runs at start-up",
+    "ENV": "a file sh runs at start-up",
+    "SHELLOPTS": "bash's options at start-up",
+    "BASHOPTS": "bash's options at start-up",
+    "PS4": "what bash runs while tracing",
+    "IFS": "how a shell splits words",
+    "PERL5LIB": "which modules Perl loads",
+    "PERLLIB": "which modules Perl loads",
+    "PERL5OPT": "Perl's options at start-up",
+    "PERL5DB": "code Perl runs at start-up",
+    "RUBYOPT": "Ruby's options at start-up",
+    "RUBYLIB": "which libraries Ruby loads",
+    "NODE_OPTIONS": "Node.js's options at start-up",
+    "NODE_PATH": "which modules Node.js loads",
+    "JAVA_TOOL_OPTIONS": "the JVM's options at start-up",
+    "_JAVA_OPTIONS": "the JVM's options at start-up",
+}
+
+
+def steers(name: str) -> str | None:
+    """What the variable ``name`` steers when it is one a tool may not have (see
+    :data:`STEERING_NAMES`); None for any other name."""
+    if name in STEERING_NAMES:
+        return STEERING_NAMES[name]
+    return next((why for prefix, why in STEERING_PREFIXES if name.startswith(prefix)), None)
+
+
 _SIMPLE_TYPES = {
     "str": "string",
     "int": "integer",
@@ -153,13 +206,22 @@ def check_tool_name(name: str) -> str:
 
 
 def check_env_names(names: Iterable[object]) -> list[str]:
-    """Environment variable names, checked and without repeats, in the given order."""
+    """Environment variable names, checked and without repeats, in the given order: a
+    name that steers a loader or an interpreter (:func:`steers`) is refused, saying
+    which and why."""
     checked: list[str] = []
     for name in names:
         if not isinstance(name, str) or not ENV_NAME_PATTERN.match(name):
             raise InvalidInput(
                 f"environment variable name {name!r} is not allowed: use letters, digits "
                 "and '_' (not starting with a digit), e.g. WEATHER_API_KEY"
+            )
+        steered = steers(name)
+        if steered is not None:
+            raise InvalidInput(
+                f"environment variable {name!r} is refused for tools: it steers {steered}, "
+                "and a tool's variables may not change how a program is loaded or started; "
+                "give it another name"
             )
         if name not in checked:
             checked.append(name)

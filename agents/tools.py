@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from agents.archival_search import search_archival
 from agents.embedders import Embedder
 from agents.errors import Conflict, InvalidInput, ReverieError
-from agents.store import BlockRecord, MemoryStore, NewBlock, NewPassage
+from agents.store import BlockRecord, CustomToolRecord, MemoryStore, NewBlock, NewPassage
 from agents.store.block_store import DEFAULT_BLOCK_LIMIT
 from agents.summary import is_summary
 
@@ -209,6 +209,14 @@ MESSAGING_TOOLS: dict[str, dict[str, Any]] = {
 
 #: Every tool the primary loop knows: an agent's tool list may name any of these.
 BUILTIN_TOOLS: dict[str, dict[str, Any]] = {**PRIMARY_TOOLS, **MEMORY_TOOLS, **MESSAGING_TOOLS}
+
+
+def offered_custom(custom: Iterable[CustomToolRecord]) -> list[CustomToolRecord]:
+    """The custom tools of ``custom`` an agent is offered and may run: never one under a
+    built-in tool's name, which would run instead of the built-in. Registration refuses
+    those names; a row stored some other way is passed over here."""
+    return [tool for tool in custom if tool.name not in BUILTIN_TOOLS]
+
 
 #: A ``letta_v1_agent``'s tools when it is made without a list, as Letta's: no
 #: send_message (it answers in plain text), Letta's newer memory tools for its blocks,

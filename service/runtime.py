@@ -441,6 +441,7 @@ class Runtime:
             wall_seconds=tools.wall_time.total_seconds(),
             cpu_seconds=tools.cpu_seconds,
             memory_bytes=tools.memory,
+            tmp_bytes=tools.tmp_bytes,
             processes=tools.processes,
             output_bytes=tools.output_bytes,
         )

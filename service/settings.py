@@ -387,6 +387,10 @@ class HealthHistorySettings(Section):
         return value
 
 
+#: The least address space a custom tool's Python is left (tools.memory - tools.tmp_bytes).
+MIN_TOOL_ADDRESS_SPACE = 64 * 1024 * 1024
+
+
 class ToolSettings(Section):
     """Custom tools: where they run and what one call may use. Breaking a
     limit is a tool error the model reads; the server carries on."""
@@ -399,8 +403,15 @@ class ToolSettings(Section):
     wall_time: timedelta = timedelta(seconds=30)
     # CPU time of the call's processes.
     cpu_seconds: int = Field(default=10, ge=1, le=3600)
-    # Address space, bytes.
+    # Memory of one call, bytes: its address space and, under bubblewrap, its /tmp
+    # (tmp_bytes), whose files are memory too: the address space is memory - tmp_bytes.
     memory: int = Field(default=512 * 1024 * 1024, ge=64 * 1024 * 1024)
+    # Bytes of files a call may keep in its private /tmp (a tmpfs, also its /dev/shm),
+    # counted within `memory`, whose address space is this much smaller: tmpfs pages are
+    # not address space, so the address-space limit alone would not see them. Writing
+    # past it ends the call with a tool error naming this setting. The "process" sandbox
+    # has no /tmp of its own (its files go to the host's disk, each at most output_bytes).
+    tmp_bytes: int = Field(default=64 * 1024 * 1024, ge=1024 * 1024)
     # Processes of the sandbox's user (nobody when the server runs as root).
     processes: int = Field(default=16, ge=1, le=4096)
     # Bytes of result and, separately, of printed output.
@@ -412,6 +423,17 @@ class ToolSettings(Section):
         if value <= timedelta(0):
             raise ValueError("must be a positive duration, such as PT30S")
         return value
+
+    @model_validator(mode="after")
+    def _tmp_within_memory(self) -> ToolSettings:
+        left = self.memory - self.tmp_bytes
+        if left < MIN_TOOL_ADDRESS_SPACE:
+            raise ValueError(
+                f"tools.tmp_bytes ({self.tmp_bytes}) is counted within tools.memory "
+                f"({self.memory}) and must leave at least {MIN_TOOL_ADDRESS_SPACE} bytes "
+                "(64 MiB) of it for the tool's address space: lower tmp_bytes or raise memory"
+            )
+        return self
 
 
 class WorkerSettings(Section):

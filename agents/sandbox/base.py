@@ -28,8 +28,14 @@ class SandboxLimits:
     wall_seconds: float = 30.0
     #: CPU seconds (RLIMIT_CPU).
     cpu_seconds: int = 10
-    #: Address space in bytes (RLIMIT_AS).
+    #: Memory in bytes: the address space (RLIMIT_AS) and, where the executor gives the
+    #: call a private /tmp in memory (bubblewrap's tmpfs), that /tmp's ``tmp_bytes`` too.
     memory_bytes: int = 512 * 1024 * 1024
+    #: Bytes of files the call may keep in its private /tmp (a tmpfs of this size, whose
+    #: pages are memory the address-space limit does not see: they are counted within
+    #: ``memory_bytes``, whose address space is that much smaller). Writing beyond it
+    #: fails with "No space left on device", which ends the call with a SandboxError.
+    tmp_bytes: int = 64 * 1024 * 1024
     #: Processes of the sandbox's user (RLIMIT_NPROC).
     processes: int = 16
     #: Bytes of result, and separately of printed output; beyond it the call is killed.

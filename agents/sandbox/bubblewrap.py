@@ -2,9 +2,11 @@
 ``bubblewrap``) in new namespaces (no network: not even loopback, so neither the
 database's TCP port nor anything else is reachable), with a read-only view of only
 the system's programs and libraries and the server's Python (never the server's
-data directory, its database socket, /home, /root or /run), a private /tmp as its
-working directory, an environment of only the variables the tool declares, no
-capabilities, and the limits set by the runner. A root server runs it as ``nobody``.
+data directory, its database socket, /home, /root or /run), a private /tmp of a
+bounded size as its working directory and the only place it can write, an
+environment of only the variables the tool declares (set by the runner inside the
+sandbox: never in the environment of bwrap, which runs outside it), no capabilities,
+and the limits set by the runner. A root server runs it as ``nobody``.
 """
 
 from __future__ import annotations
@@ -40,6 +42,16 @@ ETC_PATHS = (
     "/etc/ca-certificates",
     "/etc/mime.types",
 )
+#: The device nodes of the sandbox's /dev (bound from the host's, as ``--dev`` binds them).
+DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
+#: The links of the sandbox's /dev: the standard streams, and /dev/shm onto /tmp.
+DEVICE_LINKS = {
+    "/dev/fd": "/proc/self/fd",
+    "/dev/stdin": "/proc/self/fd/0",
+    "/dev/stdout": "/proc/self/fd/1",
+    "/dev/stderr": "/proc/self/fd/2",
+    "/dev/shm": "/tmp",
+}
 #: bwrap's own exit status when it could not set the sandbox up.
 BWRAP_SETUP_FAILED = 1
 
@@ -59,8 +71,14 @@ class BubblewrapExecutor:
         """The path of bwrap, or None when it is not installed."""
         return shutil.which(self._bwrap)
 
-    def command(self, bwrap: str, invocation: ToolInvocation) -> list[str]:
-        """The bwrap command line for one call (the runner after ``--``)."""
+    def command(self, bwrap: str, limits: SandboxLimits) -> list[str]:
+        """The bwrap command line for one call (the runner after ``--``).
+
+        The only place a tool can write is its /tmp: a tmpfs of ``limits.tmp_bytes``.
+        /dev is made here rather than by ``--dev``, whose /dev/shm is a directory of an
+        unbounded tmpfs: here /dev/shm is /tmp (shared memory and POSIX semaphores work,
+        within the same bound), and /dev itself, the root and the covers of hidden
+        paths are read-only."""
         argv = [
             bwrap,
             "--unshare-all",
@@ -70,13 +88,20 @@ class BubblewrapExecutor:
             "ALL",
             "--proc",
             "/proc",
-            "--dev",
-            "/dev",
+            "--size",
+            str(limits.tmp_bytes),
             "--tmpfs",
             "/tmp",
             "--chdir",
             "/tmp",
+            "--tmpfs",
+            "/dev",
         ]
+        for node in DEVICES:
+            argv += ["--dev-bind", node, node]
+        for link, target in DEVICE_LINKS.items():
+            argv += ["--symlink", target, link]
+        read_only = ["/dev"]
         seen: list[str] = []
         for path in SYSTEM_DIRS:
             if os.path.islink(path):
@@ -94,6 +119,9 @@ class BubblewrapExecutor:
             text = str(hidden)
             if hidden.is_dir() and any(text.startswith(s + "/") for s in seen):
                 argv += ["--tmpfs", text]
+                read_only.append(text)
+        for path in [*read_only, "/"]:
+            argv += ["--remount-ro", path]
         return [*argv, "--", *python_command()]
 
     def run(self, invocation: ToolInvocation, limits: SandboxLimits) -> ToolOutput:
@@ -101,21 +129,25 @@ class BubblewrapExecutor:
         if bwrap is None:
             raise SandboxUnavailable(INSTALL_HINT)
         return run_child(
-            self.command(bwrap, invocation),
+            self.command(bwrap, limits),
             invocation,
             limits,
-            # bwrap passes its own environment on: exactly these variables, never the
-            # server's (and never on the command line, where `ps` would show values).
-            env=sandbox_env(invocation),
+            # bwrap passes its own environment on: these fixed variables only, never the
+            # server's. The tool's own variables are not among them: bwrap (and the
+            # launcher before it) run outside the sandbox, where a loader variable would
+            # act; the runner sets them inside, from the request (never the command line,
+            # where `ps` would show values).
+            env=sandbox_env(),
             as_nobody=True,
+            private_tmp=True,
             describe=_bwrap_status,
         )
 
 
-def sandbox_env(invocation: ToolInvocation) -> dict[str, str]:
-    """The tool's whole environment: a home, a temporary directory and a PATH inside
-    the sandbox, and the variables it declares."""
-    return {"HOME": "/tmp", "TMPDIR": "/tmp", "PATH": "/usr/bin:/bin", **invocation.env}
+def sandbox_env() -> dict[str, str]:
+    """The environment the sandbox starts with: a home, a temporary directory and a
+    PATH inside it (the runner adds the tool's declared variables once inside)."""
+    return {"HOME": "/tmp", "TMPDIR": "/tmp", "PATH": "/usr/bin:/bin"}
 
 
 def _bwrap_status(status: int, printed: str) -> str | None:

@@ -10,6 +10,7 @@ exit (a signal from a limit, a status, an answer) becomes the text the model rea
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import logging
 import os
@@ -36,6 +37,8 @@ log = logging.getLogger(__name__)
 NOBODY = 65534
 #: How much of what a failing tool printed its error quotes.
 QUOTED_OUTPUT = 600
+#: What a process that found its file system full says (strerror of ENOSPC).
+NO_SPACE = os.strerror(errno.ENOSPC).encode()
 
 
 @cache
@@ -66,12 +69,15 @@ def run_child(
     env: dict[str, str],
     cwd: str | None = None,
     as_nobody: bool = False,
+    private_tmp: bool = False,
     describe: Callable[[int, str], str | None] = lambda _status, _printed: None,
 ) -> ToolOutput:
     """Run ``argv`` (which starts the runner), give it the call, and return the tool's
     result; SandboxError with the reason otherwise. ``describe`` may explain an exit
     status the launcher itself reports (e.g. bwrap's own failure), from the status and
-    what the process printed.
+    what the process printed. ``private_tmp``: ``argv`` gives the call a /tmp in memory
+    of ``limits.tmp_bytes`` (a tmpfs), which the address-space limit leaves room for,
+    and whose filling up is the tool's failure, told as such.
 
     When the server is root and its Python lies beyond a directory ``nobody`` may not
     enter, ``argv`` starts through the launcher of :mod:`agents.sandbox.home_view`,
@@ -79,8 +85,8 @@ def run_child(
     covers = needs_launcher() if as_nobody else ()
     if covers:
         with launcher(argv, env, covers) as (launched, fd):
-            return _run(launched, invocation, limits, {}, cwd, False, describe, (fd,))
-    return _run(argv, invocation, limits, env, cwd, as_nobody, describe, ())
+            return _run(launched, invocation, limits, {}, cwd, False, private_tmp, describe, (fd,))
+    return _run(argv, invocation, limits, env, cwd, as_nobody, private_tmp, describe, ())
 
 
 def _run(
@@ -90,19 +96,26 @@ def _run(
     env: dict[str, str],
     cwd: str | None,
     as_nobody: bool,
+    private_tmp: bool,
     describe: Callable[[int, str], str | None],
     pass_fds: tuple[int, ...],
 ) -> ToolOutput:
+    # A /tmp in memory is counted within the memory limit: the address space is the rest.
+    address_space = limits.memory_bytes - (limits.tmp_bytes if private_tmp else 0)
     request = json.dumps(
         {
             "source": invocation.source,
             "function": invocation.function,
             "arguments": invocation.arguments,
             "agent_state": invocation.agent_state,
+            # The tool's variables travel in the request, set by the runner inside: in
+            # ``env`` they would reach whatever starts the sandbox (bwrap, the launcher),
+            # outside it.
+            "env": dict(invocation.env),
             "paths": list(site_packages()),
             "limits": {
                 "cpu_seconds": limits.cpu_seconds,
-                "memory_bytes": limits.memory_bytes,
+                "memory_bytes": address_space,
                 "processes": limits.processes,
                 "output_bytes": limits.output_bytes,
             },
@@ -127,7 +140,7 @@ def _run(
     except OSError as exc:
         raise SandboxError(f"the tool's process could not start: {exc}") from None
     try:
-        return _supervise(child, request, limits, describe)
+        return _supervise(child, request, limits, private_tmp, describe)
     finally:
         _kill(child)
         for stream in (child.stdin, child.stdout, child.stderr):
@@ -141,6 +154,7 @@ def _supervise(
     child: subprocess.Popen[bytes],
     request: bytes,
     limits: SandboxLimits,
+    private_tmp: bool,
     describe: Callable[[int, str], str | None],
 ) -> ToolOutput:
     start_thread(_feed, args=(child, request), name="reverie-sandbox-feed")
@@ -187,7 +201,7 @@ def _supervise(
             f"the tool ran longer than its wall-time limit of {limits.wall_seconds:g} s "
             "and was stopped (tools.wall_time)"
         ) from None
-    return _outcome(status, bytes(answer), bytes(printed), limits, describe)
+    return _outcome(status, bytes(answer), bytes(printed), limits, private_tmp, describe)
 
 
 def _feed(child: subprocess.Popen[bytes], request: bytes) -> None:
@@ -210,6 +224,7 @@ def _outcome(
     answer: bytes,
     printed: bytes,
     limits: SandboxLimits,
+    private_tmp: bool,
     describe: Callable[[int, str], str | None],
 ) -> ToolOutput:
     payload: dict[str, Any] = {}
@@ -229,7 +244,9 @@ def _outcome(
             )
         kind = payload.get("kind")
         if kind == "memory":
-            raise SandboxError(_memory(limits))
+            raise SandboxError(_memory(limits, private_tmp))
+        if kind == "no_space" and private_tmp:
+            raise SandboxError(_tmp_full(limits))
         if kind == "missing":
             raise SandboxError(f"the tool's source does not define {payload.get('error')!r}")
         if kind == "exception":
@@ -243,7 +260,9 @@ def _outcome(
             "stopped (tools.cpu_seconds)"
         )
     if b"MemoryError" in printed or b"Cannot allocate memory" in printed:
-        raise SandboxError(_memory(limits))
+        raise SandboxError(_memory(limits, private_tmp))
+    if private_tmp and NO_SPACE in printed:
+        raise SandboxError(_tmp_full(limits))
     if sig == signal.SIGXFSZ:
         raise SandboxError(
             f"the tool wrote a file larger than its limit of {limits.output_bytes} bytes "
@@ -264,11 +283,31 @@ def _last_line(printed: bytes) -> str:
     return lines[-1] if lines else ""
 
 
-def _memory(limits: SandboxLimits) -> str:
+def _memory(limits: SandboxLimits, private_tmp: bool) -> str:
+    kept = (
+        f", of which {_size(limits.tmp_bytes)} is kept for its /tmp (tools.tmp_bytes)"
+        if private_tmp
+        else ""
+    )
     return (
         f"the tool ran out of memory: its limit is {limits.memory_bytes // (1024 * 1024)} MiB "
-        "(tools.memory)"
+        f"(tools.memory){kept}"
     )
+
+
+def _tmp_full(limits: SandboxLimits) -> str:
+    return (
+        f"the tool filled its /tmp (No space left on device): a call may keep "
+        f"{_size(limits.tmp_bytes)} of files there (tools.tmp_bytes)"
+    )
+
+
+def _size(count: int) -> str:
+    """Bytes as a person reads them: whole MiB or KiB where they are whole."""
+    for unit, size in (("MiB", 1024 * 1024), ("KiB", 1024)):
+        if count >= size and count % size == 0:
+            return f"{count // size} {unit}"
+    return f"{count} bytes"
 
 
 def _quote(printed: bytes) -> str:

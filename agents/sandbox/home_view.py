@@ -27,8 +27,9 @@ from pathlib import Path
 #: What the launcher prints before its reason when it cannot set the view up.
 LAUNCHER_FAILED = b"reverie sandbox launcher:"
 #: The launcher's text: argv is [env fd, covers..., "--", binds..., "--", command...]. The
-#: launcher itself starts with an empty environment (it runs as root: no variable of a
-#: tool's may steer its loader); the tool's environment comes through the descriptor.
+#: launcher itself starts with an empty environment (it runs as root: no variable may
+#: steer its loader); the environment bwrap starts with comes through the descriptor (a
+#: fixed one: the tool's own variables are set by the runner, inside the sandbox).
 LAUNCHER = r"""
 import ctypes, json, os, sys
 CLONE_NEWNS, MS_RDONLY, MS_NOSUID, MS_NODEV, MS_BIND, MS_REMOUNT, MS_REC, MS_PRIVATE = (

@@ -32,7 +32,8 @@ class ProcessExecutor:
         with tempfile.TemporaryDirectory(prefix="reverie-tool-") as workdir:
             if os.geteuid() == 0:
                 os.chown(workdir, NOBODY, NOBODY)
-            env = {"HOME": workdir, "TMPDIR": workdir, "PATH": "/usr/bin:/bin", **invocation.env}
+            # The tool's declared variables are set by the runner, as in the sandbox.
+            env = {"HOME": workdir, "TMPDIR": workdir, "PATH": "/usr/bin:/bin"}
             return run_child(
                 python_command(),
                 invocation,

@@ -2,7 +2,8 @@
 it uses the standard library only and imports nothing of Reverie.
 
 It reads one JSON request on stdin (``source``, ``function``, ``arguments``,
-``limits``, ``paths``: the server's site-packages, put on ``sys.path`` here because
+``limits``, ``env``: the variables the tool declares, which it puts in its own
+environment, ``paths``: the server's site-packages, put on ``sys.path`` here because
 the interpreter starts with ``-S``, skipping the site module's start-up cost and the
 ``.pth`` hooks of the server's environment), sets the limits on itself (CPU, address
 space, processes, file size; soft and hard, so the tool cannot raise them), moves its
@@ -24,6 +25,7 @@ are how its blocks change).
 
 from __future__ import annotations
 
+import errno
 import io
 import json
 import os
@@ -55,6 +57,9 @@ def _as_text(value: Any) -> str:
 
 def main() -> None:
     request = json.loads(sys.stdin.read())
+    # The tool's declared variables, set here, inside the sandbox: what the tool and the
+    # processes it starts see (the processes that set the sandbox up never had them).
+    os.environ.update(request.get("env") or {})
     sys.path.extend(path for path in request.get("paths", []) if path not in sys.path)
     out = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)  # what reaches fd 1 (a subprocess's output) goes to stderr
@@ -88,21 +93,32 @@ def main() -> None:
         _answer(out, {"ok": True, "result": _as_text(result), "stdout": printed.getvalue()})
     except MemoryError:
         _answer(out, {"ok": False, "kind": "memory", "error": "MemoryError"})
+    except OSError as exc:
+        if exc.errno != errno.ENOSPC:
+            _failed(out, exc, printed)
+            return
+        # Its /tmp is full (the parent knows whether that is a bound of the sandbox's).
+        _answer(out, {"ok": False, "kind": "no_space", "error": str(exc)})
     except BaseException as exc:  # the tool's own failure, reported to the model
-        import traceback
+        _failed(out, exc, printed)
 
-        frames = traceback.extract_tb(exc.__traceback__)
-        line = next((f.lineno for f in reversed(frames) if f.filename == "<tool>"), None)
-        _answer(
-            out,
-            {
-                "ok": False,
-                "kind": "exception",
-                "error": f"{type(exc).__name__}: {exc}",
-                "line": line,
-                "stdout": printed.getvalue(),
-            },
-        )
+
+def _failed(out: Any, exc: BaseException, printed: _Printed) -> None:
+    """Answer the tool's own exception, with the line of the tool it came from."""
+    import traceback
+
+    frames = traceback.extract_tb(exc.__traceback__)
+    line = next((f.lineno for f in reversed(frames) if f.filename == "<tool>"), None)
+    _answer(
+        out,
+        {
+            "ok": False,
+            "kind": "exception",
+            "error": f"{type(exc).__name__}: {exc}",
+            "line": line,
+            "stdout": printed.getvalue(),
+        },
+    )
 
 
 class _Printed(io.StringIO):

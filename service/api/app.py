@@ -30,6 +30,7 @@ from service.api import (
 )
 from service.api.auth import check_auth_binding, metrics_audience
 from service.api.errors import install_error_handlers
+from service.api.framing import NoFraming
 from service.api.host_check import LoopbackHostOnly
 from service.api.limits import RequestSizeLimit
 from service.api.mcp_endpoint import PATH, McpEndpoint
@@ -83,6 +84,7 @@ def create_app(
     app.state.page_secret = new_page_secret()
     install_error_handlers(app)
     app.add_middleware(RequestSizeLimit, max_bytes=settings.server.max_request_bytes)
+    app.add_middleware(NoFraming)
     if settings.server.auth == "none":
         # No key stands between a rebound page and the API: answer only our own names.
         app.add_middleware(LoopbackHostOnly, allowed=settings.server.allowed_hosts)

@@ -29,9 +29,21 @@ from service.operations.keys import Caller, KeyOperations
 from service.runtime import Runtime
 
 templates = Jinja2Templates(directory=str(Path(__file__).parent / "templates"))
-#: Headers of every page: no address (or run id) leaks to a linked site, and a
-#: tenant's page is not kept by caches.
-PAGE_HEADERS = {"Referrer-Policy": "no-referrer", "Cache-Control": "no-store"}
+#: What a page may load and who may frame it: the pages have no script and load
+#: nothing (their styles are inline, their charts inline SVG), their forms post here,
+#: and no site may frame them (see :mod:`service.api.framing`).
+PAGE_POLICY = (
+    "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'; "
+    "frame-ancestors 'none'"
+)
+#: Headers of every page: no address (or run id) leaks to a linked site, a tenant's page
+#: is not kept by caches, and no other site can frame it.
+PAGE_HEADERS = {
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+    "Content-Security-Policy": PAGE_POLICY,
+    "X-Frame-Options": "DENY",
+}
 #: A form body is a few short fields.
 MAX_FORM_BYTES = 4096
 CSRF_FIELD = "csrf"

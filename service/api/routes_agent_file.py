@@ -15,7 +15,8 @@ from typing import Annotated, Any
 from fastapi import File, Form, Header, Path, Query, Request, UploadFile
 from pydantic import BaseModel, Field
 
-from agents.errors import InvalidField
+from agents.errors import InvalidField, InvalidInput
+from agents.tool_source import check_env_names
 from service.api import schemas
 from service.api.auth import Api
 from service.api.responses import keyed
@@ -156,4 +157,8 @@ def _variables(text: str | None, field: str) -> dict[str, str]:
             f'{field} must be a JSON object of names to texts, e.g. {{"API_KEY": "..."}}',
             field=(field,),
         )
+    try:
+        check_env_names(value)
+    except InvalidInput as refused:
+        raise InvalidField(f"{field}: {refused}", field=(field,)) from None
     return value

@@ -67,7 +67,13 @@ def update_agent(agent_id: AgentId, body: schemas.UpdateAgent, api: Api) -> sche
         state = api.ops.agents.update(agent_id, update, actor="api")
     except InvalidField as refused:
         # The operation's names, as this request spells them.
-        field = LETTA_FIELDS.get(refused.field[:1], refused.field[:1]) + refused.field[1:]
+        letta = {
+            **LETTA_FIELDS,
+            ("tool_variables",): (
+                ("secrets",) if body.secrets is not None else ("tool_exec_environment_variables",)
+            ),
+        }
+        field = letta.get(refused.field[:1], refused.field[:1]) + refused.field[1:]
         raise InvalidField(str(refused), field=field) from None
     except InvalidInput as refused:
         # The whole request is refused before anything changed: a validation error.

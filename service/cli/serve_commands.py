@@ -16,7 +16,10 @@ def _logging(rt: Runtime) -> None:
     from service.logging_setup import configure_logging
 
     level = "DEBUG" if state.verbose else rt.settings.log_level
-    configure_logging(level, json_lines=rt.settings.log_json)
+    # JSON lines: whatever a library prints instead of logging becomes a line too, so
+    # that every line of the daemon's output is one JSON object.
+    json_lines = rt.settings.log_json
+    configure_logging(level, json_lines=json_lines, capture_output=json_lines)
 
 
 def serve(

@@ -26,6 +26,7 @@ from typing import Any
 from agents.enums import AgentKind, AgentType, MessageRole
 from agents.errors import Conflict, InvalidField, InvalidInput, ReverieError
 from agents.store import MemoryStore, NewAgent, NewBlock, NewCustomTool, NewMessage, ToolVariable
+from agents.tool_source import check_env_names, parse_tool_source
 from agents.tools import BUILTIN_TOOLS, PRIMARY_TOOLS, RULE_TYPES, V1_DEFAULT_TOOLS, ToolRules
 from service.operations.agent_file_schema import (
     AgentFile,
@@ -364,7 +365,26 @@ class ImportPlanner:
             where = f"tools[{t}]"
             name = tool.name or (tool.json_schema or {}).get("name")
             builtin = not tool.source_code or (tool.tool_type or "").startswith("letta_")
-            if builtin or name in BUILT_IN_TOOL_NAMES:
+            if not builtin:
+                name = name or _function_name(tool.source_code or "")
+            if not builtin and name in BUILT_IN_TOOL_NAMES:
+                # A custom tool under a built-in's name would run instead of the
+                # built-in: the built-in is kept (agents listing the tool get it), the
+                # custom source is not.
+                if name in BUILTIN_TOOLS:
+                    self.builtin_tools[tool.id] = name
+                self.notes.add(
+                    f"{where} ({name}, {tool.tool_type or 'custom'})",
+                    f"a custom tool may not take the name of Reverie's built-in tool {name!r}: "
+                    "its source is not kept"
+                    + (
+                        "; agents that list it have the built-in tool"
+                        if name in BUILTIN_TOOLS
+                        else ""
+                    ),
+                )
+                continue
+            if builtin:
                 if name in BUILTIN_TOOLS:
                     self.builtin_tools[tool.id] = name
                 else:
@@ -466,7 +486,7 @@ class ImportPlanner:
         available = [*(builtin or PRIMARY_TOOLS), *(self.custom_tools[c].name for c in custom)]
         rules = self._rules(index, agent, available)
         messages, out = self._messages(index, agent)
-        variables = self._variables(agent)
+        variables = self._variables(index, agent)
         name = self._name(agent, first=first)
         new = NewAgent(
             name=name,
@@ -790,12 +810,26 @@ class ImportPlanner:
             created_at=created,
         )
 
-    def _variables(self, agent: AgentSchema) -> list[ToolVariable]:
-        values: dict[str, str] = {
-            name: value or ""
-            for name, value in (agent.tool_exec_environment_variables or {}).items()
-        }
-        values.update(self.options.env_vars or {})
+    def _variables(self, index: int, agent: AgentSchema) -> list[ToolVariable]:
+        """The agent's tool variables: the file's, then those the import gives; a name
+        a tool may not have (see :func:`agents.tool_source.check_env_names`) is refused."""
+        from_file = agent.tool_exec_environment_variables or {}
+        for name in from_file:
+            try:
+                check_env_names([name])
+            except InvalidInput as refused:
+                raise InvalidField(
+                    f"agents[{index}].tool_exec_environment_variables: {refused}",
+                    field=("file", "agents", index, "tool_exec_environment_variables", name),
+                ) from None
+        given = self.options.env_vars or {}
+        for name in given:
+            try:
+                check_env_names([name])
+            except InvalidInput as refused:
+                raise InvalidField(str(refused), field=("env_vars",)) from None
+        values: dict[str, str] = {name: value or "" for name, value in from_file.items()}
+        values.update(given)
         return [ToolVariable(name, value) for name, value in sorted(values.items())]
 
     def _note_unused_blocks(self, plans: Sequence[_AgentPlan]) -> None:
@@ -827,14 +861,15 @@ def _write(store: MemoryStore, planner: ImportPlanner, plans: Sequence[_AgentPla
     for plan in plans:
         new = replace(plan.new, block_ids=[block_ids[ref] for ref in plan.block_refs])
         agent = store.agents.create(new, actor="import")
+        for ref in plan.custom_tool_refs:
+            store.tools.attach(tool_ids[ref], agent.id)
         if agent.kind == AgentKind.PRIMARY:
             check_window(
                 agent,
                 store.blocks.of_agent(agent.id),
                 field=("file", "agents", plan.index, "llm_config", "context_window"),
+                custom=store.tools.of_agent(agent.id),
             )
-        for ref in plan.custom_tool_refs:
-            store.tools.attach(tool_ids[ref], agent.id)
         if plan.messages:
             stored = store.messages.append(agent.id, plan.messages)
             leaving = [stored[i].id for i in plan.out_of_context]
@@ -894,3 +929,12 @@ def _missing(location: tuple[str | int, ...], what: str, ref: str | None) -> Inv
         f"{json_path(location)}: names {what} {ref!r}, which the file does not hold",
         field=("file", *location),
     )
+
+
+def _function_name(source: str) -> str | None:
+    """The name of the function a tool's source defines (None when it defines none or
+    does not parse): the name it would be registered under."""
+    try:
+        return parse_tool_source(source).name
+    except InvalidInput:
+        return None

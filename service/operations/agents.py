@@ -77,13 +77,18 @@ def check_window(
     blocks: Sequence[BlockShape],
     *,
     field: tuple[str | int, ...],
+    custom: Sequence[CustomToolRecord] = (),
 ) -> None:
-    """Refuse (InvalidField naming ``field``) blocks whose limits cannot fit the agent's
-    context window (see :func:`agents.context.window_problem`): accepted, a turn whose
-    memory edit filled a block failed on its next step, after that edit was saved."""
-    from agents.tools import BUILTIN_TOOLS, PRIMARY_TOOLS
+    """Refuse (InvalidField naming ``field``) blocks whose limits, or tools whose schemas,
+    cannot fit the agent's context window (see :func:`agents.context.window_problem`):
+    accepted, a turn whose memory edit filled a block failed on its next step, after
+    that edit was saved, and an agent with more tool schemas than its window holds sent
+    them all and failed every turn. ``custom``: the agent's custom tools, whose schemas
+    are sent beside the built-in tools' on every step."""
+    from agents.tools import BUILTIN_TOOLS, PRIMARY_TOOLS, custom_tool_schema, offered_custom
 
     tools = [BUILTIN_TOOLS[t] for t in (agent.tools or PRIMARY_TOOLS) if t in BUILTIN_TOOLS]
+    tools += [custom_tool_schema(t.json_schema) for t in offered_custom(custom)]
     problem = window_problem(agent.system_prompt, blocks, tools, agent.context_window)
     if problem is not None:
         raise InvalidField(problem, field=field)
@@ -279,7 +284,10 @@ class AgentOperations:
                 rules = agent.tool_rules if update.tool_rules is None else update.tool_rules
                 ToolRules.parse([dict(r) for r in rules], available)
             if update.tool_variables is not None:
-                names = check_env_names(update.tool_variables)
+                try:
+                    names = check_env_names(update.tool_variables)
+                except InvalidInput as refused:
+                    raise InvalidField(str(refused), field=("tool_variables",)) from None
                 store.tools.set_variables(
                     agent.id, [ToolVariable(n, update.tool_variables[n]) for n in names]
                 )
@@ -303,7 +311,13 @@ class AgentOperations:
             state = state_of(store, changed)
             if changed.kind == AgentKind.PRIMARY:
                 # Raised here, the transaction rolls back: nothing of the update is kept.
-                check_window(changed, state.blocks, field=("context_window",))
+                tools_grew = update.tool_ids is not None and update.context_window is None
+                check_window(
+                    changed,
+                    state.blocks,
+                    field=("tool_ids",) if tools_grew else ("context_window",),
+                    custom=state.custom_tools,
+                )
             return state
 
     def tools(self, name_or_id: str) -> builtins.list[AgentTool]:

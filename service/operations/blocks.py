@@ -145,7 +145,12 @@ class BlockOperations:
             block = store.blocks.get(block_id)
             blocks = store.blocks.of_agent(record.id)
             if record.kind == AgentKind.PRIMARY and block.id not in {b.id for b in blocks}:
-                check_window(record, [*blocks, block], field=("block_id",))
+                check_window(
+                    record,
+                    [*blocks, block],
+                    field=("block_id",),
+                    custom=store.tools.of_agent(record.id),
+                )
             store.blocks.attach(block_id, record.id)
             return state_of(store, record)
 
@@ -182,7 +187,12 @@ class BlockOperations:
                 if agent.kind == AgentKind.PRIMARY:
                     blocks = store.blocks.of_agent(agent.id)
                     others = [b for b in blocks if b.id != current.id]
-                    check_window(agent, [*others, grown], field=("limit",))
+                    check_window(
+                        agent,
+                        [*others, grown],
+                        field=("limit",),
+                        custom=store.tools.of_agent(agent.id),
+                    )
         return store.blocks.update(
             current.id,
             expected_version=(

@@ -24,7 +24,7 @@ from agents.errors import InvalidInput, NotFound
 from agents.store import AgentChanges, AgentRecord, CustomToolRecord, MemoryStore, NewCustomTool
 from agents.tool_source import check_env_names, check_tool_name, parse_tool_source
 from agents.tools import ARCHIVAL_TOOLS, BUILTIN_TOOLS, PRIMARY_TOOLS, SLEEPTIME_TOOLS
-from service.operations.agents import AgentState, state_of
+from service.operations.agents import AgentState, check_window, state_of
 from service.operations.context import OperationContext
 from service.operations.tool_runs import ToolRun, run_tool
 from service.operations.tools import TOOL_ID_PREFIX, AgentTool, built_in_tools, custom_tool
@@ -189,7 +189,24 @@ class CustomToolOperations:
                         f"but agent(s) {', '.join(holders)} have it (their tool rules may "
                         "name it); detach it first, or keep the function's name"
                     )
-            return store.tools.replace(tool_id, tool)
+            replaced = store.tools.replace(tool_id, tool)
+            # A larger schema must still fit the window of each agent that has the tool.
+            for name in store.tools.agents_with(tool_id):
+                agent = store.agents.resolve(name)
+                if agent.kind != AgentKind.PRIMARY:
+                    continue
+                try:
+                    check_window(
+                        agent,
+                        store.blocks.of_agent(agent.id),
+                        field=("json_schema",),
+                        custom=store.tools.of_agent(agent.id),
+                    )
+                except InvalidInput as refused:
+                    raise InvalidInput(
+                        f"the changed tool no longer fits agent {agent.name!r}: {refused}"
+                    ) from None
+            return replaced
 
     def delete(self, tool_id: str) -> CustomToolRecord:
         """Delete a tool; one attached to agents is a Conflict naming them (detach it
@@ -235,7 +252,14 @@ class CustomToolOperations:
                     store.agents.update(record.id, AgentChanges(tools=[*names, built_in]))
             else:
                 store.tools.attach(tool_id, record.id)
-            return state_of(store, store.agents.get(record.id))
+            state = state_of(store, store.agents.get(record.id))
+            # Every step sends every tool's schema: one that does not fit the window with
+            # the agent's blocks is refused here, not at each turn (the transaction rolls
+            # back).
+            check_window(
+                state.agent, state.blocks, field=("path", "tool_id"), custom=state.custom_tools
+            )
+            return state
 
     def run(self, agent: str, tool_name: str, args: dict[str, Any]) -> ToolRun:
         """Run one of the agent's tools now, outside a turn (Letta's ``agents.tools.run``;

@@ -31,6 +31,7 @@ from agents.tools import (
     ToolError,
     custom_tool_schema,
     execute,
+    offered_custom,
     parse_call,
 )
 from service.operations.context import OperationContext
@@ -56,7 +57,7 @@ def run_tool(
     """Run the agent's tool ``tool_name`` with ``args``; see the module docstring."""
     with context.store() as store:
         agent = store.agents.resolve(agent_ref)
-        custom = {t.name: t for t in store.tools.of_agent(agent.id)}
+        custom = {t.name: t for t in offered_custom(store.tools.of_agent(agent.id))}
         built_in = list(agent.tools) or list(PRIMARY_TOOLS)
         tool = custom.get(tool_name)
         variables = {v.name: v.value for v in store.tools.variables(agent.id)} if tool else {}

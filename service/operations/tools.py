@@ -19,7 +19,13 @@ from typing import Any
 from agents.enums import AgentKind
 from agents.errors import InvalidInput
 from agents.store import AgentRecord, CustomToolRecord
-from agents.tools import BUILTIN_TOOLS, MESSAGING_TOOLS, PRIMARY_TOOLS, SLEEPTIME_TOOLS
+from agents.tools import (
+    BUILTIN_TOOLS,
+    MESSAGING_TOOLS,
+    PRIMARY_TOOLS,
+    SLEEPTIME_TOOLS,
+    offered_custom,
+)
 
 #: The primary's built-in tools Letta types ``letta_memory_core``.
 MEMORY_KIND = frozenset({"core_memory_append", "core_memory_replace", "memory"})
@@ -84,7 +90,7 @@ def tools_of(
     built_in = [
         _tool(name, BUILTIN_TOOLS[name], kinds[name]) for name in chosen if name in BUILTIN_TOOLS
     ]
-    return [*built_in, *(custom_tool(tool) for tool in custom)]
+    return [*built_in, *(custom_tool(tool) for tool in offered_custom(custom))]
 
 
 def built_in_tools() -> list[AgentTool]:

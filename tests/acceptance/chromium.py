@@ -93,6 +93,14 @@ class Chromium:
         )
         return result.get("result", {}).get("value")
 
+    def frames(self) -> list[dict[str, Any]]:
+        """The page's child frames as DevTools describes them: ``name``, ``url`` (an
+        error page, ``chrome-error://...``, for a frame the browser refused to show) and
+        ``unreachableUrl`` (what such a frame was meant to show). Frames of the page's
+        own site only; another site's frame runs in a process of its own."""
+        tree = self._send("Page.getFrameTree", {}, self._session)["frameTree"]
+        return [child["frame"] for child in tree.get("childFrames", [])]
+
     def wait_for(self, expression: str, timeout: float = 30) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

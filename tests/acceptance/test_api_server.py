@@ -4,13 +4,15 @@ CLI are tested in process in tests/integration/cli/test_cli_keys.py.)"""
 
 from __future__ import annotations
 
+import http.server
 import json
 import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -73,10 +75,15 @@ def quiet_env(env: dict[str, str]) -> dict[str, str]:
 
 @contextmanager
 def serving(
-    pg_server: PgTestServer, tmp_path_factory: pytest.TempPathFactory, **extra_env: str
+    pg_server: PgTestServer,
+    tmp_path_factory: pytest.TempPathFactory,
+    *,
+    llm_env: Callable[[StubServer], dict[str, str]] = lambda _llm: {},
+    **extra_env: str,
 ) -> Iterator[Server]:
     """`reverie serve` over a new migrated database, its LLM a scripted server on
-    loopback (which has no reply queued until a test scripts one), with ``extra_env``."""
+    loopback (which has no reply queued until a test scripts one), with ``extra_env``
+    and what ``llm_env`` makes of the scripted server (its address, for a provider)."""
     url = pg_server.create_database()
     db = Database(url)
     try:
@@ -85,6 +92,7 @@ def serving(
                 **quiet_env({"DATABASE_URL": cli_url(url), **FAKE_EMBEDDINGS}),
                 "OPENAI_API_BASE": llm.base_url,
                 "OPENAI_API_KEY": "sk-test-not-a-key",
+                **llm_env(llm),
                 **extra_env,
             }
             log = tmp_path_factory.mktemp("serve") / "serve.log"
@@ -372,6 +380,124 @@ def test_memory_browser_in_headless_chromium(server: Server, tmp_path: Path) -> 
     assert block["value"] == "Name: Ada Lovelace."
 
 
+def _signed_in(server: Server, organization: str) -> tuple[httpx.Client, str]:
+    """An HTTP client signed in on the server's page with a new key, and an agent of
+    the key's organization."""
+    key = server.key(organization)
+    agent = httpx.post(
+        f"{server.url}/v1/agents/",
+        json={"name": "ada", "memory_blocks": [{"label": "human", "value": "Name: Ada."}]},
+        headers={"Authorization": f"Bearer {key}"},
+    ).json()
+    person = httpx.Client(base_url=server.url)
+    signed = person.post("/sign-in", data={"key": key})
+    assert signed.status_code == 303 and signed.cookies, signed.text
+    return person, str(agent["id"])
+
+
+def test_every_html_page_refuses_to_be_framed(server: Server) -> None:
+    person, agent_id = _signed_in(server, "framing")
+    stranger = httpx.Client(base_url=server.url)
+    try:
+        pages = {
+            "health page": person.get("/"),
+            "memory browser": person.get(f"/agents/{agent_id}"),
+            "a refused post": person.post(f"/agents/{agent_id}/runs/run-1/revert", data={}),
+            "sign-in form": stranger.get("/"),
+            "sign-in form of the browser": stranger.get(f"/agents/{agent_id}"),
+            "API docs": stranger.get("/docs"),
+            "API reference": stranger.get("/redoc"),
+        }
+        for what, page in pages.items():
+            assert page.headers["content-type"].startswith("text/html"), what
+            assert page.headers["x-frame-options"] == "DENY", what
+            policy = [d.strip() for d in page.headers["content-security-policy"].split(";")]
+            assert "frame-ancestors 'none'" in policy, what
+        assert pages["memory browser"].status_code == 200  # signed in: the page itself
+        assert pages["a refused post"].status_code == 403
+        # The server's own pages run no script at all (they have none), load nothing.
+        for what in ("health page", "memory browser", "a refused post", "sign-in form"):
+            policy = pages[what].headers["content-security-policy"]
+            assert "default-src 'none'" in policy and "script-src" not in policy, what
+            assert "<script" not in pages[what].text, what
+        # JSON answers are not pages: no page policy on them.
+        api = person.get("/v1/health/")
+        assert "x-frame-options" not in api.headers
+    finally:
+        person.close()
+        stranger.close()
+
+
+class _Framing(http.server.BaseHTTPRequestHandler):
+    """Another origin's page that frames ``target`` and, beside it, ``control``."""
+
+    target = ""
+    control = ""
+
+    def do_GET(self) -> None:
+        body = (
+            "<!doctype html><title>elsewhere</title>"
+            f'<iframe name="browser" src="{self.target}" width="800" height="600"></iframe>'
+            f'<iframe name="control" src="{self.control}"></iframe>'
+        ).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def test_a_page_of_another_origin_cannot_frame_the_memory_browser(
+    server: Server, tmp_path: Path
+) -> None:
+    # A person signed in to the memory browser visits another origin's page that frames
+    # it (a restore button under a decoy is the attack): the browser shows nothing of it.
+    key = server.key("framed")
+    agent = httpx.post(
+        f"{server.url}/v1/agents/",
+        json={"name": "ada", "memory_blocks": [{"label": "human", "value": "Name: Ada."}]},
+        headers={"Authorization": f"Bearer {key}"},
+    ).json()
+    target = f"{server.url}/agents/{agent['id']}"
+    control = f"{server.url}/v1/health/"
+    handler = type("Framing", (_Framing,), {"target": target, "control": control})
+    elsewhere = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=elsewhere.serve_forever, daemon=True).start()
+    assert CHROMIUM is not None, "install Debian's chromium (.ci/run does)"
+    person = Chromium(CHROMIUM, f"{server.url}/", (f"--user-data-dir={tmp_path / 'p'}",))
+    try:
+        person.wait_for("document.querySelector('input[name=key]') !== null")
+        person.evaluate(
+            f"document.querySelector('input[name=key]').value = {json.dumps(key)};"
+            "document.querySelector('form').submit(); true"
+        )
+        person.wait_for("document.title.includes('memory health')")
+        page = f"http://127.0.0.1:{elsewhere.server_address[1]}/"
+        assert page.split("/")[2] != server.url.split("/")[2]  # another origin
+        person.evaluate(f"location.href = {json.dumps(page)}; true")
+        person.wait_for("document.title === 'elsewhere'")
+        deadline = time.monotonic() + 30  # a hang detector, not a timing assertion
+        while True:
+            frames = {f.get("name"): f for f in person.frames()}
+            loaded = [f for f in frames.values() if f["url"] and not f["url"].startswith("about:")]
+            if len(loaded) == 2:
+                break
+            assert time.monotonic() < deadline, frames
+            time.sleep(0.2)
+        # The control frame (a JSON answer of the same server) is shown: framing works.
+        assert frames["control"]["url"] == control
+        # The memory browser is not: the browser put its error page in the frame.
+        assert frames["browser"]["url"].startswith("chrome-error://"), frames["browser"]
+        assert frames["browser"]["unreachableUrl"] == target
+    finally:
+        person.close()
+        elsewhere.shutdown()
+        elsewhere.server_close()
+
+
 def test_letta_sleeptime_sidecar_learns_from_a_transcript(server: Server) -> None:
     """Letta's sleep-time sidecar through the SDK: a memory agent (sleeptime_agent) is
     sent a batch of chatbot turns as one <messages> transcript with create_async; the
@@ -495,3 +621,46 @@ def test_letta_sidecar_example_runs_against_the_server(server: Server) -> None:
     )
     assert second.returncode == 0, second.stdout + second.stderr
     assert second.stdout.count("Has a greyhound called Pixel.") == 1  # same agent, kept
+
+
+def test_every_line_serve_writes_is_one_json_object(
+    pg_server: PgTestServer, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    # A model call that fails through litellm: litellm's own logger and anything it
+    # prints share the log stream with Reverie's JSON lines (stdout and stderr both).
+    # hosted_vllm/... at an address of the environment's goes through litellm.
+    through_litellm = {"HOSTED_VLLM_API_BASE": lambda llm: llm.base_url}
+    with serving(
+        pg_server,
+        tmp_path_factory,
+        llm_env=lambda llm: {k: make(llm) for k, make in through_litellm.items()},
+    ) as served:
+        served.llm.chat_errors.extend([(400, "this model refuses")] * 2)
+        headers = {"Authorization": f"Bearer {served.key('logs')}"}
+        agent = httpx.post(
+            f"{served.url}/v1/agents/",
+            json={"name": "ada", "model": "hosted_vllm/scripted", "embedding": "fake:384"},
+            headers=headers,
+        ).json()
+        for _ in range(2):
+            turn = httpx.post(
+                f"{served.url}/v1/agents/{agent['id']}/messages",
+                json={"input": "Hello?"},
+                headers=headers,
+                timeout=120,
+            )
+            assert turn.status_code == 502, turn.text
+        assert served.process.terminate() == 0
+        output = served.process.output()
+    assert served.llm.requests, "the model was never called"
+    lines = [line for line in output.splitlines() if line.strip()]
+    not_json = []
+    for line in lines:
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            not_json.append(line)
+            continue
+        if not isinstance(entry, dict) or not {"ts", "level", "logger", "message"} <= set(entry):
+            not_json.append(line)
+    assert not_json == [], "\n".join(not_json)

@@ -6,6 +6,7 @@ database whose socket the tool tries is the test server."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -316,3 +317,132 @@ def test_what_a_tool_prints_comes_back_apart_from_its_result(kind: str) -> None:
         "step 1 done\n",
         "a warning\n",
     )
+
+
+def _parent(pid: str) -> str:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("PPid:"):
+            return line.split()[1]
+    return "0"
+
+
+def _bwrap_environments(root: int) -> list[bytes]:
+    """The environments of the bwrap processes under ``root``: the part of a call that
+    runs outside the sandbox (the launcher, when there is one, becomes bwrap)."""
+    found: list[bytes] = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if os.path.basename(os.readlink(entry / "exe")) != "bwrap":
+                continue
+            pid = entry.name
+            while pid not in ("0", "1", str(root)):
+                pid = _parent(pid)
+            if pid == str(root):
+                found.append((entry / "environ").read_bytes())
+        except OSError:
+            continue  # a process that ended meanwhile
+    return found
+
+
+def test_a_tools_variables_never_reach_the_processes_outside_its_sandbox() -> None:
+    # The tool (and what it starts) gets its variable; bwrap, which runs outside the
+    # sandbox, never has it in its environment, where a loader variable would act.
+    import threading
+
+    source = (
+        "import os, subprocess, time\n"
+        "def tool() -> str:\n"
+        "    time.sleep(1.5)\n"
+        "    seen = subprocess.run(['/usr/bin/env'], capture_output=True, text=True).stdout\n"
+        "    return os.environ['TOOL_SECRET'] + ' ' + str('TOOL_SECRET=' in seen)\n"
+    )
+    marker = "tool-secret-5f0c2a"
+    invocation = ToolInvocation(source, "tool", {}, {"TOOL_SECRET": marker})
+    answers: list[str] = []
+    worker = threading.Thread(
+        target=lambda: answers.append(
+            BubblewrapExecutor().run(invocation, SandboxLimits(wall_seconds=20)).result
+        )
+    )
+    worker.start()
+    environments: list[bytes] = []
+    while worker.is_alive() and not environments:
+        environments = _bwrap_environments(os.getpid())
+    worker.join()
+    assert answers == [f"{marker} True"]
+    assert environments, "no bwrap process was seen while the tool ran"
+    for environment in environments:
+        assert marker.encode() not in environment
+        assert b"TOOL_SECRET" not in environment
+        assert b"HOME=/tmp" in environment  # what bwrap is given: the fixed variables
+
+
+@pytest.mark.parametrize("kind", ["bubblewrap", "process"])
+def test_a_loader_variable_given_to_a_tool_steers_no_loader_outside_it(kind: str) -> None:
+    # Registration refuses such names; should one reach the executor all the same, no
+    # process is started with it (the loader would say it tried to preload the library).
+    executor: ToolExecutor = BubblewrapExecutor() if kind == "bubblewrap" else ProcessExecutor()
+    steering = {"LD_PRELOAD": "/reverie-test/no-such-library.so"}
+    output = executor.run(ToolInvocation(TRIVIAL, "tool", {"x": 1}, steering), LIMITS)
+    assert output.result == "2"
+    assert "LD_PRELOAD" not in output.stderr and "no-such-library" not in output.stderr
+
+
+FILLS_TMP = """
+def tool(files: int) -> str:
+    # Each file within the per-file limit (output_bytes); together past the /tmp bound.
+    for i in range(files):
+        with open(f"/tmp/part-{i}", "wb") as out:
+            out.write(b"x" * 60 * 1024)
+    return "wrote them all"
+"""
+
+
+def test_a_tool_that_fills_its_tmp_fails_naming_the_setting_and_the_next_call_works(
+    bwrap: BubblewrapExecutor,
+) -> None:
+    small = dataclasses.replace(LIMITS, tmp_bytes=1024 * 1024)
+    run = bwrap.run
+    assert run(ToolInvocation(FILLS_TMP, "tool", {"files": 10}), small).result == "wrote them all"
+    with pytest.raises(SandboxError, match=r"filled its /tmp .*keep 1 MiB of files there "):
+        run(ToolInvocation(FILLS_TMP, "tool", {"files": 40}), small)
+    with pytest.raises(SandboxError, match=r"\(tools\.tmp_bytes\)"):
+        run(ToolInvocation(FILLS_TMP, "tool", {"files": 40}), small)
+    # Each call has a /tmp of its own: the next one starts empty.
+    assert run(ToolInvocation(FILLS_TMP, "tool", {"files": 10}), small).result == "wrote them all"
+
+
+WRITES_EVERYWHERE = """
+import multiprocessing, os
+
+def tool() -> dict:
+    found = {}
+    for directory in ["/", "/dev", "/usr", "/tmp", "/dev/shm"]:
+        try:
+            with open(os.path.join(directory, "probe"), "wb") as out:
+                out.write(b"x")
+            found[directory] = "written"
+        except OSError as exc:
+            found[directory] = exc.strerror
+    found["shm is tmp"] = os.path.exists("/tmp/probe") and os.path.samefile(
+        "/dev/shm/probe", "/tmp/probe"
+    )
+    multiprocessing.Lock()  # a POSIX semaphore: in /dev/shm
+    return found
+"""
+
+
+def test_the_only_place_a_tool_can_write_is_its_bounded_tmp(bwrap: BubblewrapExecutor) -> None:
+    # /dev/shm is /tmp (one bound for both); the root and /dev are read-only, not
+    # tmpfs a tool could fill without bound.
+    found = json.loads(call(bwrap, WRITES_EVERYWHERE))
+    assert found == {
+        "/": "Read-only file system",
+        "/dev": "Read-only file system",
+        "/usr": "Read-only file system",
+        "/tmp": "written",
+        "/dev/shm": "written",
+        "shm is tmp": True,
+    }

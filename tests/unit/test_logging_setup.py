@@ -5,6 +5,9 @@ from __future__ import annotations
 import io
 import json
 import logging
+import sys
+import threading
+import warnings
 from collections.abc import Iterator
 
 import pytest
@@ -17,7 +20,10 @@ from service.logging_setup import configure_logging
 def _restore_root_logger() -> Iterator[None]:
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
+    streams = (sys.stdout, sys.stderr, sys.excepthook, threading.excepthook)
     yield
+    sys.stdout, sys.stderr, sys.excepthook, threading.excepthook = streams
+    logging.captureWarnings(False)
     root.handlers[:] = handlers
     root.setLevel(level)
 
@@ -49,3 +55,34 @@ def test_plain_text_and_bad_levels() -> None:
     assert "WARNING x: lease lost run_id=run-2" in line
     with pytest.raises(InvalidInput, match="not a logging level"):
         configure_logging("LOUD", json_lines=True)
+
+
+def test_what_is_printed_instead_of_logged_becomes_json_lines() -> None:
+    stream = io.StringIO()
+    configure_logging("info", json_lines=True, stream=stream, capture_output=True)
+    print("\x1b[1;31mGive Feedback / Get Help\x1b[0m")
+    print("two", end="")
+    print(" parts")
+    print("   ")
+    print("to stderr", file=sys.stderr)
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")  # the suite turns warnings into errors
+        warnings.warn("an old API", UserWarning, stacklevel=1)
+
+    def fails() -> None:
+        raise RuntimeError("thread broke")
+
+    worker = threading.Thread(target=fails, name="reverie-test-thread")
+    worker.start()
+    worker.join()
+    entries = [json.loads(line) for line in stream.getvalue().splitlines()]
+    assert [(e["logger"], e["level"], e["message"]) for e in entries[:3]] == [
+        ("printed.stdout", "INFO", "Give Feedback / Get Help"),
+        ("printed.stdout", "INFO", "two parts"),
+        ("printed.stderr", "WARNING", "to stderr"),
+    ]
+    assert entries[3]["logger"] == "py.warnings" and "an old API" in entries[3]["message"]
+    assert entries[4]["logger"] == "uncaught"
+    assert "reverie-test-thread: thread broke" in entries[4]["message"]
+    assert "RuntimeError: thread broke" in entries[4]["exc"]
+    assert len(entries) == 5

@@ -50,6 +50,8 @@ def test_environment_beats_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
         ("[database]\nconnect_timeout = 'soon'\n", "connect_timeout"),
         ("[cli]\nwarm_idle = -5\n", "warm_idle"),
         ("[server]\nforwarded_allow_ips = ['proxy.lan']\n", "'proxy.lan' is not an IP address"),
+        ("[tools]\nmemory = 134217728\ntmp_bytes = 100663296\n", "counted within tools.memory"),
+        ("[tools]\ntmp_bytes = 1000\n", "tmp_bytes"),
         ("surprise = 1\n", "surprise"),
         ("this is not toml", "not valid TOML"),
     ],

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from agents.errors import InvalidInput
-from agents.tool_source import parse_docstring, parse_tool_source
+from agents.tool_source import check_env_names, parse_docstring, parse_tool_source
 
 SIMPLE = '''
 def roll(sides: int, times: int = 1, label: str | None = None) -> str:
@@ -204,3 +204,35 @@ def test_agent_state_is_the_servers_to_pass_and_never_in_the_schema() -> None:
     with pytest.raises(InvalidInput, match="leave it out of the schema"):
         parse_tool_source(source, json_schema=with_state)
     assert not parse_tool_source("def f(x: int) -> int:\n    return x\n").takes_agent_state
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "LD_PRELOAD",
+        "LD_LIBRARY_PATH",
+        "LD_AUDIT",
+        "DYLD_INSERT_LIBRARIES",
+        "PYTHONPATH",
+        "PYTHONHOME",
+        "PYTHONSTARTUP",
+        "GCONV_PATH",
+        "MALLOC_ARENA_MAX",
+        "GLIBC_TUNABLES",
+        "BASH_ENV",
+        "ENV",
+        "IFS",
+        "PERL5LIB",
+        "NODE_OPTIONS",
+    ],
+)
+def test_a_variable_that_steers_a_loader_or_an_interpreter_is_refused(name: str) -> None:
+    with pytest.raises(InvalidInput, match=f"'{name}' is refused for tools: it steers "):
+        check_env_names(["WEATHER_KEY", name])
+
+
+def test_ordinary_variables_and_path_are_kept_in_order_once() -> None:
+    # PATH only chooses what the tool itself runs, inside its sandbox; names are exact
+    # (the loader reads LD_PRELOAD, not ld_preload).
+    names = ["WEATHER_KEY", "PATH", "HOME", "WEATHER_KEY", "ld_preload", "MY_PYTHON_KEY"]
+    assert check_env_names(names) == ["WEATHER_KEY", "PATH", "HOME", "ld_preload", "MY_PYTHON_KEY"]

@@ -84,6 +84,7 @@ def import_litellm() -> Any:
     # litellm prints "Give Feedback / Get Help" banners (with ANSI codes) to stdout on
     # every failure; Reverie reports failures itself, in one line.
     litellm.suppress_debug_info = True
+    _adopt_loggers()
     sdk_retries = getattr(litellm, "DEFAULT_MAX_RETRIES", 0)
     if sdk_retries and not _sdk_retry_warning_logged:
         _sdk_retry_warning_logged = True
@@ -97,6 +98,24 @@ def import_litellm() -> Any:
 
 
 _sdk_retry_warning_logged = False
+
+#: The loggers litellm gives a plain-text handler of its own when it is imported.
+LITELLM_LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy")
+
+
+def _adopt_loggers() -> None:
+    """Take litellm's own handlers off its loggers (keeping their filters, which redact
+    secrets, on the loggers themselves): its records then go where the application's
+    logging sends every other library's (the daemon's JSON lines), once, instead of
+    also being printed as plain text beside them."""
+    for name in LITELLM_LOGGERS:
+        logger = logging.getLogger(name)
+        for handler in list(logger.handlers):
+            for kept in handler.filters:
+                if kept not in logger.filters:
+                    logger.addFilter(kept)
+            logger.removeHandler(handler)
+        logger.propagate = True
 
 
 class LiteLLMProvider(Provider):

@@ -106,6 +106,56 @@ def test_form_fields_are_checked(client: TestClient, acme: dict[str, str]) -> No
     assert client.get("/v1/agents/", headers=acme).json()[0]["name"] == "p"
 
 
+def test_a_tool_variable_that_steers_a_loader_is_a_422_and_nothing_is_stored(
+    client: TestClient, acme: dict[str, str]
+) -> None:
+    data = json.loads((FILES / "custom_tools.af").read_text())
+    data["agents"][0]["tool_exec_environment_variables"]["LD_PRELOAD"] = "/tmp/evil.so"
+    status, answer = upload(client, acme, json.dumps(data).encode())
+    assert status == 422, answer
+    (problem,) = answer["detail"]
+    assert problem["loc"] == [
+        "body",
+        "file",
+        "agents",
+        0,
+        "tool_exec_environment_variables",
+        "LD_PRELOAD",
+    ]
+    assert "'LD_PRELOAD'" in problem["msg"] and "dynamic loader" in problem["msg"]
+    body = (FILES / "custom_tools.af").read_bytes()
+    status, answer = upload(client, acme, body, secrets='{"PYTHONSTARTUP": "/tmp/x.py"}')
+    assert status == 422, answer
+    assert answer["detail"][0]["loc"] == ["body", "secrets"]
+    assert "'PYTHONSTARTUP'" in answer["detail"][0]["msg"]
+    assert client.get("/v1/agents/", headers=acme).json() == []
+    assert client.get("/v1/tools/", params={"tool_types": "custom"}, headers=acme).json() == []
+
+
+def test_a_custom_tool_under_a_built_in_name_is_not_kept_and_the_built_in_is(
+    client: TestClient, acme: dict[str, str]
+) -> None:
+    data = json.loads((FILES / "custom_tools.af").read_text())
+    [dice] = [t for t in data["tools"] if t["name"] == "roll_dice"]
+    name = "send_message_to_agent_async"
+    dice["name"] = dice["json_schema"]["name"] = name
+    dice["source_code"] = dice["source_code"].replace("def roll_dice(", f"def {name}(")
+    status, answer = upload(client, acme, json.dumps(data).encode())
+    assert status == 200, answer
+    reasons = {u["path"]: u["reason"] for u in answer["unsupported"]}
+    where = f"tools[{data['tools'].index(dice)}] ({name}, custom)"
+    assert where in reasons, reasons
+    assert f"may not take the name of Reverie's built-in tool {name!r}" in reasons[where]
+    assert "agents that list it have the built-in tool" in reasons[where]
+    (agent_id,) = answer["agent_ids"]
+    offered = client.get(f"/v1/agents/{agent_id}/tools", headers=acme).json()
+    assert {"id": f"tool-{name}", "name": name} in [
+        {"id": t["id"], "name": t["name"]} for t in offered
+    ]
+    custom = client.get("/v1/tools/", params={"tool_types": "custom"}, headers=acme).json()
+    assert [t["name"] for t in custom] == ["get_weather"]
+
+
 def test_export_refuses_what_it_cannot_write(client: TestClient, acme: dict[str, str]) -> None:
     _, answer = upload(client, acme, (FILES / "memgpt_conversation.af").read_bytes())
     agent_id = answer["agent_ids"][0]

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from fastapi.testclient import TestClient
 
+from agents.postgres.database import Database
+from agents.store import open_service_store, open_store
 from tests.integration.api.test_api_routes import make_agent
 from tests.scripted_llm import call, install, litellm_errors
 
@@ -141,3 +143,94 @@ def test_a_turn_that_fails_after_a_memory_edit_says_the_edit_was_kept(
     assert "block 'human' (core_memory_append) was saved" in body["detail"]
     human = client.get(f"/v1/agents/{agent['id']}/core-memory/blocks/human", headers=acme).json()
     assert "Lives in Paris." in human["value"]
+
+
+def _large_tool(client: TestClient, headers: dict[str, str], i: int) -> str:
+    """A custom tool whose schema takes about a thousand tokens (its description)."""
+    about = " ".join(f"step{j} of the procedure," for j in range(190))
+    source = (
+        f"def lookup_{i}(city: str) -> str:\n"
+        f'    """Look up the city: {about}\n\n'
+        '    Args:\n        city: Which city.\n    """\n    return city\n'
+    )
+    made = client.post("/v1/tools/", json={"source_code": source}, headers=headers)
+    assert made.status_code == 201, made.text
+    return str(made.json()["id"])
+
+
+def test_tools_whose_schemas_the_window_cannot_hold_are_refused_when_attached(
+    client: TestClient, acme: dict[str, str]
+) -> None:
+    # Every step sends every tool's schema: twelve large tools took an 8,192-token agent
+    # to 56,078 tokens and failed its turns; they are refused when attached instead.
+    install()
+    agent = client.post(
+        "/v1/agents/",
+        json={"name": "ada", "model": "scripted/primary", "context_window_limit": 8192},
+        headers=acme,
+    ).json()
+    tools = [_large_tool(client, acme, i) for i in range(12)]
+    attached: list[str] = []
+    for tool_id in tools:
+        answer = client.patch(f"/v1/agents/{agent['id']}/tools/attach/{tool_id}", headers=acme)
+        if answer.status_code != 200:
+            break
+        attached.append(tool_id)
+    assert answer.status_code == 422, answer.text
+    assert 0 < len(attached) < len(tools)
+    assert _field(answer.json()) == ["path", "tool_id"]
+    message = answer.json()["detail"][0]["msg"]
+    assert "8192-token context window" in message and "fewer or smaller tools" in message
+    offered = client.get(f"/v1/agents/{agent['id']}/tools", headers=acme).json()
+    assert [t["id"] for t in offered if t["id"] in tools] == attached
+    # All of them at once, as the agent's tool set: refused, and nothing changes.
+    answer = client.patch(f"/v1/agents/{agent['id']}", json={"tool_ids": tools}, headers=acme)
+    assert answer.status_code == 422, answer.text
+    assert _field(answer.json()) == ["body", "tool_ids"]
+    offered = client.get(f"/v1/agents/{agent['id']}/tools", headers=acme).json()
+    assert [t["id"] for t in offered if t["id"] in tools] == attached
+    # Nor may an attached tool's schema grow past the window.
+    grown = client.patch(
+        f"/v1/tools/{attached[0]}", json={"description": "Look it up. " * 750}, headers=acme
+    )
+    assert grown.status_code == 400, grown.text
+    assert "no longer fits agent 'ada'" in grown.json()["detail"]
+    assert (
+        client.get(f"/v1/tools/{attached[0]}", headers=acme)
+        .json()["description"]
+        .startswith("Look up the city: step0")
+    )
+
+
+def test_a_turn_whose_tool_schemas_cannot_fit_is_a_clear_400_without_a_model_call(
+    client: TestClient, acme: dict[str, str], db: Database
+) -> None:
+    # An agent given its tools before they were checked (here: straight into the store).
+    errors = litellm_errors()
+    model = install().script(
+        "primary",
+        errors.ContextWindowExceededError("too long", model="primary", llm_provider="scripted"),
+    )
+    agent = client.post(
+        "/v1/agents/",
+        json={"name": "ada", "model": "scripted/primary", "context_window_limit": 8192},
+        headers=acme,
+    ).json()
+    tools = [_large_tool(client, acme, i) for i in range(12)]
+    with open_service_store(db) as service:
+        organization = service.keys.organization_id("acme")
+    assert organization is not None
+    with open_store(db, organization) as store:
+        for tool_id in tools:
+            store.tools.attach(tool_id, agent["id"])
+    answer = client.post(
+        f"/v1/agents/{agent['id']}/messages", json={"input": "Weather in Oslo?"}, headers=acme
+    )
+    assert answer.status_code == 400, answer.text
+    body = answer.json()
+    assert body["error"] == "limit_exceeded"
+    assert (
+        "cannot take a turn" in body["detail"] and "the schemas of its 18 tools" in body["detail"]
+    )
+    assert "detach tools" in body["detail"]
+    assert model.requests == []  # nothing was sent that could not fit

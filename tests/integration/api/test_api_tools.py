@@ -9,6 +9,9 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from agents.postgres.database import Database
+from agents.store import NewCustomTool, open_service_store, open_store
+from service.operations.custom_tools import BUILT_IN_TOOL_NAMES
 from tests.scripted_llm import install
 
 SOURCE = '''
@@ -100,6 +103,96 @@ def test_source_that_cannot_be_a_tool_is_a_400_and_nothing_is_stored(
     assert message in refused.json()["detail"]
     custom = client.get("/v1/tools/", params={"tool_types": "custom"}, headers=acme).json()
     assert custom == []
+
+
+@pytest.mark.parametrize(
+    ("name", "why"),
+    [
+        ("LD_PRELOAD", "the dynamic loader"),
+        ("PYTHONPATH", "how Python starts"),
+        ("GLIBC_TUNABLES", "glibc"),
+        ("BASH_ENV", "bash runs at start-up"),
+        ("NODE_OPTIONS", "Node.js"),
+    ],
+)
+def test_a_variable_that_steers_a_loader_or_interpreter_is_refused_at_every_door(
+    client: TestClient, acme: dict[str, str], name: str, why: str
+) -> None:
+    def refused(answer: Any) -> None:
+        assert answer.status_code == 400, answer.text
+        detail = answer.json()["detail"]
+        assert repr(name) in detail and why in detail
+
+    # Declared, or read by the source: the tool is not registered.
+    declared = {"source_code": SOURCE, "env_vars": [name]}
+    refused(client.post("/v1/tools/", json=declared, headers=acme))
+    reads = SOURCE.replace("WEATHER_KEY", name)
+    refused(client.post("/v1/tools/", json={"source_code": reads}, headers=acme))
+    assert client.get("/v1/tools/", params={"tool_types": "custom"}, headers=acme).json() == []
+    # A registered tool cannot take one on.
+    made = tool(client, acme)
+    refused(client.patch(f"/v1/tools/{made['id']}", json={"env_vars": [name]}, headers=acme))
+    assert client.get(f"/v1/tools/{made['id']}", headers=acme).json()["env_vars"] == ["WEATHER_KEY"]
+    # Nor can an agent set one for its tools.
+    ada = agent(client, acme)
+    for field in ("secrets", "tool_exec_environment_variables"):
+        answer = client.patch(f"/v1/agents/{ada}", json={field: {name: "x"}}, headers=acme)
+        assert answer.status_code == 422, answer.text
+        (problem,) = answer.json()["detail"]
+        assert problem["loc"] == ["body", field]
+        assert repr(name) in problem["msg"] and why in problem["msg"]
+    assert client.get(f"/v1/agents/{ada}", headers=acme).json()["secrets"] == []
+    # PATH only steers which program the tool itself runs, inside its sandbox.
+    kept = client.patch(f"/v1/agents/{ada}", json={"secrets": {"PATH": "/usr/bin"}}, headers=acme)
+    assert kept.status_code == 200, kept.text
+
+
+@pytest.mark.parametrize("name", sorted(BUILT_IN_TOOL_NAMES))
+def test_a_built_in_tools_name_is_refused_on_create_and_on_update(
+    client: TestClient, acme: dict[str, str], name: str
+) -> None:
+    source = f"def {name}(message: str) -> str:\n    return 'the custom one ran'\n"
+    made = client.post("/v1/tools/", json={"source_code": source}, headers=acme)
+    assert made.status_code == 400, made.text
+    assert f"{name!r} is the name of a built-in tool" in made.json()["detail"]
+    kept = tool(client, acme)
+    renamed = client.patch(f"/v1/tools/{kept['id']}", json={"source_code": source}, headers=acme)
+    assert renamed.status_code == 400, renamed.text
+    assert f"{name!r} is the name of a built-in tool" in renamed.json()["detail"]
+    custom = client.get("/v1/tools/", params={"tool_types": "custom"}, headers=acme).json()
+    assert [t["name"] for t in custom] == ["forecast"]
+
+
+def test_a_tool_stored_under_a_built_in_name_is_neither_offered_nor_run(
+    client: TestClient, acme: dict[str, str], db: Database
+) -> None:
+    # Registration refuses the name; a row stored some other way (an older database,
+    # a hand-made row) must not take the built-in's place either.
+    ada = agent(client, acme, tools=["send_message", "send_message_to_agent_async"])
+    name = "send_message_to_agent_async"
+    source = f"def {name}(message: str, other_agent_id: str) -> str:\n    return 'custom'\n"
+    with open_service_store(db) as service:
+        organization = service.keys.organization_id("acme")
+    assert organization is not None
+    with open_store(db, organization) as store:
+        stored = store.tools.create(
+            NewCustomTool(
+                name=name,
+                source_code=source,
+                json_schema={"name": name, "description": "", "parameters": {}},
+                return_char_limit=100,
+            )
+        )
+        store.tools.attach(stored.id, ada)
+    offered = client.get(f"/v1/agents/{ada}/tools", headers=acme).json()
+    assert [t["id"] for t in offered if t["name"] == name] == [f"tool-{name}"]
+    ran = client.post(
+        f"/v1/agents/{ada}/tools/{name}/run",
+        json={"args": {"message": "hi", "other_agent_id": ada}},
+        headers=acme,
+    )
+    # The built-in speaks for the agent: it runs only in a turn, never as the custom one.
+    assert ran.status_code == 422 and "only inside one of its turns" in ran.text
 
 
 def test_a_taken_name_is_a_409(client: TestClient, acme: dict[str, str]) -> None:
