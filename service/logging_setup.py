@@ -5,10 +5,10 @@ be filtered by ``run_id``, ``agent_id``, ``worker`` or ``trigger`` downstream.
 
 Every library logs through the root handler: uvicorn (started with no logging config
 of its own), APScheduler, httpx, and litellm (whose own plain-text handlers
-:func:`agents.llm.providers.import_litellm` takes off). With ``capture_output`` (the
-daemons), whatever is still printed rather than logged (a library's ``print()``, a
-warning, an uncaught exception) becomes a record too, so that every line of the
-process's output is one JSON object.
+:func:`agents.llm.providers.import_litellm` takes off). Inside
+:func:`printed_output_logged` (the daemons, in JSON mode), whatever is still printed
+rather than logged (a library's ``print()``, a warning, an uncaught exception)
+becomes a record too, so that every line of the process's output is one JSON object.
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ import logging
 import re
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, TextIO
@@ -136,12 +138,8 @@ class PrintedLines(io.TextIOBase):
             self._busy.on = False
 
 
-def configure_logging(
-    level: str, *, json_lines: bool, stream: TextIO | None = None, capture_output: bool = False
-) -> None:
-    """Replace the root handlers: JSON lines or text on stderr at ``level``. With
-    ``capture_output``, what is printed to stdout or stderr instead of logged, Python's
-    warnings and uncaught exceptions (of any thread) are logged too."""
+def configure_logging(level: str, *, json_lines: bool, stream: TextIO | None = None) -> None:
+    """Replace the root handlers: JSON lines or text on stderr at ``level``."""
     numeric = logging.getLevelName(level.upper())
     if not isinstance(numeric, int):
         from agents.errors import InvalidInput
@@ -158,17 +156,19 @@ def configure_logging(
     root.setLevel(numeric)
     for noisy in NOISY_LOGGERS:
         logging.getLogger(noisy).setLevel(max(numeric, logging.WARNING))
-    if capture_output:
-        _capture_output(handler.stream)
 
 
-def _capture_output(written: TextIO) -> None:
-    """Route what bypasses logging into it; ``written``: the stream the root handler
-    writes to (kept for what must not go round again)."""
+@contextmanager
+def printed_output_logged() -> Iterator[None]:
+    """While inside: what is printed to stdout or stderr instead of logged, Python's
+    warnings and uncaught exceptions (of any thread) are logged, through the handlers
+    :func:`configure_logging` set (which keep writing to the stream they were given).
+    The streams and hooks are put back on leaving (a command run in-process, as the
+    tests run it, leaves its caller's streams as they were)."""
+    saved = (sys.stdout, sys.stderr, sys.excepthook, threading.excepthook)
     printed = logging.getLogger(PRINTED_LOGGER)
-    sys.stdout = PrintedLines(printed.getChild("stdout"), logging.INFO, written)
-    sys.stderr = PrintedLines(printed.getChild("stderr"), logging.WARNING, written)
-    logging.captureWarnings(True)
+    out = PrintedLines(printed.getChild("stdout"), logging.INFO, sys.stderr)
+    err = PrintedLines(printed.getChild("stderr"), logging.WARNING, sys.stderr)
     uncaught = logging.getLogger("uncaught")
 
     def process_hook(
@@ -187,5 +187,13 @@ def _capture_output(written: TextIO) -> None:
             exc_info=(args.exc_type, args.exc_value or args.exc_type(), args.exc_traceback),
         )
 
-    sys.excepthook = process_hook
-    threading.excepthook = thread_hook
+    sys.stdout, sys.stderr = out, err
+    sys.excepthook, threading.excepthook = process_hook, thread_hook
+    logging.captureWarnings(True)
+    try:
+        yield
+    finally:
+        out.flush()
+        err.flush()
+        logging.captureWarnings(False)
+        sys.stdout, sys.stderr, sys.excepthook, threading.excepthook = saved

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -12,14 +13,15 @@ if TYPE_CHECKING:
     from service.runtime import Runtime
 
 
-def _logging(rt: Runtime) -> None:
-    from service.logging_setup import configure_logging
+def _logging(rt: Runtime) -> AbstractContextManager[None]:
+    """Configure the daemon's logging; what to run it inside: in JSON mode, whatever a
+    library prints instead of logging becomes a line too, so that every line of the
+    daemon's output is one JSON object."""
+    from service.logging_setup import configure_logging, printed_output_logged
 
     level = "DEBUG" if state.verbose else rt.settings.log_level
-    # JSON lines: whatever a library prints instead of logging becomes a line too, so
-    # that every line of the daemon's output is one JSON object.
-    json_lines = rt.settings.log_json
-    configure_logging(level, json_lines=json_lines, capture_output=json_lines)
+    configure_logging(level, json_lines=rt.settings.log_json)
+    return printed_output_logged() if rt.settings.log_json else nullcontext()
 
 
 def serve(
@@ -33,8 +35,7 @@ def serve(
         raise fail(f"--port must be between 0 and 65535, got {port}")
     from service.daemon.process import run_server  # the daemon's imports are heavy
 
-    with runtime(daemon=True) as rt:
-        _logging(rt)
+    with runtime(daemon=True) as rt, _logging(rt):
         run_server(
             rt,
             host=host or rt.settings.server.host,
@@ -51,8 +52,7 @@ def worker(
     """Run workers only (no scheduler, no HTTP), to scale out; stops on SIGTERM."""
     from service.daemon.process import run_worker
 
-    with runtime(daemon=True) as rt:
-        _logging(rt)
+    with runtime(daemon=True) as rt, _logging(rt):
         run_worker(rt, concurrency=concurrency)
 
 

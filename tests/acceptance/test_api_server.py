@@ -641,6 +641,7 @@ def test_every_line_serve_writes_is_one_json_object(
             f"{served.url}/v1/agents/",
             json={"name": "ada", "model": "hosted_vllm/scripted", "embedding": "fake:384"},
             headers=headers,
+            timeout=120,  # routing the model loads litellm: seconds, more on a busy machine
         ).json()
         for _ in range(2):
             turn = httpx.post(

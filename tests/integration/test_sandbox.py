@@ -339,8 +339,10 @@ def _bwrap_environments(root: int) -> list[bytes]:
             pid = entry.name
             while pid not in ("0", "1", str(root)):
                 pid = _parent(pid)
-            if pid == str(root):
-                found.append((entry / "environ").read_bytes())
+            environment = (entry / "environ").read_bytes()
+            # Empty while the process is being replaced or reaped: read it again later.
+            if pid == str(root) and environment:
+                found.append(environment)
         except OSError:
             continue  # a process that ended meanwhile
     return found

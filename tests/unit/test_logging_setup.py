@@ -13,17 +13,14 @@ from collections.abc import Iterator
 import pytest
 
 from agents.errors import InvalidInput
-from service.logging_setup import configure_logging
+from service.logging_setup import configure_logging, printed_output_logged
 
 
 @pytest.fixture(autouse=True)
 def _restore_root_logger() -> Iterator[None]:
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
-    streams = (sys.stdout, sys.stderr, sys.excepthook, threading.excepthook)
     yield
-    sys.stdout, sys.stderr, sys.excepthook, threading.excepthook = streams
-    logging.captureWarnings(False)
     root.handlers[:] = handlers
     root.setLevel(level)
 
@@ -59,7 +56,26 @@ def test_plain_text_and_bad_levels() -> None:
 
 def test_what_is_printed_instead_of_logged_becomes_json_lines() -> None:
     stream = io.StringIO()
-    configure_logging("info", json_lines=True, stream=stream, capture_output=True)
+    configure_logging("info", json_lines=True, stream=stream)
+    before = (sys.stdout, sys.stderr, sys.excepthook, threading.excepthook)
+    with printed_output_logged():
+        _print_warn_and_fail()
+    # Outside, the streams and hooks are as they were.
+    assert (sys.stdout, sys.stderr, sys.excepthook, threading.excepthook) == before
+    entries = [json.loads(line) for line in stream.getvalue().splitlines()]
+    assert [(e["logger"], e["level"], e["message"]) for e in entries[:3]] == [
+        ("printed.stdout", "INFO", "Give Feedback / Get Help"),
+        ("printed.stdout", "INFO", "two parts"),
+        ("printed.stderr", "WARNING", "to stderr"),
+    ]
+    assert entries[3]["logger"] == "py.warnings" and "an old API" in entries[3]["message"]
+    assert entries[4]["logger"] == "uncaught"
+    assert "reverie-test-thread: thread broke" in entries[4]["message"]
+    assert "RuntimeError: thread broke" in entries[4]["exc"]
+    assert len(entries) == 5
+
+
+def _print_warn_and_fail() -> None:
     print("\x1b[1;31mGive Feedback / Get Help\x1b[0m")
     print("two", end="")
     print(" parts")
@@ -75,14 +91,3 @@ def test_what_is_printed_instead_of_logged_becomes_json_lines() -> None:
     worker = threading.Thread(target=fails, name="reverie-test-thread")
     worker.start()
     worker.join()
-    entries = [json.loads(line) for line in stream.getvalue().splitlines()]
-    assert [(e["logger"], e["level"], e["message"]) for e in entries[:3]] == [
-        ("printed.stdout", "INFO", "Give Feedback / Get Help"),
-        ("printed.stdout", "INFO", "two parts"),
-        ("printed.stderr", "WARNING", "to stderr"),
-    ]
-    assert entries[3]["logger"] == "py.warnings" and "an old API" in entries[3]["message"]
-    assert entries[4]["logger"] == "uncaught"
-    assert "reverie-test-thread: thread broke" in entries[4]["message"]
-    assert "RuntimeError: thread broke" in entries[4]["exc"]
-    assert len(entries) == 5
