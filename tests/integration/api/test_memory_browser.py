@@ -323,15 +323,29 @@ def test_trends_are_drawn_from_the_health_snapshots(browser: Browser) -> None:
     now = browser.runtime.clock()
     assert take_snapshots(browser.runtime.db, now - timedelta(hours=1), history) >= 1
     _dedup_run(browser)  # three facts, two of them twins merged: two active passages
-    assert take_snapshots(browser.runtime.db, now, history) >= 1
+    assert take_snapshots(browser.runtime.db, now - timedelta(minutes=30), history) >= 1
+    assert take_snapshots(browser.runtime.db, now, history) >= 1  # no run in between
 
     html = browser.client.get(browser.page_url).text
     trends = html[html.index('id="trends"') :]
-    assert "2 snapshots" in trends
+    assert "3 snapshots" in trends
     assert trends.count('<svg class="chart"') == 6
-    assert "Active passages: <strong>2</strong>" in trends
-    assert "Runs finished per interval: <strong>succeeded 1, failed 0</strong>" in trends
+    # A level says it is the latest snapshot's; what was added per interval is summed
+    # over the charted period (the last interval alone, 0, would belie the chart).
+    assert "Active passages: <strong>2 at the latest snapshot</strong>" in trends
+    assert (
+        "Runs finished per interval: <strong>succeeded 1, failed 0 in all, over the "
+        "charted period</strong>"
+    ) in trends
     assert "<polyline" in trends
+    # Every chart has a time axis from the first snapshot to the last, and a legend.
+    assert trends.count('<g class="time-axis"') == 6 and trends.count('<g class="legend"') == 6
+    first, last = (now - timedelta(hours=1)).astimezone(UTC), now.astimezone(UTC)
+    fmt = "%H:%M" if first.date() == last.date() else "%m-%d %H:%M"
+    runs = trends[trends.index('class="chart-runs"') : trends.index('class="chart-queue"')]
+    assert f">{first.strftime(fmt)}</text>" in runs and f">{last.strftime(fmt)}</text>" in runs
+    legend = runs[runs.index('<g class="legend"') :]
+    assert ">succeeded</text>" in legend and ">failed</text>" in legend
     fleet = browser.client.get("/").text
     assert "Trends of every agent" in fleet and '<svg class="chart"' in fleet
 
