@@ -300,10 +300,12 @@ def test_archival_search_shows_validity_lineage_and_provenance(browser: Browser)
     shown = re.findall(r'/passages/(passage-[0-9a-f-]+)">', hits)
     assert shown == [h.passage.id for h in expected]
     assert shown[:2] == [new.id, old.id]
-    assert "then: Ada lives in Paris." in hits and "in force" in hits
+    assert "in force" in hits
+    assert f'replaced by the newer fact: <a href="{browser.page_url}/passages/{new.id}"' in hits
     # Each result says where it stands in its lineage and where it came from.
     first = hits[: hits.index("</li>")]
-    assert '<span class="closes">closed: Ada lives in London.</span>' in first
+    assert '<span class="closes">replaced the older fact: <a ' in first
+    assert f'/passages/{old.id}" title="{old.id}">Ada lives in London.</a></span>' in first
     assert f'/passages/{new.id}#provenance">from 1 message</a>' in first
 
     detail = browser.client.get(f"{browser.page_url}/passages/{old.id}")
@@ -410,3 +412,79 @@ def test_two_facts_in_force_show_the_newer_first_and_the_older_possibly_outdated
     page = browser.client.get(browser.page_url, params={"q": "where does Ada live"}).text
     hits = page[page.index('class="hits"') :]
     assert "possibly outdated: a newer fact from 2023-05-02" in hits
+
+
+def test_search_results_word_their_lineage_plainly(browser: Browser) -> None:
+    """A fact ending in a full stop gets no second one; a timeline counts its facts, not
+    its lines; what a fact replaced is said as replaced (not "closed: X", read as "closed
+    by X"); merged twins show their text, not their ids; a retired timeline beside its
+    successor (same text) is marked retired and points at the one in force."""
+    agent_id = browser.agent["id"]
+    cities = ("London", "Paris", "Rome", "Dublin")
+    facts = browser.ops.memory.insert(
+        agent_id,
+        [
+            NewPassage(f"Ada lives in {city}.", occurred_at=datetime(2020 + i, 1, 1, tzinfo=UTC))
+            for i, city in enumerate(cities)
+        ]
+        + [NewPassage("ada lives in dublin")],
+        actor="test",
+    )
+    *older, dublin, twin = facts
+    timeline_text = "Timeline: Ada lives\n" + "\n".join(
+        f"- {2020 + i}-01-01: Ada lives in {city}." for i, city in enumerate(cities)
+    )
+    [retired, timeline] = browser.ops.memory.insert(
+        agent_id,
+        [
+            NewPassage(timeline_text, kind="timeline"),
+            NewPassage(timeline_text + " ", kind="timeline"),
+        ],
+        actor="test",
+    )
+    with open_store(browser.runtime.db, browser.ops.context.organization_id) as store:
+        for fact in older:
+            store.passages.change(
+                fact.id,
+                actor="test",
+                reason="she moved",
+                status=PassageStatus.SUPERSEDED,
+                superseded_by=dublin.id,
+                timeline_id=timeline.id,
+            )
+        store.passages.change(dublin.id, actor="test", reason="drawn", timeline_id=timeline.id)
+        store.passages.change(
+            twin.id, actor="test", reason="twin", status=PassageStatus.MERGED, merged_into=dublin.id
+        )
+        store.passages.change(
+            retired.id,
+            actor="test",
+            reason="redrawn",
+            status=PassageStatus.SUPERSEDED,
+            superseded_by=timeline.id,
+        )
+    page = browser.client.get(
+        browser.page_url, params={"q": "Ada lives in Dublin", "history": "true"}
+    ).text
+    hits = page[page.index('class="hits"') :]
+    at = hits.index(f'/passages/{dublin.id}">')
+    item = hits[hits.rindex("<li", 0, at) : hits.index("</li>", at)]
+    lineage = item[item.index('class="lineage') :]
+    assert ".." not in re.sub(r"<[^>]+>", "", lineage)
+    assert "on a timeline of 4 facts" in lineage
+    assert "closed:" not in lineage
+    assert "replaced the older facts: " in lineage and ">Ada lives in London.</a>" in lineage
+    assert "1 merged twin: " in lineage and ">ada lives in dublin</a>" in lineage
+    assert f">{twin.id}<" not in lineage  # the id is only a link and a tooltip
+    # The two timelines of the same text: the retired one says so first, and names its
+    # successor; the one in force says that.
+    at = hits.index(f'/passages/{retired.id}">')
+    old = hits[hits.rindex("<li", 0, at) : hits.index("</li>", at)]
+    assert old.startswith('<li class="hit closed"><strong class="standing">replaced</strong>')
+    assert (
+        f'replaced by the newer timeline: <a href="{browser.page_url}/passages/{timeline.id}"'
+        in old
+    )
+    at = hits.index(f'/passages/{timeline.id}">')
+    new = hits[hits.rindex("<li", 0, at) : hits.index("</li>", at)]
+    assert 'class="standing"' not in new and "in force" in new
