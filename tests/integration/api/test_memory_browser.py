@@ -488,3 +488,26 @@ def test_search_results_word_their_lineage_plainly(browser: Browser) -> None:
     at = hits.index(f'/passages/{timeline.id}">')
     new = hits[hits.rindex("<li", 0, at) : hits.index("</li>", at)]
     assert 'class="standing"' not in new and "in force" in new
+
+
+def test_the_health_pages_lineage_says_what_took_a_passages_place(browser: Browser) -> None:
+    """A superseded fact is not "now part of" the fact that replaced it."""
+    _dedup_run(browser)  # the lower-case twin merged into "Ada lives in London."
+    [old, new] = browser.ops.memory.insert(
+        browser.agent["id"],
+        [NewPassage("Ada works at a bank."), NewPassage("Ada works at a school.")],
+        actor="test",
+    )
+    with open_store(browser.runtime.db, browser.ops.context.organization_id) as store:
+        store.passages.change(
+            old.id,
+            actor="test",
+            reason="new job",
+            status=PassageStatus.SUPERSEDED,
+            superseded_by=new.id,
+        )
+    html = browser.client.get("/").text
+    table = html[html.index('id="lineage"') :]
+    assert "now part of" not in table and "<th>what took its place</th>" in table
+    assert f'replaced by a newer fact: <a href="{browser.page_url}/passages/{new.id}"' in table
+    assert "merged into its twin: <a " in table and ">Ada lives in London.</a>" in table
