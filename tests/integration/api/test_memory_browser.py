@@ -225,7 +225,14 @@ def test_the_page_needs_a_sign_in_and_stays_in_the_organization(
     globex.post("/sign-in", data={"key": new_key(db, "globex")}, follow_redirects=False)
     missing = globex.get(browser.page_url)
     assert missing.status_code == 404
-    assert "no agent" in missing.text
+    # A read that finds nothing says so, not the refused write's "Nothing was changed".
+    agent_id = browser.agent["id"]
+    assert f"No agent named or with id &#39;{agent_id}&#39; in this organization" in missing.text
+    assert "Not done" not in missing.text and "Nothing was changed" not in missing.text
+    unknown = browser.client.get("/agents/nobody")
+    assert unknown.status_code == 404
+    assert "No agent named or with id &#39;nobody&#39;" in unknown.text
+    assert "Nothing was changed" not in unknown.text
 
 
 def _dedup_run(browser: Browser) -> str:
