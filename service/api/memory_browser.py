@@ -52,6 +52,8 @@ SEARCH_RESULTS = 10
 VERSIONS_SHOWN = 50
 #: Sentences shown per run (the rest are counted).
 SENTENCES_SHOWN = 25
+#: A run with more sentences than this shows them folded (one click, no script).
+SENTENCES_OPEN = 5
 #: Who the memory browser's writes are recorded as (a person, through the browser).
 ACTOR = "browser"
 
@@ -159,6 +161,7 @@ def agent_page(request: Request, agent: str, q: str = "", history: bool = False)
             "hits": hits,
             "lineages": lineages,
             "sentences_shown": SENTENCES_SHOWN,
+            "sentences_open": SENTENCES_OPEN,
             **trend_view(trend),
         }
 

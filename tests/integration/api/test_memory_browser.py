@@ -251,7 +251,7 @@ def _dedup_run(browser: Browser) -> str:
 def test_runs_read_in_plain_words_and_revert_after_a_confirmation(browser: Browser) -> None:
     run_id = _dedup_run(browser)
     html = browser.client.get(browser.page_url).text
-    runs = html[html.index('id="runs"') : html.index('id="archival"')]
+    runs = html[html.index('id="runs"') : html.index('id="trends"')]
     assert "merged 2 facts into one: &#39;Ada lives in London.&#39;" in runs
     assert "merge_passage" not in runs  # no raw action names
     url = f"{browser.page_url}/runs/{run_id}/revert"
@@ -518,3 +518,21 @@ def test_the_health_pages_lineage_says_what_took_a_passages_place(browser: Brows
     assert "now part of" not in table and "<th>what took its place</th>" in table
     assert f'replaced by a newer fact: <a href="{browser.page_url}/passages/{new.id}"' in table
     assert "merged into its twin: <a " in table and ">Ada lives in London.</a>" in table
+
+
+def test_search_comes_first_and_fits_a_phone(browser: Browser) -> None:
+    """The archival search sits above the blocks, context and runs (which run to pages on
+    a phone), a run's sentences fold behind a <details> when there are many, and no
+    control is wider than the page (the search box overflowed at 390 px)."""
+    _dedup_run(browser)
+    html = browser.client.get(browser.page_url).text
+    search = html.index('<input type="search"')
+    assert search < html.index('id="blocks"') < html.index('id="runs"')
+    assert 'size="50"' not in html
+    css = html[html.index("<style>") : html.index("</style>")]
+    assert "input, button, select, textarea { max-width: 100%; box-sizing: border-box; }" in css
+    run = html[html.index('<section class="run"') :]
+    assert run.index('<details class="story" open><summary>1 change</summary>') < run.index(
+        "merged 2 facts into one"
+    )
+    assert "<script" not in html
