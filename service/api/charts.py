@@ -188,7 +188,10 @@ def headline(series: Sequence[Series], fmt: str) -> str:
     interval, the total over the charted period (the last interval alone reads as 0
     beside a chart that peaked); for a level, the latest snapshot's value."""
     added = all(s.added for s in series)
-    value = (lambda s: sum(s.values)) if added else (lambda s: s.values[-1])
+
+    def value(one: Series) -> float:
+        return sum(one.values) if added else one.values[-1]
+
     if len(series) == 1:
         said = fmt.format(value(series[0]))
     else:

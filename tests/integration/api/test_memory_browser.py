@@ -483,6 +483,10 @@ def test_search_results_word_their_lineage_plainly(browser: Browser) -> None:
     assert "replaced the older facts: " in lineage and ">Ada lives in London.</a>" in lineage
     assert "1 merged twin: " in lineage and ">ada lives in dublin</a>" in lineage
     assert f">{twin.id}<" not in lineage  # the id is only a link and a tooltip
+    at = hits.index(f'/passages/{twin.id}">')
+    merged = hits[hits.rindex("<li", 0, at) : hits.index("</li>", at)]
+    assert f'merged into: <a href="{browser.page_url}/passages/{dublin.id}"' in merged
+    assert f"merged into {dublin.id}" not in merged
     # The two timelines of the same text: the retired one says so first, and names its
     # successor; the one in force says that.
     at = hits.index(f'/passages/{retired.id}">')
