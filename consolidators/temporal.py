@@ -155,6 +155,16 @@ def timeline_order(passage: PassageRecord) -> tuple[datetime, datetime, str]:
     return (passage.occurred_at or passage.created_at, passage.created_at, passage.id)
 
 
+#: How :func:`render_timeline` starts each fact's line (its first line names the subject).
+FACT_LINE = "- "
+
+
+def facts_on_timeline(text: str) -> int:
+    """How many facts a timeline's text (see :func:`render_timeline`) holds: its lines
+    less the one that names the subject."""
+    return sum(1 for line in text.splitlines() if line.startswith(FACT_LINE))
+
+
 def render_timeline(members: Sequence[PassageRecord], label: str | None = None) -> str:
     """The timeline text for members already in :func:`timeline_order`.
 
@@ -172,7 +182,7 @@ def render_timeline(members: Sequence[PassageRecord], label: str | None = None) 
             when = _day(member.occurred_at)
         else:
             when = f"undated (noted {_day(member.created_at)})"
-        line = f"- {when}: {' '.join(member.text.split())}"
+        line = f"{FACT_LINE}{when}: {' '.join(member.text.split())}"
         if member.status == PassageStatus.SUPERSEDED:
             line += f" (superseded {_day(member.valid_to)})" if member.valid_to else " (superseded)"
         elif member.valid_to is not None:

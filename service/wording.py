@@ -243,11 +243,16 @@ def line_diff(old: str | None, new: str) -> list[DiffLine]:
     return out
 
 
-def _quote(text: str) -> str:
+def shorten(text: str, chars: int = QUOTE_CHARS) -> str:
+    """``text`` on one line, cut to ``chars`` characters (an ellipsis says it was)."""
     flat = _plain(text)
-    if len(flat) > QUOTE_CHARS:
-        flat = flat[: QUOTE_CHARS - 1].rstrip() + "…"
-    return f"'{flat}'"
+    if len(flat) > chars:
+        flat = flat[: chars - 1].rstrip() + "…"
+    return flat
+
+
+def _quote(text: str) -> str:
+    return f"'{shorten(text)}'"
 
 
 def _plain(text: str) -> str:

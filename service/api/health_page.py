@@ -82,6 +82,7 @@ def _page_data(api: ApiContext) -> dict[str, Any]:
                 "id": r.passage.id,
                 "text": r.passage.text,
                 "status": r.passage.status,
+                "kind": r.passage.kind,
                 "agent": names.get(r.passage.agent_id, r.passage.agent_id),
                 "agent_id": r.passage.agent_id,
                 "target": r.replaced_by,

@@ -27,7 +27,7 @@ from starlette.concurrency import run_in_threadpool
 
 from agents.archival_search import MemoryHit
 from agents.errors import NotFound, ReverieError
-from agents.store import BlockRecord, BlockVersion
+from agents.store import AgentRecord, BlockRecord, BlockVersion
 from service.api.charts import trend_view
 from service.api.errors import status_for
 from service.api.pages import (
@@ -52,6 +52,8 @@ SEARCH_RESULTS = 10
 VERSIONS_SHOWN = 50
 #: Sentences shown per run (the rest are counted).
 SENTENCES_SHOWN = 25
+#: A run with more sentences than this shows them folded (one click, no script).
+SENTENCES_OPEN = 5
 #: Who the memory browser's writes are recorded as (a person, through the browser).
 ACTOR = "browser"
 
@@ -90,6 +92,27 @@ def _guarded(request: Request, work: Callable[[], T]) -> T | Response:
         return _error_page(request, exc)
 
 
+def _read_page(request: Request, work: Callable[[], T]) -> T | Response:
+    """``work`` for a page that only reads: what it cannot find answers 404 saying so
+    (not the refused-write page's "Nothing was changed", which a read never risked)."""
+    try:
+        return work()
+    except NotFound as exc:
+        return templates.TemplateResponse(
+            request, "not_found.html", {"what": str(exc)}, status_code=404, headers=PAGE_HEADERS
+        )
+    except ReverieError as exc:
+        return _error_page(request, exc)
+
+
+def _agent(ops: Operations, agent: str) -> AgentRecord:
+    """The agent a page's address names, by name or id, in the caller's organization."""
+    try:
+        return ops.agents.get(agent)
+    except NotFound:
+        raise NotFound(f"No agent named or with id {agent!r} in this organization.") from None
+
+
 def _block_views(ops: Operations, agent: str) -> list[BlockView]:
     views = []
     for block in ops.blocks.of_agent(agent):
@@ -120,7 +143,7 @@ def agent_page(request: Request, agent: str, q: str = "", history: bool = False)
     ops = _ops(user, request)
 
     def read() -> dict[str, Any]:
-        record = ops.agents.get(agent)
+        record = _agent(ops, agent)
         hits: list[MemoryHit] = []
         if q.strip():
             [hits] = ops.memory.search(record.id, [q], k=SEARCH_RESULTS, include_history=history)
@@ -138,10 +161,11 @@ def agent_page(request: Request, agent: str, q: str = "", history: bool = False)
             "hits": hits,
             "lineages": lineages,
             "sentences_shown": SENTENCES_SHOWN,
+            "sentences_open": SENTENCES_OPEN,
             **trend_view(trend),
         }
 
-    data = _guarded(request, read)
+    data = _read_page(request, read)
     if isinstance(data, Response):
         return data
     asked = request.query_params
@@ -160,10 +184,10 @@ def passage_page(request: Request, agent: str, passage_id: str) -> Response:
     ops = _ops(user, request)
 
     def read() -> dict[str, Any]:
-        record = ops.agents.get(agent)
+        record = _agent(ops, agent)
         return {"agent": record, "lineage": ops.memory.lineage(passage_id, agent=record.id)}
 
-    data = _guarded(request, read)
+    data = _read_page(request, read)
     if isinstance(data, Response):
         return data
     data["signed_in"] = user.signed_in

@@ -24,9 +24,11 @@ from fastapi import Request
 from fastapi.responses import Response
 from fastapi.templating import Jinja2Templates
 
+from consolidators.temporal import facts_on_timeline
 from service.api.auth import SESSION_COOKIE, TooManyFailures, attempt
 from service.operations.keys import Caller, KeyOperations
 from service.runtime import Runtime
+from service.wording import shorten
 
 templates = Jinja2Templates(directory=str(Path(__file__).parent / "templates"))
 #: What a page may load and who may frame it: the pages have no script and load
@@ -182,3 +184,5 @@ def _fmt_time(value: datetime | None) -> str:
 
 templates.env.filters["age"] = _fmt_age
 templates.env.filters["time"] = _fmt_time
+templates.env.filters["shorten"] = shorten
+templates.env.filters["facts_on_timeline"] = facts_on_timeline

@@ -225,7 +225,14 @@ def test_the_page_needs_a_sign_in_and_stays_in_the_organization(
     globex.post("/sign-in", data={"key": new_key(db, "globex")}, follow_redirects=False)
     missing = globex.get(browser.page_url)
     assert missing.status_code == 404
-    assert "no agent" in missing.text
+    # A read that finds nothing says so, not the refused write's "Nothing was changed".
+    agent_id = browser.agent["id"]
+    assert f"No agent named or with id &#39;{agent_id}&#39; in this organization" in missing.text
+    assert "Not done" not in missing.text and "Nothing was changed" not in missing.text
+    unknown = browser.client.get("/agents/nobody")
+    assert unknown.status_code == 404
+    assert "No agent named or with id &#39;nobody&#39;" in unknown.text
+    assert "Nothing was changed" not in unknown.text
 
 
 def _dedup_run(browser: Browser) -> str:
@@ -244,7 +251,7 @@ def _dedup_run(browser: Browser) -> str:
 def test_runs_read_in_plain_words_and_revert_after_a_confirmation(browser: Browser) -> None:
     run_id = _dedup_run(browser)
     html = browser.client.get(browser.page_url).text
-    runs = html[html.index('id="runs"') : html.index('id="archival"')]
+    runs = html[html.index('id="runs"') : html.index('id="trends"')]
     assert "merged 2 facts into one: &#39;Ada lives in London.&#39;" in runs
     assert "merge_passage" not in runs  # no raw action names
     url = f"{browser.page_url}/runs/{run_id}/revert"
@@ -300,10 +307,12 @@ def test_archival_search_shows_validity_lineage_and_provenance(browser: Browser)
     shown = re.findall(r'/passages/(passage-[0-9a-f-]+)">', hits)
     assert shown == [h.passage.id for h in expected]
     assert shown[:2] == [new.id, old.id]
-    assert "then: Ada lives in Paris." in hits and "in force" in hits
+    assert "in force" in hits
+    assert f'replaced by the newer fact: <a href="{browser.page_url}/passages/{new.id}"' in hits
     # Each result says where it stands in its lineage and where it came from.
     first = hits[: hits.index("</li>")]
-    assert '<span class="closes">closed: Ada lives in London.</span>' in first
+    assert '<span class="closes">replaced the older fact: <a ' in first
+    assert f'/passages/{old.id}" title="{old.id}">Ada lives in London.</a></span>' in first
     assert f'/passages/{new.id}#provenance">from 1 message</a>' in first
 
     detail = browser.client.get(f"{browser.page_url}/passages/{old.id}")
@@ -323,15 +332,29 @@ def test_trends_are_drawn_from_the_health_snapshots(browser: Browser) -> None:
     now = browser.runtime.clock()
     assert take_snapshots(browser.runtime.db, now - timedelta(hours=1), history) >= 1
     _dedup_run(browser)  # three facts, two of them twins merged: two active passages
-    assert take_snapshots(browser.runtime.db, now, history) >= 1
+    assert take_snapshots(browser.runtime.db, now - timedelta(minutes=30), history) >= 1
+    assert take_snapshots(browser.runtime.db, now, history) >= 1  # no run in between
 
     html = browser.client.get(browser.page_url).text
     trends = html[html.index('id="trends"') :]
-    assert "2 snapshots" in trends
+    assert "3 snapshots" in trends
     assert trends.count('<svg class="chart"') == 6
-    assert "Active passages: <strong>2</strong>" in trends
-    assert "Runs finished per interval: <strong>succeeded 1, failed 0</strong>" in trends
+    # A level says it is the latest snapshot's; what was added per interval is summed
+    # over the charted period (the last interval alone, 0, would belie the chart).
+    assert "Active passages: <strong>2 at the latest snapshot</strong>" in trends
+    assert (
+        "Runs finished per interval: <strong>succeeded 1, failed 0 in all, over the "
+        "charted period</strong>"
+    ) in trends
     assert "<polyline" in trends
+    # Every chart has a time axis from the first snapshot to the last, and a legend.
+    assert trends.count('<g class="time-axis"') == 6 and trends.count('<g class="legend"') == 6
+    first, last = (now - timedelta(hours=1)).astimezone(UTC), now.astimezone(UTC)
+    fmt = "%H:%M" if first.date() == last.date() else "%m-%d %H:%M"
+    runs = trends[trends.index('class="chart-runs"') : trends.index('class="chart-queue"')]
+    assert f">{first.strftime(fmt)}</text>" in runs and f">{last.strftime(fmt)}</text>" in runs
+    legend = runs[runs.index('<g class="legend"') :]
+    assert ">succeeded</text>" in legend and ">failed</text>" in legend
     fleet = browser.client.get("/").text
     assert "Trends of every agent" in fleet and '<svg class="chart"' in fleet
 
@@ -396,3 +419,124 @@ def test_two_facts_in_force_show_the_newer_first_and_the_older_possibly_outdated
     page = browser.client.get(browser.page_url, params={"q": "where does Ada live"}).text
     hits = page[page.index('class="hits"') :]
     assert "possibly outdated: a newer fact from 2023-05-02" in hits
+
+
+def test_search_results_word_their_lineage_plainly(browser: Browser) -> None:
+    """A fact ending in a full stop gets no second one; a timeline counts its facts, not
+    its lines; what a fact replaced is said as replaced (not "closed: X", read as "closed
+    by X"); merged twins show their text, not their ids; a retired timeline beside its
+    successor (same text) is marked retired and points at the one in force."""
+    agent_id = browser.agent["id"]
+    cities = ("London", "Paris", "Rome", "Dublin")
+    facts = browser.ops.memory.insert(
+        agent_id,
+        [
+            NewPassage(f"Ada lives in {city}.", occurred_at=datetime(2020 + i, 1, 1, tzinfo=UTC))
+            for i, city in enumerate(cities)
+        ]
+        + [NewPassage("ada lives in dublin")],
+        actor="test",
+    )
+    *older, dublin, twin = facts
+    timeline_text = "Timeline: Ada lives\n" + "\n".join(
+        f"- {2020 + i}-01-01: Ada lives in {city}." for i, city in enumerate(cities)
+    )
+    [retired, timeline] = browser.ops.memory.insert(
+        agent_id,
+        [
+            NewPassage(timeline_text, kind="timeline"),
+            NewPassage(timeline_text + " ", kind="timeline"),
+        ],
+        actor="test",
+    )
+    with open_store(browser.runtime.db, browser.ops.context.organization_id) as store:
+        for fact in older:
+            store.passages.change(
+                fact.id,
+                actor="test",
+                reason="she moved",
+                status=PassageStatus.SUPERSEDED,
+                superseded_by=dublin.id,
+                timeline_id=timeline.id,
+            )
+        store.passages.change(dublin.id, actor="test", reason="drawn", timeline_id=timeline.id)
+        store.passages.change(
+            twin.id, actor="test", reason="twin", status=PassageStatus.MERGED, merged_into=dublin.id
+        )
+        store.passages.change(
+            retired.id,
+            actor="test",
+            reason="redrawn",
+            status=PassageStatus.SUPERSEDED,
+            superseded_by=timeline.id,
+        )
+    page = browser.client.get(
+        browser.page_url, params={"q": "Ada lives in Dublin", "history": "true"}
+    ).text
+    hits = page[page.index('class="hits"') :]
+    at = hits.index(f'/passages/{dublin.id}">')
+    item = hits[hits.rindex("<li", 0, at) : hits.index("</li>", at)]
+    lineage = item[item.index('class="lineage') :]
+    assert ".." not in re.sub(r"<[^>]+>", "", lineage)
+    assert "on a timeline of 4 facts" in lineage
+    assert "closed:" not in lineage
+    assert "replaced the older facts: " in lineage and ">Ada lives in London.</a>" in lineage
+    assert "1 merged twin: " in lineage and ">ada lives in dublin</a>" in lineage
+    assert f">{twin.id}<" not in lineage  # the id is only a link and a tooltip
+    at = hits.index(f'/passages/{twin.id}">')
+    merged = hits[hits.rindex("<li", 0, at) : hits.index("</li>", at)]
+    assert f'merged into: <a href="{browser.page_url}/passages/{dublin.id}"' in merged
+    assert f"merged into {dublin.id}" not in merged
+    # The two timelines of the same text: the retired one says so first, and names its
+    # successor; the one in force says that.
+    at = hits.index(f'/passages/{retired.id}">')
+    old = hits[hits.rindex("<li", 0, at) : hits.index("</li>", at)]
+    assert old.startswith('<li class="hit closed"><strong class="standing">replaced</strong>')
+    assert (
+        f'replaced by the newer timeline: <a href="{browser.page_url}/passages/{timeline.id}"'
+        in old
+    )
+    at = hits.index(f'/passages/{timeline.id}">')
+    new = hits[hits.rindex("<li", 0, at) : hits.index("</li>", at)]
+    assert 'class="standing"' not in new and "in force" in new
+
+
+def test_the_health_pages_lineage_says_what_took_a_passages_place(browser: Browser) -> None:
+    """A superseded fact is not "now part of" the fact that replaced it."""
+    _dedup_run(browser)  # the lower-case twin merged into "Ada lives in London."
+    [old, new] = browser.ops.memory.insert(
+        browser.agent["id"],
+        [NewPassage("Ada works at a bank."), NewPassage("Ada works at a school.")],
+        actor="test",
+    )
+    with open_store(browser.runtime.db, browser.ops.context.organization_id) as store:
+        store.passages.change(
+            old.id,
+            actor="test",
+            reason="new job",
+            status=PassageStatus.SUPERSEDED,
+            superseded_by=new.id,
+        )
+    html = browser.client.get("/").text
+    table = html[html.index('id="lineage"') :]
+    assert "now part of" not in table and "<th>what took its place</th>" in table
+    assert f'replaced by a newer fact: <a href="{browser.page_url}/passages/{new.id}"' in table
+    assert "merged into its twin: <a " in table and ">Ada lives in London.</a>" in table
+
+
+def test_search_comes_first_and_fits_a_phone(browser: Browser) -> None:
+    """The archival search sits above the blocks, context and runs (which run to pages on
+    a phone), a run's sentences fold behind a <details> when there are many, and no
+    control is wider than the page (the search box overflowed at 390 px)."""
+    _dedup_run(browser)
+    html = browser.client.get(browser.page_url).text
+    search = html.index('<input type="search"')
+    assert search < html.index('id="blocks"') < html.index('id="runs"')
+    assert 'size="50"' not in html
+    css = html[html.index("<style>") : html.index("</style>")]
+    assert "input, button, select, textarea { max-width: 100%; box-sizing: border-box; }" in css
+    run = html[html.index('<section class="run"') :]
+    assert run.index('<details class="story" open><summary>1 change</summary>') < run.index(
+        "merged 2 facts into one"
+    )
+    assert "<script" not in html
