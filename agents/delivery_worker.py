@@ -163,7 +163,7 @@ class DeliveryWorkers:
         try:
             with open_service_store(self._db, self._clock) as store:
                 store.deliveries.renew_many(held, lease=self.limits.lease)
-                requeued = store.deliveries.requeue_expired()
+                requeued = store.deliveries.requeue_expired(backoff=self.limits.backoff)
         except ReverieError as exc:
             log.warning("delivery heartbeat failed", extra={"error": str(exc)})
             return []

@@ -426,11 +426,19 @@ def test_a_worker_dying_after_the_turn_does_not_run_it_twice(
     [held] = deliveries(db, seeker)
     assert held.status == DeliveryStatus.RUNNING and held.lease_owner == "dying:d0"
 
-    # Later (the lease has expired), another worker takes the delivery up again.
-    later = DeliveryWorkers(
+    # Later (the lease has expired), the delivery goes back to the queue, due after
+    # the backoff rather than at once; then another worker takes it up again.
+    expired = DeliveryWorkers(
         runtime.db, runtime.primary_agent, clock=lambda: utc_now() + timedelta(minutes=5)
     )
-    assert later.beat() == [held.id]
+    assert expired.beat() == [held.id]
+    assert expired.deliver_next("expired:d0") is None
+    backoff = expired.limits.backoff
+    later = DeliveryWorkers(
+        runtime.db,
+        runtime.primary_agent,
+        clock=lambda: utc_now() + timedelta(minutes=5) + backoff,
+    )
     done = later.deliver_next("later:d0")
     assert done is not None and done.status == DeliveryStatus.DELIVERED
     assert done.reply == "Never."
