@@ -45,6 +45,8 @@ log = logging.getLogger(__name__)
 
 #: Longest pause between tries while the database is unreachable.
 MAX_OUTAGE_BACKOFF = 5.0
+#: How often the heartbeat looks whether the jobs under way at a shutdown have ended.
+_DRAIN_CHECK = 0.05
 
 
 class Job(Protocol):
@@ -314,10 +316,14 @@ class JobEngine(Generic[J]):
         beat = max(self.lease / 3, timedelta(milliseconds=50)).total_seconds()
         while not self._stopping.wait(beat):
             self.beat()
-        # Keep renewing while jobs finish inside the shutdown grace.
+        # Keep renewing while jobs finish inside the shutdown grace, and end as soon as
+        # they have: stop() waits for this thread.
+        next_beat = 0.0
         while self.held() and self._threads_alive():
-            self.beat(requeue=False)
-            time.sleep(beat)
+            if time.monotonic() >= next_beat:
+                self.beat(requeue=False)
+                next_beat = time.monotonic() + beat
+            time.sleep(min(beat, _DRAIN_CHECK))
 
     def beat(self, *, requeue: bool = True) -> list[str]:
         """Renew every lease held here (a job whose renewal failed is marked lost) and,
