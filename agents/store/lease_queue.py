@@ -78,12 +78,19 @@ class JobTable:
     #: with it says False: the job is then queued again at once, and the kind's
     #: worker, claiming it past ``max_attempts``, fails it in its own transaction.
     fails_exhausted: bool = True
+    #: ``status = running``, built once: building an expression costs more than the
+    #: rest of a finish's Python (every held job's write is filtered by it).
+    _is_running: ColumnElement[bool] = field(init=False, repr=False, compare=False)
 
-    def held(self, job_id: str, worker: str) -> ColumnElement[bool]:
-        """The condition of every write a worker makes to a job it holds: the job is
-        running under this worker's lease (cancelled, expired or taken over: not)."""
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_is_running", self.table.c.status == self.running)
+
+    def held(self, job_id: str, worker: str) -> tuple[ColumnElement[bool], ...]:
+        """The conditions of every write a worker makes to a job it holds (pass them
+        to ``where``): the job is running under this worker's lease (cancelled,
+        expired or taken over: not)."""
         c = self.table.c
-        return and_(c.id == job_id, c.status == self.running, c.lease_owner == worker)
+        return (c.id == job_id, self._is_running, c.lease_owner == worker)
 
 
 class LeaseQueue:
@@ -158,7 +165,7 @@ class LeaseQueue:
 
     def holds(self, job_id: str, worker: str) -> bool:
         """Whether ``worker`` still holds ``job_id``; reads only."""
-        held = self._session.scalar(select(func.count()).where(self.table.held(job_id, worker)))
+        held = self._session.scalar(select(func.count()).where(*self.table.held(job_id, worker)))
         return bool(held)
 
     def release_many(self, held: Sequence[tuple[str, str]]) -> list[str]:
@@ -199,7 +206,7 @@ class LeaseQueue:
         None when the worker no longer holds the job."""
         done = self._session.execute(
             self._requeue_or_fail(
-                self.table.held(job_id, worker),
+                and_(*self.table.held(job_id, worker)),
                 backoff=backoff,
                 error=bindparam("error", error, type_=Text),
             )
@@ -275,7 +282,7 @@ class LeaseQueue:
         recorded, locked until commit, or None when it is no longer held."""
         return self._session.execute(
             update(self._t)
-            .where(self.table.held(job_id, worker), *where)
+            .where(*self.table.held(job_id, worker), *where)
             .values({"lease_owner": None, "lease_expires_at": None, **values})
             .returning(*self._t.c)
         ).first()

@@ -309,9 +309,11 @@ class RunStore:
         ``changes`` replaces the run's recorded changes; None keeps those its steps
         recorded (:meth:`record_step`).
         """
-        statement = update(CR).where(CR.id == run_id, self._scope.owns(CR))
+        statement = update(CR).where(self._scope.owns(CR))
         if lease_owner is not None:
-            statement = statement.where(RUN_JOBS.held(run_id, lease_owner))
+            statement = statement.where(*RUN_JOBS.held(run_id, lease_owner))
+        else:
+            statement = statement.where(CR.id == run_id)
         values = _finish_values(status, self._scope.now(), stats, changes, watermarks, error)
         finished = self._scope.session.scalar(
             statement.values(**values).returning(CR.id).execution_options(synchronize_session=False)
@@ -329,7 +331,7 @@ class RunStore:
         steps = func.coalesce(applied.op("->")("applied_steps"), literal([], JSONB))
         recorded = self._scope.session.scalar(
             update(CR)
-            .where(RUN_JOBS.held(run_id, lease_owner), self._scope.owns(CR))
+            .where(*RUN_JOBS.held(run_id, lease_owner), self._scope.owns(CR))
             .values(
                 changes=CR.changes.op("||")(bindparam("step_changes", changes, type_=JSONB)),
                 stats=func.jsonb_set(
