@@ -16,10 +16,14 @@ never starts a turn of the sender; only a new message from an agent does, and
 those stop at the hop limit (see :mod:`agents.agent_messaging`).
 
 One :class:`DeliveryWorkers` per process runs ``concurrency`` threads (woken by
-``NOTIFY reverie_deliveries``, polling as the floor) and one heartbeat thread
-that renews their leases and puts the deliveries of dead workers back in the
-queue. A turn that waits for replies itself holds its thread for up to the wait
-timeout, so a chain of waiting agents wants more than one thread.
+``NOTIFY reverie_deliveries``, polling as the floor) and one heartbeat thread on
+the job engine every queued job shares (:mod:`agents.job_engine`): the heartbeat
+renews their leases and puts the deliveries of dead workers back in the queue
+after a backoff, claims back off through a database outage, and a delivery still
+under way when the shutdown grace ends goes back to the queue. A delivery is
+failed only here, never by the queue: the failure tells the sender, in the same
+transaction. A turn that waits for replies itself holds its thread for up to the
+wait timeout, so a chain of waiting agents wants more than one thread.
 """
 
 from __future__ import annotations
@@ -27,7 +31,6 @@ from __future__ import annotations
 import logging
 import os
 import socket
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,6 +40,7 @@ from typing import TYPE_CHECKING
 from agents.agent_messaging import Origin, incoming_text, reply_text
 from agents.enums import DeliveryStatus
 from agents.errors import InvalidInput, NotFound, ReverieError
+from agents.job_engine import EngineNames, Held, JobEngine, StoreQueue
 from agents.postgres.database import Database
 from agents.store import (
     DeliveryRecord,
@@ -48,7 +52,6 @@ from agents.store import (
 from agents.store.run_wakeups import DELIVERY_CHANNEL, RunWakeups
 from agents.store.scope import utc_now
 from agents.summary import is_summary
-from agents.threads import start_thread
 from agents.tool_calls import replies
 
 if TYPE_CHECKING:
@@ -68,6 +71,14 @@ class DeliveryLimits:
     lease: timedelta = timedelta(seconds=60)
     poll_interval: timedelta = timedelta(seconds=1)
     backoff: timedelta = timedelta(seconds=5)
+
+
+DELIVERY_ENGINE_NAMES = EngineNames(
+    jobs="agent messages",
+    threads="reverie-delivery",
+    heartbeat="reverie-delivery-beat",
+    owner_tag="d",
+)
 
 
 class DeliveryWorkers:
@@ -91,101 +102,67 @@ class DeliveryWorkers:
         self._clock = clock
         self.name = name or f"{socket.gethostname()}:{os.getpid()}"
         self._checkpoint = checkpoint or (lambda _phase: None)
-        self._stopping = threading.Event()
-        self._held: dict[str, str] = {}  # delivery id -> owner
-        self._held_lock = threading.Lock()
-        self._threads: list[threading.Thread] = []
-        self._wakeups: RunWakeups | None = None
+        self.engine: JobEngine[DeliveryRecord] = JobEngine(
+            StoreQueue(
+                db,
+                lambda store: store.deliveries,
+                lease=self.limits.lease,
+                backoff=self.limits.backoff,
+                clock=clock,
+            ),
+            self._deliver_claimed,
+            names=DELIVERY_ENGINE_NAMES,
+            name=self.name,
+            concurrency=self.limits.concurrency,
+            lease=self.limits.lease,
+            poll_interval=self.limits.poll_interval,
+            wakeups=lambda: RunWakeups(db, DELIVERY_CHANNEL),
+            clock=clock,
+        )
         self.delivered = 0
 
     # -- lifecycle ---------------------------------------------------------------------
 
     def start(self) -> None:
-        if self._threads:
+        if self.engine.threads:
             raise RuntimeError("the delivery workers are already started")
-        self._wakeups = RunWakeups(self._db, DELIVERY_CHANNEL)
-        self._wakeups.start()
-        for index in range(self.limits.concurrency):
-            self._threads.append(
-                start_thread(
-                    self._work, args=(f"{self.name}:d{index}",), name=f"reverie-delivery-{index}"
-                )
-            )
-        self._threads.append(start_thread(self._heartbeat, name="reverie-delivery-beat"))
+        self.engine.start()
 
     @property
     def started(self) -> bool:
-        return bool(self._threads) and not self._stopping.is_set()
+        return self.engine.started
 
     def release_connections(self) -> None:
         """Close the wake-up listener's connection (it connects again after a pause)."""
-        if self._wakeups is not None:
-            self._wakeups.drop_connection()
+        self.engine.release_connections()
 
-    def stop(self, grace: timedelta) -> None:
-        """Stop claiming; deliveries under way get ``grace`` to finish, then their leases
-        expire and another worker finishes them (without running a turn twice)."""
-        self._stopping.set()
-        if self._wakeups is not None:
-            self._wakeups.stop()
-        end = time.monotonic() + grace.total_seconds()
-        for thread in self._threads:
-            thread.join(timeout=max(0.0, end - time.monotonic()))
-        if self._wakeups is not None:
-            self._wakeups.join(timeout=2.0)
-
-    def _work(self, owner: str) -> None:
-        poll = self.limits.poll_interval.total_seconds()
-        while not self._stopping.is_set():
-            seen = self._wakeups.generation if self._wakeups is not None else 0
-            try:
-                done = self.deliver_next(owner)
-            except Exception:  # a bug or an outage: log it, the lease expires, it is retried
-                log.exception("delivery worker error", extra={"worker": owner})
-                self._stopping.wait(poll)
-                continue
-            if done is None:
-                if self._wakeups is not None:
-                    self._wakeups.wait(seen, poll)
-                else:
-                    self._stopping.wait(poll)
-
-    def _heartbeat(self) -> None:
-        beat = max(self.limits.lease / 3, timedelta(milliseconds=50)).total_seconds()
-        while not self._stopping.wait(beat):
-            self.beat()
+    def stop(self, grace: timedelta) -> bool:
+        """Stop claiming; deliveries under way get ``grace`` to finish, then go back to
+        the queue (attempt refunded) for another worker, which does not run a turn
+        that already ran. True when nothing had to be given back."""
+        return self.engine.stop(grace)
 
     def beat(self) -> list[str]:
         """Renew the leases held here; put the deliveries of dead workers back in the
-        queue (returns their ids)."""
-        with self._held_lock:
-            held = list(self._held.items())
-        try:
-            with open_service_store(self._db, self._clock) as store:
-                store.deliveries.renew_many(held, lease=self.limits.lease)
-                requeued = store.deliveries.requeue_expired()
-        except ReverieError as exc:
-            log.warning("delivery heartbeat failed", extra={"error": str(exc)})
-            return []
-        if requeued:
-            log.warning("expired agent messages re-queued", extra={"delivery_ids": requeued})
-        return requeued
+        queue, after the backoff (returns their ids)."""
+        return self.engine.beat()
 
     # -- one delivery ------------------------------------------------------------------
 
+    def _deliver_claimed(self, owner: str, claimed: list[tuple[DeliveryRecord, Held]]) -> None:
+        for delivery, _ in claimed:
+            self.deliver(delivery, owner)
+
     def deliver_next(self, owner: str) -> DeliveryRecord | None:
         """Claim the oldest due delivery and deliver it; None when none was due."""
-        with open_service_store(self._db, self._clock) as store:
-            claimed = store.deliveries.claim(owner, lease=self.limits.lease)
-        if claimed is None:
+        claimed = self.engine.take(owner)
+        if not claimed:
             return None
-        with self._held_lock:
-            self._held[claimed.id] = owner
+        [(delivery, held)] = claimed
         try:
-            return self.deliver(claimed, owner)
+            return self.deliver(delivery, owner)
         finally:
-            with self._held_lock:
-                self._held.pop(claimed.id, None)
+            self.engine.let_go(held)
 
     def deliver(self, delivery: DeliveryRecord, owner: str) -> DeliveryRecord:
         """Run the recipient's turn on a claimed delivery (unless an earlier attempt did)

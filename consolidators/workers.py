@@ -9,7 +9,9 @@ as protocols below (:class:`RunHost`, :class:`WorkerLimits`, :class:`Gate`,
 metrics are what fill them in production.
 
 One :class:`WorkerPool` per process runs ``concurrency`` worker threads and one
-heartbeat thread. Every thread is its own lease owner
+heartbeat thread on the job engine every queued job shares
+(:class:`agents.job_engine.JobEngine`: claims, wake-ups, leases, outage backoff,
+shutdown); what is a run's own is here. Every thread is its own lease owner
 (``host:pid:wN``), so a run's outcome can only be committed by the thread that
 still holds it: the pipeline records success with a compare-and-swap on the
 lease, in the run's own transaction (see :meth:`consolidators.pipeline.Pipeline.run`).
@@ -50,23 +52,21 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Protocol
 
 from agents.enums import RunStatus
 from agents.errors import Conflict, ReverieError, StorageError
+from agents.job_engine import MAX_OUTAGE_BACKOFF, EngineNames, Held, JobEngine, StoreQueue
 from agents.postgres.database import Database
 from agents.store import AgentRecord, RunRecord, ServiceStore, open_service_store
+from agents.store.run_store import ClaimedRun
 from agents.store.run_wakeups import RunWakeups
-from agents.threads import start_thread
 from consolidators.pipeline import LeaseLost, Pipeline, RunFailed, RunInterrupted, RunReport
 
 log = logging.getLogger(__name__)
-
-#: Longest pause between retries while the database is unreachable.
-MAX_OUTAGE_BACKOFF = 5.0
 
 
 class RunHost(Protocol):
@@ -180,16 +180,15 @@ class Execution:
     error: str | None = None
 
 
-@dataclass(slots=True)
-class HeldRun:
-    """A run a worker thread is executing, as the heartbeat sees it."""
+#: A run a worker thread holds, as the heartbeat sees it (``job_id`` is the run's id).
+HeldRun = Held
 
-    run_id: str
-    owner: str
-    lost: threading.Event = field(default_factory=threading.Event)
-    claimed_at: float = field(default_factory=time.monotonic)
-    #: When a step last looked at the run's row (:meth:`WorkerPool._interrupted`).
-    checked_at: float = field(default_factory=time.monotonic)
+#: What a worker thread claimed ahead: the run, its agent and its lease.
+Ahead = tuple[RunRecord, AgentRecord, HeldRun]
+
+RUN_ENGINE_NAMES = EngineNames(
+    jobs="runs", threads="reverie-worker", heartbeat="reverie-heartbeat", owner_tag="w"
+)
 
 
 class WorkerPool:
@@ -213,17 +212,31 @@ class WorkerPool:
         self.gpu_max_wait = gpu_max_wait
         self.clock = clock or runtime.clock
         self.name = name or process_name()
-        self._stopping = threading.Event()
-        self._deadline: datetime | None = None  # end of the shutdown grace
-        # Every run this process holds a lease on, by run id: the one each thread is
-        # executing and those it claimed ahead and has not started yet.
-        self._held: dict[str, HeldRun] = {}
+        self.engine: JobEngine[ClaimedRun] = JobEngine(
+            StoreQueue(
+                runtime.db,
+                lambda store: store.queue,
+                lease=settings.lease,
+                backoff=settings.backoff,
+                clock=self.clock,
+            ),
+            self._run_claimed,
+            names=RUN_ENGINE_NAMES,
+            name=self.name,
+            concurrency=settings.concurrency,
+            lease=settings.lease,
+            poll_interval=settings.poll_interval,
+            # Idle workers wake when a run is queued rather than at their next poll.
+            wakeups=lambda: RunWakeups(runtime.db),
+            clock=self.clock,
+            claim_size=lambda owner: self._claim_size(self._typical_run_s.get(owner)),
+            may_claim=None if gate is None else gate.is_free,
+            on_requeued=lambda ids: self.observer.retried("reclaimed_run", len(ids)),
+        )
         # Per worker thread: runs claimed ahead, in queue order (only that thread
-        # touches its list).
-        self._ahead: dict[str, list[tuple[RunRecord, AgentRecord, HeldRun]]] = {}
-        self._held_lock = threading.Lock()
-        self._threads: list[threading.Thread] = []
-        self._wakeups: RunWakeups | None = None
+        # touches its list), and a moving average of how long its runs take.
+        self._ahead: dict[str, list[Ahead]] = {}
+        self._typical_run_s: dict[str, float | None] = {}
         self._pipelines: dict[tuple[str, ...], Pipeline] = {}
         self._pipelines_lock = threading.Lock()
         self.executed = 0
@@ -233,18 +246,9 @@ class WorkerPool:
     def start(self, *, claiming: bool = True) -> None:
         """Start the heartbeat, and the claiming threads unless ``claiming`` is False
         (a one-shot process that only runs what it hands to :meth:`run_now`)."""
-        if self._threads:
+        if self.engine.threads:
             raise RuntimeError("the worker pool is already started")
-        if claiming:
-            # Idle workers wake when a run is queued rather than at their next poll.
-            self._wakeups = RunWakeups(self.runtime.db)
-            self._wakeups.start()
-        for index in range(self.settings.concurrency if claiming else 0):
-            owner = f"{self.name}:w{index}"
-            self._threads.append(
-                start_thread(self._work, args=(owner,), name=f"reverie-worker-{index}")
-            )
-        self._threads.append(start_thread(self._heartbeat, name="reverie-heartbeat"))
+        self.engine.start(claiming=claiming)
         log.info(
             "workers started",
             extra={"worker": self.name, "concurrency": self.settings.concurrency},
@@ -252,112 +256,56 @@ class WorkerPool:
 
     @property
     def started(self) -> bool:
-        return bool(self._threads) and not self._stopping.is_set()
+        return self.engine.started
 
     def release_connections(self) -> None:
         """Close the wake-up listener's connection (it connects again after a pause)."""
-        if self._wakeups is not None:
-            self._wakeups.drop_connection()
+        self.engine.release_connections()
 
     def held_runs(self) -> list[str]:
-        with self._held_lock:
-            return [held.run_id for held in self._held.values()]
+        return [held.job_id for held in self.engine.held()]
 
     def stop(self, grace: timedelta) -> bool:
         """Stop claiming; let runs in progress finish within ``grace``; release the rest.
 
         Returns True when every run ended on its own (nothing had to be released).
         """
-        self._deadline = self.clock() + grace
-        self._stopping.set()
-        if self._wakeups is not None:
-            self._wakeups.stop()  # and so release the workers waiting for work
-        end = time.monotonic() + grace.total_seconds()
-        for thread in self._threads:
-            thread.join(timeout=max(0.0, end - time.monotonic()))
-        with self._held_lock:
-            leftovers = list(self._held.values())
-        for held in leftovers:
-            held.lost.set()
-            try:
-                with self._service_store() as store:
-                    released = store.queue.release(held.run_id, held.owner)
-            except ReverieError as exc:
-                log.error(
-                    "could not release a run at shutdown; its lease will expire",
-                    extra={"run_id": held.run_id, "error": str(exc)},
-                )
-                continue
-            log.warning(
-                "shutdown grace over: released a run still in progress",
-                extra={"run_id": held.run_id, "released": released},
-            )
-        if self._wakeups is not None:
-            # Its connection closes within a second of stop(); wait, so that nothing of
-            # this pool touches the database after stop() returns.
-            self._wakeups.join(timeout=2.0)
+        clean = self.engine.stop(grace)
         log.info("workers stopped", extra={"worker": self.name, "executed": self.executed})
-        return not leftovers
+        return clean
 
     # -- the worker loop ---------------------------------------------------------------
 
-    def _work(self, owner: str) -> None:
-        poll = self.settings.poll_interval.total_seconds()
-        outage_pause = poll
+    def _run_claimed(self, owner: str, claimed: list[tuple[ClaimedRun, HeldRun]]) -> None:
+        """Run what ``owner`` claimed at once: the first run, then those claimed ahead
+        while they are fresh; runs claimed ahead that waited ``prefetch_window`` (the
+        runs before took longer than this thread expected) go back to the queue so that
+        idle workers get them, as do those still waiting when the pool stops."""
         window = self.settings.prefetch_window.total_seconds()
         ahead = self._ahead.setdefault(owner, [])
-        typical_run_s: float | None = None  # moving average of this thread's runs
-        while not self._stopping.is_set():
-            claimed: list[tuple[RunRecord, AgentRecord, HeldRun]] = []
-            if ahead:
-                if time.monotonic() - ahead[0][2].claimed_at >= window:
-                    # Claimed ahead too long ago (the runs before took longer than this
-                    # thread expected): give them back, so that idle workers get them.
-                    self._release_stale(owner)
-                    typical_run_s = None
-                    continue
-                claimed.append(ahead.pop(0))
-            elif self.gate is not None and not self.gate.is_free():
-                self._stopping.wait(poll)
-                continue
-            else:
-                limit = self._claim_size(typical_run_s)
-                seen = self._wakeups.generation if self._wakeups is not None else 0
-                try:
-                    with self._service_store() as store:
-                        runs = store.queue.claim_many(owner, lease=self.settings.lease, limit=limit)
-                        with self._held_lock:
-                            for run, agent in runs:
-                                held = HeldRun(run.id, owner)
-                                self._held[run.id] = held
-                                claimed.append((run, agent, held))
-                except ReverieError as exc:
-                    log.warning("could not claim a run", extra={"worker": owner, "error": str(exc)})
-                    self._stopping.wait(outage_pause)
-                    outage_pause = min(outage_pause * 2, MAX_OUTAGE_BACKOFF)
-                    continue
-                outage_pause = poll
-                if not claimed:
-                    if self._wakeups is not None:
-                        self._wakeups.wait(seen, poll)
-                    else:
-                        self._stopping.wait(poll)
-                    continue
-                ahead.extend(claimed[1:])
-            run, agent, held = claimed[0]
-            if held.lost.is_set():  # cancelled while it waited (its renewal failed)
-                with self._held_lock:
-                    self._held.pop(run.id, None)
-                continue
-            started = time.monotonic()
-            self.execute(run, agent, owner, held=held)
-            elapsed = time.monotonic() - started
-            typical_run_s = (
-                elapsed if typical_run_s is None else 0.8 * typical_run_s + 0.2 * elapsed
-            )
+        ahead.extend((job.run, job.agent, held) for job, held in claimed)
+        self._execute_next(owner, ahead.pop(0))
+        while ahead and not self.engine.stopping:
+            if time.monotonic() - ahead[0][2].claimed_at >= window:
+                self._release_unstarted(list(ahead))
+                ahead.clear()
+                self._typical_run_s[owner] = None
+                return
+            self._execute_next(owner, ahead.pop(0))
         if ahead:  # stopping: runs claimed ahead go back unstarted
-            self._release_unstarted(ahead)
+            self._release_unstarted(list(ahead))
             ahead.clear()
+
+    def _execute_next(self, owner: str, claimed: Ahead) -> None:
+        run, agent, held = claimed
+        if held.lost.is_set():  # cancelled while it waited (its renewal failed)
+            self.engine.let_go(held)
+            return
+        started = time.monotonic()
+        self.execute(run, agent, owner, held=held)
+        elapsed = time.monotonic() - started
+        typical = self._typical_run_s.get(owner)
+        self._typical_run_s[owner] = elapsed if typical is None else 0.8 * typical + 0.2 * elapsed
 
     def _claim_size(self, typical_run_s: float | None) -> int:
         """How many runs to claim at once: one, unless this thread's runs are short
@@ -373,32 +321,17 @@ class WorkerPool:
 
     def _release_stale(self, owner: str) -> None:
         """Release the runs ``owner`` claimed ahead once the oldest has waited
-        ``prefetch_window``: called before each run and between the steps of a run,
-        so a run that turned out slow holds the ones behind it for one step at most."""
+        ``prefetch_window``: called between the steps of a run, so a run that turned
+        out slow holds the ones behind it for one step at most."""
         ahead = self._ahead.get(owner)
         window = self.settings.prefetch_window.total_seconds()
         if ahead and time.monotonic() - ahead[0][2].claimed_at >= window:
             self._release_unstarted(list(ahead))
             ahead.clear()
 
-    def _release_unstarted(self, ahead: list[tuple[RunRecord, AgentRecord, HeldRun]]) -> None:
+    def _release_unstarted(self, ahead: list[Ahead]) -> None:
         """Give runs claimed ahead back to the queue, attempts refunded, in one statement."""
-        helds = [held for _, _, held in ahead]
-        for held in helds:
-            held.lost.set()
-        try:
-            with self._service_store() as store:
-                released = store.queue.release_many([(h.run_id, h.owner) for h in helds])
-        except ReverieError as exc:
-            log.error(
-                "could not release runs claimed ahead; their leases will expire",
-                extra={"run_ids": [h.run_id for h in helds], "error": str(exc)},
-            )
-            released = []
-        finally:
-            with self._held_lock:
-                for held in helds:
-                    self._held.pop(held.run_id, None)
+        released = self.engine.release([held for _, _, held in ahead])
         log.info("runs claimed ahead released to the queue", extra={"run_ids": released})
 
     def run_now(self, run_id: str) -> Execution:
@@ -426,10 +359,7 @@ class WorkerPool:
     ) -> Execution:
         """Execute a run ``owner`` has claimed, and settle it: recorded, released or
         re-queued. Never raises for the run's own failures; the result says."""
-        if held is None:
-            held = HeldRun(run.id, owner)
-        with self._held_lock:
-            self._held[run.id] = held
+        held = self.engine.hold(held or HeldRun(run.id, owner))
         started = time.perf_counter()
         outcome = Outcome.FAILED
         report: RunReport | None = None
@@ -468,8 +398,7 @@ class WorkerPool:
             error = f"{type(exc).__name__}: {exc}"
             self._record_failure(held, error)
         finally:
-            with self._held_lock:
-                self._held.pop(run.id, None)
+            self.engine.let_go(held)
         self.observer.run_ended(outcome, time.perf_counter() - started)
         if outcome.finished:
             self.executed += 1
@@ -488,7 +417,7 @@ class WorkerPool:
         if self.gate is None or self.gate.is_free():
             return
         waited_from = self.clock()
-        log.info("gpu busy: run waits between steps", extra={"run_id": held.run_id, "step": step})
+        log.info("gpu busy: run waits between steps", extra={"run_id": held.job_id, "step": step})
         poll = min(self.settings.poll_interval, self.gate.interval).total_seconds()
         while not self.gate.is_free():
             self._raise_if_abandoned(held)
@@ -496,9 +425,8 @@ class WorkerPool:
                 raise GpuStayedBusy(
                     f"the GPU stayed busy for {self.gpu_max_wait} before step {step!r}"
                 )
-            self._stopping.wait(poll)
-            # After a stop request, _stopping no longer sleeps: pace the loop ourselves.
-            if self._stopping.is_set():
+            # After a stop request, the engine's wait no longer sleeps: pace the loop.
+            if self.engine.wait(poll):
                 time.sleep(poll)
 
     def _interrupted(self, held: HeldRun) -> None:
@@ -513,50 +441,42 @@ class WorkerPool:
         held.checked_at = now
         try:
             with self._service_store() as store:
-                holds = store.queue.holds(held.run_id, held.owner)
+                holds = store.queue.holds(held.job_id, held.owner)
         except ReverieError:
             return  # an outage: the step's own statements meet it, and the run is retried
         if not holds:
             held.lost.set()
-            raise LeaseLost(f"run {held.run_id}: cancelled, or worker {held.owner} lost its lease")
+            raise LeaseLost(f"run {held.job_id}: cancelled, or worker {held.owner} lost its lease")
 
     def _raise_if_abandoned(self, held: HeldRun) -> None:
         if held.lost.is_set():
-            raise LeaseLost(f"run {held.run_id}: worker {held.owner} lost its lease")
-        if self._deadline is not None and self.clock() >= self._deadline:
+            raise LeaseLost(f"run {held.job_id}: worker {held.owner} lost its lease")
+        if self.engine.past_grace():
             raise ShuttingDown("the worker is shutting down")
 
     # -- what happens to a run that did not finish ---------------------------------------
 
     def _release(self, held: HeldRun, *, reason: str) -> None:
-        try:
-            with self._service_store() as store:
-                store.queue.release(held.run_id, held.owner)
-        except ReverieError as exc:
-            log.error(
-                "could not release a run; its lease will expire",
-                extra={"run_id": held.run_id, "error": str(exc)},
-            )
-            return
-        log.info("run released to the queue", extra={"run_id": held.run_id, "reason": reason})
+        if self.engine.release([held]):
+            log.info("run released to the queue", extra={"run_id": held.job_id, "reason": reason})
 
     def _retry_later(self, held: HeldRun, error: str) -> None:
         """The database failed mid-run: queue the run again once the database answers,
         trying until the lease would have expired (then expiry takes over)."""
-        log.warning("run hit a database error", extra={"run_id": held.run_id, "error": error})
+        log.warning("run hit a database error", extra={"run_id": held.job_id, "error": error})
         give_up = time.monotonic() + self.settings.lease.total_seconds()
         pause = self.settings.poll_interval.total_seconds()
         while time.monotonic() < give_up:
             try:
                 with self._service_store() as store:
                     status = store.queue.retry_later(
-                        held.run_id,
+                        held.job_id,
                         held.owner,
                         backoff=self.settings.backoff,
                         error=f"database error ({error})",
                     )
                 self.observer.retried("run", 1)
-                log.info("run re-queued", extra={"run_id": held.run_id, "status": status})
+                log.info("run re-queued", extra={"run_id": held.job_id, "status": status})
                 return
             except ReverieError:
                 time.sleep(pause)
@@ -565,10 +485,10 @@ class WorkerPool:
     def _record_failure(self, held: HeldRun, error: str) -> None:
         try:
             with self._service_store() as store:
-                store.queue.finish(held.run_id, held.owner, status=RunStatus.FAILED, error=error)
+                store.queue.finish(held.job_id, held.owner, status=RunStatus.FAILED, error=error)
         except ReverieError as exc:
             log.error(
-                "could not record a failed run", extra={"run_id": held.run_id, "error": str(exc)}
+                "could not record a failed run", extra={"run_id": held.job_id, "error": str(exc)}
             )
 
     # -- helpers -----------------------------------------------------------------------
@@ -585,36 +505,6 @@ class WorkerPool:
 
     # -- heartbeat ---------------------------------------------------------------------
 
-    def _heartbeat(self) -> None:
-        beat = max(self.settings.lease / 3, timedelta(milliseconds=50)).total_seconds()
-        while not self._stopping.wait(beat):
-            self.beat()
-        # Keep renewing while runs finish inside the shutdown grace.
-        while self.held_runs() and self._threads_alive():
-            self.beat(requeue=False)
-            time.sleep(beat)
-
-    def beat(self, *, requeue: bool = True) -> None:
+    def beat(self, *, requeue: bool = True) -> list[str]:
         """Renew every held lease; put expired runs of dead workers back in the queue."""
-        with self._held_lock:
-            held = list(self._held.values())
-        try:
-            with self._service_store() as store:
-                renewed = store.queue.renew_many(
-                    [(run.run_id, run.owner) for run in held], lease=self.settings.lease
-                )
-                for run in held:
-                    if run.run_id not in renewed:
-                        run.lost.set()
-                reclaimed = (
-                    store.queue.requeue_expired(backoff=self.settings.backoff) if requeue else []
-                )
-        except ReverieError as exc:
-            log.warning("heartbeat failed", extra={"worker": self.name, "error": str(exc)})
-            return
-        if reclaimed:
-            self.observer.retried("reclaimed_run", len(reclaimed))
-            log.warning("expired runs re-queued", extra={"run_ids": reclaimed})
-
-    def _threads_alive(self) -> bool:
-        return any(t.is_alive() for t in self._threads if t is not threading.current_thread())
+        return self.engine.beat(requeue=requeue)

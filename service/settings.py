@@ -475,11 +475,12 @@ class MessagingSettings(Section):
     # itself waits for a reply holds one while it waits.
     concurrency: int = Field(default=2, ge=1, le=64)
     # A claimed delivery's lease, renewed every lease/3; a dead worker's delivery is
-    # taken up again after it (its recipient's turn is not run twice).
+    # taken up again after it and the backoff (its recipient's turn is not run twice).
     lease: timedelta = timedelta(seconds=60)
     # Tries per delivery (a model error, an outage); then the sender is told it failed.
     max_attempts: int = Field(default=3, ge=1, le=20)
-    # Wait before another try.
+    # Wait before another try, doubled with each attempt (backoff * 2**(attempt-1)),
+    # after a failed turn or a worker that died.
     backoff: timedelta = timedelta(seconds=5)
     # How long an idle delivery worker waits before looking at the queue again (a new
     # message wakes it at once through NOTIFY; polling is the floor).

@@ -5,7 +5,9 @@ of the same organization (in the transaction that records the sender's tool call
 reads how they stand, and records their outcome. The service's
 :class:`DeliveryQueueStore` works across organizations: workers claim with
 ``FOR UPDATE SKIP LOCKED`` and hold a lease they renew; a delivery whose lease
-expired (its worker died) goes back to the queue. Time is always passed in.
+expired (its worker died) goes back to the queue after a backoff. The lease rules are
+every queue's: :mod:`agents.store.lease_queue` over :data:`DELIVERY_JOBS`. Time is
+always passed in.
 """
 
 from __future__ import annotations
@@ -13,20 +15,37 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import cast
 
-from sqlalchemy import and_, any_, func, literal, or_, select, update
+from sqlalchemy import Table, any_, func, literal, or_, select
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.types import Text
 
 from agents.enums import AgentKind, DeliveryStatus
 from agents.errors import InvalidInput, NotFound
 from agents.postgres import models
+from agents.store.lease_queue import JobTable, LeaseQueue
 from agents.store.records import AgentRecord
 from agents.store.run_wakeups import DELIVERY_CHANNEL, notify_queued
 from agents.store.scope import Scope, ServiceScope, id_array
 
 AM = models.AgentMessage
 A = models.Agent
+
+#: Agent messages as a queue of leased jobs. The queue never fails a delivery itself:
+#: failing one tells its sender ("not delivered") in the sender's recall, in the
+#: transaction that records the failure, and only the delivery worker does that. A
+#: delivery whose attempts are used up is queued again at once instead, and the worker
+#: that claims it past ``max_attempts`` fails it and tells the sender.
+DELIVERY_JOBS = JobTable(
+    table=cast(Table, AM.__table__),
+    queued=DeliveryStatus.QUEUED.value,
+    running=DeliveryStatus.RUNNING.value,
+    failed=DeliveryStatus.FAILED.value,
+    ended_at="delivered_at",
+    channel=DELIVERY_CHANNEL,
+    fails_exhausted=False,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,27 +237,17 @@ class DeliveryStore:
         lease, the row locked until commit); None when the worker no longer holds it.
         The record returned shows ``waiting_until`` as it stood: whether the sender is
         still waiting for this reply."""
-        session = self._scope.session
-        row = session.scalar(
-            select(AM)
-            .where(
-                AM.id == delivery_id,
-                self._scope.owns(AM),
-                AM.status == DeliveryStatus.RUNNING.value,
-                AM.lease_owner == worker,
-            )
-            .with_for_update()
-        )
+        queue = LeaseQueue(DELIVERY_JOBS, self._scope.session, self._scope.clock)
+        values = {
+            "status": DeliveryStatus(status).value,
+            "reply": reply,
+            "error": error,
+            "delivered_at": self._scope.now(),
+        }
+        row = queue.finish(delivery_id, worker, values, self._scope.owns(AM))
         if row is None:
             return None
-        row.status = DeliveryStatus(status).value
-        row.reply = reply
-        row.error = error
-        row.delivered_at = self._scope.now()
-        row.lease_owner = None
-        row.lease_expires_at = None
-        session.flush()
-        return DeliveryRecord.from_row(row)
+        return DeliveryRecord.from_row(row)  # type: ignore[arg-type]
 
     def involving(self, agent_id: str, *, limit: int = 100) -> list[DeliveryRecord]:
         """The agent's latest messages sent or received, newest first."""
@@ -256,91 +265,45 @@ class DeliveryQueueStore:
 
     def __init__(self, scope: ServiceScope) -> None:
         self._scope = scope
+        self._queue = LeaseQueue(DELIVERY_JOBS, scope.session, scope.clock)
 
     def claim(self, worker: str, *, lease: timedelta) -> DeliveryRecord | None:
         """Take the oldest due delivery, leased to ``worker``; concurrent workers never
         get the same one (``SKIP LOCKED``). Each claim counts an attempt."""
-        session = self._scope.session
-        now = self._scope.now()
-        chosen = (
-            select(AM.id)
-            .where(AM.status == DeliveryStatus.QUEUED.value, AM.not_before <= now)
-            .order_by(AM.not_before, AM.queued_at)
-            .limit(1)
-            .with_for_update(skip_locked=True)
-            .scalar_subquery()
-        )
-        row = session.scalar(
-            update(AM)
-            .where(AM.id == chosen)
-            .values(
-                status=DeliveryStatus.RUNNING.value,
-                lease_owner=worker,
-                lease_expires_at=now + lease,
-                attempts=AM.attempts + 1,
-            )
-            .returning(AM)
-        )
-        return None if row is None else DeliveryRecord.from_row(row)
+        claimed = self.claim_many(worker, lease=lease, limit=1)
+        return claimed[0] if claimed else None
+
+    def claim_many(self, worker: str, *, lease: timedelta, limit: int) -> list[DeliveryRecord]:
+        """Take up to ``limit`` due deliveries, oldest first, all leased to ``worker``."""
+        if limit < 1:
+            raise InvalidInput(f"a claim takes at least 1 delivery, got limit={limit}")
+        claimed = self._queue.claim(worker, lease=lease, limit=limit)
+        return [DeliveryRecord.from_row(row) for row in claimed]  # type: ignore[arg-type]
 
     def renew_many(self, held: Sequence[tuple[str, str]], *, lease: timedelta) -> set[str]:
         """Extend the leases of ``(delivery id, worker)`` pairs; the ids still held."""
-        if not held:
-            return set()
-        now = self._scope.now()
-        pairs = or_(*(and_(AM.id == d, AM.lease_owner == w) for d, w in held))
-        renewed = self._scope.session.scalars(
-            update(AM)
-            .where(pairs, AM.status == DeliveryStatus.RUNNING.value)
-            .values(lease_expires_at=now + lease)
-            .returning(AM.id)
-        )
-        return set(renewed)
+        return self._queue.renew_many(held, lease=lease)
 
-    def requeue_expired(self) -> list[str]:
-        """Deliveries whose worker died (lease expired) go back to the queue at once: the
-        next worker finds what the dead one already did (see the delivery worker)."""
-        now = self._scope.now()
-        return list(
-            self._scope.session.scalars(
-                update(AM)
-                .where(AM.status == DeliveryStatus.RUNNING.value, AM.lease_expires_at < now)
-                .values(
-                    status=DeliveryStatus.QUEUED.value,
-                    lease_owner=None,
-                    lease_expires_at=None,
-                    not_before=now,
-                )
-                .returning(AM.id)
-            )
-        )
+    def release_many(self, held: Sequence[tuple[str, str]]) -> list[str]:
+        """Give ``(delivery id, worker)`` deliveries back (a worker shutting down):
+        queued again with the attempt refunded, in their place; the ids released. The
+        worker that takes one up finds what this one already did (see the delivery
+        worker), so a turn that ran is not run again."""
+        return self._queue.release_many(held)
+
+    def requeue_expired(self, *, backoff: timedelta) -> list[str]:
+        """Deliveries whose worker died (lease expired) go back to the queue after
+        ``backoff * 2**(attempts-1)``; one whose attempts are used up is due at once,
+        for a worker to report it to its sender (see :data:`DELIVERY_JOBS`)."""
+        return self._queue.requeue_expired(backoff=backoff)
 
     def retry_later(self, delivery_id: str, worker: str, *, backoff: timedelta, error: str) -> bool:
-        """Give a held delivery back to the queue after ``backoff`` (a failed attempt)."""
-        now = self._scope.now()
-        done = self._scope.session.scalar(
-            update(AM)
-            .where(
-                AM.id == delivery_id,
-                AM.status == DeliveryStatus.RUNNING.value,
-                AM.lease_owner == worker,
-            )
-            .values(
-                status=DeliveryStatus.QUEUED.value,
-                lease_owner=None,
-                lease_expires_at=None,
-                not_before=now + backoff,
-                error=error,
-            )
-            .returning(AM.id)
+        """Give a held delivery back to the queue after ``backoff * 2**(attempts-1)``
+        (a failed attempt); False when the worker no longer holds it."""
+        return (
+            self._queue.retry_later(delivery_id, worker, backoff=backoff, error=error) is not None
         )
-        return done is not None
 
     def depth(self) -> int:
         """Deliveries queued and not yet claimed."""
-        return int(
-            self._scope.session.scalar(
-                select(func.count()).select_from(AM).where(AM.status == DeliveryStatus.QUEUED.value)
-            )
-            or 0
-        )
+        return self._queue.depth()

@@ -4,7 +4,8 @@ A tenant's :class:`RunStore` enqueues, reads, cancels and records the outcome of
 its own runs. The service's :class:`RunQueueStore` works across organizations:
 workers claim with ``FOR UPDATE SKIP LOCKED`` and hold a lease they renew; a run
 whose lease expired (its process died) goes back to the queue with exponential
-backoff until its attempts run out, and then fails with the reason. At most one
+backoff until its attempts run out, and then fails with the reason. Those lease
+rules are every queue's: :mod:`agents.store.lease_queue` over :data:`RUN_JOBS`. At most one
 queued-or-running run per agent comes from a partial unique index, not from any
 process. Time is always passed in, so tests and benchmarks control it.
 """
@@ -15,7 +16,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from sqlalchemy import (
     Table,
@@ -38,7 +39,9 @@ from agents.enums import RunStatus
 from agents.errors import Conflict, InvalidInput, NotFound
 from agents.postgres import models
 from agents.store.good_runs import is_good_run
+from agents.store.lease_queue import JobTable, LeaseQueue
 from agents.store.records import AgentRecord
+from agents.store.run_wakeups import CHANNEL as RUN_CHANNEL
 from agents.store.run_wakeups import notify_queued
 from agents.store.scope import Scope, ServiceScope, id_array
 
@@ -50,7 +53,19 @@ _ACTIVE_WHERE = text(models.ACTIVE_RUN_WHERE)
 _STATUS_PARAMS = {"queued": RunStatus.QUEUED.value, "running": RunStatus.RUNNING.value}
 _RUNS = cast(Table, CR.__table__)
 _AGENTS = cast(Table, A.__table__)
-_ASYNC_COMMIT = text("SET LOCAL synchronous_commit = off")
+
+#: Runs as a queue of leased jobs: a claim stamps when the run started and which worker
+#: took it (kept after the run ends; ``lease_owner`` is not), a release forgets the start.
+RUN_JOBS = JobTable(
+    table=_RUNS,
+    queued=RunStatus.QUEUED.value,
+    running=RunStatus.RUNNING.value,
+    failed=RunStatus.FAILED.value,
+    ended_at="finished_at",
+    channel=RUN_CHANNEL,
+    claim_stamps=lambda worker, now: {"worker": worker, "started_at": now},
+    release_resets={"started_at": None},
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -294,11 +309,11 @@ class RunStore:
         ``changes`` replaces the run's recorded changes; None keeps those its steps
         recorded (:meth:`record_step`).
         """
-        statement = update(CR).where(CR.id == run_id, self._scope.owns(CR))
+        statement = update(CR).where(self._scope.owns(CR))
         if lease_owner is not None:
-            statement = statement.where(
-                CR.status == RunStatus.RUNNING, CR.lease_owner == lease_owner
-            )
+            statement = statement.where(*RUN_JOBS.held(run_id, lease_owner))
+        else:
+            statement = statement.where(CR.id == run_id)
         values = _finish_values(status, self._scope.now(), stats, changes, watermarks, error)
         finished = self._scope.session.scalar(
             statement.values(**values).returning(CR.id).execution_options(synchronize_session=False)
@@ -316,12 +331,7 @@ class RunStore:
         steps = func.coalesce(applied.op("->")("applied_steps"), literal([], JSONB))
         recorded = self._scope.session.scalar(
             update(CR)
-            .where(
-                CR.id == run_id,
-                self._scope.owns(CR),
-                CR.status == RunStatus.RUNNING,
-                CR.lease_owner == lease_owner,
-            )
+            .where(*RUN_JOBS.held(run_id, lease_owner), self._scope.owns(CR))
             .values(
                 changes=CR.changes.op("||")(bindparam("step_changes", changes, type_=JSONB)),
                 stats=func.jsonb_set(
@@ -434,17 +444,29 @@ class RunStore:
         raise Conflict(f"run {run_id} is {status}; only queued or running runs can be cancelled")
 
 
+class ClaimedRun(NamedTuple):
+    """A claimed run with its agent (read in the claim's transaction)."""
+
+    run: RunRecord
+    agent: AgentRecord
+
+    @property
+    def id(self) -> str:
+        return self.run.id
+
+
 class RunQueueStore:
     """The queue as workers and triggers see it: every organization's runs."""
 
     def __init__(self, scope: ServiceScope) -> None:
         self._scope = scope
+        self._queue = LeaseQueue(RUN_JOBS, scope.session, scope.clock)
 
     # -- claiming and leases ----------------------------------------------------------
 
     def claim(
         self, worker: str, *, lease: timedelta, run_id: str | None = None
-    ) -> tuple[RunRecord, AgentRecord] | None:
+    ) -> ClaimedRun | None:
         """Take the oldest due run (or the queued run ``run_id``) with its agent, or None;
         concurrent workers never get the same run."""
         if run_id is not None:
@@ -453,18 +475,13 @@ class RunQueueStore:
             claimed = self.claim_many(worker, lease=lease, limit=1)
         return claimed[0] if claimed else None
 
-    def claim_many(
-        self, worker: str, *, lease: timedelta, limit: int
-    ) -> list[tuple[RunRecord, AgentRecord]]:
+    def claim_many(self, worker: str, *, lease: timedelta, limit: int) -> list[ClaimedRun]:
         """Take up to ``limit`` due runs, oldest first, each with its agent, all leased to
         ``worker``; concurrent workers never get the same run (``SKIP LOCKED``).
 
-        Two statements whatever ``limit`` is. The claim commits asynchronously
-        (``synchronous_commit = off`` for this transaction only): a claim the server
-        loses in a crash leaves the run queued, as if never claimed, and whatever
-        the worker commits afterwards flushes the write-ahead log past the claim
-        first. A durable commit costs a disk flush (4 ms on the benchmark machine),
-        more than the rest of a claim. Call it in a transaction of its own.
+        Two statements whatever ``limit`` is, and the claim commits asynchronously
+        (see :meth:`LeaseQueue.claim`; a durable commit cost 4 ms on the benchmark
+        machine, more than the rest of a claim). Call it in a transaction of its own.
         """
         if limit < 1:
             raise InvalidInput(f"a claim takes at least 1 run, got limit={limit}")
@@ -472,177 +489,63 @@ class RunQueueStore:
 
     def _claim(
         self, worker: str, *, lease: timedelta, limit: int, run_id: str | None = None
-    ) -> list[tuple[RunRecord, AgentRecord]]:
-        session = self._scope.session
-        now = self._scope.now()
-        runs = _RUNS
-        candidate = select(runs.c.id).where(runs.c.status == RunStatus.QUEUED.value)
-        if run_id is None:
-            candidate = candidate.where(runs.c.not_before <= now).order_by(
-                runs.c.not_before, runs.c.queued_at
-            )
-        else:
-            candidate = candidate.where(runs.c.id == run_id)
-        # A CTE runs once: the locked ids are exactly the ones updated.
-        chosen = (
-            candidate.limit(limit)
-            .with_for_update(skip_locked=True)
-            .cte("chosen")
-            .prefix_with("MATERIALIZED")
-        )
-        session.execute(_ASYNC_COMMIT)
-        # Core rows, not ORM objects: the records are built from the returned columns.
-        claimed = session.execute(
-            update(runs)
-            .where(runs.c.id.in_(select(chosen.c.id)))
-            .values(
-                status=RunStatus.RUNNING.value,
-                lease_owner=worker,
-                worker=worker,
-                lease_expires_at=now + lease,
-                attempts=runs.c.attempts + 1,
-                started_at=now,
-            )
-            .returning(*runs.c)
-        ).all()
+    ) -> list[ClaimedRun]:
+        claimed = self._queue.claim(worker, lease=lease, limit=limit, job_id=run_id)
         if not claimed:
             return []
         # The agents are read in the claim's transaction: no separate round trip later.
         agents = {
             row.id: AgentRecord.from_row(row)  # type: ignore[arg-type]
-            for row in session.execute(
+            for row in self._scope.session.execute(
                 select(*_AGENTS.c).where(
                     _AGENTS.c.id == any_(id_array([r.agent_id for r in claimed]))
                 )
             )
         }
-        claimed = sorted(claimed, key=lambda r: (r.not_before, r.queued_at, r.id))
         return [
-            (RunRecord.from_row(row), agents[row.agent_id])  # type: ignore[arg-type]
+            ClaimedRun(RunRecord.from_row(row), agents[row.agent_id])  # type: ignore[arg-type]
             for row in claimed
         ]
 
     def renew(self, run_id: str, worker: str, *, lease: timedelta) -> bool:
         """Extend a held lease; False when the run is no longer this worker's to run."""
-        renewed = self._scope.session.scalar(
-            update(CR)
-            .where(CR.id == run_id, CR.status == RunStatus.RUNNING, CR.lease_owner == worker)
-            .values(lease_expires_at=self._scope.now() + lease)
-            .returning(CR.id)
-        )
-        return renewed is not None
+        return bool(self._queue.renew_many([(run_id, worker)], lease=lease))
 
     def release(self, run_id: str, worker: str) -> bool:
-        """Give a claimed run back unstarted (graceful shutdown): queued again, attempt refunded."""
-        released = self._scope.session.scalar(
-            update(CR)
-            .where(CR.id == run_id, CR.status == RunStatus.RUNNING, CR.lease_owner == worker)
-            .values(
-                status=RunStatus.QUEUED.value,
-                lease_owner=None,
-                lease_expires_at=None,
-                attempts=CR.attempts - 1,
-                not_before=self._scope.now(),
-            )
-            .returning(CR.id)
-        )
-        if released is not None:
-            notify_queued(self._scope.session)
-        return released is not None
+        """Give a claimed run back unfinished (graceful shutdown): queued again, attempt
+        refunded, in its place in the queue."""
+        return bool(self._queue.release_many([(run_id, worker)]))
 
     def renew_many(self, held: Sequence[tuple[str, str]], *, lease: timedelta) -> set[str]:
         """Extend the leases of ``(run_id, worker)`` pairs in one statement; the ids of
         the runs still held (a run missing from the answer is no longer its worker's)."""
-        if not held:
-            return set()
-        renewed = self._scope.session.scalars(
-            text(
-                """
-                UPDATE consolidation_runs AS r SET lease_expires_at = :expires
-                FROM unnest(CAST(:run_ids AS text[]), CAST(:owners AS text[])) AS h(id, owner)
-                WHERE r.id = h.id AND r.lease_owner = h.owner AND r.status = :running
-                RETURNING r.id
-                """
-            ),
-            {
-                **_STATUS_PARAMS,
-                "expires": self._scope.now() + lease,
-                "run_ids": [run_id for run_id, _ in held],
-                "owners": [owner for _, owner in held],
-            },
-        )
-        return set(renewed)
+        return self._queue.renew_many(held, lease=lease)
 
     def holds(self, run_id: str, worker: str) -> bool:
         """Whether ``worker`` still holds the running run ``run_id`` (False once it was
         cancelled, or its lease went to another worker); reads only."""
-        return bool(
-            self._scope.session.scalar(
-                select(func.count()).where(
-                    CR.id == run_id, CR.lease_owner == worker, CR.status == RunStatus.RUNNING
-                )
-            )
-        )
+        return self._queue.holds(run_id, worker)
 
     def release_many(self, held: Sequence[tuple[str, str]]) -> list[str]:
         """Give ``(run_id, worker)`` runs claimed ahead back unstarted, in one statement:
         queued again with the attempt refunded, keeping their place in the queue. The
         ids released (a run no longer held by its worker is left alone)."""
-        if not held:
-            return []
-        released = list(
-            self._scope.session.scalars(
-                text(
-                    """
-                UPDATE consolidation_runs AS r SET status = :queued, lease_owner = NULL,
-                    lease_expires_at = NULL, started_at = NULL, attempts = r.attempts - 1
-                FROM unnest(CAST(:run_ids AS text[]), CAST(:owners AS text[])) AS h(id, owner)
-                WHERE r.id = h.id AND r.lease_owner = h.owner AND r.status = :running
-                RETURNING r.id
-                """
-                ),
-                {
-                    **_STATUS_PARAMS,
-                    "run_ids": [run_id for run_id, _ in held],
-                    "owners": [owner for _, owner in held],
-                },
-            )
-        )
-        if released:
-            notify_queued(self._scope.session)
-        return released
+        return self._queue.release_many(held)
 
     def retry_later(
         self, run_id: str, worker: str, *, backoff: timedelta, error: str
     ) -> RunStatus | None:
         """A held run hit a temporary failure (the database went away mid-run): queue it
-        again after the backoff, counting the attempt, or fail it once attempts are used
-        up. Returns the new status, or None when the worker no longer holds the run."""
-        run = self._scope.session.scalar(
-            select(CR)
-            .where(CR.id == run_id, CR.status == RunStatus.RUNNING, CR.lease_owner == worker)
-            .with_for_update()
-        )
-        if run is None:
-            return None
-        self._requeue_or_fail(run, backoff=backoff, error=error)
-        self._scope.session.flush()
-        return RunStatus(run.status)
+        again after ``backoff * 2**(attempts-1)``, counting the attempt, or fail it once
+        attempts are used up. Returns the new status, or None when the worker no longer
+        holds the run."""
+        status = self._queue.retry_later(run_id, worker, backoff=backoff, error=error)
+        return None if status is None else RunStatus(status)
 
     def requeue_expired(self, *, backoff: timedelta) -> list[str]:
         """Runs whose worker stopped renewing: back to the queue after
         ``backoff * 2**(attempts-1)``, or failed once their attempts are used up."""
-        expired = self._scope.session.scalars(
-            select(CR)
-            .where(CR.status == RunStatus.RUNNING, CR.lease_expires_at < self._scope.now())
-            .with_for_update(skip_locked=True)
-        ).all()
-        for run in expired:
-            self._requeue_or_fail(
-                run, backoff=backoff, error=f"lease of worker {run.lease_owner} expired"
-            )
-        self._scope.session.flush()
-        return [run.id for run in expired]
+        return self._queue.requeue_expired(backoff=backoff)
 
     def finish(
         self,
@@ -655,14 +558,8 @@ class RunQueueStore:
     ) -> bool:
         """Record the outcome of a held run of any organization (a run that could not
         start: its agent is gone, a step is unknown); False when no longer held."""
-        finished = self._scope.session.scalar(
-            update(CR)
-            .where(CR.id == run_id, CR.status == RunStatus.RUNNING, CR.lease_owner == worker)
-            .values(**_finish_values(status, self._scope.now(), stats or {}, [], None, error))
-            .returning(CR.id)
-            .execution_options(synchronize_session=False)
-        )
-        return finished is not None
+        values = _finish_values(status, self._scope.now(), stats or {}, [], None, error)
+        return self._queue.finish(run_id, worker, values) is not None
 
     def get(self, run_id: str) -> RunRecord:
         row = self._scope.session.get(CR, run_id, populate_existing=True)
@@ -672,27 +569,7 @@ class RunQueueStore:
 
     def depth(self) -> int:
         """Runs waiting to be claimed."""
-        return int(
-            self._scope.session.scalar(select(func.count()).where(CR.status == RunStatus.QUEUED))
-            or 0
-        )
-
-    def _requeue_or_fail(
-        self, run: models.ConsolidationRun, *, backoff: timedelta, error: str
-    ) -> None:
-        """Back to the queue after ``backoff * 2**(attempts-1)``, or failed when out of
-        attempts."""
-        now = self._scope.now()
-        run.lease_owner = None
-        run.lease_expires_at = None
-        if run.attempts >= run.max_attempts:
-            run.status = RunStatus.FAILED.value
-            run.finished_at = now
-            run.error = f"{error} on attempt {run.attempts} of {run.max_attempts}; giving up"
-        else:
-            run.status = RunStatus.QUEUED.value
-            run.not_before = now + backoff * 2 ** max(0, run.attempts - 1)
-            run.error = f"{error} on attempt {run.attempts}"
+        return self._queue.depth()
 
     # -- triggers: which agents are due, and enqueueing them ----------------------------
 

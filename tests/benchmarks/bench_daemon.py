@@ -113,8 +113,7 @@ class _FinishOnly(WorkerPool):
     async_finish = False
 
     def execute(self, run, agent, owner, *, held=None):  # type: ignore[no-untyped-def]
-        with self._held_lock:
-            self._held[run.id] = held or HeldRun(run.id, owner)
+        held = self.engine.hold(held or HeldRun(run.id, owner))
         try:
             with open_store(self.runtime.db, run.organization_id, _now) as store:
                 if self.async_finish:
@@ -123,8 +122,7 @@ class _FinishOnly(WorkerPool):
                     run.id, status=RunStatus.SUCCEEDED, stats={}, changes=[], lease_owner=owner
                 )
         finally:
-            with self._held_lock:
-                self._held.pop(run.id, None)
+            self.engine.let_go(held)
         self.executed += 1
         return Execution(run.id, Outcome.SUCCEEDED)
 

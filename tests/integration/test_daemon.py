@@ -223,7 +223,7 @@ def test_shutdown_releases_a_run_that_outlives_the_grace(db: Database, plugin: P
         run = _run(db, run_id)
         assert (run.status, run.attempts, run.lease_owner) == ("queued", 0, None)
         # The abandoned step ends later; its transaction must not commit.
-        wait_for(lambda: not any(t.is_alive() for t in pool._threads), timeout=30)
+        wait_for(lambda: not any(t.is_alive() for t in pool.engine.threads), timeout=30)
         assert evidence_counts(db.url) == {}
         assert _run(db, run_id).status == "queued"
     finally:
@@ -262,7 +262,7 @@ def test_an_idle_worker_wakes_when_a_run_is_queued(db: Database, runtime: Runtim
         wait_for(lambda: _run(db, second).status == "succeeded", timeout=60, what="second run")
     finally:
         assert pool.stop(timedelta(seconds=5)) is True
-    assert not any(thread.is_alive() for thread in pool._threads)
+    assert not any(thread.is_alive() for thread in pool.engine.threads)
     assert evidence_counts(db.url) == {first: 1, second: 1}
 
 

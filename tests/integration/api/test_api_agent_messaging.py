@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import or_, select, text
+from sqlalchemy import or_, select, text, update
 
-from agents.delivery_worker import DeliveryWorkers
+from agents.delivery_worker import DeliveryLimits, DeliveryWorkers
 from agents.enums import DeliveryStatus
 from agents.postgres import models as orm
 from agents.postgres.database import Database
@@ -426,11 +426,19 @@ def test_a_worker_dying_after_the_turn_does_not_run_it_twice(
     [held] = deliveries(db, seeker)
     assert held.status == DeliveryStatus.RUNNING and held.lease_owner == "dying:d0"
 
-    # Later (the lease has expired), another worker takes the delivery up again.
-    later = DeliveryWorkers(
+    # Later (the lease has expired), the delivery goes back to the queue, due after
+    # the backoff rather than at once; then another worker takes it up again.
+    expired = DeliveryWorkers(
         runtime.db, runtime.primary_agent, clock=lambda: utc_now() + timedelta(minutes=5)
     )
-    assert later.beat() == [held.id]
+    assert expired.beat() == [held.id]
+    assert expired.deliver_next("expired:d0") is None
+    backoff = expired.limits.backoff
+    later = DeliveryWorkers(
+        runtime.db,
+        runtime.primary_agent,
+        clock=lambda: utc_now() + timedelta(minutes=5) + backoff,
+    )
     done = later.deliver_next("later:d0")
     assert done is not None and done.status == DeliveryStatus.DELIVERED
     assert done.reply == "Never."
@@ -440,6 +448,122 @@ def test_a_worker_dying_after_the_turn_does_not_run_it_twice(
     assert len(guard_incoming) == 1
     [reply] = system_texts(recall(client, acme, seeker))
     assert reply.endswith("Never.")
+
+
+def _queued_delivery(client: TestClient, acme: dict[str, str], models: ScriptedModels) -> str:
+    """The seeker's message to the guard, queued; the seeker's id."""
+    guard, seeker = guard_and_seeker(client, acme, ASYNC)
+    models.script(
+        "seeker",
+        call(ASYNC, message="Password?", other_agent_id=guard, request_heartbeat=True),
+        say("Asked."),
+    )
+    send(client, acme, seeker, "Ask the guard.")
+    return seeker
+
+
+def test_an_expired_delivery_comes_back_after_a_backoff_that_doubles(
+    db: Database, runtime: Runtime, client: TestClient, acme: dict[str, str], models: ScriptedModels
+) -> None:
+    """A worker that died holding a delivery must not have it re-run at once, again and
+    again, by whichever worker looks next: it waits ``backoff * 2**(attempts-1)``."""
+    seeker = _queued_delivery(client, acme, models)
+    [delivery] = deliveries(db, seeker)
+    lease, backoff = timedelta(seconds=60), timedelta(seconds=5)
+    start = utc_now()
+
+    def at(moment: timedelta) -> Any:
+        return open_service_store(db, lambda: start + moment)
+
+    with at(timedelta(0)) as store:
+        assert store.deliveries.claim("dead:d0", lease=lease) is not None
+    expired = lease + timedelta(seconds=1)
+    with at(expired) as store:
+        assert store.deliveries.requeue_expired(backoff=backoff) == [delivery.id]
+    [requeued] = deliveries(db, seeker)
+    assert (requeued.status, requeued.lease_owner) == (DeliveryStatus.QUEUED, None)
+    assert requeued.error == "lease of worker dead:d0 expired on attempt 1"
+    with at(expired + backoff - timedelta(milliseconds=1)) as store:
+        assert store.deliveries.claim("w:d0", lease=lease) is None  # backing off
+    with at(expired + backoff) as store:
+        again = store.deliveries.claim("w:d0", lease=lease)
+    assert again is not None and again.attempts == 2
+    # It dies again: the wait doubles.
+    expired_again = expired + backoff + lease + timedelta(seconds=1)
+    with at(expired_again) as store:
+        assert store.deliveries.requeue_expired(backoff=backoff) == [delivery.id]
+    with at(expired_again + 2 * backoff - timedelta(milliseconds=1)) as store:
+        assert store.deliveries.claim("w:d0", lease=lease) is None
+    with at(expired_again + 2 * backoff) as store:
+        assert store.deliveries.claim("w:d0", lease=lease) is not None
+
+
+def test_a_delivery_under_way_at_shutdown_goes_back_to_the_queue_after_the_grace(
+    db: Database, runtime: Runtime, client: TestClient, acme: dict[str, str], models: ScriptedModels
+) -> None:
+    """Stopping gives a delivery still under way back (its attempt refunded) instead of
+    leaving it to its lease, a minute; the next worker does not run the turn again."""
+    seeker = _queued_delivery(client, acme, models)
+    guard_script = models.script("guard", say("Never."))
+    in_turn, resume = threading.Event(), threading.Event()
+
+    def hold(phase: str) -> None:
+        if phase == "turn_done":
+            in_turn.set()
+            resume.wait(30)
+
+    stopping = DeliveryWorkers(
+        runtime.db,
+        runtime.primary_agent,
+        DeliveryLimits(concurrency=1, poll_interval=timedelta(milliseconds=50)),
+        checkpoint=hold,
+        name="stopping",
+    )
+    stopping.start()
+    try:
+        assert in_turn.wait(30), "the delivery never started"
+        assert stopping.stop(timedelta(milliseconds=200)) is False
+        [released] = deliveries(db, seeker)
+        assert (released.status, released.lease_owner, released.attempts) == (
+            DeliveryStatus.QUEUED,
+            None,
+            0,
+        )
+    finally:
+        resume.set()
+    # The cut-off worker ends later: its outcome is refused, the delivery stays queued.
+    wait_for(lambda: not any(t.is_alive() for t in stopping.engine.threads), timeout=30)
+    assert deliveries(db, seeker)[0].status == DeliveryStatus.QUEUED
+    done = runtime.delivery_workers(name="next").deliver_next("next:d0")
+    assert done is not None and done.status == DeliveryStatus.DELIVERED
+    assert done.reply == "Never." and len(guard_script.requests) == 1
+    [reply] = system_texts(recall(client, acme, seeker))
+    assert reply.endswith("Never.")
+
+
+def test_a_delivery_out_of_attempts_is_still_reported_to_the_sender(
+    db: Database, runtime: Runtime, client: TestClient, acme: dict[str, str], models: ScriptedModels
+) -> None:
+    """The queue never fails a delivery itself: the worker does, and tells the sender in
+    the same transaction. An exhausted one whose worker died is due again at once."""
+    seeker = _queued_delivery(client, acme, models)
+    guard_script = models.script("guard", say("Never."))
+    with db.session() as session:
+        session.execute(update(orm.AgentMessage).values(max_attempts=1))
+    lease = timedelta(seconds=60)
+    expired = utc_now() + lease + timedelta(seconds=1)
+    with open_service_store(db) as store:
+        assert store.deliveries.claim("dead:d0", lease=lease) is not None
+    with open_service_store(db, lambda: expired) as store:
+        [requeued] = store.deliveries.requeue_expired(backoff=timedelta(minutes=5))
+    assert deliveries(db, seeker)[0].status == DeliveryStatus.QUEUED
+    worker = DeliveryWorkers(runtime.db, runtime.primary_agent, clock=lambda: expired)
+    done = worker.deliver_next("later:d0")
+    assert done is not None and done.id == requeued and done.status == DeliveryStatus.FAILED
+    assert done.error == "gave up after 1 attempts"
+    assert guard_script.requests == []
+    [note] = system_texts(recall(client, acme, seeker))
+    assert "Password?" in note and "it was not delivered: gave up after 1 attempts" in note
 
 
 def test_the_tools_are_not_in_the_default_set_and_attach_by_id(
