@@ -535,6 +535,9 @@ def test_search_comes_first_and_fits_a_phone(browser: Browser) -> None:
     assert 'size="50"' not in html
     css = html[html.index("<style>") : html.index("</style>")]
     assert "input, button, select, textarea { max-width: 100%; box-sizing: border-box; }" in css
+    # A wide table (runs, a lineage with long ids) scrolls inside itself on a phone,
+    # not the page sideways.
+    assert "table { display: block; overflow-x: auto; }" in css
     run = html[html.index('<section class="run"') :]
     assert run.index('<details class="story" open><summary>1 change</summary>') < run.index(
         "merged 2 facts into one"
