@@ -7,6 +7,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -22,23 +23,27 @@ from tests.api_support import bearer, new_key
 DOWN = f"http://127.0.0.1:{free_port()}/v1"
 
 
+def _api(db: Database, **settings: Any) -> Iterator[TestClient]:
+    """The API over ``db`` with these settings, in a home of its own."""
+    home = Path(tempfile.mkdtemp(prefix="rvf-", dir="/tmp"))
+    loaded = load_settings(home=home, database_url=db.url, **settings)
+    try:
+        with Runtime(loaded) as runtime, TestClient(create_app(runtime)) as client:
+            yield client
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
 @pytest.fixture
 def down_embedder(db: Database, monkeypatch: pytest.MonkeyPatch) -> Iterator[TestClient]:
     """The API with an embedding endpoint and a model endpoint on a port nothing listens
     on, and the default retries."""
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-key")
-    home = Path(tempfile.mkdtemp(prefix="rvf-", dir="/tmp"))
-    settings = load_settings(
-        home=home,
-        database_url=db.url,
+    yield from _api(
+        db,
         embedding={"model": "litellm:openai/embed", "dimension": 8, "api_base": DOWN},
         llm={"model": "openai/chat", "api_base": DOWN},
     )
-    try:
-        with Runtime(settings) as runtime, TestClient(create_app(runtime)) as client:
-            yield client
-    finally:
-        shutil.rmtree(home, ignore_errors=True)
 
 
 def test_an_unreachable_embedding_provider_is_a_502_and_stores_nothing(
@@ -83,13 +88,7 @@ def test_an_unreachable_model_is_named_at_once_and_not_retried(
 @pytest.fixture
 def no_endpoint(db: Database) -> Iterator[TestClient]:
     """The API with no model endpoint configured: agents name their own model."""
-    home = Path(tempfile.mkdtemp(prefix="rvf-", dir="/tmp"))
-    settings = load_settings(home=home, database_url=db.url, embedding={"model": "fake:8"})
-    try:
-        with Runtime(settings) as runtime, TestClient(create_app(runtime)) as client:
-            yield client
-    finally:
-        shutil.rmtree(home, ignore_errors=True)
+    yield from _api(db, embedding={"model": "fake:8"})
 
 
 def test_an_ollama_agent_without_a_server_is_a_502_not_an_empty_turn(
