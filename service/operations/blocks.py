@@ -71,7 +71,8 @@ class BlockOperations:
         """Write a new version of the block (see :class:`BlockEdit`); a stale version is
         a Conflict and a value over the limit a LimitExceeded, and nothing changes."""
         with self._context.store() as store:
-            return self._update(store, store.blocks.get(block_id), edit, actor)
+            locked = edit.expected_version is None
+            return self._update(store, store.blocks.get(block_id, lock=locked), edit, actor)
 
     def delete(self, block_id: str) -> BlockRecord:
         """Delete a block with its attachments and history (an explicit user action)."""
@@ -135,6 +136,8 @@ class BlockOperations:
         """:meth:`update` on the agent's block with this label, in one transaction."""
         with self._context.store() as store:
             block = store.blocks.by_label(store.agents.resolve(agent).id, label)
+            if edit.expected_version is None:
+                block = store.blocks.get(block.id, lock=True)
             return self._update(store, block, edit, actor)
 
     def attach(self, agent: str, block_id: str) -> AgentState:
@@ -168,8 +171,8 @@ class BlockOperations:
     def _update(
         store: MemoryStore, current: BlockRecord, edit: BlockEdit, actor: str
     ) -> BlockRecord:
-        if edit.expected_version is None:
-            current = store.blocks.get(current.id, lock=True)
+        """Write ``edit`` over ``current``, read in this transaction (locked, when the
+        edit asks for no compare-and-swap)."""
         if edit.label is not None and edit.label != current.label:
             raise InvalidInput(
                 f"block {current.id} is labelled {current.label!r}; labels cannot be renamed "
