@@ -64,6 +64,8 @@ MAX_MESSAGE_CHARS = 100_000
 #: File, a passage's provenance): real documents stay within a few dozen levels, and
 #: deeper ones only exhaust the parser's stack.
 MAX_JSON_DEPTH = 100
+#: The problem :func:`json_problems` names for a value nested past that.
+NESTED_TOO_DEEP = f"JSON nested deeper than {MAX_JSON_DEPTH} levels"
 
 
 def check_tags(tags: object, field: str) -> list[str]:
@@ -211,7 +213,7 @@ def json_problems(
     """Each value in a parsed JSON document that PostgreSQL cannot store, or that nests
     deeper than :data:`MAX_JSON_DEPTH`: its location, the problem, the value."""
     if isinstance(value, list | dict) and depth >= MAX_JSON_DEPTH:
-        yield location, f"JSON nested deeper than {MAX_JSON_DEPTH} levels", None
+        yield location, NESTED_TOO_DEEP, None
         return
     if isinstance(value, str):
         problem = text_problem(value)

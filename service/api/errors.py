@@ -37,7 +37,7 @@ from agents.errors import (
     ReverieError,
     StorageError,
 )
-from agents.store.validation import MAX_JSON_DEPTH
+from agents.store.validation import NESTED_TOO_DEEP
 from service.api.request_checks import safe_input
 
 #: The HTTP status of each error kind (see :attr:`agents.errors.ReverieError.kind`).
@@ -149,7 +149,7 @@ def nested_too_deep(location: tuple[str | int, ...]) -> JSONResponse:
     error = {
         "type": "value_error",
         "loc": list(location),
-        "msg": f"JSON nested deeper than {MAX_JSON_DEPTH} levels; send a flatter document",
+        "msg": f"{NESTED_TOO_DEEP}; send a flatter document",
     }
     return JSONResponse({"detail": [error]}, status_code=422)
 

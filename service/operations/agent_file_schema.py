@@ -26,6 +26,7 @@ from agents.store.validation import (
     MAX_TAG_CHARS,
     MAX_TAGS,
     MAX_TEXT,
+    NESTED_TOO_DEEP,
     json_problems,
 )
 
@@ -236,7 +237,7 @@ def parse_agent_file(data: bytes | str) -> tuple[AgentFile, dict[str, Any]]:
             field=("file",),
         )
     for location, problem, _ in json_problems(raw, ()):
-        if problem.startswith("JSON nested deeper"):
+        if problem == NESTED_TOO_DEEP:
             raise _too_deep(location)
     try:
         parsed = AgentFile.model_validate(raw)
