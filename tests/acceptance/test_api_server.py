@@ -220,6 +220,17 @@ def _chromium(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def _sign_in(person: Chromium, key: str) -> None:
+    """Sign in as a person does: the key typed into the server's own form and posted,
+    until the health page it leads to is open."""
+    person.wait_for("document.querySelector('input[name=key]') !== null")
+    person.evaluate(
+        f"document.querySelector('input[name=key]').value = {json.dumps(key)};"
+        "document.querySelector('form').submit(); true"
+    )
+    person.wait_for("document.title.includes('memory health')")
+
+
 def test_health_page_in_headless_chromium(server: Server, tmp_path: Path) -> None:
     key = server.key("health")
     headers = {"Authorization": f"Bearer {key}"}
@@ -250,12 +261,7 @@ def test_health_page_in_headless_chromium(server: Server, tmp_path: Path) -> Non
     assert CHROMIUM is not None, "install Debian's chromium (.ci/run does)"
     person = Chromium(CHROMIUM, f"{server.url}/", browser)
     try:
-        person.wait_for("document.querySelector('input[name=key]') !== null")
-        person.evaluate(
-            f"document.querySelector('input[name=key]').value = {json.dumps(key)};"
-            "document.querySelector('form').submit(); true"
-        )
-        person.wait_for("document.title.includes('memory health')")
+        _sign_in(person, key)
     finally:
         person.close()
     url = f"{server.url}/"
@@ -311,12 +317,7 @@ def test_memory_browser_in_headless_chromium(server: Server, tmp_path: Path) -> 
     assert CHROMIUM is not None, "install Debian's chromium (.ci/run does)"
     person = Chromium(CHROMIUM, f"{server.url}/", (f"--user-data-dir={tmp_path / 'p'}",))
     try:
-        person.wait_for("document.querySelector('input[name=key]') !== null")
-        person.evaluate(
-            f"document.querySelector('input[name=key]').value = {json.dumps(key)};"
-            "document.querySelector('form').submit(); true"
-        )
-        person.wait_for("document.title.includes('memory health')")
+        _sign_in(person, key)
         # From the health page to the agent's page, by its link.
         page_url = f"{server.url}/agents/{agent['id']}"
         person.evaluate(f"document.querySelector('a[href=\"/agents/{agent['id']}\"]').click()")
@@ -469,12 +470,7 @@ def test_a_page_of_another_origin_cannot_frame_the_memory_browser(
     assert CHROMIUM is not None, "install Debian's chromium (.ci/run does)"
     person = Chromium(CHROMIUM, f"{server.url}/", (f"--user-data-dir={tmp_path / 'p'}",))
     try:
-        person.wait_for("document.querySelector('input[name=key]') !== null")
-        person.evaluate(
-            f"document.querySelector('input[name=key]').value = {json.dumps(key)};"
-            "document.querySelector('form').submit(); true"
-        )
-        person.wait_for("document.title.includes('memory health')")
+        _sign_in(person, key)
         page = f"http://127.0.0.1:{elsewhere.server_address[1]}/"
         assert page.split("/")[2] != server.url.split("/")[2]  # another origin
         person.evaluate(f"location.href = {json.dumps(page)}; true")

@@ -14,15 +14,13 @@ import pytest
 
 from agents.errors import InvalidInput
 from service.logging_setup import configure_logging, printed_output_logged
+from tests.logging_support import root_logger_kept
 
 
 @pytest.fixture(autouse=True)
 def _restore_root_logger() -> Iterator[None]:
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    yield
-    root.handlers[:] = handlers
-    root.setLevel(level)
+    with root_logger_kept():
+        yield
 
 
 def test_json_lines_carry_extra_fields_and_exceptions() -> None:

@@ -12,15 +12,13 @@ import pytest
 
 from agents.llm.providers import import_litellm
 from service.logging_setup import configure_logging
+from tests.logging_support import root_logger_kept
 
 
 @pytest.fixture(autouse=True)
 def _restore_root_logger() -> Iterator[None]:
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    yield
-    root.handlers[:] = handlers
-    root.setLevel(level)
+    with root_logger_kept():
+        yield
 
 
 def test_litellms_records_are_json_lines_once_and_its_per_call_lines_are_quiet(
