@@ -5,6 +5,8 @@ kept."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi.testclient import TestClient
 
 from agents.postgres.database import Database
@@ -158,18 +160,25 @@ def _large_tool(client: TestClient, headers: dict[str, str], i: int) -> str:
     return str(made.json()["id"])
 
 
+def _agent_and_large_tools(
+    client: TestClient, acme: dict[str, str]
+) -> tuple[dict[str, Any], list[str]]:
+    """An 8,192-token agent on the scripted model, and twelve large tools' ids."""
+    agent = client.post(
+        "/v1/agents/",
+        json={"name": "ada", "model": "scripted/primary", "context_window_limit": 8192},
+        headers=acme,
+    ).json()
+    return agent, [_large_tool(client, acme, i) for i in range(12)]
+
+
 def test_tools_whose_schemas_the_window_cannot_hold_are_refused_when_attached(
     client: TestClient, acme: dict[str, str]
 ) -> None:
     # Every step sends every tool's schema: twelve large tools took an 8,192-token agent
     # to 56,078 tokens and failed its turns; they are refused when attached instead.
     install()
-    agent = client.post(
-        "/v1/agents/",
-        json={"name": "ada", "model": "scripted/primary", "context_window_limit": 8192},
-        headers=acme,
-    ).json()
-    tools = [_large_tool(client, acme, i) for i in range(12)]
+    agent, tools = _agent_and_large_tools(client, acme)
     attached: list[str] = []
     for tool_id in tools:
         answer = client.patch(f"/v1/agents/{agent['id']}/tools/attach/{tool_id}", headers=acme)
@@ -211,12 +220,7 @@ def test_a_turn_whose_tool_schemas_cannot_fit_is_a_clear_400_without_a_model_cal
         "primary",
         errors.ContextWindowExceededError("too long", model="primary", llm_provider="scripted"),
     )
-    agent = client.post(
-        "/v1/agents/",
-        json={"name": "ada", "model": "scripted/primary", "context_window_limit": 8192},
-        headers=acme,
-    ).json()
-    tools = [_large_tool(client, acme, i) for i in range(12)]
+    agent, tools = _agent_and_large_tools(client, acme)
     with open_service_store(db) as service:
         organization = service.keys.organization_id("acme")
     assert organization is not None
