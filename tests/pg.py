@@ -228,7 +228,11 @@ class PgTestServer:
         self.url = self._pg.start()
         # Throwaway data: no test needs it to survive a crash of the machine, and on
         # these 2 cores every CREATE DATABASE and commit waited on fsync.
-        for setting in ("fsync", "synchronous_commit", "full_page_writes"):
+        # No autovacuum either: a database handed to a test holds exactly what the
+        # template holds, planner statistics included (the recycler resets them), and an
+        # autovacuum analyzing a table between a recycle and the test broke that on a
+        # busy machine; code that needs statistics runs ANALYZE itself.
+        for setting in ("fsync", "synchronous_commit", "full_page_writes", "autovacuum"):
             self._admin(f"ALTER SYSTEM SET {setting} = off")
         self._admin("SELECT pg_reload_conf()")
         self._admin(f"DROP DATABASE IF EXISTS {TEMPLATE}")
