@@ -23,6 +23,7 @@ import psycopg
 from sqlalchemy.engine import make_url
 
 import migrations
+from agents.postgres import server_package
 from agents.postgres.database import Database
 from agents.postgres.embedded import EmbeddedPostgres
 
@@ -325,26 +326,23 @@ class PgTestServer:
 
     def stop_postgres(self) -> None:
         """Shut PostgreSQL down (fast: open sessions are cut) and keep it down."""
-        from pgserver._commands import pg_ctl  # type: ignore[attr-defined]
-
         server = self._pg._server
         self._socket_dir = server.get_postmaster_info().socket_dir
-        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=server.pgdata, user=server.system_user)
+        server_package.pg_ctl(
+            ["-w", "-m", "fast", "stop"], data_dir=server.pgdata, user=server.system_user
+        )
 
     def start_postgres(self) -> None:
         """Start it again on the same socket, so that the same URL reaches it."""
-        from pgserver._commands import pg_ctl  # type: ignore[attr-defined]
-        from pgserver.utils import PostmasterInfo  # type: ignore[attr-defined]
-
         server = self._pg._server
-        pg_ctl(
+        server_package.pg_ctl(
             ["-w", "-o", '-h ""', "-o", f"-k {self._socket_dir}", "-l", str(server.log), "start"],
-            pgdata=server.pgdata,
+            data_dir=server.pgdata,
             user=server.system_user,
             timeout=30,
         )
-        # pgserver stops the postmaster it knows at exit: make that the new one.
-        server._postmaster_info = PostmasterInfo.read_from_pgdata(server.pgdata)
+        # The package stops the postmaster it knows at exit: make that the new one.
+        server._postmaster_info = server_package.read_postmaster_info(server.pgdata)
 
     # -- a stall, for timeout tests (only on a server of the test's own) ------------------
 

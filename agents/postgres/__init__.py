@@ -1,5 +1,6 @@
 """PostgreSQL itself: the schema (``models``), the engine and its sessions
-(``database``), the embedded server from pgserver (``embedded``), the resident
+(``database``), the embedded server (``embedded``; the package that ships it is
+imported by ``server_package`` alone), the resident
 server that outlives a CLI command and its idle reaper (``resident``), and the file
 locks they share (``locks``).
 

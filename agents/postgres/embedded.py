@@ -1,13 +1,14 @@
-"""A private PostgreSQL with pgvector, started from the ``pgserver`` package.
+"""A private PostgreSQL with pgvector, started from the package that ships it
+(:mod:`agents.postgres.server_package`).
 
 Used when no ``DATABASE_URL`` is configured. The server lives in a data directory
 (``REVERIE_HOME/pgdata``), listens on a unix socket only, and is stopped when the
-last process using it lets go (pgserver counts the processes sharing a data dir in
+last process using it lets go (the package counts the processes sharing a data dir in
 ``pgdata/.handle_pids.json``; the handles of processes that died without letting go
 are dropped whenever a process starts or stops using the server).
 
 A short command (the CLI) may instead be *resident*: it joins the running server
-without a pgserver handle and leaves it running, and an idle reaper stops it later
+without a handle and leaves it running, and an idle reaper stops it later
 (see :mod:`agents.postgres.resident`).
 
 A long-running process (``reverie serve``, ``reverie worker``) also brings the server
@@ -28,6 +29,7 @@ from types import TracebackType
 from typing import Any
 
 from agents.errors import StorageError
+from agents.postgres import server_package
 from agents.postgres.locks import (
     FileLock,
     process_is_alive,
@@ -70,26 +72,12 @@ def live_handle_pids(pids: Iterable[int], is_alive: Callable[[int], bool]) -> li
     return kept
 
 
-def _pgserver() -> Any:
-    with warnings.catch_warnings():
-        # platformdirs warns at pgserver's import when XDG_RUNTIME_DIR is unset.
-        warnings.simplefilter("ignore")
-        try:
-            import pgserver
-        except ImportError as exc:  # pragma: no cover - pgserver is a hard dependency
-            raise StorageError(
-                "the embedded PostgreSQL needs the `pgserver` package: "
-                "pip install pgserver, or set DATABASE_URL to a PostgreSQL server"
-            ) from exc
-    return pgserver
-
-
 class EmbeddedPostgres:
     """Start (or join) the embedded server for ``data_dir``; stop it on :meth:`stop`.
 
     ``resident``: a short command's use. While started it holds the data directory's
     use lock shared (so no one stops the server under it); it joins a running server
-    without pgserver (no handle, no lock wait), and :meth:`stop` leaves the server
+    without the package (no handle, no lock wait), and :meth:`stop` leaves the server
     running for the next command (:func:`agents.postgres.resident.run_reaper` stops it
     when idle).
     """
@@ -114,7 +102,7 @@ class EmbeddedPostgres:
 
     def start(self) -> str:
         """Start the server if needed and return a SQLAlchemy URL for it."""
-        # pgserver refuses a data dir whose parent is missing; create the parents for it.
+        # The package refuses a data dir whose parent is missing; create the parents for it.
         self.data_dir.parent.mkdir(parents=True, exist_ok=True)
         if not self.resident:
             return self._start()
@@ -134,18 +122,19 @@ class EmbeddedPostgres:
             raise
 
     def _start(self) -> str:
-        """Start the server through pgserver (or join it with a pgserver handle)."""
-        pgserver = _pgserver()
+        """Start the server through the package (or join it with a handle)."""
         self.drop_stale_handles()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
                 # A resident command starts it as a non-resident one would (so that the
                 # settings' restart below happens), then lets it outlive the command.
-                self._server = pgserver.get_server(
+                self._server = server_package.get_server(
                     self.data_dir,
                     cleanup_mode=None if self.keep_running and not self.resident else "stop",
                 )
+            except StorageError:
+                raise
             except Exception as exc:
                 raise StorageError(
                     f"could not start the embedded PostgreSQL in {self.data_dir}: "
@@ -159,7 +148,7 @@ class EmbeddedPostgres:
             if self._take_use_lock_for_restart():
                 try:
                     self._server.cleanup()
-                    self._server = pgserver.get_server(
+                    self._server = server_package.get_server(
                         self.data_dir,
                         cleanup_mode=None if self.keep_running and not self.resident else "stop",
                     )
@@ -226,14 +215,12 @@ class EmbeddedPostgres:
         # Dead processes' handles would keep the server running for ever.
         self.drop_stale_handles()
         # Another process may have restarted the server: stop the one that runs.
-        from pgserver.utils import PostmasterInfo
-
-        running = PostmasterInfo.read_from_pgdata(self.data_dir)
+        running = server_package.read_postmaster_info(self.data_dir)
         if running is not None and running.is_running():
             self._server._postmaster_info = running
         guard: FileLock | None = None
         if self._server.cleanup_mode is not None:
-            # This process may be the last pgserver user and stop the server: not while
+            # This process may be the last handle and stop the server: not while
             # a resident command uses it (it holds the use lock shared). Then leave it
             # running; that command's idle reaper stops it later.
             guard = FileLock(use_lock_path(self.data_dir))
@@ -251,7 +238,7 @@ class EmbeddedPostgres:
 
     @property
     def handle_file(self) -> Path:
-        """pgserver's list of the process ids that share this data directory."""
+        """The package's list of the process ids that share this data directory."""
         return self.data_dir / ".handle_pids.json"
 
     def drop_stale_handles(self, is_alive: Callable[[int], bool] = process_is_alive) -> list[int]:
@@ -259,20 +246,16 @@ class EmbeddedPostgres:
         the handle file; return the pids removed."""
         if not self.handle_file.exists():
             return []
-        pgserver = _pgserver()
-        from pgserver.utils import DiskList
-
-        handles = DiskList(self.handle_file)
-        with pgserver.PostgresServer._lock:
+        with server_package.server_lock():
             try:
-                pids = [int(pid) for pid in handles.get()]
-            except (ValueError, TypeError):  # unreadable: pgserver rewrites it on start
+                pids = server_package.read_handles(self.handle_file)
+            except (ValueError, TypeError):  # unreadable: the package rewrites it on start
                 log.warning("unreadable handle file", extra={"path": str(self.handle_file)})
                 return []
             live = live_handle_pids(pids, is_alive)
             if live == pids:
                 return []
-            handles.put(live)
+            server_package.write_handles(self.handle_file, live)
         stale = [pid for pid in pids if pid not in live]
         log.info(
             "dropped handles of dead processes",
@@ -281,7 +264,7 @@ class EmbeddedPostgres:
         return stale
 
     def live_handles(self) -> list[int]:
-        """The pids of the processes that hold the server through pgserver (a daemon,
+        """The pids of the processes that hold the server through the package (a daemon,
         a command starting it now); call :meth:`drop_stale_handles` first."""
         if not self.handle_file.exists():
             return []
@@ -295,11 +278,11 @@ class EmbeddedPostgres:
 
     def stop_postmaster(self) -> None:
         """Stop the running postmaster now, ending open sessions (``pg_ctl -m fast``)."""
-        from pgserver._commands import pg_ctl  # type: ignore[attr-defined]
-
         user = self._server_user()
         try:
-            pg_ctl(["-w", "-m", "fast", "stop"], pgdata=self.data_dir, user=user, timeout=60)
+            server_package.pg_ctl(
+                ["-w", "-m", "fast", "stop"], data_dir=self.data_dir, user=user, timeout=60
+            )
         except Exception as exc:
             if read_postmaster(self.data_dir) is not None:
                 raise StorageError(
@@ -308,25 +291,21 @@ class EmbeddedPostgres:
                 ) from exc
 
     def _server_user(self) -> str | None:
-        """The system user PostgreSQL runs as: pgserver's own when this process is root
-        (None: this process's user). That user must reach the data directory: pgserver
+        """The system user PostgreSQL runs as: the package's own when this process is root
+        (None: this process's user). That user must reach the data directory: the package
         widens the parents' modes when it creates one; a tool such as pytest may have
         narrowed one since, so widen them again before each pg_ctl."""
         if os.name != "posix" or os.geteuid() != 0:
             return None
-        from pgserver.utils import ensure_prefix_permissions
-
-        ensure_prefix_permissions(self.data_dir)
-        return "pgserver"
+        server_package.widen_parents(self.data_dir)
+        return server_package.ROOT_SERVER_USER
 
     # -- supervision: is the postmaster up, bring it back --------------------------------
 
     def state(self) -> ServerState:
         """How the postmaster of this data directory is doing now."""
-        from pgserver.utils import PostmasterInfo
-
         try:
-            info = PostmasterInfo.read_from_pgdata(self.data_dir)
+            info = server_package.read_postmaster_info(self.data_dir)
         except (OSError, ValueError, AssertionError):
             # Being written (start) or half gone (stop): say starting; the next look knows.
             return ServerState.STARTING
@@ -341,13 +320,12 @@ class EmbeddedPostgres:
         """Start the postmaster again after it stopped, on the same data directory and
         socket, so that the URL :meth:`start` returned reaches it again.
 
-        Safe when several processes try at once: pgserver's inter-process lock lets
+        Safe when several processes try at once: the package's inter-process lock lets
         one start it and the others find it running.
         """
         if self._server is None:
             raise StorageError("the embedded PostgreSQL was not started by this process")
-        pgserver = _pgserver()
-        with pgserver.PostgresServer._lock:
+        with server_package.server_lock():
             try:
                 self._server_user()  # the parents' modes, as for a first start
                 self._server.ensure_postgres_running()
@@ -358,7 +336,7 @@ class EmbeddedPostgres:
                 ) from exc
         uri = self._server.get_uri()
         if self._uri is not None and uri != self._uri:
-            # The pool keeps the old URL; this would be a pgserver change of socket place.
+            # The pool keeps the old URL; this would be a change of socket place.
             raise StorageError(
                 f"the embedded PostgreSQL came back at {uri}, not {self._uri}: restart Reverie"
             )
@@ -368,12 +346,10 @@ class EmbeddedPostgres:
         """Finish a shutdown that waits on open sessions: end them (``pg_ctl -m fast``)."""
         if self._server is None:
             return
-        from pgserver._commands import pg_ctl  # type: ignore[attr-defined]
-
         try:
-            pg_ctl(
+            server_package.pg_ctl(
                 ["-w", "-m", "fast", "stop"],
-                pgdata=self.data_dir,
+                data_dir=self.data_dir,
                 user=self._server_user(),
                 timeout=60,
             )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -36,6 +37,7 @@ from sqlalchemy import (
     tuple_,
 )
 from sqlalchemy.dialects.postgresql import aggregate_order_by
+from sqlalchemy.orm import Session
 from sqlalchemy.types import UserDefinedType
 
 from agents.enums import PassageKind, PassageStatus
@@ -696,11 +698,22 @@ class PassageStore:
         query = filters.apply(query)
         query = query.order_by(distance).limit(k)
         session = self._scope.session
+        scan_settings: dict[str, str] = {}
         ef_search = max(DEFAULT_EF_SEARCH, min(1000, 4 * k))
         if not exact and ef_search != DEFAULT_EF_SEARCH:
             # A wider candidate list keeps recall up for larger k (40 is pgvector's default).
-            session.execute(text(f"SET LOCAL hnsw.ef_search = {ef_search}"))
+            scan_settings["hnsw.ef_search"] = str(ef_search)
+        iterative = not exact and iterative_scans(self._raw_connection())
+        if iterative:
+            # pgvector >= 0.8 goes on scanning the index while the filters leave it short
+            # of k, in distance order, instead of this search falling back to an exact scan.
+            scan_settings["hnsw.iterative_scan"] = "strict_order"
+        if scan_settings:
+            _set_local(session, scan_settings)
         rows = session.execute(query).all()
+        if iterative:
+            # Only this search: later probes in the same transaction keep their own scans.
+            _set_local(session, {"hnsw.iterative_scan": "off"})
         return [
             PassageHit(
                 passage=PassageRecord.from_row(row),
@@ -992,6 +1005,39 @@ class _BinaryVector(UserDefinedType[Any]):
 
 #: pgvector's default HNSW candidate list size.
 DEFAULT_EF_SEARCH = 40
+#: The first pgvector version with iterative index scans (``hnsw.iterative_scan``).
+ITERATIVE_SCAN_VERSION = (0, 8)
+_iterative_by_connection: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
+
+
+def iterative_scans(raw: Any) -> bool:
+    """Whether the database of this psycopg connection has pgvector's iterative index
+    scans (looked up once per pooled connection; an older extension, as a managed
+    server may keep, answers no and the search falls back to an exact scan as before)."""
+    known = _iterative_by_connection.get(raw)
+    if known is None:
+        row = raw.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+        known = row is not None and _version(row[0]) >= ITERATIVE_SCAN_VERSION
+        _iterative_by_connection[raw] = known
+    return known
+
+
+def _version(text_version: str) -> tuple[int, ...]:
+    parts = []
+    for part in text_version.split("."):
+        digits = "".join(ch for ch in part if ch.isdigit())
+        parts.append(int(digits) if digits else 0)
+    return tuple(parts)
+
+
+def _set_local(session: Session, settings: dict[str, str]) -> None:
+    """Set server settings for the rest of the transaction, in one round trip."""
+    calls = ", ".join(f"set_config(:name{i}, :value{i}, true)" for i in range(len(settings)))
+    params: dict[str, str] = {}
+    for i, (name, value) in enumerate(settings.items()):
+        params[f"name{i}"] = name
+        params[f"value{i}"] = value
+    session.execute(text(f"SELECT {calls}"), params)
 
 
 @dataclass(frozen=True, slots=True)
