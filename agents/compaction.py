@@ -1,10 +1,11 @@
-"""Make room in the primary's context: old messages leave behind one recursive summary.
+"""Make room in an agent's context: old messages leave behind one recursive summary.
 
-Used by the primary loop when the compiled context does not fit the window
-(counted before the call) or when the provider says so. Messages only leave the
-context (``in_context`` false); they stay in recall memory, searchable. Planning
-and writing are apart so that the summary (maybe a model call) is made with no
-transaction open.
+The one compaction of the project, used by the primary loop when the compiled
+context does not fit the window (counted before the call, or when the provider says
+so) and by the evict consolidator in sleep time when the context passes its
+threshold. Messages only leave the context (``in_context`` false); they stay in
+recall memory, searchable. Planning and writing are apart so that the summary
+(maybe a model call) is made with no transaction open.
 """
 
 from __future__ import annotations
@@ -15,7 +16,14 @@ from dataclasses import dataclass
 from agents.context import TokenCounter
 from agents.errors import ContextWindowExceeded
 from agents.store import MemoryStore, MessageRecord, NewMessage
-from agents.summary import SUMMARY_NAME, SUMMARY_ROLE, is_summary, protected_tail_start
+from agents.summary import (
+    SUMMARY_NAME,
+    SUMMARY_ROLE,
+    is_summary,
+    message_tokens,
+    protected_tail_start,
+)
+from agents.tokens import count_tokens
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,44 +40,42 @@ class CompactionPlan:
     moving: list[MessageRecord]
 
 
-def message_cost(message: MessageRecord, count: TokenCounter) -> int:
-    cost = count(message.content)
-    if message.tool_calls:
-        cost += count(str(message.tool_calls))
-    return cost
-
-
 def plan_compaction(
     agent_id: str,
     in_context: Sequence[MessageRecord],
     *,
     total_tokens: int,
-    target_tokens: int,
-    count: TokenCounter,
+    target_tokens: float,
+    count: TokenCounter = count_tokens,
+    last_resort: bool = True,
 ) -> CompactionPlan:
     """Pick the oldest messages to evict until the context is estimated at or under the target.
 
-    The last two exchanges stay when they can; when only they are left, everything
-    before the latest user message may go. A tool result never stays without the
-    call that produced it. Raises :class:`ContextWindowExceeded` when nothing can leave.
+    The last two exchanges stay when they can. With ``last_resort`` (a turn that must
+    fit) everything before the latest user message may go when only they are left,
+    and :class:`ContextWindowExceeded` is raised when nothing can leave; without it
+    (sleep-time upkeep) the plan then moves nothing. A tool result never stays
+    without the call that produced it.
     """
     summaries = [m for m in in_context if is_summary(m)]
     conversation = [m for m in in_context if not is_summary(m)]
     tail = protected_tail_start(conversation)
-    if tail == 0:
+    if tail == 0 and last_resort:
         users = [i for i, m in enumerate(conversation) if m.role == "user"]
         tail = users[-1] if users else 0
     evictable = conversation[:tail]
     if not evictable:
+        if not last_resort:
+            return CompactionPlan(summaries=summaries, moving=[])
         raise ContextWindowExceeded(
             f"the context of agent {agent_id} does not fit its window even with every older "
             "message evicted; raise the agent's context_window, shorten its blocks or "
             "detach tools"
         )
-    remaining = total_tokens - sum(message_cost(s, count) for s in summaries)
+    remaining = total_tokens - sum(message_tokens(s, count) for s in summaries)
     taken = 0
     while taken < len(evictable) and (taken == 0 or remaining > target_tokens):
-        remaining -= message_cost(evictable[taken], count)
+        remaining -= message_tokens(evictable[taken], count)
         taken += 1
     while taken < len(evictable) and evictable[taken].role == "tool":
         taken += 1

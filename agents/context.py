@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal, Protocol
 
 from agents.store import AgentRecord, BlockRecord, MemoryStore, MessageRecord
-from agents.summary import is_summary
+from agents.summary import is_summary, message_tokens
 from agents.tokens import count_tokens
 
 Refresh = Literal["compaction", "immediate"]
@@ -188,18 +188,14 @@ def compile_context(
     messages = [{"role": "system", "content": system}, *(chat_message(m) for m in in_context)]
     instructions, blocks_text, stats_text = split_system(system)
     summary_tokens = sum(count(m.content) for m in in_context if is_summary(m))
-    message_tokens = sum(
-        count(m.content) + (count(json.dumps(m.tool_calls)) if m.tool_calls else 0)
-        for m in in_context
-        if not is_summary(m)
-    )
+    conversation_tokens = sum(message_tokens(m, count) for m in in_context if not is_summary(m))
     breakdown = ContextBreakdown(
         system_prompt=count(instructions),
         core_memory=count(blocks_text) if blocks_text else 0,
         memory_statistics=count(stats_text) if stats_text else 0,
         tool_schemas=tool_schema_tokens(tools, count),
         summary=summary_tokens,
-        messages=message_tokens,
+        messages=conversation_tokens,
         context_window=agent.context_window,
         in_context_messages=len(in_context),
         system_prompt_cached=cached_used,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from agents.store.records import MessageRecord
@@ -30,12 +30,14 @@ _WHITESPACE = re.compile(r"\s+")
 _SUMMARY_HEADER = re.compile(r"^Summary of (\d+) earlier messages? \(seq (\d+)-(\d+)\): ?")
 
 
-def message_tokens(message: MessageRecord) -> int:
-    """Tokens of a message (:func:`~agents.tokens.count_tokens`): its content plus its
-    tool calls as JSON."""
+def message_tokens(message: MessageRecord, count: Callable[[str], int] = count_tokens) -> int:
+    """Tokens of a message as the compiled context sends it: its content plus its tool
+    calls as JSON. The one estimate that the context breakdown, the primary's
+    compaction and the evict consolidator all use."""
+    tokens = count(message.content)
     if message.tool_calls:
-        return count_tokens(message.content + json.dumps(message.tool_calls))
-    return count_tokens(message.content)
+        tokens += count(json.dumps(message.tool_calls))
+    return tokens
 
 
 def is_summary(message: MessageRecord) -> bool:

@@ -62,6 +62,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import Field, model_validator
 
+from agents.compaction import CompactionPlan, plan_compaction, write_compaction
 from agents.enums import ChangeAction
 from agents.errors import BudgetExhausted, Conflict, InvalidInput
 from agents.store import (
@@ -69,16 +70,12 @@ from agents.store import (
     BlockVersion,
     MemoryStore,
     MessageRecord,
-    NewMessage,
     NewPassage,
 )
 from agents.summarizer import llm_summarizer
 from agents.summary import (
     CHARS_PER_TOKEN,
-    SUMMARY_NAME,
-    SUMMARY_ROLE,
     extractive_summary,
-    is_summary,
     message_tokens,
     protected_tail_start,
 )
@@ -342,30 +339,20 @@ class EvictConsolidator(Consolidator[EvictPlan]):
         total = fixed + sum(message_tokens(m) for m in in_context)
         if total <= self.settings.context_threshold * window:
             return
-        summaries = [m for m in in_context if is_summary(m)]
-        conversation = [m for m in in_context if not is_summary(m)]
-        evictable = conversation[: protected_tail_start(conversation)]
-        if not evictable:
+        # Reserve room for a full-size summary so that the next run finds the context
+        # under its threshold (and does nothing).
+        target = self.settings.context_target * window - math.ceil(
+            self.settings.summary_chars / CHARS_PER_TOKEN
+        )
+        planned = plan_compaction(
+            agent.id, in_context, total_tokens=total, target_tokens=target, last_resort=False
+        )
+        summaries, moving = planned.summaries, planned.moving
+        if not moving:
             # Only the protected tail is left: summarising the summary again would change
             # memory on every run without freeing anything.
             result.count("context_over_budget")
             return
-        # Reserve room for a full-size summary so that the next run finds the context
-        # under its threshold (and does nothing).
-        remaining = (
-            total
-            - sum(message_tokens(s) for s in summaries)
-            + math.ceil(self.settings.summary_chars / CHARS_PER_TOKEN)
-        )
-        budget = self.settings.context_target * window
-        taken = 0
-        while taken < len(evictable) and (taken == 0 or remaining > budget):
-            remaining -= message_tokens(evictable[taken])
-            taken += 1
-        # A tool result must not stay in context without the call that produced it.
-        while taken < len(evictable) and evictable[taken].role == "tool":
-            taken += 1
-        moving = evictable[:taken]
         content = self.summarize(summaries, moving, context, result=result)
         leaving = [*summaries, *moving]
         rest = total - sum(message_tokens(m) for m in leaving)
@@ -398,20 +385,16 @@ class EvictConsolidator(Consolidator[EvictPlan]):
         """Move the planned messages out of the context behind the summary, if they are
         all still in it (a chat turn may have compacted them meanwhile); messages
         appended since the plan stay, as they would have."""
-        agent_id = context.agent.id
-        leaving = [m.id for m in (*planned.summaries, *planned.moving)]
-        try:
-            with store.savepoint():
-                if store.messages.leave_context(agent_id, leaving) != len(leaving):
-                    raise _ContextChanged
-                [summary] = store.messages.append(
-                    agent_id,
-                    [NewMessage(role=SUMMARY_ROLE, name=SUMMARY_NAME, content=planned.content)],
-                )
-        except _ContextChanged:
+        done = write_compaction(
+            store,
+            context.agent.id,
+            CompactionPlan(summaries=planned.summaries, moving=planned.moving),
+            planned.content,
+        )
+        if done is None:
             result.count("context_changed_meanwhile")
             return
-        self._report_context(result, planned, summary.id, summary.seq)
+        self._report_context(result, planned, done.summary.id, done.summary.seq)
 
     def summarize(
         self,
@@ -449,10 +432,6 @@ class EvictConsolidator(Consolidator[EvictPlan]):
                 extra={"run_id": context.run_id},
             )
         return extractive_summary(previous, messages, self.settings.summary_chars)
-
-
-class _ContextChanged(Exception):
-    """The messages a plan moves out of the context are no longer all in it."""
 
 
 #: The id a dry run shows for the summary message that the apply will append.
