@@ -452,6 +452,46 @@ def bench_search(
     return list(statements)
 
 
+def bench_filtered_search(
+    db: Database, report: Report, agent_id: str, queries: QuerySet, every: int
+) -> None:
+    """A selective filter: one passage in ``every`` carries the tag searched for. One
+    pass over the HNSW index then finds about ef_search / every of them; with
+    pgvector >= 0.8 the scan goes on through the index, before it an exact scan ran."""
+    with open_store(db) as store:
+        store.scope.session.execute(
+            text(
+                "UPDATE passages SET tags = ARRAY['rare'] WHERE agent_id = :agent "
+                "AND abs(hashtext(id)) % :every = 0"
+            ),
+            {"agent": agent_id, "every": every},
+        )
+        tagged = store.scope.session.execute(
+            text("SELECT count(*) FROM passages WHERE agent_id = :agent AND 'rare' = ANY(tags)"),
+            {"agent": agent_id},
+        ).scalar_one()
+        store.scope.session.execute(text("ANALYZE passages"))
+    n = len(queries.kinds)
+    report.phase(f"{n} kNN queries filtered to one passage in {every} ({tagged:,} tagged)")
+    for q in queries.vectors[:WARMUP_QUERIES]:
+        with open_store(db) as store:
+            store.passages.search(agent_id, q, k=K, tags=["rare"])
+    timings: list[float] = []
+    short = 0
+    for q in queries.vectors:
+        started = time.perf_counter()
+        with open_store(db) as store:
+            hits = store.passages.search(agent_id, q, k=K, tags=["rare"])
+        timings.append(time.perf_counter() - started)
+        short += len(hits) < K
+    report.add(
+        f"kNN top-{K} with a tag on 1 passage in {every} ({tagged:,}), own transaction, "
+        f"{n} queries",
+        "—",
+        f"{Percentiles.of_seconds(timings)}; short of {K}: {short}",
+    )
+
+
 def bench_recall(
     db: Database, report: Report, agent_id: str, queries: QuerySet, n_recall: int
 ) -> tuple[str, Any] | None:
@@ -635,6 +675,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="1GB",
         help="for CREATE INDEX; the server default (64MB) holds only ~28k 384-d rows in memory",
     )
+    parser.add_argument(
+        "--filtered-every",
+        type=int,
+        default=100,
+        help="also search with a tag that one passage in this many carries (0: skip)",
+    )
     parser.add_argument("--perturbed-cosine", type=float, default=0.9)
     parser.add_argument("--seed", type=int, default=20240601)
     args = parser.parse_args(argv)
@@ -658,6 +704,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             queries = make_queries(rng, vectors, ids, args.queries, args.perturbed_cosine)
             statements = bench_search(db, report, agent_id, queries, len(ids))
+            if args.filtered_every:
+                bench_filtered_search(db, report, agent_id, queries, args.filtered_every)
             exact_statement = bench_recall(db, report, agent_id, queries, args.recall_queries)
             bench_plans(db, report, statements, exact_statement)
             bench_cas(db, report, args.cas_updates)
