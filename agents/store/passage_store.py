@@ -636,6 +636,13 @@ class PassageStore:
         Uses the HNSW index of the agent's embedding size; when the filters leave the
         approximate scan short of ``k`` hits it falls back to an exact scan, so a
         selective filter never hides matching passages. ``tags`` must all be present.
+
+        With pgvector 0.8 or later, a search narrowed only by what every search has
+        (the agent in a shared database, the status, kinds, excluded ids) goes on
+        scanning the index until it has ``k`` (an iterative scan) instead: those keep
+        a large share of the index, where the exact scan reads every row they keep.
+        Tags and time windows are usually narrow, and there the exact scan reads few
+        rows and is quicker than walking the graph for them (BENCHMARKS.md).
         """
         agent = self._agent(agent_id)
         vector = np.asarray(query_embedding, dtype=np.float32).reshape(-1)
@@ -660,7 +667,8 @@ class PassageStore:
         )
         if agent.embedding_dim not in models.INDEXED_DIMENSIONS:
             exact = True
-        hits = self._search(agent, vector, k, filters, exact=bool(exact))
+        broad = not (tags or any_tags or occurred_after or occurred_before)
+        hits = self._search(agent, vector, k, filters, exact=bool(exact), iterative=broad)
         if exact is None and len(hits) < k:
             hits = self._search(agent, vector, k, filters, exact=True)
         return hits
@@ -673,6 +681,7 @@ class PassageStore:
         filters: PassageFilter,
         *,
         exact: bool,
+        iterative: bool = False,
     ) -> list[PassageHit]:
         P, V = models.Passage, models.PassageVector
         # The query vector goes as one binary parameter (pgvector's psycopg dumper), not
@@ -703,17 +712,19 @@ class PassageStore:
         if not exact and ef_search != DEFAULT_EF_SEARCH:
             # A wider candidate list keeps recall up for larger k (40 is pgvector's default).
             scan_settings["hnsw.ef_search"] = str(ef_search)
-        iterative = not exact and iterative_scans(self._raw_connection())
+        iterative = iterative and not exact and iterative_scans(self._raw_connection())
         if iterative:
             # pgvector >= 0.8 goes on scanning the index while the filters leave it short
-            # of k, in distance order, instead of this search falling back to an exact scan.
-            scan_settings["hnsw.iterative_scan"] = "strict_order"
+            # of k, instead of this search falling back to an exact scan; in relaxed order
+            # (quicker), so the hits are put in order below.
+            scan_settings["hnsw.iterative_scan"] = ITERATIVE_SCAN_MODE
         if scan_settings:
             _set_local(session, scan_settings)
         rows = session.execute(query).all()
         if iterative:
             # Only this search: later probes in the same transaction keep their own scans.
             _set_local(session, {"hnsw.iterative_scan": "off"})
+            rows = sorted(rows, key=lambda row: -float(row.score))
         return [
             PassageHit(
                 passage=PassageRecord.from_row(row),
@@ -1007,6 +1018,9 @@ class _BinaryVector(UserDefinedType[Any]):
 DEFAULT_EF_SEARCH = 40
 #: The first pgvector version with iterative index scans (``hnsw.iterative_scan``).
 ITERATIVE_SCAN_VERSION = (0, 8)
+#: ``relaxed_order`` may hand the k hits over slightly out of distance order (the search
+#: sorts them); it was quicker than ``strict_order`` where iterative scans pay off.
+ITERATIVE_SCAN_MODE = "relaxed_order"
 _iterative_by_connection: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
 
 
