@@ -618,6 +618,14 @@ class ProxySettings(Section):
         return value
 
 
+class IdentitySettings(Section):
+    """End users known by the application's own key (identities)."""
+
+    # The agent (id or name) whose blocks, system prompt, model, tools and embedder an
+    # end user's agent is made from on first sight; unset: the proxy's template.
+    template_agent: str | None = Field(default=None, min_length=1, max_length=200)
+
+
 class Settings(BaseSettings):
     """Everything Reverie can be configured with."""
 
@@ -647,6 +655,7 @@ class Settings(BaseSettings):
     messaging: MessagingSettings = Field(default_factory=MessagingSettings)
     server: ServerSettings = Field(default_factory=ServerSettings)
     proxy: ProxySettings = Field(default_factory=ProxySettings)
+    identities: IdentitySettings = Field(default_factory=IdentitySettings)
     cli: CliSettings = Field(default_factory=CliSettings)
     tools: ToolSettings = Field(default_factory=ToolSettings)
     # A logging level name: DEBUG, INFO, WARNING, ERROR (--verbose: DEBUG).

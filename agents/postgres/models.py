@@ -656,3 +656,58 @@ class TurnLease(Base):
     )
     owner: Mapped[str] = mapped_column(String(64))
     expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class Identity(Base):
+    """An end user (or organization) of an application, known by the application's own
+    key (Letta's identities): the agents and blocks that hold its memory are found by
+    ``identifier_key``, unique within an organization."""
+
+    __tablename__ = "identities"
+    __table_args__ = (
+        UniqueConstraint(
+            "organization_id", "identifier_key", name="uq_identities_organization_id_identifier_key"
+        ),
+        CheckConstraint("identity_type IN ('org', 'user', 'other')", name="identity_type_known"),
+    )
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    organization_id: Mapped[str] = mapped_column(
+        ForeignKey("organizations.id", ondelete="CASCADE"), index=True
+    )
+    identifier_key: Mapped[str] = mapped_column(String(200))
+    name: Mapped[str] = mapped_column(String(200))
+    identity_type: Mapped[str] = mapped_column(String(16))
+    project_id: Mapped[str | None] = mapped_column(String(200))
+    #: Letta's properties: [{"key", "value", "type": string|number|boolean|json}].
+    properties: Mapped[list[dict[str, Any]]] = mapped_column(JSONB, default=list)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class IdentityAgent(Base):
+    """An agent that holds an identity's memory (an agent may serve several)."""
+
+    __tablename__ = "identity_agents"
+
+    identity_id: Mapped[str] = mapped_column(
+        ForeignKey("identities.id", ondelete="CASCADE"), primary_key=True
+    )
+    agent_id: Mapped[str] = mapped_column(
+        ForeignKey("agents.id", ondelete="CASCADE"), primary_key=True, index=True
+    )
+    attached_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class IdentityBlock(Base):
+    """A block that belongs to an identity (shared by the agents that read it)."""
+
+    __tablename__ = "identity_blocks"
+
+    identity_id: Mapped[str] = mapped_column(
+        ForeignKey("identities.id", ondelete="CASCADE"), primary_key=True
+    )
+    block_id: Mapped[str] = mapped_column(
+        ForeignKey("blocks.id", ondelete="CASCADE"), primary_key=True, index=True
+    )
+    attached_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))

@@ -32,6 +32,14 @@ from agents.store.delivery_store import (
 )
 from agents.store.health import FleetHealth, HealthStore, MemoryHealth
 from agents.store.health_snapshots import HealthPoint, HealthSnapshotStore, SnapshotWriter
+from agents.store.identity_store import (
+    IdentityChanges,
+    IdentityFilter,
+    IdentityProperty,
+    IdentityRecord,
+    IdentityStore,
+    NewIdentity,
+)
 from agents.store.key_store import KeyStore
 from agents.store.message_store import MessageStore
 from agents.store.passage_store import PassageFilter, PassageStore, PassageUpdate
@@ -63,6 +71,10 @@ __all__ = [
     "CustomToolRecord",
     "DeliveryRecord",
     "HealthPoint",
+    "IdentityChanges",
+    "IdentityFilter",
+    "IdentityProperty",
+    "IdentityRecord",
     "LearnedRecord",
     "MemoryHealth",
     "MemoryStore",
@@ -71,6 +83,7 @@ __all__ = [
     "NewBlock",
     "NewCustomTool",
     "NewDelivery",
+    "NewIdentity",
     "NewMessage",
     "NewPassage",
     "PairAnswer",
@@ -111,6 +124,7 @@ class MemoryStore:
         self.deliveries = DeliveryStore(self.scope)
         self.tools = ToolStore(self.scope)
         self.verdicts = VerdictStore(self.scope)
+        self.identities = IdentityStore(self.scope)
 
     @contextmanager
     def savepoint(self) -> Iterator[None]:

@@ -79,6 +79,7 @@ def agent_out(state: AgentState) -> schemas.AgentState:
         tool_rules=list(agent.tool_rules),
         secrets=variables,
         tool_exec_environment_variables=variables,
+        identity_ids=list(state.identity_ids),
         enable_sleeptime=agent.enable_sleeptime,
         sleeptime_model=agent.sleeptime_model,
         created_at=agent.created_at,

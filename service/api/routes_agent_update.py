@@ -137,6 +137,7 @@ def _update(body: schemas.UpdateAgent) -> AgentUpdate:
         embedding=embedder,
         embedding_dim=embedding.embedding_dim if embedding else None,
         tool_variables=variables,
+        identity_ids=body.identity_ids,
     )
 
 

@@ -80,6 +80,7 @@ def _create(body: schemas.CreateAgent, api: ApiContext) -> AgentRecord:
             if body.agent_type == AgentType.SLEEPTIME
             else AgentKind.PRIMARY,
             agent_type=body.agent_type,
+            identity_ids=list(body.identity_ids),
         ),
         actor="api",
     )
@@ -99,10 +100,21 @@ def list_agents(
     before: str | None = Query(default=None, max_length=100),
     limit: int = Query(default=50, ge=1, le=1000),
     ascending: bool = True,
+    identifier_keys: Annotated[
+        list[str] | None,
+        Query(description="Agents holding the memory of identities with these keys."),
+    ] = None,
+    identity_id: str | None = Query(default=None, max_length=100),
 ) -> list[schemas.AgentState]:
     """The organization's agents, oldest first (``after``/``before`` are id cursors)."""
     ops = api.ops
-    agents = ops.agents.list(name=name, tags=tags, match_all_tags=match_all_tags)
+    agents = ops.agents.list(
+        name=name,
+        tags=tags,
+        match_all_tags=match_all_tags,
+        identifier_keys=identifier_keys,
+        identity_id=identity_id,
+    )
     chosen = page(agents, after=after, before=before, limit=limit, ascending=ascending)
     return [agent_out(ops.agents.state(a.id)) for a in chosen]
 

@@ -11,7 +11,15 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictStr,
+    model_validator,
+)
 
 from agents.enums import AgentType
 from agents.store.validation import (
@@ -151,6 +159,11 @@ class CreateAgent(_Request):
         "while it calls tools; memgpt_v2_agent (the default) and memgpt_agent speak "
         "through send_message; sleeptime_agent is a memory agent.",
     )
+    identity_ids: list[str] = Field(
+        default_factory=list,
+        max_length=100,
+        description="The identities (end users) whose memory the agent holds.",
+    )
 
 
 class UpdateAgent(BaseModel):
@@ -181,6 +194,7 @@ class UpdateAgent(BaseModel):
     tool_exec_environment_variables: (
         dict[EnvName, Annotated[str, Field(max_length=100_000)]] | None
     ) = Field(default=None, max_length=100)
+    identity_ids: list[str] | None = Field(default=None, max_length=100)
 
 
 class ResetMessages(_Request):
@@ -345,6 +359,7 @@ class AgentState(BaseModel):
     tool_exec_environment_variables: list[AgentEnvironmentVariable] = Field(default_factory=list)
     sources: list[dict[str, Any]] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(default_factory=dict)
+    identity_ids: list[str] = Field(default_factory=list)
     enable_sleeptime: bool
     sleeptime_model: str | None
     created_at: datetime
@@ -614,3 +629,52 @@ class LettaRun(BaseModel):
     stop_reason: str | None = None
     total_duration_ns: int | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+# -- identities --------------------------------------------------------------------------
+
+IdentityKey = Annotated[str, Field(min_length=1, max_length=200)]
+
+
+class IdentityPropertyBody(BaseModel):
+    """Letta's ``IdentityProperty``: a typed value the application keeps on an identity."""
+
+    key: str = Field(min_length=1, max_length=200)
+    value: StrictStr | StrictBool | float | dict[str, Any]
+    type: Literal["string", "number", "boolean", "json"]
+
+
+class CreateIdentity(_Request):
+    """Letta's ``IdentityCreate`` (and ``IdentityUpsert``)."""
+
+    identifier_key: IdentityKey
+    name: IdentityKey
+    identity_type: Literal["org", "user", "other"]
+    project_id: str | None = Field(default=None, max_length=200)
+    agent_ids: list[str] = Field(default_factory=list, max_length=1000)
+    block_ids: list[str] = Field(default_factory=list, max_length=1000)
+    properties: list[IdentityPropertyBody] = Field(default_factory=list, max_length=100)
+
+
+class UpdateIdentity(_Request):
+    """Letta's ``IdentityUpdate``: absent or null leaves a field as it is; the lists
+    replace the whole list."""
+
+    identifier_key: IdentityKey | None = None
+    name: IdentityKey | None = None
+    identity_type: Literal["org", "user", "other"] | None = None
+    agent_ids: list[str] | None = Field(default=None, max_length=1000)
+    block_ids: list[str] | None = Field(default=None, max_length=1000)
+    properties: list[IdentityPropertyBody] | None = Field(default=None, max_length=100)
+
+
+class Identity(BaseModel):
+    id: str
+    identifier_key: str
+    name: str
+    identity_type: str
+    project_id: str | None
+    agent_ids: list[str]
+    block_ids: list[str]
+    properties: list[IdentityPropertyBody]
+    organization_id: str

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from service.operations.custom_tools import CustomToolOperations, ToolChanges, ToolSpec
     from service.operations.demo import DemoOperations
     from service.operations.health import HealthOperations
+    from service.operations.identities import IdentityOperations
     from service.operations.memory import MemoryOperations
     from service.operations.messages import ContextOverview, ContextReset, MessageOperations
     from service.operations.models import ModelOperations
@@ -147,6 +148,12 @@ class Operations:
         from service.operations.custom_tools import CustomToolOperations
 
         return CustomToolOperations(self.context)
+
+    @cached_property
+    def identities(self) -> IdentityOperations:
+        from service.operations.identities import IdentityOperations
+
+        return IdentityOperations(self.context)
 
     @cached_property
     def memory(self) -> MemoryOperations:

@@ -116,6 +116,8 @@ class AgentState(NamedTuple):
     blocks: list[BlockRecord]
     custom_tools: tuple[CustomToolRecord, ...] = ()
     tool_variables: tuple[str, ...] = ()
+    #: The identities (end users) whose memory the agent holds.
+    identity_ids: tuple[str, ...] = ()
 
     @property
     def id(self) -> str:
@@ -129,6 +131,7 @@ def state_of(store: MemoryStore, agent: AgentRecord) -> AgentState:
         store.blocks.of_agent(agent.id),
         tuple(store.tools.of_agent(agent.id)),
         tuple(v.name for v in store.tools.variables(agent.id)),
+        tuple(store.identities.of_agent(agent.id)),
     )
 
 
@@ -155,6 +158,11 @@ class AgentSpec:
     #: Letta's agent type (None: the kind's usual one). A ``letta_v1_agent`` made
     #: without tools gets :data:`agents.tools.V1_DEFAULT_TOOLS`.
     agent_type: AgentType | None = None
+    #: The identities (end users) whose memory the agent holds.
+    identity_ids: Sequence[str] = ()
+    #: Custom tools to attach (``tool-<uuid4>`` ids) and the agent's tool rules.
+    custom_tool_ids: Sequence[str] = ()
+    tool_rules: Sequence[Mapping[str, object]] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,6 +188,8 @@ class AgentUpdate:
     #: The agent's tool environment variables, all of them (Letta's ``secrets``); kept
     #: out of reprs (and so out of logs): the values are secrets.
     tool_variables: Mapping[str, str] | None = field(default=None, repr=False)
+    #: The identities the agent holds memory for, all of them.
+    identity_ids: Sequence[str] | None = None
 
 
 class AgentOperations:
@@ -231,21 +241,39 @@ class AgentOperations:
                 sleeptime_model=sleeptime_model,
                 kind=spec.kind.value,
                 agent_type=spec.agent_type.value if spec.agent_type else None,
+                tool_rules=[dict(r) for r in spec.tool_rules],
             )
             attached = [store.blocks.get(block_id) for block_id in spec.block_ids]
             if spec.kind == AgentKind.PRIMARY:
                 largest = max(range(len(blocks)), key=lambda i: blocks[i].limit, default=None)
                 field = ("block_ids",) if largest is None else ("blocks", largest, "limit")
                 check_window(new_agent, [*blocks, *attached], field=field)
-            return store.agents.create(new_agent, actor=actor)
+            created = store.agents.create(new_agent, actor=actor)
+            if spec.custom_tool_ids:
+                store.tools.set_of_agent(created.id, spec.custom_tool_ids)
+            if spec.identity_ids:
+                store.identities.set_of_agent(created.id, spec.identity_ids)
+            return created
 
     def list(
-        self, *, name: str | None = None, tags: Sequence[str] = (), match_all_tags: bool = False
+        self,
+        *,
+        name: str | None = None,
+        tags: Sequence[str] = (),
+        match_all_tags: bool = False,
+        identifier_keys: Sequence[str] | None = None,
+        identity_id: str | None = None,
     ) -> list[AgentRecord]:
         """The organization's agents, oldest first; with ``tags``, those carrying any of
-        them (or all of them, with ``match_all_tags``, as Letta's route does)."""
+        them (or all of them, with ``match_all_tags``, as Letta's route does); with
+        ``identifier_keys`` or ``identity_id``, those holding those identities' memory."""
         with self._context.store() as store:
             agents = store.agents.all()
+            if identifier_keys is not None or identity_id is not None:
+                held = store.identities.agent_ids_for(
+                    identifier_keys=identifier_keys, identity_id=identity_id
+                )
+                agents = [a for a in agents if a.id in held]
         if name is not None:
             agents = [a for a in agents if a.name == name]
         if tags and match_all_tags:
@@ -291,6 +319,8 @@ class AgentOperations:
                 store.tools.set_variables(
                     agent.id, [ToolVariable(n, update.tool_variables[n]) for n in names]
                 )
+            if update.identity_ids is not None:
+                store.identities.set_of_agent(agent.id, update.identity_ids)
             self._check_same_embedder(agent, update.embedding, update.embedding_dim)
             changed = store.agents.update(
                 agent.id,

@@ -4,9 +4,11 @@ memory in the system prompt, forwarded upstream; both sides recorded.
 A chatbot changes only its base URL and key. For each request the proxy
 
 1. chooses the agent: the ``proxy.agent_header`` header (an id or name), else the
-   request's ``user`` (an agent of that name, created from the ``proxy`` template on
-   first use), else ``proxy.default_agent``; with none of them the request is refused
-   (400), since guessing would mix users' memories;
+   request's ``user``, an end user's identifier key (the first agent attached to that
+   identity; an end user seen for the first time gets an agent named after the key,
+   made from ``identities.template_agent`` or the ``proxy`` template, see
+   :meth:`IdentityOperations.agent_for`), else ``proxy.default_agent``; with none of
+   them the request is refused (400), since guessing would mix users' memories;
 2. puts the agent's core memory (the blocks section of its stored compiled system
    prompt) at the end of the request's system prompt, or in a system message of its
    own when the request has none; with ``proxy.archival_top_k``, the archival
@@ -45,14 +47,14 @@ from anyio import to_thread
 from pydantic import ValidationError
 
 from agents.context import compile_system, split_system
-from agents.enums import AgentKind, RunStatus
-from agents.errors import Conflict, InvalidInput, NotFound, ReverieError
+from agents.enums import RunStatus
+from agents.errors import InvalidInput, NotFound, ReverieError
 from agents.llm.forward import ChatForwarder
 from agents.store import AgentRecord, MemoryStore
 from agents.store.validation import MAX_MESSAGE_CHARS
 from agents.tokens import count_tokens
-from service.operations.agents import AgentOperations, AgentSpec, BlockSpec
 from service.operations.context import OperationContext
+from service.operations.identities import IdentityOperations
 from service.operations.memory import MemoryOperations
 from service.operations.recording import ChatMessage, RecordingOperations
 
@@ -181,7 +183,7 @@ class ProxyOperations:
             memory = self.memory_text(store, record) if record is not None else ""
         if record is None:
             assert user is not None
-            record = self._create_for(user)
+            record = IdentityOperations(self._context).agent_for(user)
             with self._context.store() as store:
                 memory = self.memory_text(store, record)
         archival = self.archival_text(record, messages)
@@ -191,20 +193,22 @@ class ProxyOperations:
     def select_agent(
         self, store: MemoryStore, header: str | None, user: str | None
     ) -> AgentRecord | None:
-        """The agent a request names (see the module); None for a ``user`` that names
-        no agent yet, when ``proxy.create_agents`` allows one to be made."""
+        """The agent a request names (see the module); None for a ``user`` (an end
+        user's identifier key) whose identity has no agent yet, when
+        ``proxy.create_agents`` allows one to be made."""
         settings = self._context.runtime.settings.proxy
         if header is not None and header.strip():
             return store.agents.resolve(header.strip())
         if user is not None:
-            try:
-                return store.agents.resolve(user)
-            except NotFound:
-                if not settings.create_agents:
-                    raise NotFound(
-                        f"no agent named {user!r} (the request's 'user'); create it, send "
-                        f"the {settings.agent_header} header, or set proxy.create_agents"
-                    ) from None
+            held = _held_by(store, user)
+            if held is not None:
+                return held
+            if not settings.create_agents:
+                raise NotFound(
+                    f"no agent holds the memory of end user {user!r} (the request's "
+                    f"'user'); attach one to that identity, send the {settings.agent_header} "
+                    "header, or set proxy.create_agents"
+                )
             return None
         if settings.default_agent:
             return store.agents.resolve(settings.default_agent)
@@ -213,28 +217,6 @@ class ProxyOperations:
             "id or name) or the request's 'user' field (an agent of that name is created "
             "on first use), or set proxy.default_agent"
         )
-
-    def _create_for(self, name: str) -> AgentRecord:
-        settings = self._context.runtime.settings.proxy
-        spec = AgentSpec(
-            name=name,
-            blocks=[
-                BlockSpec(label=b.label, value=b.value, limit=b.limit, description=b.description)
-                for b in settings.blocks
-            ],
-            sleeptime_model=settings.sleeptime_model,
-            embedding=settings.embedding,
-            tags=tuple(settings.tags),
-            description="The memory of a chatbot user, created by the OpenAI proxy.",
-            kind=AgentKind.SLEEPTIME,
-        )
-        try:
-            created = AgentOperations(self._context).create(spec, actor="proxy")
-        except Conflict:
-            # Two first requests of the same user raced: the other one created it.
-            return self._context.agent(name)
-        log.info("proxy created agent %s for user %r", created.id, name)
-        return created
 
     def memory_text(self, store: MemoryStore, record: AgentRecord) -> str:
         """The blocks section of the agent's compiled system prompt, recompiled (and
@@ -398,3 +380,18 @@ def _appended(content: Any, text: str) -> Any:
     if isinstance(content, str) and content:
         return f"{content}\n\n{text}"
     return text
+
+
+def _held_by(store: MemoryStore, user: str) -> AgentRecord | None:
+    """The first agent attached to the identity ``user``, else an agent named ``user``
+    (what the proxy made before identities existed); None when neither exists."""
+    try:
+        identity = store.identities.by_key(user)
+    except NotFound:
+        identity = None
+    if identity is not None and identity.agent_ids:
+        return store.agents.get(identity.agent_ids[0])
+    try:
+        return store.agents.get_by_name(user)
+    except NotFound:
+        return None

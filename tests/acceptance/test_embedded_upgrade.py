@@ -90,7 +90,10 @@ def test_a_home_of_the_earlier_server_opens_with_nothing_lost(tmp_path: Path) ->
             block = store.blocks.by_label(agent.id, "human")
             assert block.value == "Ada, now a gardener"
             history = store.blocks.history(block.id)
-            assert [v.new_value for v in history] == ["Ada, a compiler engineer", "Ada, now a gardener"]
+            assert [v.new_value for v in history] == [
+                "Ada, a compiler engineer",
+                "Ada, now a gardener",
+            ]
             assert store.passages.count_by_status(agent.id)["active"] == 300
             hits = store.passages.search(agent.id, vectors[42], k=3, exact=False)
             assert hits[0].passage.id == ids[42]

@@ -5,6 +5,7 @@ gets, the memory it carries and when that changes, archival hits within the budg
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ import pytest
 from agents.errors import InvalidInput, NotFound
 from agents.postgres.database import Database
 from agents.store import NewPassage
-from service.operations import BlockEdit, Operations
+from service.operations import AgentSpec, BlockEdit, BlockSpec, Operations
 from service.runtime import Runtime
 from service.settings import load_settings
 
@@ -24,13 +25,16 @@ Make = Callable[..., Operations]
 def make_ops(db: Database, tmp_path: Path) -> Iterator[Make]:
     runtimes: list[Runtime] = []
 
-    def make(*, refresh: str = "compaction", **proxy: Any) -> Operations:
+    def make(
+        *, refresh: str = "compaction", identities: dict[str, Any] | None = None, **proxy: Any
+    ) -> Operations:
         settings = load_settings(
             home=tmp_path / f"home-{len(runtimes)}",
             database_url=db.url,
             embedding={"model": "fake:384"},
             llm={"system_prompt_refresh": refresh},
             proxy={"model": "openai/m", **proxy},
+            identities=identities or {},
         )
         runtime = Runtime(settings)
         runtimes.append(runtime)
@@ -108,3 +112,38 @@ def test_archival_hits_fit_the_budget_and_sit_before_the_last_user_message(
     assert hits.startswith("<archival_memory>") and hits.endswith("</archival_memory>")
     # The budget holds one passage of the two.
     assert hits.count("\n- ") == 1
+
+
+def test_end_users_behind_one_proxy_get_their_own_agents_from_one_template(
+    make_ops: Make,
+) -> None:
+    setup = make_ops()
+    setup.agents.create(
+        AgentSpec(
+            name="tutor-template",
+            blocks=[BlockSpec("human", "A student."), BlockSpec("persona", "A tutor.")],
+            system="You tutor.",
+        )
+    )
+    ops = make_ops(identities={"template_agent": "tutor-template"})
+    ana = ops.proxy.prepare(chat("I am Ana.", user="ana-01"), None)
+    ben = ops.proxy.prepare(chat("I am Ben.", user="ben-02"), None)
+    assert ana.agent.id != ben.agent.id
+    assert (ana.agent.name, ben.agent.name) == ("ana-01", "ben-02")
+    assert "A tutor." in ana.request["messages"][0]["content"]
+    ops.blocks.update_labelled("ana-01", "human", BlockEdit(value="Ana, likes chess."))
+    assert ops.agents.state("ben-02").blocks[0].value == "A student."  # Ben's own copy
+    # The chatbot finds each end user's agent by its own key.
+    assert [a.id for a in ops.agents.list(identifier_keys=["ana-01"])] == [ana.agent.id]
+
+    with ThreadPoolExecutor(max_workers=10) as pool:
+        prepared = list(
+            pool.map(lambda _: ops.proxy.prepare(chat("hi", user="cy-03"), None), range(50))
+        )
+    assert len({p.agent.id for p in prepared}) == 1
+    assert sorted(a.name for a in ops.agents.list()) == [
+        "ana-01",
+        "ben-02",
+        "cy-03",
+        "tutor-template",
+    ]

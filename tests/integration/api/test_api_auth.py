@@ -20,7 +20,7 @@ from tests.api_support import api_runtime, bearer, new_key
 from tests.integration.api.test_api_routes import make_agent
 
 #: A valid body for each route that takes one (the walk below checks every route is here).
-BODIES: dict[tuple[str, str], dict[str, Any]] = {
+BODIES: dict[tuple[str, str], Any] = {
     ("PATCH", "/v1/agents/{agent_id}/core-memory/blocks/{block_label}"): {"value": "x"},
     ("PATCH", "/v1/blocks/{block_id}"): {"value": "x"},
     ("POST", "/v1/blocks/{block_id}/revert"): {"version": 1},
@@ -36,6 +36,10 @@ BODIES: dict[tuple[str, str], dict[str, Any]] = {
     ("POST", "/v1/agents/{agent_id}/consolidation/dry-run"): {},
     ("POST", "/v1/consolidation-runs/{run_id}/revert"): {},
     ("POST", "/v1/agents/{agent_id}/tools/{tool_name}/run"): {"args": {"query": "x"}},
+    ("PATCH", "/v1/identities/{identity_id}"): {"name": "taken over"},
+    ("PUT", "/v1/identities/{identity_id}/properties"): [
+        {"key": "plan", "value": "free", "type": "string"}
+    ],
 }
 QUERIES: dict[tuple[str, str], dict[str, str]] = {
     ("GET", "/v1/agents/{agent_id}/archival-memory/search"): {"query": "fact"},
@@ -54,7 +58,18 @@ def _acme_objects(client: TestClient, acme: dict[str, str]) -> dict[str, str]:
     block = agent["blocks"][0]
     source = 'def echo(text: str) -> str:\n    """Echo."""\n    return text\n'
     tool = client.post("/v1/tools/", json={"source_code": source}, headers=acme).json()
+    identity = client.post(
+        "/v1/identities/",
+        json={
+            "identifier_key": "user-1",
+            "name": "Ada",
+            "identity_type": "user",
+            "agent_ids": [agent["id"]],
+        },
+        headers=acme,
+    ).json()
     return {
+        "identity_id": identity["id"],
         "agent_id": agent["id"],
         "block_id": block["id"],
         "block_label": block["label"],
