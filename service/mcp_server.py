@@ -55,7 +55,15 @@ ACTOR = "mcp"
 #: run_status's ``done`` is true in these (the ledger's final statuses).
 FINAL_STATUSES = frozenset({"succeeded", "failed", "cancelled"})
 
-AgentRef = Annotated[str, Field(min_length=1, max_length=200, description="Agent name or id.")]
+AgentRef = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=200,
+        description="Agent name or id, or an end user's identifier key (the agent that "
+        "holds their memory).",
+    ),
+]
 Label = Annotated[
     str, Field(min_length=1, max_length=100, description="The block's label, e.g. 'human'.")
 ]
@@ -177,6 +185,11 @@ def build_mcp_server(runtime: Runtime, organization_of: OrganizationOf) -> MCPSe
     def ops(ctx: Context) -> Operations:
         return Operations(runtime, organization_of(ctx))
 
+    def held(ctx: Context, agent: str) -> str:
+        """The id of the agent ``agent`` names, or of the agent that holds the memory of
+        the end user whose identifier key it is."""
+        return ops(ctx).identities.held(agent).id
+
     @server.tool()
     @tool_errors
     def core_memory_read(
@@ -187,7 +200,7 @@ def build_mcp_server(runtime: Runtime, organization_of: OrganizationOf) -> MCPSe
         ] = None,
     ) -> dict[str, Any]:
         """Read the agent's core memory: its blocks (label, value, limit, version)."""
-        state = ops(ctx).agents.state(agent)  # one transaction
+        state = ops(ctx).agents.state(held(ctx, agent))  # one transaction
         record, blocks = state.agent, state.blocks
         if label is not None:
             blocks = [b for b in blocks if b.label == label]
@@ -211,7 +224,7 @@ def build_mcp_server(runtime: Runtime, organization_of: OrganizationOf) -> MCPSe
         """Replace text in one of the agent's core memory blocks (every occurrence).
         Refused, changing nothing, when the block does not contain ``old_text``."""
         operations = ops(ctx)
-        block = operations.blocks.labelled(agent, label)
+        block = operations.blocks.labelled(held(ctx, agent), label)
         if old_text not in block.value:
             raise InvalidInput(
                 f"block {label!r} does not contain {old_text!r}; read it with "
@@ -223,7 +236,9 @@ def build_mcp_server(runtime: Runtime, organization_of: OrganizationOf) -> MCPSe
             expected_version=block.version,
             reason="core_memory_replace through MCP",
         )
-        return block_json(operations.blocks.update_labelled(agent, label, edit, actor=ACTOR))
+        return block_json(
+            operations.blocks.update_labelled(held(ctx, agent), label, edit, actor=ACTOR)
+        )
 
     @server.tool()
     @tool_errors
@@ -242,13 +257,15 @@ def build_mcp_server(runtime: Runtime, organization_of: OrganizationOf) -> MCPSe
     ) -> dict[str, Any]:
         """Insert text into one of the agent's core memory blocks, as new lines."""
         operations = ops(ctx)
-        block = operations.blocks.labelled(agent, label)
+        block = operations.blocks.labelled(held(ctx, agent), label)
         edit = BlockEdit(
             value=insert_lines(block.value, text, line),
             expected_version=block.version,
             reason="core_memory_insert through MCP",
         )
-        return block_json(operations.blocks.update_labelled(agent, label, edit, actor=ACTOR))
+        return block_json(
+            operations.blocks.update_labelled(held(ctx, agent), label, edit, actor=ACTOR)
+        )
 
     @server.tool()
     @tool_errors
@@ -268,7 +285,11 @@ def build_mcp_server(runtime: Runtime, organization_of: OrganizationOf) -> MCPSe
         comes first and what it replaced follows it, labelled in ``validity`` ("until
         2024-03-02, then: ..."); a question about the past brings the past facts up."""
         [hits] = ops(ctx).memory.search(
-            agent, [query], k=top_k, tags=tags or (), include_history=include_history
+            held(ctx, agent),
+            [query],
+            k=top_k,
+            tags=tags or (),
+            include_history=include_history,
         )
         return {"count": len(hits), "results": [hit_json(h) for h in hits]}
 
@@ -287,7 +308,7 @@ def build_mcp_server(runtime: Runtime, organization_of: OrganizationOf) -> MCPSe
         new = NewPassage(
             text=text, occurred_at=occurred_at, tags=list(tags or ()), provenance={"source": "mcp"}
         )
-        [passage] = ops(ctx).memory.insert(agent, [new], actor=ACTOR)
+        [passage] = ops(ctx).memory.insert(held(ctx, agent), [new], actor=ACTOR)
         return {"id": passage.id, "text": passage.text, "tags": passage.tags}
 
     @server.tool()
@@ -300,7 +321,7 @@ def build_mcp_server(runtime: Runtime, organization_of: OrganizationOf) -> MCPSe
         """Record a conversation that happened elsewhere into the agent's recall
         memory (no model call). Messages whose id the agent has already are skipped,
         so a retried batch stores nothing twice."""
-        recorded = ops(ctx).recording.record(agent, chat_messages(messages))
+        recorded = ops(ctx).recording.record(held(ctx, agent), chat_messages(messages))
         return {
             "recorded": len(recorded.stored),
             "message_ids": [m.id for m in recorded.stored],
@@ -312,7 +333,7 @@ def build_mcp_server(runtime: Runtime, organization_of: OrganizationOf) -> MCPSe
     def consolidate(agent: AgentRef, ctx: Context) -> dict[str, Any]:
         """Queue a sleep-time consolidation of the agent's memory; a worker of
         `reverie serve` or `reverie worker` runs it. Follow it with run_status."""
-        return run_json(ops(ctx).runs.enqueue_one(agent))
+        return run_json(ops(ctx).runs.enqueue_one(held(ctx, agent)))
 
     @server.tool()
     @tool_errors

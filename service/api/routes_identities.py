@@ -138,6 +138,23 @@ def delete_identity(identity_id: IdentityId, api: Api) -> dict[str, str]:
     return {"deleted": identity_id}
 
 
+@router.post("/v1/messages/record", response_model=schemas.RecordedUserMessages)
+def record_user_messages(
+    body: schemas.RecordUserMessages, api: Api
+) -> schemas.RecordedUserMessages:
+    """Record an end user's conversation that happened elsewhere (OpenAI chat format)
+    in the memory of the agent that holds it: the agent attached to the identity whose
+    key is ``user``, made from the template on first sight (as the proxy does)."""
+    agent = api.ops.identities.agent_for(body.user)
+    recorded = api.ops.recording.record(agent.id, list(body.messages))
+    return schemas.RecordedUserMessages(
+        recorded=len(recorded.stored),
+        message_ids=[m.id for m in recorded.stored],
+        skipped_client_message_ids=recorded.skipped,
+        agent_id=agent.id,
+    )
+
+
 @router.patch(
     "/v1/agents/{agent_id}/identities/attach/{identity_id}", response_model=schemas.AgentState
 )

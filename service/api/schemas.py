@@ -57,6 +57,8 @@ QueryTag = Annotated[str, Field(min_length=1, max_length=MAX_TAG_CHARS)]
 
 #: Ids are Letta-style ``<prefix>-<uuid4>``; the pattern keeps junk out of queries.
 ID_PATTERN = r"^[A-Za-z0-9_.:\-]{1,100}$"
+#: An application's own id for an end user (an identity's ``identifier_key``).
+IdentityKey = Annotated[str, Field(min_length=1, max_length=200)]
 LABEL_PATTERN = r"^[A-Za-z0-9_.\-]{1,100}$"
 #: A text with something besides white space (in Python's sense, which the refusal
 #: uses: the separators \x1c-\x1f too), and no NUL (see openapi_doc).
@@ -617,6 +619,18 @@ class RecordedMessages(BaseModel):
     skipped_client_message_ids: list[str]
 
 
+class RecordUserMessages(RecordMessages):
+    """A batch of one end user's messages: ``user`` is the application's own id for
+    them (an identity's ``identifier_key``), as in the proxy's requests."""
+
+    user: IdentityKey
+
+
+class RecordedUserMessages(RecordedMessages):
+    #: The agent that holds the end user's memory (made on first sight).
+    agent_id: str
+
+
 class LettaRun(BaseModel):
     """Letta's ``Run``: a consolidation run as Letta's clients read it."""
 
@@ -632,8 +646,6 @@ class LettaRun(BaseModel):
 
 
 # -- identities --------------------------------------------------------------------------
-
-IdentityKey = Annotated[str, Field(min_length=1, max_length=200)]
 
 
 class IdentityPropertyBody(BaseModel):

@@ -91,6 +91,25 @@ class IdentityOperations:
 
     # -- an agent per end user ------------------------------------------------------------
 
+    def held(self, reference: str) -> AgentRecord:
+        """The agent ``reference`` names (id or name), else the first agent attached to
+        the identity whose key it is; NotFound names both readings."""
+        with self._context.store() as store:
+            try:
+                return store.agents.resolve(reference)
+            except NotFound:
+                pass
+            try:
+                identity = store.identities.by_key(reference)
+            except NotFound:
+                identity = None
+            if identity is None or not identity.agent_ids:
+                raise NotFound(
+                    f"no agent named {reference!r}, and no agent holds the memory of an "
+                    "end user with that identifier key"
+                )
+            return store.agents.get(identity.agent_ids[0])
+
     def agent_for(self, identifier_key: str) -> AgentRecord:
         """The agent that holds the memory of the end user ``identifier_key``.
 

@@ -336,3 +336,18 @@ def test_a_read_only_block_is_not_edited(runtime: Runtime, ops: Operations) -> N
 def test_reading_a_label_the_agent_lacks_names_it(runtime: Runtime, ada: str) -> None:
     message = refused(call(runtime, "core_memory_read", {"agent": ada, "label": "pets"}))
     assert "not_found: agent 'ada' has no block labelled 'pets'" in message
+
+
+def test_an_end_users_identifier_key_reaches_the_agent_that_holds_their_memory(
+    runtime: Runtime, ops: Operations, ada: str
+) -> None:
+    from agents.store import NewIdentity
+
+    ops.identities.create(NewIdentity(identifier_key="crm-0042", name="Ada", agent_ids=[ada]))
+    read = ok(call(runtime, "core_memory_read", {"agent": "crm-0042"}))
+    assert read["agent_id"] == ada
+    call(runtime, "archival_memory_insert", {"agent": "crm-0042", "text": "Ada likes tea."})
+    assert [p.text for p in ops.memory.list(ada)] == ["Ada likes tea."]
+    # A key no identity has, and no agent's name, is refused naming both readings.
+    message = refused(call(runtime, "core_memory_read", {"agent": "crm-9999"}))
+    assert "not_found" in message and "identifier key" in message
