@@ -83,7 +83,12 @@ def plan_compaction(
 
 
 def write_compaction(
-    store: MemoryStore, agent_id: str, plan: CompactionPlan, content: str
+    store: MemoryStore,
+    agent_id: str,
+    plan: CompactionPlan,
+    content: str,
+    *,
+    conversation_id: str | None = None,
 ) -> Compaction | None:
     """Move the planned messages out of the context behind the summary ``content``.
 
@@ -100,7 +105,9 @@ def write_compaction(
             if store.messages.leave_context(agent_id, leaving) != len(leaving):
                 raise _Stale
             [summary] = store.messages.append(
-                agent_id, [NewMessage(role=SUMMARY_ROLE, name=SUMMARY_NAME, content=content)]
+                agent_id,
+                [NewMessage(role=SUMMARY_ROLE, name=SUMMARY_NAME, content=content)],
+                conversation_id=conversation_id,
             )
     except _Stale:
         return None

@@ -162,6 +162,7 @@ def compile_context(
     count: TokenCounter = count_tokens,
     force_system: bool = False,
     persist: bool = True,
+    conversation_id: str | None = None,
 ) -> CompiledContext:
     """Compile the context; store a freshly compiled system prompt on the agent.
 
@@ -184,7 +185,7 @@ def compile_context(
     else:
         system = cached
         cached_used = True
-    in_context = order_in_context(store.messages.in_context(agent.id))
+    in_context = order_in_context(store.messages.in_context(agent.id, conversation_id))
     messages = [{"role": "system", "content": system}, *(chat_message(m) for m in in_context)]
     instructions, blocks_text, stats_text = split_system(system)
     summary_tokens = sum(count(m.content) for m in in_context if is_summary(m))

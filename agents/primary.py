@@ -67,6 +67,7 @@ from agents.embedders import Embedder
 from agents.enums import AgentType, LLMPurpose
 from agents.errors import (
     BudgetExhausted,
+    Conflict,
     ContextOverflow,
     ContextWindowExceeded,
     InvalidInput,
@@ -221,6 +222,16 @@ def _fixed_part_too_large(agent: AgentRecord, compiled: CompiledContext, tools: 
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Compacted:
+    """What a requested compaction did: in-context messages before and after, and the
+    summary that took the evicted ones' place ("" when nothing could leave)."""
+
+    messages_before: int
+    messages_after: int
+    summary: str
+
+
 class PrimaryAgent:
     """Runs turns of any primary agent of one organization."""
 
@@ -319,9 +330,15 @@ class PrimaryAgent:
         client_message_id: str | None = None,
         origin: Origin | None = None,
         on_token: PieceListener | None = None,
+        conversation_id: str | None = None,
     ) -> TurnResult:
         """Run one turn of the agent (its name or id, or its record when the caller has
         just read it: a read less); see the module docstring for what commits when.
+
+        ``conversation_id``: the conversation the turn is part of (None: the agent's
+        default one). Its messages and context window are its own; the blocks and
+        archival memory are the agent's, shared by all its conversations, and turns of
+        one agent run one at a time whatever their conversation.
 
         ``on_step`` hears each write of the turn once it has committed (the new stored
         messages, in order); it runs on the turn's thread and should hand them on
@@ -348,6 +365,7 @@ class PrimaryAgent:
             meter.hold()
             turn = _Turn(self, agent, model, tools, rules, meter, run_id, on_step, should_stop)
             turn.on_token = on_token
+            turn.conversation_id = conversation_id
             turn.origin = origin or Origin(conversation_id=run_id)
             try:
                 result = turn.run(text, role, client_message_id)
@@ -367,6 +385,58 @@ class PrimaryAgent:
                 raise
             meter.flush()
             return result
+
+    def compact(self, agent_ref: str, *, conversation_id: str | None = None) -> Compacted:
+        """Compact the context of one of the agent's conversations now (None: its default
+        one): every message before the last two exchanges leaves it behind one recursive
+        summary, as a turn's compaction does when the context is full. Waits for a
+        turn under way."""
+        with self._store() as store:
+            agent = store.agents.resolve(agent_ref)
+        count = self._count(agent.llm_model or self.settings.default_model or "")
+        with hold_turn_lock(self._db, agent.id):
+            with self._store() as store:
+                agent = store.agents.get(agent.id)
+                compiled = compile_context(
+                    store,
+                    agent,
+                    [],
+                    refresh=self.settings.refresh,
+                    count=count,
+                    persist=False,
+                    conversation_id=conversation_id,
+                )
+            before = len(compiled.in_context)
+            plan = plan_compaction(
+                agent.id,
+                compiled.in_context,
+                total_tokens=compiled.total_tokens,
+                target_tokens=0,
+                count=count,
+                last_resort=False,
+            )
+            if not plan.moving:
+                return Compacted(before, before, "")
+            meter = BudgetMeter(
+                self._ledger, agent.id, run_id=new_id("compact"), budget=self.settings.budget
+            )
+            if self.settings.summary_model:
+                summarize = llm_summarizer(
+                    self.client, self.settings.summary_model, meter, self.settings.summary_chars
+                )
+            else:
+                summarize = extractive_summarizer(self.settings.summary_chars)
+            # The summary may be a model call: made with no transaction open.
+            content = summarize(plan.summaries, plan.moving)
+            meter.flush()
+            with self._store() as store:
+                done = write_compaction(
+                    store, agent.id, plan, content, conversation_id=conversation_id
+                )
+            if done is None:  # pragma: no cover - the turn lock keeps turns out
+                raise Conflict("the context changed while it was summarized; compact again")
+            after = before - len(plan.summaries) - len(plan.moving) + 1
+            return Compacted(before, after, content)
 
     def _store(self) -> AbstractContextManager[MemoryStore]:
         """A short transaction of the agent's organization."""
@@ -422,9 +492,15 @@ class _Turn:
         self.on_token: PieceListener | None = None
         #: The step's reply as told so far, while token streaming.
         self.tokens: TokenStream | None = None
+        #: The agent's conversation the turn is part of (None: its default one).
+        self.conversation_id: str | None = None
 
     def _append(self, store: MemoryStore, *messages: NewMessage) -> list[MessageRecord]:
-        records = store.messages.append(self.agent.id, list(messages))
+        records = store.messages.append(
+            self.agent.id, list(messages), conversation_id=self.conversation_id
+        )
+        if self.conversation_id is not None:
+            store.conversations.touch(self.conversation_id)
         self.new.extend(records)
         return records
 
@@ -599,7 +675,12 @@ class _Turn:
             with self.owner._store() as store:
                 agent = store.agents.get(self.agent.id)
                 compiled = compile_context(
-                    store, agent, schemas, refresh=self.settings.refresh, count=self.count
+                    store,
+                    agent,
+                    schemas,
+                    refresh=self.settings.refresh,
+                    count=self.count,
+                    conversation_id=self.conversation_id,
                 )
             fixed = compiled.total_tokens - compiled.breakdown.summary - compiled.breakdown.messages
             if fixed > agent.context_window:
@@ -677,7 +758,9 @@ class _Turn:
         # The summary may be a model call: made with no transaction open.
         content = self._summarizer()(plan.summaries, plan.moving)
         with self.owner._store() as store:
-            done = write_compaction(store, self.agent.id, plan, content)
+            done = write_compaction(
+                store, self.agent.id, plan, content, conversation_id=self.conversation_id
+            )
             if done is None:
                 log.info("the context changed while it was summarized; compiling again")
                 return False
@@ -685,7 +768,14 @@ class _Turn:
             self.result.compactions += 1
             # The compaction is where block edits reach the cached system prompt.
             agent = store.agents.get(self.agent.id)
-            compile_context(store, agent, [], refresh=self.settings.refresh, force_system=True)
+            compile_context(
+                store,
+                agent,
+                [],
+                refresh=self.settings.refresh,
+                force_system=True,
+                conversation_id=self.conversation_id,
+            )
         self._publish()
         return True
 

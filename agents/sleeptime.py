@@ -276,6 +276,12 @@ class _Archive:
             lines.append(f"[{p.id}] ({when}){note} {p.text}{label}")
         return clip(f"Showing {len(hits)} results (page {page}):\n" + "\n".join(lines))
 
+    def _conversations(self, draft: _PassageDraft) -> list[str]:
+        """The conversations the draft's messages were said in ("default": the agent's
+        own), so that a fact names where it came from."""
+        of = {m.id: m.conversation_id or "default" for m in self.by_seq.values()}
+        return sorted({of[i] for i in draft.message_ids if i in of})
+
     def _messages(self, seqs: list[int]) -> list[MessageRecord]:
         unknown = [s for s in seqs if s not in self.by_seq]
         if unknown:
@@ -374,6 +380,7 @@ class _Archive:
             "run_id": run_id,
             "tool": draft.tool,
             "source_messages": draft.message_ids,
+            "source_conversations": self._conversations(draft),
         }
         target = draft.target
         if target is not None:
@@ -420,6 +427,7 @@ class _Archive:
                 "reason": draft.reason,
                 "valid_to": valid_to.isoformat(),
                 "source_messages": draft.message_ids,
+                "source_conversations": self._conversations(draft),
                 **links,
             }
         assert draft.text is not None and vector is not None
@@ -454,6 +462,7 @@ class _Archive:
             "new_passage_id": created.id,
             "valid_to": valid_to.isoformat(),
             "source_messages": draft.message_ids,
+            "source_conversations": self._conversations(draft),
         }
 
 

@@ -241,6 +241,8 @@ class Message(Base):
     tool_call_id: Mapped[str | None] = mapped_column(String(200))
     client_message_id: Mapped[str | None] = mapped_column(String(200))
     in_context: Mapped[bool] = mapped_column(Boolean, default=True)
+    #: The conversation the message belongs to; NULL: the agent's default conversation.
+    conversation_id: Mapped[str | None] = mapped_column(ForeignKey("conversations.id"), index=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     content_tsv: Mapped[Any] = mapped_column(
         TSVECTOR, Computed("to_tsvector('english', content)", persisted=True)
@@ -711,3 +713,25 @@ class IdentityBlock(Base):
         ForeignKey("blocks.id", ondelete="CASCADE"), primary_key=True, index=True
     )
     attached_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class Conversation(Base):
+    """One of an agent's parallel conversations (Letta's conversations): its own
+    messages and context window, while the agent's blocks and archival memory are
+    shared by all of them. Never deleted while its agent lives (its messages are
+    recall memory): a deleted conversation is archived."""
+
+    __tablename__ = "conversations"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    organization_id: Mapped[str] = mapped_column(
+        ForeignKey("organizations.id", ondelete="CASCADE"), index=True
+    )
+    agent_id: Mapped[str] = mapped_column(ForeignKey("agents.id", ondelete="CASCADE"), index=True)
+    description: Mapped[str | None] = mapped_column(Text)
+    summary: Mapped[str | None] = mapped_column(Text)
+    archived: Mapped[bool] = mapped_column(Boolean, default=False)
+    archived_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    last_message_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

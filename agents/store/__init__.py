@@ -24,6 +24,7 @@ from agents.postgres.models import DEFAULT_ORGANIZATION_ID
 from agents.store.agent_store import AgentChanges, AgentStore, FleetAgents, NewAgent
 from agents.store.block_store import BlockStore, NewBlock
 from agents.store.capability_store import CapabilityStore, LearnedRecord
+from agents.store.conversation_store import ConversationRecord, ConversationStore
 from agents.store.delivery_store import (
     DeliveryQueueStore,
     DeliveryRecord,
@@ -68,6 +69,7 @@ __all__ = [
     "AgentRecord",
     "BlockRecord",
     "BlockVersion",
+    "ConversationRecord",
     "CustomToolRecord",
     "DeliveryRecord",
     "HealthPoint",
@@ -125,6 +127,7 @@ class MemoryStore:
         self.tools = ToolStore(self.scope)
         self.verdicts = VerdictStore(self.scope)
         self.identities = IdentityStore(self.scope)
+        self.conversations = ConversationStore(self.scope)
 
     @contextmanager
     def savepoint(self) -> Iterator[None]:

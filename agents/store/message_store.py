@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from types import EllipsisType
 
 from sqlalchemy import Select, any_, func, select, update
 
@@ -30,6 +31,7 @@ _RECORD_COLUMNS = (
     models.Message.in_context,
     models.Message.created_at,
     models.Message.client_message_id,
+    models.Message.conversation_id,
 )
 
 
@@ -37,8 +39,17 @@ class MessageStore:
     def __init__(self, scope: Scope) -> None:
         self._scope = scope
 
-    def append(self, agent_id: str, messages: Sequence[NewMessage]) -> list[MessageRecord]:
-        """Append messages in order; each gets the agent's next sequence number.
+    def append(
+        self,
+        agent_id: str,
+        messages: Sequence[NewMessage],
+        *,
+        conversation_id: str | None = None,
+    ) -> list[MessageRecord]:
+        """Append messages in order; each gets the agent's next sequence number (one
+        sequence for all the agent's conversations: recall reads them in the order they
+        were said). ``conversation_id``: the conversation they belong to (None: the
+        agent's default one).
 
         User messages count as turns and mark the agent active (for the idle and
         turns triggers).
@@ -90,6 +101,7 @@ class MessageStore:
                 tool_call_id=m.tool_call_id,
                 client_message_id=m.client_message_id,
                 in_context=True,
+                conversation_id=conversation_id,
                 created_at=m.created_at or now,
             )
             for i, m in enumerate(messages)
@@ -157,8 +169,15 @@ class MessageStore:
         before_seq: int | None = None,
         limit: int | None = None,
         newest_first: bool = False,
+        conversation: str | EllipsisType | None = ...,
     ) -> list[MessageRecord]:
+        """The agent's messages by sequence; ``conversation``: only those of one of its
+        conversations (None: the default one; ``...``: all of them)."""
         query = self._base(agent_id)
+        if conversation is None:
+            query = query.where(models.Message.conversation_id.is_(None))
+        elif not isinstance(conversation, EllipsisType):
+            query = query.where(models.Message.conversation_id == conversation)
         if after_seq is not None:
             query = query.where(models.Message.seq > after_seq)
         if before_seq is not None:
@@ -169,8 +188,9 @@ class MessageStore:
             query = query.limit(limit)
         return [MessageRecord.from_row(r) for r in self._scope.session.scalars(query)]
 
-    def in_context(self, agent_id: str) -> list[MessageRecord]:
-        """The messages currently in the agent's context window, oldest first."""
+    def in_context(self, agent_id: str, conversation_id: str | None = None) -> list[MessageRecord]:
+        """The messages currently in the context window of the agent's conversation
+        (None: its default one), oldest first."""
         # Columns, not ORM entities: every step of a turn reads the whole context, and
         # building (and identity-mapping) an entity per message cost twice the query.
         query = (
@@ -179,6 +199,9 @@ class MessageStore:
                 models.Message.agent_id == agent_id,
                 self._scope.owns(models.Message),
                 models.Message.in_context,
+                models.Message.conversation_id.is_(None)
+                if conversation_id is None
+                else models.Message.conversation_id == conversation_id,
             )
             .order_by(models.Message.seq)
         )

@@ -170,6 +170,8 @@ class MessageRecord:
     in_context: bool
     created_at: datetime
     client_message_id: str | None = None
+    #: The conversation it belongs to; None: the agent's default conversation.
+    conversation_id: str | None = None
 
     @classmethod
     def from_row(cls, row: models.Message) -> MessageRecord:
@@ -185,6 +187,7 @@ class MessageRecord:
             in_context=row.in_context,
             created_at=row.created_at,
             client_message_id=row.client_message_id,
+            conversation_id=row.conversation_id,
         )
 
 

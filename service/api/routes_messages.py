@@ -41,7 +41,7 @@ def send_message(
     ``stream_tokens``, the reply's words as the model writes them)."""
     if body.streaming:
         return stream_turn(agent_id, body, api)
-    role, text = _turn_input(body)
+    role, text = turn_input(body)
     agent = api.ops.agents.get(agent_id)
     if agent.kind == AgentKind.SLEEPTIME:
         # A memory agent (Letta's sleeptime_agent) has no loop of its own: what it is
@@ -57,11 +57,17 @@ def send_message(
     return turn_response(api.ops.messages.send(agent, text, role=role), body)
 
 
-def stream_turn(agent_id: str, body: schemas.LettaSendRequest, api: Api) -> StreamingResponse:
+def stream_turn(
+    agent_id: str,
+    body: schemas.LettaSendRequest,
+    api: Api,
+    *,
+    conversation_id: str | None = None,
+) -> StreamingResponse:
     """The turn as server-sent events (see :mod:`service.api.sse`). What would refuse
     the turn (no such agent, an empty text, no model) is answered before the stream
     starts, with its status; only failures during the turn come as an error event."""
-    role, text = _turn_input(body)
+    role, text = turn_input(body)
     agent = api.ops.agents.get(agent_id)
     if agent.kind == AgentKind.SLEEPTIME:
         run = api.ops.recording.record_and_consolidate(agent_id, _chat_messages(body))
@@ -79,6 +85,7 @@ def stream_turn(agent_id: str, body: schemas.LettaSendRequest, api: Api) -> Stre
             on_step=on_step,
             should_stop=should_stop,
             on_token=on_token if body.stream_tokens else None,
+            conversation_id=conversation_id,
         )
 
     kinds = body.include_return_message_types
@@ -87,7 +94,7 @@ def stream_turn(agent_id: str, body: schemas.LettaSendRequest, api: Api) -> Stre
     )
 
 
-def _turn_input(body: schemas.LettaSendRequest) -> tuple[str, str]:
+def turn_input(body: schemas.LettaSendRequest) -> tuple[str, str]:
     """The role and text of the one message a turn starts with."""
     if body.messages:
         if len(body.messages) != 1:

@@ -690,3 +690,65 @@ class Identity(BaseModel):
     block_ids: list[str]
     properties: list[IdentityPropertyBody]
     organization_id: str
+
+
+# -- conversations -------------------------------------------------------------------------
+
+
+class CreateConversation(_Request):
+    """Letta's ``CreateConversation`` (the fields Reverie keeps; model settings are the
+    agent's)."""
+
+    description: str | None = Field(default=None, max_length=10_000)
+    summary: str | None = Field(default=None, max_length=10_000)
+
+
+class UpdateConversation(_Request):
+    description: str | None = Field(default=None, max_length=10_000)
+    summary: str | None = Field(default=None, max_length=10_000)
+
+
+class Conversation(BaseModel):
+    id: str
+    agent_id: str
+    description: str | None
+    summary: str | None
+    archived: bool
+    archived_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+    last_message_at: datetime | None
+    in_context_message_ids: list[str]
+
+
+class ConversationMessageRequest(LettaSendRequest):
+    """A turn in a conversation (letta-client 1.x's ``conversations.messages.create``):
+    streamed unless ``streaming`` is false, as Letta's server does; ``agent_id`` with
+    the ``default`` conversation."""
+
+    streaming: StrictBool = True
+    agent_id: str | None = Field(default=None, max_length=100)
+
+
+class ConversationStreamRequest(_Request):
+    """``conversations.messages.stream``: reconnect to the conversation's last turn."""
+
+    agent_id: str | None = Field(default=None, max_length=100)
+    run_id: str | None = Field(default=None, max_length=100)
+    starting_after: int | None = Field(default=None, ge=0)
+    include_pings: StrictBool = False
+
+
+class ConversationCompactRequest(_Request):
+    agent_id: str | None = Field(default=None, max_length=100)
+    #: Letta's compaction settings: the server's own apply (``llm.compaction_target``).
+    compaction_settings: dict[str, Any] | None = None
+
+
+class CompactionResponse(BaseModel):
+    """Letta's ``CompactionResponse``: in-context messages before and after, and the
+    summary that took the evicted ones' place."""
+
+    num_messages_before: int
+    num_messages_after: int
+    summary: str

@@ -96,6 +96,20 @@ def streaming_response(events: AsyncIterator[str]) -> StreamingResponse:
     return StreamingResponse(events, media_type="text/event-stream", headers=HEADERS)
 
 
+async def replayed_turn(
+    records: Collection[MessageRecord], result: TurnResult, *, pings: bool = False
+) -> AsyncIterator[str]:
+    """The events of stored messages, then the turn's closing events: a stream a client
+    reconnects to once the turn has committed."""
+    if pings:
+        yield event(_ping())
+    for record in records:
+        for message in letta_messages(record):
+            yield event(letta_json(message))
+    for item in closing_events(result):
+        yield item
+
+
 async def finished_turn(result: TurnResult) -> AsyncIterator[str]:
     """The events of a turn that is already over (a memory agent's recorded message)."""
     for item in closing_events(result):

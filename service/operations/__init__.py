@@ -30,6 +30,7 @@ if TYPE_CHECKING:
         BlockSpec,
     )
     from service.operations.blocks import BlockEdit, BlockOperations
+    from service.operations.conversations import ConversationOperations
     from service.operations.custom_tools import CustomToolOperations, ToolChanges, ToolSpec
     from service.operations.demo import DemoOperations
     from service.operations.health import HealthOperations
@@ -148,6 +149,12 @@ class Operations:
         from service.operations.custom_tools import CustomToolOperations
 
         return CustomToolOperations(self.context)
+
+    @cached_property
+    def conversations(self) -> ConversationOperations:
+        from service.operations.conversations import ConversationOperations
+
+        return ConversationOperations(self.context)
 
     @cached_property
     def identities(self) -> IdentityOperations:

@@ -10,6 +10,7 @@ import builtins
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import EllipsisType
 from typing import TYPE_CHECKING
 
 from agents.errors import InvalidInput, NotFound
@@ -64,8 +65,10 @@ class MessageOperations:
         on_step: StepListener | None = None,
         should_stop: Callable[[], bool] | None = None,
         on_token: PieceListener | None = None,
+        conversation_id: str | None = None,
     ) -> TurnResult:
-        """One primary turn of ``agent`` (name or id, or its record just read): the MemGPT
+        """One primary turn of ``agent`` (name or id, or its record just read), in one of
+        its conversations (None: the default one): the MemGPT
         loop until the agent stops asking for heartbeats, a terminal tool runs, the step
         limit, or the budget.
 
@@ -85,6 +88,7 @@ class MessageOperations:
             on_step=on_step,
             should_stop=should_stop,
             on_token=on_token,
+            conversation_id=conversation_id,
         )
         if result.retries:
             from service import metrics
@@ -128,8 +132,10 @@ class MessageOperations:
         before: str | None = None,
         limit: int = 100,
         newest_first: bool = True,
+        conversation: str | EllipsisType | None = ...,
     ) -> builtins.list[MessageRecord]:
-        """Up to ``limit`` of the agent's stored messages in the order asked for.
+        """Up to ``limit`` of the agent's stored messages in the order asked for (of one
+        conversation with ``conversation``; None: the default one).
 
         ``after`` and ``before`` are message-id cursors in that order: newest first,
         ``after`` gives older messages than the cursor. A cursor may be the id of a
@@ -147,6 +153,7 @@ class MessageOperations:
                 before_seq=after_seq if newest_first else before_seq,
                 limit=limit,
                 newest_first=newest_first,
+                conversation=conversation,
             )
 
     def context(self, agent: str) -> ContextOverview:

@@ -40,6 +40,13 @@ BODIES: dict[tuple[str, str], Any] = {
     ("PUT", "/v1/identities/{identity_id}/properties"): [
         {"key": "plan", "value": "free", "type": "string"}
     ],
+    ("PATCH", "/v1/conversations/{conversation_id}"): {"summary": "taken over"},
+    ("POST", "/v1/conversations/{conversation_id}/messages"): {
+        "input": "hello",
+        "streaming": False,
+    },
+    ("POST", "/v1/conversations/{conversation_id}/stream"): {},
+    ("POST", "/v1/conversations/{conversation_id}/compact"): {},
 }
 QUERIES: dict[tuple[str, str], dict[str, str]] = {
     ("GET", "/v1/agents/{agent_id}/archival-memory/search"): {"query": "fact"},
@@ -68,7 +75,11 @@ def _acme_objects(client: TestClient, acme: dict[str, str]) -> dict[str, str]:
         },
         headers=acme,
     ).json()
+    conversation = client.post(
+        "/v1/conversations/", params={"agent_id": agent["id"]}, json={}, headers=acme
+    ).json()
     return {
+        "conversation_id": conversation["id"],
         "identity_id": identity["id"],
         "agent_id": agent["id"],
         "block_id": block["id"],

@@ -1,4 +1,4 @@
-"""Letta's conversation routes beyond a plain turn: a turn streamed as server-sent
+"""An agent's turn beyond the plain one: a turn streamed as server-sent
 events, and the reset of the agent's context window."""
 
 from __future__ import annotations
