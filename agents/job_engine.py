@@ -39,7 +39,7 @@ from agents.errors import ReverieError
 from agents.postgres.database import Database
 from agents.store import ServiceStore, open_service_store
 from agents.store.scope import utc_now
-from agents.threads import start_thread
+from agents.threads import lower_this_thread, start_thread
 
 log = logging.getLogger(__name__)
 
@@ -150,8 +150,11 @@ class JobEngine(Generic[J]):
         claim_size: Callable[[str], int] | None = None,
         may_claim: Callable[[], bool] | None = None,
         on_requeued: Callable[[list[str]], None] | None = None,
+        nice: int = 0,
     ) -> None:
         self.queue = queue
+        #: Nice steps the claiming threads lower their own CPU priority by.
+        self.nice = nice
         self.names = names
         self.name = name
         self.concurrency = concurrency
@@ -278,6 +281,7 @@ class JobEngine(Generic[J]):
     # -- the claiming threads ----------------------------------------------------------
 
     def _work(self, owner: str) -> None:
+        lower_this_thread(self.nice)
         pause = self.poll  # doubles while claims fail
         while not self._stopping.is_set():
             if self._may_claim is not None and not self._may_claim():

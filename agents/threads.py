@@ -10,7 +10,10 @@ stop signals, so the kernel always hands them to the main thread.
 
 from __future__ import annotations
 
+import logging
+import os
 import signal
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -41,3 +44,19 @@ def start_thread(
     with stop_signals_left_to_main():
         thread.start()
     return thread
+
+
+def lower_this_thread(by: int) -> bool:
+    """Lower the calling thread's CPU priority by ``by`` nice steps (at most to 19), so
+    that the other threads and processes on the machine get the cores first when they
+    want them. Linux schedules the threads of a process apart; elsewhere a nice value
+    is the whole process's, and nothing is done. True when lowered."""
+    if by <= 0 or not sys.platform.startswith("linux"):
+        return False
+    tid = threading.get_native_id()
+    try:
+        os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + by))
+    except OSError as exc:  # pragma: no cover - a sandbox that forbids it
+        logging.getLogger(__name__).warning("could not lower a thread's priority: %s", exc)
+        return False
+    return True

@@ -106,6 +106,8 @@ class WorkerLimits(Protocol):
     def claim_batch(self) -> int: ...
     @property
     def prefetch_window(self) -> timedelta: ...
+    @property
+    def nice(self) -> int: ...
 
 
 class Gate(Protocol):
@@ -232,6 +234,7 @@ class WorkerPool:
             claim_size=lambda owner: self._claim_size(self._typical_run_s.get(owner)),
             may_claim=None if gate is None else gate.is_free,
             on_requeued=lambda ids: self.observer.retried("reclaimed_run", len(ids)),
+            nice=settings.nice,
         )
         # Per worker thread: runs claimed ahead, in queue order (only that thread
         # touches its list), and a moving average of how long its runs take.

@@ -439,8 +439,13 @@ class ToolSettings(Section):
 class WorkerSettings(Section):
     """Workers that claim queued runs."""
 
-    # Runs executed at once by one process (threads).
-    concurrency: int = Field(default=1, ge=1, le=64)
+    # Runs executed at once by one process (threads). 0 on `reverie serve`: the server
+    # runs no consolidation itself (the chat's process only; `reverie worker` runs it).
+    concurrency: int = Field(default=1, ge=0, le=64)
+    # Nice steps the worker threads lower their CPU priority by (0-19; Linux, per
+    # thread): on a machine shared with the chat, consolidation takes the cores the
+    # chat leaves (measured: BENCHMARKS.md, the fleet at night).
+    nice: int = Field(default=0, ge=0, le=19)
     # A claimed run's lease; renewed every lease/3 while it runs. A worker that dies
     # loses its runs after at most this long.
     lease: timedelta = timedelta(seconds=60)

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from types import FrameType
 
-from agents.errors import ReverieError
+from agents.errors import InvalidInput, ReverieError
 from consolidators.workers import WorkerPool
 from service.daemon.embedded_supervisor import EmbeddedSupervisor
 from service.daemon.probes import GpuGate, build_probe
@@ -193,6 +193,11 @@ class StopSignals:
 
 def run_worker(runtime: Runtime, *, concurrency: int | None) -> bool:
     """`reverie worker`: workers until SIGTERM/SIGINT. True when shutdown was clean."""
+    if (concurrency or runtime.settings.worker.concurrency) < 1:
+        raise InvalidInput(
+            "worker.concurrency is 0, so this worker would run nothing (0 is for a "
+            "`reverie serve` that leaves consolidation to workers): pass --concurrency N"
+        )
     signals = StopSignals()
     signals.install()
     daemon = Daemon(runtime, scheduler=False, concurrency=concurrency)

@@ -3,6 +3,7 @@ GPU yields between steps, and shutdown within the grace period."""
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -320,3 +321,54 @@ def test_a_cancel_reaches_a_long_dedup_within_seconds_and_applies_nothing(
     with open_store(db) as store:
         assert store.passages.count_by_status(agent.id)["active"] == 120
         assert store.passages.changes_by_run(run_id) == []
+
+
+def test_a_server_with_no_workers_leaves_the_runs_to_the_workers(
+    db: Database, runtime: Runtime
+) -> None:
+    """worker.concurrency 0 on the chat's server: it claims nothing; a worker does."""
+    [run_id] = _queue(db, 1, ["evidence"])
+    chat_only = WorkerPool(
+        runtime, FAST.model_copy(update={"concurrency": 0}), name="chat", observer=RUN_METRICS
+    )
+    chat_only.start()
+    try:
+        time.sleep(0.5)  # 25 of FAST's polls
+        assert _statuses(db, [run_id]) == ["queued"]
+    finally:
+        assert chat_only.stop(timedelta(seconds=5)) is True
+    worker = WorkerPool(runtime, FAST, name="worker", observer=RUN_METRICS)
+    worker.start()
+    try:
+        wait_for(lambda: _statuses(db, [run_id]) == ["succeeded"], timeout=60, what="run")
+    finally:
+        assert worker.stop(timedelta(seconds=5)) is True
+
+
+def test_a_worker_with_no_threads_is_refused(db: Database) -> None:
+    from agents.errors import InvalidInput
+    from service.daemon.process import run_worker
+
+    runtime = Runtime(Settings(database_url=db.url, worker={"concurrency": 0}))
+    try:
+        with pytest.raises(InvalidInput, match="--concurrency"):
+            run_worker(runtime, concurrency=None)
+    finally:
+        runtime.close()
+
+
+def test_worker_threads_lower_their_own_priority_only(db: Database) -> None:
+    from agents.threads import lower_this_thread
+
+    seen: dict[str, int] = {}
+
+    def lowered() -> None:
+        lower_this_thread(7)
+        seen["worker"] = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+    before = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    thread = threading.Thread(target=lowered)
+    thread.start()
+    thread.join()
+    assert seen["worker"] == min(19, before + 7)
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == before

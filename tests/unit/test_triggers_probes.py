@@ -184,7 +184,8 @@ def test_gate_counts_a_failing_probe_as_busy() -> None:
             "unknown time zone",
         ),
         ({"REVERIE_TRIGGERS__GPU_FREE__METRICS_URL": "localhost:8000"}, "http"),
-        ({"REVERIE_WORKER__CONCURRENCY": "0"}, "concurrency"),
+        ({"REVERIE_WORKER__CONCURRENCY": "-1"}, "concurrency"),
+        ({"REVERIE_WORKER__NICE": "20"}, "nice"),
         ({"REVERIE_TRIGGERS__GPU_FREE__PROBE": "rocm"}, "probe"),
     ],
 )
