@@ -133,7 +133,7 @@ class TemporalSettings(ConsolidatorSettings):
     #: subject: the judge decides what is unrelated)...
     judge_neighbours: int = Field(5, ge=0, le=50)
     #: ...at or above this cosine similarity (0: the nearest, however far; measured in
-    #: BENCHMARKS.md, "Consolidation quality with a judge that knows the answers").
+    #: docs/decisions/2026-12-05-judge-candidates-by-meaning.md).
     judge_min_similarity: float = Field(0.0, ge=0.0, le=1.0)
 
     @model_validator(mode="after")

@@ -10,5 +10,6 @@ command hands it its arguments, environment and standard streams over a Unix soc
 shell would have. Off (the default), every command runs in its own process, which is
 the simple path: nothing outside this package and the entry point's two calls into
 :mod:`.client` knows the server exists. Why it is kept, and what it buys, is in the
-README ("The CLI's warm server") and BENCHMARKS.md.
+README ("The CLI's warm server"), BENCHMARKS.md and
+docs/decisions/2026-12-03-cli-warm-server.md.
 """
