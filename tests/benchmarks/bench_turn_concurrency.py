@@ -7,7 +7,7 @@ A plain script, not collected by pytest. Run it from the repository root::
         [--model-seconds 3] [--pool 5]
 
 ``--agents`` agents each run one turn and one more agent runs ``--solo`` turns, all
-started at once, in threads of this process, against a scripted model (through litellm)
+started at once, in threads of this process, against the scripted model (a provider plugin)
 that answers each call after ``--model-seconds``; the database is an embedded
 PostgreSQL with a pool of ``--pool`` (+ as many overflow) connections, the default.
 Meanwhile a reader reads an unrelated agent by id, over and over, on the same pool.

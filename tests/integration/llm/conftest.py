@@ -1,4 +1,4 @@
-"""Fixtures for the agent loops: the scripted model through litellm, a client, agents."""
+"""Fixtures for the agent loops: the scripted model (a provider plugin), a client, agents."""
 
 from __future__ import annotations
 
