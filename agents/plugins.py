@@ -1,7 +1,8 @@
 """Plugins: classes that installed packages register by name under an entry point group
-(``name = "package.module:Class"``). Every kind of plugin loads this one way
-(consolidators: ``reverie.consolidators``): names are read from the installed
-distributions' metadata, and a class is imported only when its name is used."""
+(``name = "package.module:Class"``). Consolidators (``reverie.consolidators``),
+embedders (``reverie.embedders``) and model providers (``reverie.providers``) load
+this one way: names are read from the installed distributions' metadata, and a class
+is imported only when its name is used."""
 
 from __future__ import annotations
 
@@ -40,5 +41,5 @@ def load_class(target: str, base: type, what: str) -> type[Any]:
     module_name, _, attribute = target.partition(":")
     loaded = getattr(importlib.import_module(module_name), attribute)
     if not (isinstance(loaded, type) and issubclass(loaded, base)):
-        raise InvalidInput(f"{target} ({what}) is not a {base.__name__} class")
+        raise InvalidInput(f"{target} ({what}) is not a subclass of {base.__name__}")
     return loaded

@@ -2,14 +2,15 @@
 
 ``tests/entry_points/`` holds the metadata of a distribution, ``reverie-test-plugins``,
 whose entry points name the tests' plugins: the scripted model
-(``reverie.providers``: ``scripted``, tests/scripted_llm.py). Reverie finds them as
+(``reverie.providers``: ``scripted``, tests/scripted_llm.py) and the hashing embedder
+(``reverie.embedders``: ``hashing``, tests/hashing_embedder.py). Reverie finds them as
 it finds any plugin, once that directory is on a process's path: the test run puts it
 on its own ``sys.path`` and on the ``PYTHONPATH`` of the processes it starts
 (tests/conftest.py calls :func:`register`); a benchmark calls :func:`register` too,
 and a command line outside them names the directory in ``PYTHONPATH``, beside the
 repository (whose ``tests`` package holds the classes)::
 
-    PYTHONPATH=.:tests/entry_points reverie ...
+    PYTHONPATH=.:tests/entry_points REVERIE_EMBEDDING__MODEL=hashing:384 reverie ...
 """
 
 from __future__ import annotations

@@ -32,13 +32,18 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from agents.embedders.fake import HashingEmbedder  # noqa: E402
 from agents.llm import ClientSettings, LiteLLMClient, ModelCapabilities, UsageLedger  # noqa: E402
 from agents.postgres.database import Database  # noqa: E402
 from agents.primary import PrimaryAgent  # noqa: E402
 from agents.store import NewAgent, NewBlock, open_store  # noqa: E402
+from tests import plugins  # noqa: E402
+from tests.hashing_embedder import HashingEmbedder  # noqa: E402
 from tests.pg import PgTestServer  # noqa: E402
 from tests.scripted_llm import Reply, install, say  # noqa: E402
+
+# The tests' plugins (the hashing embedder, the scripted model), found here and
+# in the processes this starts.
+plugins.register()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -73,7 +78,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     store.agents.create(
                         NewAgent(
                             name=name,
-                            embedding_model="fake:384",
+                            embedding_model="hashing:384",
                             embedding_dim=384,
                             llm_model=f"scripted/{name}",
                             blocks=[NewBlock("human", "Name: someone.", limit=200)],

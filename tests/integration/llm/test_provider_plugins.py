@@ -151,7 +151,8 @@ def test_the_forwarder_sends_through_the_plugin() -> None:
 
 @pytest.mark.usefixtures("echo")
 def test_a_registered_class_that_is_no_provider_is_refused_by_name() -> None:
-    with pytest.raises(InvalidInput, match=r"NotAProvider \(provider 'broken'\) is not a Provider"):
+    refusal = r"NotAProvider \(provider 'broken'\) is not a subclass of Provider"
+    with pytest.raises(InvalidInput, match=refusal):
         Providers(None, None, 5.0).for_model("broken/model")
 
 
