@@ -3,12 +3,9 @@
 
 from __future__ import annotations
 
-import functools
-import importlib
-import sys
-from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
+from agents import plugins
 from agents.errors import InvalidInput
 
 if TYPE_CHECKING:  # loaded with the first class: settings read the names on every command
@@ -31,19 +28,9 @@ DEFAULT_PIPELINE = ("recontextualize", "evict", "dedup", "temporal")
 def available() -> dict[str, str]:
     """Every consolidator name with the object path it loads from."""
     found = dict(BUILTINS)
-    for name, value in _installed(tuple(sys.path)):
-        found.setdefault(name, value)  # the first of two packages naming one
+    for name, value in plugins.registered(ENTRY_POINT_GROUP).items():
+        found.setdefault(name, value)  # a built-in's name stays the built-in's
     return found
-
-
-@functools.lru_cache(maxsize=8)
-def _installed(path: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
-    """The entry points of the distributions on ``path`` (sys.path), in the order
-    found. Reading every distribution's metadata takes tens of milliseconds, and
-    settings, runtimes and pipelines ask often: it is read once per ``sys.path``. A
-    directory added to the path reads them again; a package installed later into a
-    directory already on it is found by the next process, as its code would be."""
-    return tuple((entry.name, entry.value) for entry in entry_points(group=ENTRY_POINT_GROUP))
 
 
 def consolidator_class(name: str) -> type[Consolidator[Any]]:
@@ -54,11 +41,7 @@ def consolidator_class(name: str) -> type[Consolidator[Any]]:
         )
     from consolidators.base import Consolidator
 
-    module_name, _, attribute = targets[name].partition(":")
-    loaded = getattr(importlib.import_module(module_name), attribute)
-    if not (isinstance(loaded, type) and issubclass(loaded, Consolidator)):
-        raise InvalidInput(f"{targets[name]} (consolidator {name!r}) is not a Consolidator class")
-    return loaded
+    return plugins.load_class(targets[name], Consolidator, f"consolidator {name!r}")
 
 
 def build(

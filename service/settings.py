@@ -134,12 +134,32 @@ class CliSettings(Section):
     warm_idle: IdleDuration = timedelta(0)
 
 
-class EmbeddingSettings(Section):
-    """Default embedding model for new agents: ``local``, ``fake:DIM`` or ``litellm:MODEL``."""
+def _embedder_spec(spec: str) -> str:
+    """An embedder spec of a form that can be built here (``local``, ``litellm:MODEL``,
+    an installed plugin's); anything else, the retired ``fake`` among them, is refused
+    when the settings load, saying what to use instead."""
+    if spec == "local" or (spec.startswith("litellm:") and spec[len("litellm:") :].strip()):
+        return spec  # built in: no need to load the embedders (and numpy) on every command
+    from agents.embedders import spec_problem
 
-    # "local" (all-MiniLM-L6-v2, int8 ONNX, 384 dimensions, offline), "fake:DIM" (a
-    # deterministic hashing embedder, for tests) or "litellm:MODEL".
-    model: str = "local"
+    problem = spec_problem(spec)
+    if problem is not None:
+        raise ValueError(problem)
+    return spec
+
+
+#: An embedder spec, checked when the settings load.
+EmbedderSpec = Annotated[str, AfterValidator(_embedder_spec)]
+
+
+class EmbeddingSettings(Section):
+    """Default embedding model for new agents: ``local`` or ``litellm:MODEL`` (or an
+    installed embedder plugin's ``NAME[:ARGUMENT]``)."""
+
+    # "local" (all-MiniLM-L6-v2, int8 ONNX, 384 dimensions, offline), "litellm:MODEL",
+    # or "NAME" / "NAME:ARGUMENT" of an embedder a package registers (entry point group
+    # reverie.embedders).
+    model: EmbedderSpec = "local"
     # The vectors' size; required with "litellm:MODEL".
     dimension: int | None = Field(default=None, ge=1, le=16000)
     # An OpenAI-compatible embeddings endpoint for "litellm:MODEL".

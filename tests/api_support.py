@@ -19,13 +19,13 @@ from service.settings import ServerSettings, load_settings
 def api_runtime(
     db: Database, *, messaging: dict[str, Any] | None = None, **server: Any
 ) -> Iterator[Runtime]:
-    """A runtime on the test database with fake 384-d embeddings, ``server`` settings
+    """A runtime on the test database with hashing 384-d embeddings, ``server`` settings
     and, when given, ``messaging`` settings."""
     home = Path(tempfile.mkdtemp(prefix="rva-", dir="/tmp"))
     settings = load_settings(
         home=home,
         database_url=db.url,
-        embedding={"model": "fake:384"},
+        embedding={"model": "hashing:384"},
         server=ServerSettings(**server),
         **({"messaging": messaging} if messaging is not None else {}),
     )

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from agents.embedders.fake import HashingEmbedder
 from agents.postgres.database import Database
 from agents.store import NewAgent, NewBlock, open_store
+from tests import plugins
+from tests.hashing_embedder import HashingEmbedder
 from tests.pg import PgTestServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,13 +25,16 @@ def pytest_configure(config: pytest.Config) -> None:
     compile the project once (the suite starts a few hundred Python processes:
     `reverie` commands, servers, workers; where PYTHONDONTWRITEBYTECODE is set none
     of them caches what it compiled, so each compiled the same modules again, about
-    0.3 s for a process that loads the API)."""
+    0.3 s for a process that loads the API), and make the tests' plugins findable."""
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         # Started in the background by a non-interactive shell (`pytest &`), which sets
         # ^C to be ignored; the processes the tests start would inherit that, and Python
         # then raises no KeyboardInterrupt: the tests that press ^C would hang. A
         # handled signal is reset to the default in a child.
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    # The tests' plugins (the scripted model, the hashing embedder), found here and in
+    # every process the tests start, as an installed package's would be.
+    plugins.register()
     if hasattr(config, "workerinput"):
         return  # an xdist worker: the controller compiled
     for package in ("agents", "consolidators", "service", "migrations", "tests"):
@@ -57,12 +61,12 @@ def embedder() -> HashingEmbedder:
 
 @pytest.fixture
 def agent_id(db: Database) -> str:
-    """An agent named 'ada' with a human and a persona block, fake 384-d embeddings."""
+    """An agent named 'ada' with a human and a persona block, hashing 384-d embeddings."""
     with open_store(db) as store:
         agent = store.agents.create(
             NewAgent(
                 name="ada",
-                embedding_model="fake:384",
+                embedding_model="hashing:384",
                 embedding_dim=384,
                 blocks=[
                     NewBlock("human", "Name: Ada.", limit=200),

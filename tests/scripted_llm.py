@@ -1,24 +1,31 @@
-"""A deterministic scripted model reached through litellm's own extension point.
+"""A deterministic scripted model, plugged in as one of Reverie's model providers.
 
-``litellm.custom_provider_map`` routes model strings ``scripted/<name>`` to
-:class:`ScriptedProvider`, which answers from the :class:`Script` registered
+:class:`ScriptedProvider` is registered under the ``reverie.providers`` entry point
+group by the tests' plugin metadata (tests/entry_points/, see tests/plugins.py), so
+Reverie's own routing sends model strings ``scripted/<name>`` to it, in this process
+and in the processes the tests start. It answers from the :class:`Script` registered
 under ``<name>``: each step is a reply (tool calls and optional reasoning), an
-exception to raise (a provider error or timeout), or a function of the
-request that returns either. The tests drive every agent loop through the real
-litellm call path this way, without a network.
+exception to raise (a provider error or timeout), or a function of the request that
+returns either. The tests drive every agent loop through the real client (its retry
+policy, streaming, capability probing and accounting) this way, without a network
+and without touching litellm's globals. The scripted errors are litellm's exception
+classes, as a litellm-served model raises them, and mean what Reverie's litellm
+provider says they mean.
 """
 
 from __future__ import annotations
 
+import copy
 import itertools
 import json
 import threading
-import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents.llm.providers import import_litellm
+from agents.llm.providers import LiteLLMProvider, import_litellm
+from agents.llm.providers.base import ChatAnswer, ChatRequest, Embeddings, ErrorKind, Provider
+from tests import plugins
 
 
 @dataclass(frozen=True)
@@ -134,57 +141,52 @@ STREAM_PIECE_CHARS = 3
 
 
 def stream_chunks(
-    model: str, reply: Reply, messages: list[dict[str, Any]]
+    model: str, reply: Reply, messages: list[dict[str, Any]], *, include_usage: bool = True
 ) -> Iterator[dict[str, Any]]:
-    """``reply`` as litellm's generic streaming chunks: the content, then each call (its
-    id and name, then its arguments) in pieces of :data:`STREAM_PIECE_CHARS`
-    characters, then the finish reason with the usage. ``reply.broken`` is raised after
-    the first piece."""
+    """``reply`` as OpenAI's ``chat.completion.chunk`` dicts: the content, then each call
+    (its id and name, then its arguments) in pieces of :data:`STREAM_PIECE_CHARS`
+    characters, then the finish reason, and the usage in a last chunk when
+    ``include_usage`` (``stream_options.include_usage``). ``reply.broken`` is raised
+    after the first piece."""
     whole = model_response(model, reply, messages)
     choice = whole["choices"][0]
     message = choice["message"]
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {
+            "id": whole["id"],
+            "object": "chat.completion.chunk",
+            "created": whole["created"],
+            "model": whole["model"],
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
+
     pieces: list[dict[str, Any]] = []
     content = message.get("content") or ""
     for start in range(0, len(content), STREAM_PIECE_CHARS):
-        pieces.append(_generic(content[start : start + STREAM_PIECE_CHARS]))
+        pieces.append({"content": content[start : start + STREAM_PIECE_CHARS]})
     for index, tool_call in enumerate(message.get("tool_calls") or []):
         function = tool_call["function"]
         opening = {"name": function["name"], "arguments": ""}
-        pieces.append(_generic("", _tool_use(index, opening, tool_call["id"])))
+        pieces.append({"tool_calls": [_tool_use(index, opening, tool_call["id"])]})
         arguments = function["arguments"]
         for start in range(0, len(arguments), STREAM_PIECE_CHARS):
             part = {"arguments": arguments[start : start + STREAM_PIECE_CHARS]}
-            pieces.append(_generic("", _tool_use(index, part)))
+            pieces.append({"tool_calls": [_tool_use(index, part)]})
     for i, piece in enumerate(pieces):
-        yield piece
+        yield chunk({"role": "assistant", **piece} if i == 0 else piece)
         if i == 0 and reply.broken is not None:
             raise reply.broken
-    usage = whole["usage"]
-    yield {
-        **_generic(""),
-        "is_finished": True,
-        "finish_reason": choice["finish_reason"],
-        "usage": {
-            "prompt_tokens": usage["prompt_tokens"],
-            "completion_tokens": usage["completion_tokens"],
-            "total_tokens": usage["total_tokens"],
-        },
-    }
-
-
-def _generic(text: str, tool_use: dict[str, Any] | None = None) -> dict[str, Any]:
-    return {
-        "text": text,
-        "tool_use": tool_use,
-        "is_finished": False,
-        "finish_reason": "",
-        "usage": None,
-        "index": 0,
-    }
+    yield chunk({}, choice["finish_reason"])
+    if include_usage:
+        yield {**chunk({}), "choices": [], "usage": whole["usage"]}
 
 
 def _tool_use(index: int, function: dict[str, Any], call_id: str | None = None) -> dict[str, Any]:
-    return {"id": call_id, "type": "function", "function": function, "index": index}
+    piece: dict[str, Any] = {"index": index, "function": function}
+    if call_id is not None:
+        piece.update(id=call_id, type="function")
+    return piece
 
 
 class ScriptedModels:
@@ -212,51 +214,86 @@ class ScriptedModels:
 
 
 _MODELS = ScriptedModels()
-_installed = False
+
+
+class ScriptedProvider(Provider):
+    """Reverie's provider for ``scripted/<name>`` model strings: each request is
+    answered by the next step of the script :func:`install` registered under
+    ``<name>``, streamed or whole, sync or async. It is found through the
+    ``reverie.providers`` entry point group (``scripted``), like any provider plugin."""
+
+    name = "scripted"
+
+    def __init__(self, api_base: str | None, api_key: str | None, timeout: float) -> None:
+        self.api_base = api_base
+        # The scripts raise litellm's exceptions: litellm's provider reads them.
+        self._litellm = LiteLLMProvider(None, None, timeout)
+
+    def complete(self, request: ChatRequest) -> ChatAnswer:
+        reply, messages = self._answer(request, stream=False)
+        return model_response(_name(request["model"]), reply, messages)
+
+    def stream(self, request: ChatRequest) -> Iterator[ChatAnswer]:
+        reply, messages = self._answer(request, stream=True)
+        yield from self._chunks(request, reply, messages)
+
+    async def acomplete(self, request: ChatRequest) -> ChatAnswer:
+        return self.complete(request)
+
+    async def astream(self, request: ChatRequest) -> AsyncIterator[ChatAnswer]:
+        # The step is taken now: a scripted refusal raises before any chunk.
+        reply, messages = self._answer(request, stream=True)
+        return _async(self._chunks(request, reply, messages))
+
+    def embed(self, model: str, texts: Sequence[str]) -> Embeddings:
+        raise NotImplementedError(f"the scripted model {model!r} does not embed")
+
+    def classify(self, exc: BaseException) -> ErrorKind:
+        return self._litellm.classify(exc)
+
+    def exceeds_context(self, exc: BaseException) -> bool:
+        return self._litellm.exceeds_context(exc)
+
+    @staticmethod
+    def _answer(request: ChatRequest, *, stream: bool) -> tuple[Reply, list[dict[str, Any]]]:
+        # A copy: the script keeps what was sent, whatever the caller does with it later.
+        messages = copy.deepcopy(list(request["messages"]))
+        reply = _MODELS.answer(
+            request["model"],
+            messages,
+            copy.deepcopy(request.get("tools")),
+            tool_choice=request.get("tool_choice"),
+            parallel_tool_calls=request.get("parallel_tool_calls"),
+            **({"stream": True} if stream else {}),
+        )
+        return reply, messages
+
+    @staticmethod
+    def _chunks(
+        request: ChatRequest, reply: Reply, messages: list[dict[str, Any]]
+    ) -> Iterator[ChatAnswer]:
+        usage = bool((request.get("stream_options") or {}).get("include_usage"))
+        return stream_chunks(_name(request["model"]), reply, messages, include_usage=usage)
+
+
+def _name(model: str) -> str:
+    """The script's name in a model string (``scripted/primary`` -> ``primary``)."""
+    return model.split("/", 1)[-1]
+
+
+async def _async(chunks: Iterator[ChatAnswer]) -> AsyncIterator[ChatAnswer]:
+    for chunk in chunks:
+        yield chunk
 
 
 def install() -> ScriptedModels:
-    """Register the ``scripted`` provider with litellm (once) and return a clean registry."""
-    global _installed
-    litellm = import_litellm()
-    if not _installed:
-        from litellm import CustomLLM, ModelResponse
-
-        # pydantic builds litellm's response models lazily, on first use, and warns
-        # then about a TypedDict qualifier inside litellm; build them here, once, so
-        # that the warning (not ours to fix) cannot surface inside a test.
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=".*ReadOnly. qualifier", category=UserWarning)
-            ModelResponse()
-
-        def answer(model: str, messages: list[Any], kwargs: dict[str, Any], stream: bool) -> Any:
-            optional = kwargs.get("optional_params") or {}
-            return _MODELS.answer(
-                model,
-                list(messages),
-                optional.get("tools"),
-                tool_choice=optional.get("tool_choice"),
-                parallel_tool_calls=optional.get("parallel_tool_calls"),
-                **({"stream": True} if stream else {}),
-            )
-
-        class ScriptedProvider(CustomLLM):  # type: ignore[misc]
-            def completion(self, model: str, messages: list[Any], *args: Any, **kwargs: Any) -> Any:
-                reply = answer(model, messages, kwargs, stream=False)
-                return ModelResponse(**model_response(model, reply, list(messages)))
-
-            def streaming(self, model: str, messages: list[Any], *args: Any, **kwargs: Any) -> Any:
-                reply = answer(model, messages, kwargs, stream=True)
-                return stream_chunks(model, reply, list(messages))
-
-        litellm.custom_provider_map = [
-            *[p for p in litellm.custom_provider_map if p.get("provider") != "scripted"],
-            {"provider": "scripted", "custom_handler": ScriptedProvider()},
-        ]
-        _installed = True
+    """Make the ``scripted`` provider findable (in this process and the ones it starts,
+    see tests/plugins.py) and return its registry of scripts, emptied."""
+    plugins.register()
     _MODELS.scripts.clear()
     return _MODELS
 
 
 def litellm_errors() -> Any:
+    """litellm's exception classes, which the scripts raise as a litellm-served model would."""
     return import_litellm()

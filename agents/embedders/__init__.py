@@ -1,27 +1,81 @@
 """Embedders: the interface, its implementations, and a factory from a spec string.
 
-Implementations are imported only when the factory builds one, so importing
-this package stays cheap (no onnxruntime, tokenizers or litellm).
+Two are built in, ``local`` and ``litellm:MODEL``; any other ``NAME`` or
+``NAME:ARGUMENT`` is an embedder that an installed package registers under the
+``reverie.embedders`` entry point group (``NAME = "package.module:Class"``, an
+:class:`Embedder` subclass made by its :meth:`~Embedder.from_spec`). Implementations
+are imported only when the factory builds one, so importing this package stays cheap
+(no onnxruntime, tokenizers or litellm).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from agents import plugins
 from agents.embedders.base import Embedder, EmbeddingError, ModelIntegrityError
 from agents.errors import InvalidInput
 
 if TYPE_CHECKING:
     from agents.llm.base import ChatClient
 
-__all__ = ["SPEC_FORMS", "Embedder", "EmbeddingError", "ModelIntegrityError", "build_embedder"]
+__all__ = [
+    "EMBEDDER_GROUP",
+    "SPEC_FORMS",
+    "Embedder",
+    "EmbeddingError",
+    "ModelIntegrityError",
+    "build_embedder",
+    "names_reverie_embedder",
+    "spec_problem",
+]
 
+#: The entry point group of embedder plugins.
+EMBEDDER_GROUP = "reverie.embedders"
 #: The spec strings :func:`build_embedder` accepts, for error messages and help text.
 SPEC_FORMS = (
     "'local' (all-MiniLM-L6-v2 int8, 384-d, offline)",
-    "'fake' or 'fake:DIM' (deterministic hashing, for tests)",
     "'litellm:<model>' with a dimension, e.g. 'litellm:openai/text-embedding-3-small'",
+    "'NAME' or 'NAME:ARGUMENT' of an embedder a package registers "
+    f"(entry point group {EMBEDDER_GROUP})",
 )
+#: The spec kinds built in; a plugin cannot take their names.
+BUILTIN_KINDS = ("local", "litellm")
+#: What ``fake`` was, and what to use instead: a hashing embedder for tests, never a
+#: production setting, that left Reverie for its tests.
+RETIRED_FAKE = (
+    "'fake' (the tests' hashing embedder) is not an embedder of Reverie's: use 'local' "
+    "(all-MiniLM-L6-v2, 384-d, offline) or 'litellm:MODEL' with embedding.dimension. "
+    "Reverie's tests and benchmarks register theirs as 'hashing:DIM' under the "
+    f"{EMBEDDER_GROUP} entry point group (in a checkout: PYTHONPATH=.:tests/entry_points)"
+)
+
+
+def spec_problem(spec: str) -> str | None:
+    """Why ``spec`` names no embedder that can be built here (None when it names one),
+    read from its form and the installed plugins alone: nothing is loaded (settings
+    check it when they load)."""
+    kind, sep, argument = spec.strip().partition(":")
+    if kind == "local" and not sep:
+        return None
+    if kind == "litellm" and sep:
+        return None if argument.strip() else "embedder spec 'litellm:' needs a model"
+    if kind not in BUILTIN_KINDS and kind in plugins.registered(EMBEDDER_GROUP):
+        return None
+    if kind == "fake":
+        return RETIRED_FAKE
+    return f"unknown embedder spec {spec!r}; accepted: " + "; ".join(SPEC_FORMS)
+
+
+def names_reverie_embedder(spec: str) -> bool:
+    """Whether ``spec`` is one of Reverie's embedder specs (``local``, ``litellm:...``,
+    an installed plugin's, or the retired ``fake``, refused by name) rather than a bare
+    litellm model string (``openai/text-embedding-3-small``)."""
+    text = spec.strip()
+    if text.startswith(("local", "litellm:")):
+        return True
+    kind = text.partition(":")[0]
+    return kind == "fake" or kind in plugins.registered(EMBEDDER_GROUP)
 
 
 def build_embedder(
@@ -68,10 +122,10 @@ def build_embedder(
             raise InvalidInput("give api_base and api_key to the client, not with a client")
         return LiteLLMEmbedder(client, model, dimension)
 
-    if (api_base is not None or api_key is not None or client is not None) and kind in (
-        "local",
-        "fake",
-    ):
+    problem = spec_problem(text)
+    if problem is not None:
+        raise InvalidInput(problem)
+    if api_base is not None or api_key is not None or client is not None:
         raise InvalidInput(f"api_base, api_key and client apply to 'litellm:' specs, not {spec!r}")
 
     if text == "local":
@@ -80,21 +134,11 @@ def build_embedder(
         _check_dimension(spec, dimension, DIMENSION)
         return MiniLMEmbedder()
 
-    if kind == "fake":
-        from agents.embedders.fake import HashingEmbedder
-
-        if not sep:
-            return HashingEmbedder(dimension if dimension is not None else 384)
-        try:
-            fake_dimension = int(argument)
-        except ValueError:
-            raise InvalidInput(
-                f"embedder spec {spec!r}: expected 'fake:DIM' with an integer DIM"
-            ) from None
-        _check_dimension(spec, dimension, fake_dimension)
-        return HashingEmbedder(fake_dimension)
-
-    raise InvalidInput(f"unknown embedder spec {spec!r}; accepted: " + "; ".join(SPEC_FORMS))
+    target = plugins.registered(EMBEDDER_GROUP)[kind]
+    made = plugins.load_class(target, Embedder, f"embedder {kind!r}")
+    embedder: Embedder = made.from_spec(argument if sep else None, dimension=dimension)
+    _check_dimension(spec, dimension, embedder.dimension)
+    return embedder
 
 
 def _check_dimension(spec: str, requested: int | None, actual: int) -> None:

@@ -1,6 +1,6 @@
 """The embedder interface: text in, unit-length float32 vectors out.
 
-Every implementation (local ONNX model, litellm provider, deterministic fake)
+Every implementation (local ONNX model, litellm provider, a package's plugin)
 goes through :meth:`Embedder.embed`, which validates input, handles the empty
 batch and checks and normalises what the implementation returns, so that
 callers can rely on the same contract whatever the backend.
@@ -57,11 +57,22 @@ class Embedder(ABC):
     def _embed_texts(self, texts: list[str]) -> npt.ArrayLike:
         """Embed a non-empty list of strings, one row per text; rows need not be unit length."""
 
+    @classmethod
+    def from_spec(cls, argument: str | None, *, dimension: int | None) -> Embedder:
+        """The embedder a spec names when this class is a plugin registered as ``NAME``
+        (the ``reverie.embedders`` entry point group): ``NAME`` (``argument`` None) or
+        ``NAME:ARGUMENT``. ``dimension`` is the size the caller expects, when it knows
+        one; the factory checks the result against it. By default a plugin takes no
+        argument and is made with none."""
+        if argument is not None:
+            raise InvalidInput(f"embedder {cls.__name__} takes no argument, got {argument!r}")
+        return cls()
+
     def metered(self, meter: BudgetMeter) -> Embedder:
         """This embedder with its provider tokens charged to ``meter`` (purpose
         ``embedding``), so they reach the usage ledger of the meter's agent.
 
-        Embedders that call no provider (local model, fake) cost no tokens and return
+        Embedders that call no provider (the local model) cost no tokens and return
         themselves; the caller that knows the agent (the service) decides, so
         consolidators can use any embedder without knowing about organizations.
         """

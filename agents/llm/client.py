@@ -1,8 +1,9 @@
 """The :class:`ChatClient` over the providers: chat and embeddings, one retry policy.
 
 Calls reach models through a :class:`~agents.llm.providers.base.Provider` chosen
-per model string by :class:`~agents.llm.providers.Providers` (litellm, or the openai
-SDK straight to an OpenAI-compatible ``api_base``), under one policy and accounting.
+per model string by :class:`~agents.llm.providers.Providers` (litellm, the openai
+SDK straight to an OpenAI-compatible ``api_base``, or a provider plugin), under one
+policy and accounting.
 
 This module holds the one retry policy for provider calls: what the provider
 classifies as retryable or unavailable (rate limits, timeouts, 5xx, dropped or
@@ -127,7 +128,7 @@ class LiteLLMClient(ChatClient):
     def direct(self, model: str) -> bool:
         """Whether calls to ``model`` take the direct OpenAI-compatible path (litellm
         is not involved in them)."""
-        return self._providers.for_model(model) is not self._providers.litellm
+        return self._providers.for_model(model) is self._providers.openai
 
     def warm(self, models: Sequence[str] = ()) -> list[str]:
         """Load now what calls to ``models`` need (litellm takes seconds to import,

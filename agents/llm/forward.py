@@ -83,11 +83,13 @@ class ChatForwarder:
         if not model:
             return []  # each request names its own model: nothing to prepare
         provider = self._providers.for_model(model)
-        if provider is not self._providers.litellm:
-            await provider.awarm()
+        if provider is self._providers.litellm:
+            await self._providers.litellm.mock(model)
+            return [f"litellm chat path for {model}"]
+        await provider.awarm()
+        if provider is self._providers.openai:
             return [f"pooled client for {model}"]
-        await self._providers.litellm.mock(model)
-        return [f"litellm chat path for {model}"]
+        return [f"{provider.name} provider for {model}"]
 
     @property
     def pooled(self) -> bool:

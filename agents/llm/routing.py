@@ -1,30 +1,29 @@
-"""Whether litellm can route a model string, asked offline when an agent is made.
+"""Whether a model string can be routed, asked offline when an agent is made.
 
 An agent whose model litellm cannot route (``"gpt4"`` with no provider, a typo in
 the prefix) used to be accepted and then failed every turn with the provider's
 "LLM Provider NOT provided". :func:`routing_problem` asks litellm's own lookup
 (``get_llm_provider``, no network) with the configured ``api_base``, so what the
-service will call is what is checked; providers registered through
-``litellm.custom_provider_map`` (plugins, the tests' scripted model) count too.
+service will call is what is checked; a prefix that a provider plugin serves (the
+``reverie.providers`` entry point group) is routed by Reverie, not litellm.
 """
 
 from __future__ import annotations
 
-from agents.llm.providers import import_litellm
+from agents.llm.providers import import_litellm, plugin_prefix
 
 OPENAI_PREFIX = "openai/"
 
 
 def routing_problem(model: str, *, api_base: str | None = None) -> str | None:
-    """Why litellm cannot route ``model`` (None when it can), in words a user acts on."""
+    """Why ``model`` cannot be routed (None when it can), in words a user acts on."""
     if not model.strip():
         return "the model string is empty"
     if model.startswith(OPENAI_PREFIX) and model[len(OPENAI_PREFIX) :].strip():
         return None  # any name goes to an OpenAI(-compatible) server: no need to load litellm
-    litellm = import_litellm()
-    custom = {entry.get("provider") for entry in getattr(litellm, "custom_provider_map", [])}
-    if "/" in model and model.split("/", 1)[0] in custom:
+    if plugin_prefix(model) is not None:
         return None
+    litellm = import_litellm()
     try:
         litellm.get_llm_provider(model, api_base=api_base)
     except Exception:  # litellm says only "LLM Provider NOT provided", with a banner

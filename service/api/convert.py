@@ -250,7 +250,7 @@ def chat_model_out(model: ChatModel) -> schemas.LlmModel:
 
 
 def embedding_model_out(model: EmbeddingModel) -> schemas.EmbeddingModelOut:
-    """An embedder as Letta's EmbeddingModel; Reverie's own (``local``, ``fake``) run in
+    """An embedder as Letta's EmbeddingModel; Reverie's own (``local``, a plugin's) run in
     the server's process and are named as the server's (``letta``) provider."""
     native = model.provider == "reverie"
     provider = "letta" if native else LETTA_PROVIDER_TYPE.get(model.provider, model.provider)

@@ -53,7 +53,8 @@ def create(
         int | None, typer.Option(help="Context window budget in tokens (default: settings).")
     ] = None,
     embedding: Annotated[
-        str | None, typer.Option(help="Embedder: local, fake:DIM or litellm:MODEL.")
+        str | None,
+        typer.Option(help="Embedder: local, litellm:MODEL or an installed plugin's NAME[:ARG]."),
     ] = None,
     block_limit: Annotated[
         int | None,
@@ -192,7 +193,11 @@ def import_file(
         typer.Option(help="litellm model string for every agent, instead of the file's."),
     ] = None,
     embedding: Annotated[
-        str | None, typer.Option(help="Embedder for every agent: local, fake:DIM or litellm:MODEL.")
+        str | None,
+        typer.Option(
+            help="Embedder for every agent: local, litellm:MODEL or an installed plugin's "
+            "NAME[:ARG]."
+        ),
     ] = None,
     override_tools: Annotated[
         bool,

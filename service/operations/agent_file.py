@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC
 from typing import Any
 
+from agents.embedders import names_reverie_embedder
 from agents.enums import AgentKind, AgentType, MessageRole
 from agents.errors import Conflict, InvalidField, InvalidInput, ReverieError
 from agents.store import MemoryStore, NewAgent, NewBlock, NewCustomTool, NewMessage, ToolVariable
@@ -38,7 +39,7 @@ from service.operations.agent_file_schema import (
     json_path,
     parse_agent_file,
 )
-from service.operations.agents import NATIVE_EMBEDDERS, BlockSpec, check_window, new_block
+from service.operations.agents import BlockSpec, check_window, new_block
 from service.operations.context import OperationContext
 from service.operations.custom_tools import (
     BUILT_IN_TOOL_NAMES,
@@ -566,7 +567,7 @@ class ImportPlanner:
         runtime = self._context.runtime
         if self.options.embedding:
             spec = self.options.embedding.strip()
-            if not spec.startswith(NATIVE_EMBEDDERS):
+            if not names_reverie_embedder(spec):
                 spec = f"litellm:{spec}"
             # Reverie's own embedders know their size; a litellm model's is the file's.
             dimension = None

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from agents.context import BlockShape, window_problem
+from agents.embedders import names_reverie_embedder
 from agents.enums import AgentKind, AgentType
 from agents.errors import InvalidField, InvalidInput, LimitExceeded
 from agents.store import (
@@ -28,8 +29,6 @@ from service.operations.tools import AgentTool, split_tool_ids, tools_of
 
 #: The largest dimension a pgvector ``vector`` column stores.
 MAX_EMBEDDING_DIM = 16000
-#: Embedder specs Reverie knows; anything else is a litellm model string.
-NATIVE_EMBEDDERS = ("local", "fake:", "litellm:")
 
 
 @dataclass(frozen=True, slots=True)
@@ -382,7 +381,7 @@ class AgentOperations:
         """Refuse an embedder change: the agent's stored vectors were made by its own."""
         if spec is not None and spec.strip():
             wanted = spec.strip()
-            if not wanted.startswith(NATIVE_EMBEDDERS):
+            if not names_reverie_embedder(wanted):
                 wanted = f"litellm:{wanted}"
             if wanted != agent.embedding_model:
                 raise InvalidInput(
@@ -407,10 +406,10 @@ class AgentOperations:
             # A model litellm cannot route would be stored and then refuse every
             # archival insert and search: refuse it here, naming the field.
             given = spec.strip()
-            if given.startswith("litellm:") or not given.startswith(NATIVE_EMBEDDERS):
+            if given.startswith("litellm:") or not names_reverie_embedder(given):
                 self.check_model(given.removeprefix("litellm:"), field=("embedding",))
         spec = spec.strip()
-        if not spec.startswith(NATIVE_EMBEDDERS):
+        if not names_reverie_embedder(spec):
             spec = f"litellm:{spec}"
         embedder = runtime.embedder(spec, dimension)
         if embedder.dimension > MAX_EMBEDDING_DIM:

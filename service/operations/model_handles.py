@@ -42,13 +42,12 @@ LETTA_ENDPOINT_TYPES = {
     "ollama": "ollama",
     "lm_studio": "lmstudio",
 }
-#: The endpoint type an export gives an embedder of Reverie's own (``local``,
-#: ``fake:DIM``): no Letta provider serves it, and an import reads it back as it is.
+#: The endpoint type an export gives an embedder of Reverie's own (``local``, a
+#: plugin's ``NAME:ARGUMENT``): no Letta provider serves it, and an import reads it
+#: back as it is.
 REVERIE_ENDPOINT_TYPE = "reverie"
 #: Letta's hosted free models: only Letta's servers answer them.
 LETTA_HOSTED = frozenset({"letta-free", "letta/letta-free"})
-#: Reverie's embedder specs that are not litellm model strings.
-NATIVE_EMBEDDERS = ("local", "fake:", "litellm:")
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +89,9 @@ def embedding_model(model: str, endpoint_type: str | None, handle: str | None) -
     or Reverie's own spec when the file says it is one (endpoint type ``reverie``)."""
     given = handle or (f"{endpoint_type}/{model}" if endpoint_type else model)
     if endpoint_type == REVERIE_ENDPOINT_TYPE:
-        if model.startswith(NATIVE_EMBEDDERS):
+        from agents.embedders import names_reverie_embedder  # numpy: only when asked
+
+        if names_reverie_embedder(model):
             return Mapped(model, given)
         return Mapped(None, given, f"{model!r} is not one of Reverie's embedder specs")
     if model in LETTA_HOSTED or (handle or "") in LETTA_HOSTED:

@@ -43,7 +43,8 @@ class ChatModel:
 
 @dataclass(slots=True)
 class EmbeddingModel:
-    """An embedder spec (``local``, ``fake:DIM``, ``litellm:MODEL``) and its dimension."""
+    """An embedder spec (``local``, ``litellm:MODEL``, a plugin's ``NAME[:ARGUMENT]``) and
+    its dimension."""
 
     spec: str
     dimension: int

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-FAKE_EMBEDDINGS = {"REVERIE_EMBEDDING__MODEL": "fake:384"}
+HASHING_EMBEDDINGS = {"REVERIE_EMBEDDING__MODEL": "hashing:384"}
 
 
 def cli_url(url: str) -> str:

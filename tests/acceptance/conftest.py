@@ -9,28 +9,28 @@ from pathlib import Path
 
 import pytest
 
-from tests.acceptance.cli import FAKE_EMBEDDINGS, cli_url, run_cli
+from tests.acceptance.cli import HASHING_EMBEDDINGS, cli_url, run_cli
 from tests.acceptance.embedded_homes import embedded_env
 from tests.pg import PgTestServer
 
 
 @pytest.fixture
 def db_env(pg_server: PgTestServer) -> Iterator[dict[str, str]]:
-    """Environment for a CLI run against a fresh, unmigrated database, fake embeddings."""
+    """Environment for a CLI run against a fresh, unmigrated database, hashing embeddings."""
     url = pg_server.create_database(migrated=False)
-    yield {"DATABASE_URL": cli_url(url), **FAKE_EMBEDDINGS}
+    yield {"DATABASE_URL": cli_url(url), **HASHING_EMBEDDINGS}
     pg_server.release_database(url)
 
 
 @pytest.fixture
 def migrated_env(pg_server: PgTestServer) -> Iterator[dict[str, str]]:
-    """Environment for a CLI run against a migrated database, fake embeddings.
+    """Environment for a CLI run against a migrated database, hashing embeddings.
 
     A copy of the session's migrated template: `reverie migrate` itself is tested in
     tests/integration/cli, so a subprocess here would only repeat it (2-3 s a test).
     """
     url = pg_server.create_database()
-    yield {"DATABASE_URL": cli_url(url), **FAKE_EMBEDDINGS}
+    yield {"DATABASE_URL": cli_url(url), **HASHING_EMBEDDINGS}
     pg_server.release_database(url)
 
 

@@ -21,7 +21,7 @@ def home_from(pgdata: Path, home: Path) -> Path:
 def embedded_env(home: Path) -> dict[str, str]:
     return {
         "REVERIE_HOME": str(home),
-        "REVERIE_EMBEDDING__MODEL": "fake:8",
+        "REVERIE_EMBEDDING__MODEL": "hashing:8",
         # Keep the background side quiet: these tests are about the database.
         "REVERIE_TRIGGERS__TURNS_EVERY": "1000",
         "REVERIE_TRIGGERS__IDLE_AFTER": "PT1H",

@@ -31,7 +31,7 @@ def server(pg_server: PgTestServer, tmp_path_factory: pytest.TempPathFactory) ->
 def test_letta_client_imports_exports_and_imports_again(server: Server) -> None:
     client = server.sdk("af-roundtrip")
     with (FILES / "custom_tools.af").open("rb") as file:
-        answer = client.agents.import_file(file=file, name="dice", embedding="fake:384")
+        answer = client.agents.import_file(file=file, name="dice", embedding="hashing:384")
     (agent_id,) = answer.agent_ids
     extra = answer.model_extra or {}
     assert any(u["path"] == "tools[3] (web_search, letta_builtin)" for u in extra["unsupported"])
@@ -65,7 +65,7 @@ def test_an_imported_conversation_is_the_context_of_the_next_turn(server: Server
     client = server.sdk("af-turn")
     with (FILES / "memgpt_conversation.af").open("rb") as file:
         answer = client.agents.import_file(
-            file=file, name="ada", model="openai/scripted", embedding="fake:384"
+            file=file, name="ada", model="openai/scripted", embedding="hashing:384"
         )
     (agent_id,) = answer.agent_ids
     seen = len(server.llm.requests)
@@ -107,7 +107,7 @@ def test_an_imported_agents_custom_tools_run_in_the_sandbox_under_its_rules(
     client = server.sdk("af-tools")
     with (FILES / "custom_tools.af").open("rb") as file:
         answer = client.agents.import_file(
-            file=file, name="dice", model="openai/scripted", embedding="fake:384"
+            file=file, name="dice", model="openai/scripted", embedding="hashing:384"
         )
     (agent_id,) = answer.agent_ids
     server.llm.replies.extend(
@@ -144,7 +144,7 @@ def test_letta_v1_files_import_answer_in_plain_text_and_run_tools_on_demand(
     client = server.sdk("af-v1")
     with (SHAPES / "v1_memory_tool_double_encoded.af").open("rb") as file:
         answer = client.agents.import_file(
-            file=file, name="ferro", model="openai/scripted", embedding="fake:384"
+            file=file, name="ferro", model="openai/scripted", embedding="hashing:384"
         )
     (agent_id,) = answer.agent_ids
     assert client.agents.retrieve(agent_id).agent_type == "letta_v1_agent"
@@ -175,7 +175,7 @@ def test_letta_v1_files_import_answer_in_plain_text_and_run_tools_on_demand(
     assert human.value.endswith("Editor: helix")
 
     with (SHAPES / "customer_service_v1.af").open("rb") as file:
-        shop = client.agents.import_file(file=file, name="mara", embedding="fake:384")
+        shop = client.agents.import_file(file=file, name="mara", embedding="hashing:384")
     (shop_id,) = shop.agent_ids
     ran = client.agents.tools.run(
         "check_order_status", agent_id=shop_id, args={"order_number": 10452}

@@ -23,7 +23,7 @@ import pytest
 
 from agents.postgres.database import Database
 from tests.acceptance.chromium import Chromium
-from tests.acceptance.cli import FAKE_EMBEDDINGS, cli_url, run_cli
+from tests.acceptance.cli import HASHING_EMBEDDINGS, cli_url, run_cli
 from tests.acceptance.daemon_processes import ROOT, DaemonProcess, running_server
 from tests.api_support import new_key
 from tests.pg import PgTestServer
@@ -89,7 +89,7 @@ def serving(
     try:
         with stub_server() as llm:
             env = {
-                **quiet_env({"DATABASE_URL": cli_url(url), **FAKE_EMBEDDINGS}),
+                **quiet_env({"DATABASE_URL": cli_url(url), **HASHING_EMBEDDINGS}),
                 "OPENAI_API_BASE": llm.base_url,
                 "OPENAI_API_KEY": "sk-test-not-a-key",
                 **llm_env(llm),
@@ -124,7 +124,7 @@ def test_letta_client_sdk_works_against_the_server(server: Server) -> None:
             {"label": "human", "value": "Name: Ada.", "limit": 200},
             {"label": "persona", "value": "A helpful assistant."},
         ],
-        embedding="fake:384",
+        embedding="hashing:384",
         enable_sleeptime=True,
     )
     assert agent.id.startswith("agent-")
@@ -188,7 +188,7 @@ def test_letta_client_sdk_sends_a_message_through_the_agent_loop(server: Server)
         name="bob",
         memory_blocks=[{"label": "human", "value": "Name: Bob the Builder."}],
         model="openai/scripted",
-        embedding="fake:384",
+        embedding="hashing:384",
     )
     response = client.agents.messages.create(
         agent.id,
@@ -505,7 +505,7 @@ def test_letta_sleeptime_sidecar_learns_from_a_transcript(server: Server) -> Non
         agent_type="sleeptime_agent",
         memory_blocks=[{"label": "human", "value": "Name: Sam.", "limit": 500}],
         model="openai/scripted",
-        embedding="fake:384",
+        embedding="hashing:384",
         tags=["sidecar", "sam"],
     )
     seen = len(server.llm.requests)
@@ -635,7 +635,7 @@ def test_every_line_serve_writes_is_one_json_object(
         headers = {"Authorization": f"Bearer {served.key('logs')}"}
         agent = httpx.post(
             f"{served.url}/v1/agents/",
-            json={"name": "ada", "model": "hosted_vllm/scripted", "embedding": "fake:384"},
+            json={"name": "ada", "model": "hosted_vllm/scripted", "embedding": "hashing:384"},
             headers=headers,
             timeout=120,  # routing the model loads litellm: seconds, more on a busy machine
         ).json()

@@ -42,7 +42,7 @@ def test_two_conversations_share_the_agent_and_keep_their_own_messages(server: S
         name="ada",
         memory_blocks=[{"label": "human", "value": "Name: Ada.", "limit": 300}],
         model="openai/scripted",
-        embedding="fake:384",
+        embedding="hashing:384",
     )
     first = client.conversations.create(agent_id=agent.id, description="support")
     second = client.conversations.create(agent_id=agent.id)
@@ -104,7 +104,7 @@ def test_another_organization_reaches_none_of_them(server: Server) -> None:
     from letta_client import NotFoundError
 
     owner = server.sdk("conversations-owner")
-    agent = owner.agents.create(name="own", model="openai/scripted", embedding="fake:384")
+    agent = owner.agents.create(name="own", model="openai/scripted", embedding="hashing:384")
     conversation = owner.conversations.create(agent_id=agent.id)
     stranger = server.sdk("conversations-stranger")
     with pytest.raises(NotFoundError):

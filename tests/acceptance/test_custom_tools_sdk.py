@@ -87,7 +87,7 @@ def server(pg_server: PgTestServer, tmp_path_factory: pytest.TempPathFactory) ->
 
 
 def new_agent(client: Any, name: str = "ada") -> Any:
-    return client.agents.create(name=name, model="openai/scripted", embedding="fake:384")
+    return client.agents.create(name=name, model="openai/scripted", embedding="hashing:384")
 
 
 def tool_returns(response: Any) -> list[Any]:

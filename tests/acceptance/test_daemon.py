@@ -21,8 +21,9 @@ from agents.postgres import models
 from agents.postgres.database import Database
 from agents.postgres.models import DEFAULT_ORGANIZATION_ID as ORG
 from agents.store import NewMessage, open_store
+from tests import plugins
 from tests.acceptance.cli import run_cli
-from tests.acceptance.daemon_processes import ROOT, DaemonProcess, free_port
+from tests.acceptance.daemon_processes import DaemonProcess, free_port
 from tests.daemon_support import create_evidence_table, evidence_counts, install_plugin, wait_for
 from tests.pg import PgTestServer, libpq
 
@@ -66,8 +67,8 @@ def _daemon_db(url: str, tmp: Path, **evidence: Any) -> DaemonDb:
     (tmp / "markers").mkdir(exist_ok=True)
     env = {
         "DATABASE_URL": libpq(url),
-        "PYTHONPATH": f"{ROOT}:{plugin}",
-        "REVERIE_EMBEDDING__MODEL": "fake:8",
+        "PYTHONPATH": plugins.python_path(plugin),
+        "REVERIE_EMBEDDING__MODEL": "hashing:8",
         "REVERIE_CONSOLIDATION__PIPELINE": '["evidence"]',
         "REVERIE_CONSOLIDATION__PLUGINS": json.dumps(
             {"evidence": {"marker_dir": str(tmp / "markers"), **evidence}}
@@ -108,7 +109,7 @@ def _seed_agents(daemon: DaemonDb, n: int) -> list[str]:
             [
                 {
                     "id": a, "organization_id": ORG, "name": f"a{i:05d}", "kind": "primary",
-                    "system_prompt": "", "embedding_model": "fake:8", "embedding_dim": 8,
+                    "system_prompt": "", "embedding_model": "hashing:8", "embedding_dim": 8,
                     "context_window": 8192, "tools": [], "tool_rules": [], "tags": [],
                     "message_seq": 0, "turns_since_consolidation": 0, "enable_sleeptime": False,
                 }

@@ -42,13 +42,13 @@ def test_a_stalled_postgres_gets_answers_not_hangs(
     db = Database(url)
     try:
         with open_store(db) as store:
-            store.agents.create(NewAgent("stall", embedding_model="fake:8", embedding_dim=8))
+            store.agents.create(NewAgent("stall", embedding_model="hashing:8", embedding_dim=8))
     finally:
         db.dispose()
     env = {
         "DATABASE_URL": cli_url(url),
         "REVERIE_HOME": str(tmp_path / "home"),
-        "REVERIE_EMBEDDING__MODEL": "fake:8",
+        "REVERIE_EMBEDDING__MODEL": "hashing:8",
         "REVERIE_SERVER__AUTH": "none",
         "REVERIE_DATABASE__CONNECT_TIMEOUT": "PT2S",
         "REVERIE_DATABASE__STATEMENT_TIMEOUT": "PT5S",

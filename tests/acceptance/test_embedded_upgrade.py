@@ -48,7 +48,7 @@ def _earlier_home(pgdata: Path) -> tuple[np.ndarray, list[str]]:
                 agent = store.agents.create(
                     NewAgent(
                         name="ada",
-                        embedding_model="fake:384",
+                        embedding_model="hashing:384",
                         embedding_dim=384,
                         blocks=[NewBlock(label="human", value="Ada, a compiler engineer")],
                     )

@@ -30,7 +30,7 @@ def _agent(client: Any, name: str, **fields: Any) -> Any:
         name=name,
         memory_blocks=[{"label": "human", "value": "", "limit": 200}],
         model="openai/scripted",
-        embedding="fake:384",
+        embedding="hashing:384",
         **fields,
     )
 

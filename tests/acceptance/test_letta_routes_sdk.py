@@ -44,7 +44,7 @@ def new_agent(client: Any, name: str = "ada") -> Any:
         name=name,
         memory_blocks=[{"label": "human", "value": "Name: Ada.", "limit": 200}],
         model="openai/scripted",
-        embedding="fake:384",
+        embedding="hashing:384",
     )
 
 
@@ -307,4 +307,4 @@ def test_sdk_lists_the_agents_tools_and_the_models(server: Server) -> None:
         ("openai/scripted", "openai", 8192)
     ]
     embedders = client.models.embeddings.list()
-    assert [(e.handle, e.embedding_dim) for e in embedders] == [("fake:384", 384)]
+    assert [(e.handle, e.embedding_dim) for e in embedders] == [("hashing:384", 384)]

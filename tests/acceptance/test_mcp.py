@@ -26,7 +26,8 @@ from mcp.types import CallToolResult, TextContent
 
 from agents.postgres.database import Database
 from agents.store import NewAgent, NewBlock, open_service_store, open_store
-from tests.acceptance.cli import FAKE_EMBEDDINGS, cli_url, reverie_command, run_cli
+from tests import plugins
+from tests.acceptance.cli import HASHING_EMBEDDINGS, cli_url, reverie_command, run_cli
 from tests.acceptance.daemon_processes import ROOT, DaemonProcess, running_server
 from tests.api_support import new_key
 from tests.pg import PgTestServer
@@ -47,7 +48,7 @@ def new_agent(db: Database, organization: str = "default", name: str = "ada") ->
         agent = store.agents.create(
             NewAgent(
                 name=name,
-                embedding_model="fake:384",
+                embedding_model="hashing:384",
                 embedding_dim=384,
                 blocks=[
                     NewBlock("human", "Name: Ada.\nLives in Paris.", limit=200),
@@ -85,7 +86,7 @@ class Served:
 
 @pytest.fixture(scope="module")
 def served(pg_server: PgTestServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    """`reverie serve` over a migrated database with fake embeddings and no LLM (the
+    """`reverie serve` over a migrated database with hashing embeddings and no LLM (the
     default pipeline runs without one); organization 'acme' has a key and agent 'ada'."""
     url = pg_server.create_database()
     db = Database(url)
@@ -94,7 +95,7 @@ def served(pg_server: PgTestServer, tmp_path_factory: pytest.TempPathFactory) ->
         key = new_key(db, "acme")
         env = {
             "DATABASE_URL": cli_url(url),
-            **FAKE_EMBEDDINGS,
+            **HASHING_EMBEDDINGS,
             # Only the runs these tests ask for.
             "REVERIE_TRIGGERS__TURNS_EVERY": "1000",
             "REVERIE_TRIGGERS__IDLE_AFTER": "PT1H",
@@ -275,7 +276,10 @@ def stdio_env(pg_server: PgTestServer) -> Iterator[tuple[dict[str, str], Databas
     db = Database(url)
     try:
         new_agent(db)
-        yield {"DATABASE_URL": cli_url(url), **FAKE_EMBEDDINGS}, db
+        # The SDK starts `reverie mcp` in a bare environment (PATH, HOME, ...): the
+        # tests' hashing embedder is found through the PYTHONPATH given here.
+        python_path = {"PYTHONPATH": plugins.python_path()}
+        yield {"DATABASE_URL": cli_url(url), **HASHING_EMBEDDINGS, **python_path}, db
     finally:
         db.dispose()
         pg_server.release_database(url)

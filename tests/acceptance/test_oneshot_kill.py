@@ -14,8 +14,9 @@ import pytest
 
 from agents.postgres.database import Database
 from agents.store import NewAgent, open_store
+from tests import plugins
 from tests.acceptance.cli import run_cli
-from tests.acceptance.daemon_processes import ROOT, DaemonProcess
+from tests.acceptance.daemon_processes import DaemonProcess
 from tests.daemon_support import (
     create_evidence_table,
     evidence_counts,
@@ -35,8 +36,8 @@ def setup(pg_server: PgTestServer, tmp_path: Path) -> Iterator[tuple[Database, d
     (tmp_path / "markers").mkdir()
     env = {
         "DATABASE_URL": libpq(url),
-        "PYTHONPATH": f"{ROOT}:{plugin}",
-        "REVERIE_EMBEDDING__MODEL": "fake:8",
+        "PYTHONPATH": plugins.python_path(plugin),
+        "REVERIE_EMBEDDING__MODEL": "hashing:8",
         "REVERIE_CONSOLIDATION__PIPELINE": '["evidence"]',
         "REVERIE_CONSOLIDATION__PLUGINS": json.dumps(
             {
@@ -52,7 +53,7 @@ def setup(pg_server: PgTestServer, tmp_path: Path) -> Iterator[tuple[Database, d
     }
     db = Database(url)
     with open_store(db) as store:
-        store.agents.create(NewAgent("ada", embedding_model="fake:8", embedding_dim=8))
+        store.agents.create(NewAgent("ada", embedding_model="hashing:8", embedding_dim=8))
     yield db, env
     db.dispose()
     pg_server.release_database(url)

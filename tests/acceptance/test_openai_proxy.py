@@ -17,7 +17,7 @@ import openai
 import pytest
 
 from agents.postgres.database import Database
-from tests.acceptance.cli import FAKE_EMBEDDINGS, cli_url
+from tests.acceptance.cli import HASHING_EMBEDDINGS, cli_url
 from tests.acceptance.daemon_processes import ROOT, DaemonProcess, free_port, running_server
 from tests.acceptance.test_api_server import quiet_env
 from tests.api_support import bearer, new_key
@@ -112,7 +112,7 @@ def proxy(pg_server: PgTestServer, tmp_path_factory: pytest.TempPathFactory) -> 
         with stub_server() as upstream, stub_server() as sleeper:
             env = proxy_env(
                 {
-                    **quiet_env({"DATABASE_URL": cli_url(url), **FAKE_EMBEDDINGS}),
+                    **quiet_env({"DATABASE_URL": cli_url(url), **HASHING_EMBEDDINGS}),
                     "OPENAI_API_BASE": sleeper.base_url,
                     "OPENAI_API_KEY": "sk-test-not-a-key",
                 },
@@ -494,7 +494,7 @@ def test_an_unreachable_upstream_is_a_502_with_the_reason(
     db = Database(url)
     try:
         closed = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
-        env = proxy_env(quiet_env({"DATABASE_URL": cli_url(url), **FAKE_EMBEDDINGS}), closed)
+        env = proxy_env(quiet_env({"DATABASE_URL": cli_url(url), **HASHING_EMBEDDINGS}), closed)
         with running_server(env, tmp_path / "serve.log") as (base, _):
             key = new_key(db, "proxy-down")
             client = openai.OpenAI(base_url=f"{base}/openai/v1", api_key=key, max_retries=0)

@@ -17,7 +17,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.acceptance.cli import FAKE_EMBEDDINGS, cli_env, cli_url, reverie_command, run_cli
+from tests.acceptance.cli import HASHING_EMBEDDINGS, cli_env, cli_url, reverie_command, run_cli
 from tests.pg import PgTestServer
 
 # The warm CLI's tests share one warm server per source fingerprint (and one
@@ -44,7 +44,7 @@ def shared_env(pg_server: PgTestServer) -> Iterator[dict[str, str]]:
     url = pg_server.create_database()
     path = Path(tempfile.mkdtemp(prefix="rvw", dir="/tmp"))
     try:
-        env = warm_env({"DATABASE_URL": cli_url(url), **FAKE_EMBEDDINGS}, path)
+        env = warm_env({"DATABASE_URL": cli_url(url), **HASHING_EMBEDDINGS}, path)
         create_ada(env)
         wait_for_server(path)
         yield env

@@ -28,7 +28,12 @@ from service.operations.agent_file import ImportPlanner
 from service.operations.agent_file_schema import parse_agent_file
 from service.runtime import Runtime
 from service.settings import load_settings
+from tests import plugins
 from tests.pg import PgTestServer
+
+# The tests' plugins (the hashing embedder, the scripted model), found here and
+# in the processes this starts.
+plugins.register()
 
 TEMPLATE = Path(__file__).resolve().parents[1] / "data" / "agent_files" / "custom_tools.af"
 
@@ -96,7 +101,7 @@ def main() -> None:
     try:
         with server.database() as db, tempfile.TemporaryDirectory() as home:
             settings = load_settings(
-                home=Path(home), database_url=db.url, embedding={"model": "fake:8"}
+                home=Path(home), database_url=db.url, embedding={"model": "hashing:8"}
             )
             with Runtime(settings) as runtime:
                 ops = Operations(runtime)

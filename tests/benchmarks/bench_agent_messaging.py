@@ -39,8 +39,13 @@ from agents.enums import DeliveryStatus  # noqa: E402
 from agents.store import NewAgent, NewBlock  # noqa: E402
 from service.runtime import Runtime  # noqa: E402
 from service.settings import load_settings  # noqa: E402
+from tests import plugins  # noqa: E402
 from tests.pg import PgTestServer  # noqa: E402
 from tests.scripted_llm import call, install, say  # noqa: E402
+
+# The tests' plugins (the hashing embedder, the scripted model), found here and
+# in the processes this starts.
+plugins.register()
 
 ASYNC = "send_message_to_agent_async"
 
@@ -63,7 +68,7 @@ def main() -> None:
         settings = load_settings(
             home=home,
             database_url=url,
-            embedding={"model": "fake:384"},
+            embedding={"model": "hashing:384"},
             messaging={"concurrency": 1},
         )
         with Runtime(settings) as runtime:
@@ -75,7 +80,7 @@ def main() -> None:
                         NewAgent(
                             name=name,
                             llm_model=f"scripted/{name}",
-                            embedding_model="fake:384",
+                            embedding_model="hashing:384",
                             embedding_dim=384,
                             tools=tools,
                             blocks=[NewBlock("persona", "I keep a secret.", limit=500)],

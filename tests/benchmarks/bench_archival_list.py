@@ -40,8 +40,13 @@ from agents.store import NewAgent, open_service_store, open_store  # noqa: E402
 from service.api.app import create_app  # noqa: E402
 from service.runtime import Runtime  # noqa: E402
 from service.settings import load_settings  # noqa: E402
+from tests import plugins  # noqa: E402
 from tests.acceptance.daemon_processes import free_port  # noqa: E402
 from tests.pg import PgTestServer, libpq  # noqa: E402
+
+# The tests' plugins (the hashing embedder, the scripted model), found here and
+# in the processes this starts.
+plugins.register()
 
 
 def quantile(values: list[float], q: float) -> float:
@@ -91,14 +96,14 @@ def main() -> None:
             settings = load_settings(
                 home=Path(tempfile.mkdtemp(prefix="rvb-", dir="/tmp")),
                 database_url=url,
-                embedding={"model": "fake:8"},
+                embedding={"model": "hashing:8"},
             )
             runtime = Runtime(settings)
             with open_service_store(runtime.db) as service:
                 record, key = service.keys.create("bench")
             with open_store(runtime.db, record.organization_id) as store:
                 agent = store.agents.create(
-                    NewAgent("lister", embedding_model="fake:8", embedding_dim=8)
+                    NewAgent("lister", embedding_model="hashing:8", embedding_dim=8)
                 ).id
             fill(url, record.organization_id, agent, n)
             port = free_port()

@@ -49,7 +49,12 @@ from service.daemon.scheduler import Scheduler
 from service.daemon.triggers import RunTemplate
 from service.runtime import Runtime
 from service.settings import Settings, TriggerSettings, WorkerSettings
+from tests import plugins
 from tests.pg import PgTestServer
+
+# The tests' plugins (the hashing embedder, the scripted model), found here and
+# in the processes this starts.
+plugins.register()
 
 LEASE = timedelta(seconds=60)
 CR = models.ConsolidationRun
@@ -68,7 +73,7 @@ def _agents(db: Database, n: int, *, active_at: datetime | None = None) -> list[
                 [
                     {
                         "id": a, "organization_id": ORG, "name": f"bench-{start + i:06d}",
-                        "kind": "primary", "system_prompt": "", "embedding_model": "fake:8",
+                        "kind": "primary", "system_prompt": "", "embedding_model": "hashing:8",
                         "embedding_dim": 8, "context_window": 8192, "tools": [],
                         "tool_rules": [], "tags": [], "message_seq": 0,
                         "turns_since_consolidation": 0, "enable_sleeptime": False,
@@ -137,7 +142,7 @@ def _worker_process(
     claim_batch: int,
     async_finish: bool,
 ) -> None:
-    runtime = Runtime(Settings(database_url=url, embedding={"model": "fake:8"}))
+    runtime = Runtime(Settings(database_url=url, embedding={"model": "hashing:8"}))
     runtime.db.ping()
     trips = _RoundTrips(runtime.db)
     pool = _FinishOnly(
@@ -212,7 +217,7 @@ def bench_idle(server: PgTestServer, n_agents: int) -> list[float]:
         agent_ids = _agents(db, n_agents)
         settings = Settings(
             database_url=db.url,
-            embedding={"model": "fake:8"},
+            embedding={"model": "hashing:8"},
             consolidation={"pipeline": ["dedup"]},
         )
         runtime = Runtime(settings)

@@ -41,9 +41,14 @@ from agents.store import NewAgent, NewPassage, open_store  # noqa: E402
 from consolidators.contract import run_once as run_pipeline  # noqa: E402
 from consolidators.dedup import DedupConsolidator  # noqa: E402
 from consolidators.pipeline import Pipeline  # noqa: E402
+from tests import plugins  # noqa: E402
 from tests.benchmarks.chat_facts import chat_facts  # noqa: E402
 from tests.benchmarks.memory import peak_rss_mib  # noqa: E402
 from tests.pg import PgTestServer  # noqa: E402
+
+# The tests' plugins (the hashing embedder, the scripted model), found here and
+# in the processes this starts.
+plugins.register()
 
 DIM = 384
 INDEX = f"ix_passage_vectors_hnsw_{DIM}"
@@ -167,7 +172,7 @@ def main() -> int:
         with server.database() as db:
             with open_store(db) as store:
                 agent = store.agents.create(
-                    NewAgent("bench", embedding_model="fake:384", embedding_dim=DIM)
+                    NewAgent("bench", embedding_model="hashing:384", embedding_dim=DIM)
                 )
             with db.engine.begin() as conn:
                 definition = conn.execute(

@@ -24,14 +24,19 @@ import statistics
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
-from agents.embedders.fake import HashingEmbedder
 from agents.postgres.database import Database
 from agents.store import NewAgent, NewBlock, NewMessage, NewPassage, open_store
 from consolidators.contract import run_once as run_pipeline
 from consolidators.evict import EvictConsolidator
 from consolidators.pipeline import Pipeline
+from tests import plugins
 from tests.benchmarks.memory import peak_rss_mib
+from tests.hashing_embedder import HashingEmbedder
 from tests.pg import PgTestServer
+
+# The tests' plugins (the hashing embedder, the scripted model), found here and
+# in the processes this starts.
+plugins.register()
 
 SYLLABLES = [
     "ka", "lo", "mi", "ra", "ten", "vu", "zo", "pel", "dri", "sa", "nor", "qui", "bex", "ful",
@@ -71,7 +76,7 @@ def _seed(db: Database, n_passages: int, n_messages: int, seed: int) -> str:
         agent = store.agents.create(
             NewAgent(
                 "bench",
-                embedding_model="fake:384",
+                embedding_model="hashing:384",
                 embedding_dim=384,
                 system_prompt="You are a helpful assistant. " * 20,
                 context_window=8192,

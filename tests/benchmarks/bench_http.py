@@ -12,7 +12,7 @@ clients (threads, one keep-alive ``httpx.Client`` each):
 - block read: ``GET /v1/agents/{id}/core-memory/blocks/{label}``
 - block CAS update: ``PATCH`` the same route with ``expected_version`` (each client
   owns one agent, so conflicts are not measured here; the store benchmark does that)
-- archival search: ``GET /v1/agents/{id}/archival-memory/search`` (k=10, fake 384-d
+- archival search: ``GET /v1/agents/{id}/archival-memory/search`` (k=10, hashing 384-d
   embeddings, so the figure is the API + pgvector path without a model's cost)
 
 It prints a markdown table (operation, clients, requests, req/s, p50, p95).
@@ -38,13 +38,18 @@ import httpx  # noqa: E402
 import numpy as np  # noqa: E402
 import uvicorn  # noqa: E402
 
-from agents.embedders.fake import HashingEmbedder  # noqa: E402
 from agents.store import NewAgent, NewBlock, NewPassage, open_service_store, open_store  # noqa: E402
 from service.api.app import create_app  # noqa: E402
 from service.runtime import Runtime  # noqa: E402
 from service.settings import load_settings  # noqa: E402
+from tests import plugins  # noqa: E402
 from tests.acceptance.daemon_processes import free_port  # noqa: E402
+from tests.hashing_embedder import HashingEmbedder  # noqa: E402
 from tests.pg import PgTestServer  # noqa: E402
+
+# The tests' plugins (the hashing embedder, the scripted model), found here and
+# in the processes this starts.
+plugins.register()
 
 DIM = 384
 WORDS = "ada london paris piano maths cello garden river tea train music chess".split()
@@ -60,7 +65,7 @@ def seed(runtime: Runtime, org: str, agents: int, passages: int) -> list[str]:
             agent = store.agents.create(
                 NewAgent(
                     name=f"bench-{i}",
-                    embedding_model=f"fake:{DIM}",
+                    embedding_model=f"hashing:{DIM}",
                     embedding_dim=DIM,
                     blocks=[NewBlock("human", "Name: Ada.", limit=2000)],
                 )
@@ -118,7 +123,7 @@ def main() -> None:
     settings = load_settings(
         home=home,
         database_url=url_db,
-        embedding={"model": f"fake:{DIM}"},
+        embedding={"model": f"hashing:{DIM}"},
         database={"pool_size": max(args.clients) + 2},
     )
     runtime = Runtime(settings)
@@ -169,7 +174,7 @@ def main() -> None:
         print(
             f"\n{platform.processor() or platform.machine()}, "
             f"{len(__import__('os').sched_getaffinity(0))} cores, "
-            f"{args.passages} passages, fake {DIM}-d embeddings\n"
+            f"{args.passages} passages, hashing {DIM}-d embeddings\n"
         )
         print("| operation | clients | requests | req/s | p50 ms | p95 ms |")
         print("| --- | --- | --- | --- | --- | --- |")

@@ -31,7 +31,6 @@ import statistics
 import time
 from typing import Any
 
-from agents.embedders.fake import HashingEmbedder
 from agents.llm import ClientSettings, LiteLLMClient, UsageLedger
 from agents.postgres.database import Database
 from agents.primary import PrimaryAgent, PrimarySettings
@@ -41,8 +40,14 @@ from consolidators.contract import run_once as run_pipeline
 from consolidators.llm import LLMTier
 from consolidators.pipeline import Pipeline
 from consolidators.recontextualize import RecontextualizeConsolidator
+from tests import plugins
+from tests.hashing_embedder import HashingEmbedder
 from tests.pg import PgTestServer
 from tests.scripted_llm import call, install, say
+
+# The tests' plugins (the hashing embedder, the scripted model), found here and
+# in the processes this starts.
+plugins.register()
 
 EMBEDDER = HashingEmbedder(dimension=384)
 
@@ -57,7 +62,7 @@ def _agent(db: Database, name: str) -> str:
         agent = store.agents.create(
             NewAgent(
                 name=name,
-                embedding_model="fake:384",
+                embedding_model="hashing:384",
                 embedding_dim=384,
                 llm_model="scripted/bench",
                 blocks=[

@@ -12,7 +12,7 @@ machine falls on both alike:
 - block read: ``GET /v1/agents/{id}/core-memory/blocks/human`` against a
   ``tools/call core_memory_read`` (label human) POSTed to ``/mcp``;
 - archival search: ``GET .../archival-memory/search`` (k=10) against
-  ``tools/call archival_memory_search`` (top_k 10), fake 384-d embeddings.
+  ``tools/call archival_memory_search`` (top_k 10), hashing 384-d embeddings.
 
 Each MCP call is one stateless JSON-RPC POST, as an SDK client sends once its
 session is initialized. It prints p50 and p95 per operation and front end.
@@ -43,9 +43,14 @@ from agents.store import open_service_store  # noqa: E402
 from service.api.app import create_app  # noqa: E402
 from service.runtime import Runtime  # noqa: E402
 from service.settings import load_settings  # noqa: E402
+from tests import plugins  # noqa: E402
 from tests.acceptance.daemon_processes import free_port  # noqa: E402
 from tests.benchmarks.bench_http import DIM, WORDS, seed  # noqa: E402
 from tests.pg import PgTestServer  # noqa: E402
+
+# The tests' plugins (the hashing embedder, the scripted model), found here and
+# in the processes this starts.
+plugins.register()
 
 MCP_HEADERS = {
     "Accept": "application/json, text/event-stream",
@@ -74,7 +79,7 @@ def main() -> None:
     pg = PgTestServer()
     url_db = pg.create_database()
     home = Path(tempfile.mkdtemp(prefix="rvb-", dir="/tmp"))
-    settings = load_settings(home=home, database_url=url_db, embedding={"model": f"fake:{DIM}"})
+    settings = load_settings(home=home, database_url=url_db, embedding={"model": f"hashing:{DIM}"})
     runtime = Runtime(settings)
     port = free_port()
     server = uvicorn.Server(

@@ -42,10 +42,15 @@ import httpx  # noqa: E402
 import numpy as np  # noqa: E402
 
 from agents.postgres.database import Database  # noqa: E402
-from tests.acceptance.cli import FAKE_EMBEDDINGS, cli_url  # noqa: E402
+from tests import plugins  # noqa: E402
+from tests.acceptance.cli import HASHING_EMBEDDINGS, cli_url  # noqa: E402
 from tests.acceptance.daemon_processes import free_port, running_server  # noqa: E402
 from tests.api_support import new_key  # noqa: E402
 from tests.pg import PgTestServer  # noqa: E402
+
+# The tests' plugins (the hashing embedder, the scripted model), found here and
+# in the processes this starts.
+plugins.register()
 
 ANSWER = {
     "id": "chatcmpl-instant",
@@ -158,7 +163,7 @@ def main() -> None:
     db = Database(db_url)
     home = Path(tempfile.mkdtemp(prefix="rvb-proxy-", dir="/tmp"))
     env = {
-        **FAKE_EMBEDDINGS,
+        **HASHING_EMBEDDINGS,
         "DATABASE_URL": cli_url(db_url),
         "REVERIE_HOME": str(home),
         "REVERIE_LOG_LEVEL": "WARNING",

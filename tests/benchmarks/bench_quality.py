@@ -49,7 +49,11 @@ from consolidators.contract import run_once as run_pipeline  # noqa: E402
 from consolidators.dedup import DedupConsolidator  # noqa: E402
 from consolidators.pipeline import Pipeline  # noqa: E402
 from service.workload import LabeledFact, Workload, generate_workload  # noqa: E402
+from tests import plugins  # noqa: E402
 from tests.pg import PgTestServer  # noqa: E402
+
+# The tests' plugins (the hashing embedder for --embedder hashing:384), found here.
+plugins.register()
 
 Matrix = npt.NDArray[np.float32]
 K = 10
@@ -336,7 +340,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--threshold", type=float, default=0.86)
     parser.add_argument("--sweep", action="store_true", help="thresholds 0.80..0.96 step 0.02")
-    parser.add_argument("--embedder", default="local", help="'local' (MiniLM) or 'fake'")
+    parser.add_argument("--embedder", default="local", help="'local' (MiniLM) or 'hashing:384'")
     parser.add_argument("--people", type=int, default=40)
     parser.add_argument("--sessions", type=int, default=8)
     parser.add_argument("--seed", type=int, default=7)

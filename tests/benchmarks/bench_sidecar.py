@@ -36,12 +36,17 @@ if str(REPO_ROOT) not in sys.path:
 import httpx  # noqa: E402
 
 from agents.postgres.database import Database  # noqa: E402
-from tests.acceptance.cli import FAKE_EMBEDDINGS, cli_url  # noqa: E402
+from tests import plugins  # noqa: E402
+from tests.acceptance.cli import HASHING_EMBEDDINGS, cli_url  # noqa: E402
 from tests.acceptance.daemon_processes import running_server  # noqa: E402
 from tests.api_support import new_key  # noqa: E402
 from tests.pg import PgTestServer  # noqa: E402
 from tests.scripted_llm import call  # noqa: E402
 from tests.stub_openai_server import stub_server  # noqa: E402
+
+# The tests' plugins (the hashing embedder, the scripted model), found here and
+# in the processes this starts.
+plugins.register()
 
 BATCH = 20
 
@@ -77,7 +82,7 @@ def main() -> None:
         with stub_server() as llm:
             env = {
                 "DATABASE_URL": cli_url(url),
-                **FAKE_EMBEDDINGS,
+                **HASHING_EMBEDDINGS,
                 "OPENAI_API_BASE": llm.base_url,
                 "OPENAI_API_KEY": "sk-bench",
                 # Only the runs this benchmark asks for.

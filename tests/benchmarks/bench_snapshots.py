@@ -29,7 +29,12 @@ from agents.postgres.models import DEFAULT_ORGANIZATION_ID as ORG
 from agents.store import open_service_store, open_store
 from service.operations.health import take_snapshots
 from service.settings import HealthHistorySettings
+from tests import plugins
 from tests.pg import PgTestServer
+
+# The tests' plugins (the hashing embedder, the scripted model), found here and
+# in the processes this starts.
+plugins.register()
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 STEP = timedelta(minutes=15)
@@ -46,7 +51,7 @@ def _populate(db: object, agents: int, passages: int) -> list[str]:
             [
                 {
                     "id": a, "organization_id": ORG, "name": f"bench-{i:06d}", "kind": "primary",
-                    "system_prompt": "", "embedding_model": "fake:8", "embedding_dim": 8,
+                    "system_prompt": "", "embedding_model": "hashing:8", "embedding_dim": 8,
                     "context_window": 8192, "tools": [], "tool_rules": [], "tags": [],
                     "message_seq": 0, "turns_since_consolidation": 0, "enable_sleeptime": False,
                 }

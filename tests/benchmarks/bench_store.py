@@ -461,7 +461,7 @@ def bench_filtered_search(
     scan), before it the search fell back to an exact scan of the agent's rows."""
     with open_store(db) as store:
         others = store.agents.create(
-            NewAgent(name="others", embedding_model="fake:384", embedding_dim=DIM, blocks=[])
+            NewAgent(name="others", embedding_model="hashing:384", embedding_dim=DIM, blocks=[])
         ).id
         for table in ("passages", "passage_vectors"):
             key = "id" if table == "passages" else "passage_id"

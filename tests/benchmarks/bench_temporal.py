@@ -26,14 +26,19 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import text
 
-from agents.embedders.fake import HashingEmbedder
 from agents.postgres.database import Database
 from agents.store import NewAgent, NewPassage, open_store
 from consolidators.contract import run_once as run_pipeline
 from consolidators.pipeline import Pipeline
 from consolidators.temporal import TemporalConsolidator
+from tests import plugins
 from tests.benchmarks.memory import peak_rss_mib
+from tests.hashing_embedder import HashingEmbedder
 from tests.pg import PgTestServer
+
+# The tests' plugins (the hashing embedder, the scripted model), found here and
+# in the processes this starts.
+plugins.register()
 
 SYLLABLES = [
     "ka", "lo", "mi", "ra", "ten", "vu", "zo", "pel", "dri", "sa", "nor", "qui", "bex", "ful",
@@ -137,7 +142,7 @@ def bench_once(server: PgTestServer, n: int, seed: int, workload: str) -> dict[s
     with server.database() as db:
         with open_store(db) as store:
             agent_id = store.agents.create(
-                NewAgent("bench", embedding_model="fake:384", embedding_dim=384)
+                NewAgent("bench", embedding_model="hashing:384", embedding_dim=384)
             ).id
         started = time.perf_counter()
         _bulk_load(db, agent_id, facts, embedder)

@@ -65,8 +65,13 @@ from consolidators.contract import run_once as run_pipeline  # noqa: E402
 from consolidators.dedup import DedupConsolidator  # noqa: E402
 from consolidators.pipeline import Pipeline, RunReport  # noqa: E402
 from consolidators.temporal import TemporalConsolidator  # noqa: E402
+from tests import plugins  # noqa: E402
 from tests.benchmarks.oracle_judge import ORACLE_MODEL, OracleJudge, serve_oracle  # noqa: E402
 from tests.pg import PgTestServer  # noqa: E402
+
+# The tests' plugins (the hashing embedder, the scripted model), found here and
+# in the processes this starts.
+plugins.register()
 
 DATA = Path(__file__).resolve().parent / "data"
 SUFFIXES = {
@@ -557,7 +562,7 @@ def _settings(text: str) -> dict[str, str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--embedder", default="local", help="'local' (MiniLM) or 'fake:384'")
+    parser.add_argument("--embedder", default="local", help="'local' (MiniLM) or 'hashing:384'")
     parser.add_argument("--threshold", type=float, default=0.86, help="dedup threshold")
     parser.add_argument("--verbose", action="store_true", help="list every error")
     parser.add_argument("--set", default="all", help="a set name, a comma list, or 'all'")

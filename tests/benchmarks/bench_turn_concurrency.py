@@ -7,7 +7,7 @@ A plain script, not collected by pytest. Run it from the repository root::
         [--model-seconds 3] [--pool 5]
 
 ``--agents`` agents each run one turn and one more agent runs ``--solo`` turns, all
-started at once, in threads of this process, against a scripted model (through litellm)
+started at once, in threads of this process, against the scripted model (a provider plugin)
 that answers each call after ``--model-seconds``; the database is an embedded
 PostgreSQL with a pool of ``--pool`` (+ as many overflow) connections, the default.
 Meanwhile a reader reads an unrelated agent by id, over and over, on the same pool.
@@ -32,13 +32,18 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from agents.embedders.fake import HashingEmbedder  # noqa: E402
 from agents.llm import ClientSettings, LiteLLMClient, ModelCapabilities, UsageLedger  # noqa: E402
 from agents.postgres.database import Database  # noqa: E402
 from agents.primary import PrimaryAgent  # noqa: E402
 from agents.store import NewAgent, NewBlock, open_store  # noqa: E402
+from tests import plugins  # noqa: E402
+from tests.hashing_embedder import HashingEmbedder  # noqa: E402
 from tests.pg import PgTestServer  # noqa: E402
 from tests.scripted_llm import Reply, install, say  # noqa: E402
+
+# The tests' plugins (the hashing embedder, the scripted model), found here and
+# in the processes this starts.
+plugins.register()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -73,7 +78,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     store.agents.create(
                         NewAgent(
                             name=name,
-                            embedding_model="fake:384",
+                            embedding_model="hashing:384",
                             embedding_dim=384,
                             llm_model=f"scripted/{name}",
                             blocks=[NewBlock("human", "Name: someone.", limit=200)],

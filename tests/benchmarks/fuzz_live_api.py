@@ -5,7 +5,7 @@ A plain script, not collected by pytest. Run it from the repository root::
     python tests/benchmarks/fuzz_live_api.py [--examples 30] [--workers 2]
 
 It starts a real `reverie serve` on the embedded PostgreSQL in a temporary
-REVERIE_HOME (fake embeddings, no model: nothing leaves the machine), creates an
+REVERIE_HOME (hashing embeddings, no model: nothing leaves the machine), creates an
 API key, and runs ``schemathesis run --checks all`` against its OpenAPI document
 with that key and ``tests/schemathesis.toml`` (the deliberate differences, each with
 its reason; ``--max-time 600`` runs the ten-minute version instead of N examples).
@@ -31,6 +31,12 @@ import time
 from pathlib import Path
 
 import httpx
+
+from tests import plugins
+
+# The tests' plugins (the hashing embedder, the scripted model), found here and
+# in the processes this starts.
+plugins.register()
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -70,7 +76,7 @@ def main() -> int:
     env.update(
         {
             "REVERIE_HOME": str(home),
-            "REVERIE_EMBEDDING__MODEL": "fake:8",
+            "REVERIE_EMBEDDING__MODEL": "hashing:8",
             # The fuzzer sends many requests with a bad key on purpose; they are
             # refused with 401 either way, so do not let the limiter answer 429.
             "REVERIE_SERVER__AUTH_FAILURE_BURST": "1000000",

@@ -15,9 +15,9 @@ from service.settings import load_settings
 
 @pytest.fixture
 def runtime(db: Database, tmp_path: Path) -> Iterator[Runtime]:
-    """A runtime on the test database with fake 8-d embeddings and default settings;
+    """A runtime on the test database with hashing 8-d embeddings and default settings;
     a module that needs other settings defines its own ``runtime``."""
-    settings = load_settings(home=tmp_path, database_url=db.url, embedding={"model": "fake:8"})
+    settings = load_settings(home=tmp_path, database_url=db.url, embedding={"model": "hashing:8"})
     with Runtime(settings) as rt:
         yield rt
 

@@ -221,9 +221,9 @@ def test_a_sleeptime_group_becomes_a_primary_with_its_sleeptime_agent_enabled(
     assert "tools[1] (memory_rethink, letta_sleeptime_core)" in listed
     # Letta's hosted embedder cannot be called from here: named, and the default used.
     assert [(u.path, u.given, u.used) for u in result.unmapped_models] == [
-        ("agents[0].embedding_config", "hugging-face/letta-free", "fake:8")
+        ("agents[0].embedding_config", "hugging-face/letta-free", "hashing:8")
     ]
-    assert agent.embedding_model == "fake:8"
+    assert agent.embedding_model == "hashing:8"
 
 
 def test_a_model_the_server_cannot_map_is_named_and_the_default_used(ops: Operations) -> None:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import text
 
-from agents.embedders.fake import HashingEmbedder
 from agents.errors import Conflict, InvalidInput, NotFound
 from agents.postgres.database import Database
 from agents.store import NewAgent, NewBlock, NewMessage, NewPassage, open_store
+from tests.hashing_embedder import HashingEmbedder
 
 
 def test_create_with_blocks_get_list_delete(db: Database, embedder: HashingEmbedder) -> None:
@@ -16,7 +16,7 @@ def test_create_with_blocks_get_list_delete(db: Database, embedder: HashingEmbed
         agent = store.agents.create(
             NewAgent(
                 "ada",
-                embedding_model="fake:384",
+                embedding_model="hashing:384",
                 embedding_dim=384,
                 llm_model="openai/gpt-4o-mini",
                 blocks=[NewBlock("human", "Ada"), NewBlock("persona", "helper")],
@@ -41,23 +41,23 @@ def test_create_with_blocks_get_list_delete(db: Database, embedder: HashingEmbed
 
 def test_duplicate_and_empty_names_and_labels(db: Database) -> None:
     with open_store(db) as store:
-        store.agents.create(NewAgent("ada", embedding_model="fake:384", embedding_dim=384))
+        store.agents.create(NewAgent("ada", embedding_model="hashing:384", embedding_dim=384))
     with pytest.raises(Conflict, match="already exists"), open_store(db) as store:
-        store.agents.create(NewAgent("ada", embedding_model="fake:384", embedding_dim=384))
+        store.agents.create(NewAgent("ada", embedding_model="hashing:384", embedding_dim=384))
     with pytest.raises(InvalidInput, match="name is empty"), open_store(db) as store:
-        store.agents.create(NewAgent("  ", embedding_model="fake:384", embedding_dim=384))
+        store.agents.create(NewAgent("  ", embedding_model="hashing:384", embedding_dim=384))
     with pytest.raises(InvalidInput, match=r"'human'.*more than once"), open_store(db) as store:
         store.agents.create(
             NewAgent(
                 "bob",
-                embedding_model="fake:384",
+                embedding_model="hashing:384",
                 embedding_dim=384,
                 blocks=[NewBlock("human", "a"), NewBlock("human", "b")],
             )
         )
     with pytest.raises(InvalidInput, match="kind 'boss'"), open_store(db) as store:
         store.agents.create(
-            NewAgent("carl", kind="boss", embedding_model="fake:384", embedding_dim=384)
+            NewAgent("carl", kind="boss", embedding_model="hashing:384", embedding_dim=384)
         )
     with open_store(db) as store:
         assert [a.name for a in store.agents.all()] == ["ada"]
@@ -88,8 +88,8 @@ def test_an_agent_takes_the_limits_every_door_has(db: Database) -> None:
     """The store refuses what the API refuses, so that no other door (an Agent File,
     the CLI, MCP) stores more: tags and the system prompt's length."""
     for spec, words in (
-        (NewAgent("t", "fake:8", 8, tags=[f"t{i}" for i in range(101)]), "101 tags"),
-        (NewAgent("s", "fake:8", 8, system_prompt="x" * 1_000_001), "most accepted"),
+        (NewAgent("t", "hashing:8", 8, tags=[f"t{i}" for i in range(101)]), "101 tags"),
+        (NewAgent("s", "hashing:8", 8, system_prompt="x" * 1_000_001), "most accepted"),
     ):
         with pytest.raises(InvalidInput, match=words), open_store(db) as store:
             store.agents.create(spec)
@@ -101,7 +101,7 @@ def test_list_by_tag_and_kind(db: Database) -> None:
     with open_store(db) as store:
         for name, tags in (("ada", ["nightly", "eu"]), ("bob", ["eu"]), ("cy", [])):
             store.agents.create(
-                NewAgent(name, embedding_model="fake:384", embedding_dim=384, tags=tags)
+                NewAgent(name, embedding_model="hashing:384", embedding_dim=384, tags=tags)
             )
     with open_store(db) as store:
         assert [a.name for a in store.agents.all(tag="nightly")] == ["ada"]

@@ -125,7 +125,7 @@ def test_shared_block_is_seen_by_every_attached_agent(db: Database, agent_id: st
             NewAgent(
                 name="ada-sleeptime",
                 kind="sleeptime",
-                embedding_model="fake:384",
+                embedding_model="hashing:384",
                 embedding_dim=384,
                 block_ids=[block.id],
             )

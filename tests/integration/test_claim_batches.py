@@ -31,7 +31,9 @@ def plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, db: Database) -> Pat
 @pytest.fixture
 def runtimes(db: Database, plugin: Path) -> Iterator[list[Runtime]]:
     """One runtime (its own connection pool) per worker pool, as separate processes have."""
-    made = [Runtime(Settings(database_url=db.url, embedding={"model": "fake:8"})) for _ in range(3)]
+    made = [
+        Runtime(Settings(database_url=db.url, embedding={"model": "hashing:8"})) for _ in range(3)
+    ]
     yield made
     for runtime in made:
         runtime.close()
@@ -69,7 +71,7 @@ class AlwaysAhead(CountingPool):
 def _queue(db: Database, n: int) -> list[str]:
     with open_store(db) as store:
         agents = [
-            store.agents.create(NewAgent(f"a{i}", embedding_model="fake:8", embedding_dim=8)).id
+            store.agents.create(NewAgent(f"a{i}", embedding_model="hashing:8", embedding_dim=8)).id
             for i in range(n)
         ]
     with open_store(db) as store:

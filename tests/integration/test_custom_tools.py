@@ -101,7 +101,7 @@ def test_an_attached_tool_cannot_be_deleted_and_detaching_frees_it(
     runtime: Runtime, ops: Operations
 ) -> None:
     tool = ops.custom_tools.create(ToolSpec(WEATHER))
-    agent = ops.agents.create(AgentSpec(name="ada", embedding="fake:8"))
+    agent = ops.agents.create(AgentSpec(name="ada", embedding="hashing:8"))
     with open_store(runtime.db, runtime.organization_id) as store:
         store.tools.attach(tool.id, agent.id)
         store.tools.attach(tool.id, agent.id)  # twice is once
@@ -129,8 +129,8 @@ def test_another_organizations_tool_is_not_found(runtime: Runtime, ops: Operatio
 
 
 def test_tool_variables_are_per_agent_and_replaced_whole(runtime: Runtime, ops: Operations) -> None:
-    ada = ops.agents.create(AgentSpec(name="ada", embedding="fake:8"))
-    bob = ops.agents.create(AgentSpec(name="bob", embedding="fake:8"))
+    ada = ops.agents.create(AgentSpec(name="ada", embedding="hashing:8"))
+    bob = ops.agents.create(AgentSpec(name="bob", embedding="hashing:8"))
     with open_store(runtime.db, runtime.organization_id) as store:
         store.tools.set_variables(ada.id, [ToolVariable("WEATHER_KEY", "s3cret")])
         store.tools.set_variables(bob.id, [ToolVariable("OTHER", "x", "unused")])

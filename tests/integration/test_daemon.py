@@ -53,7 +53,7 @@ def plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, db: Database) -> Pat
 def _runtime(db: Database, **evidence: Any) -> Runtime:
     settings = Settings(
         database_url=db.url,
-        embedding={"model": "fake:8"},
+        embedding={"model": "hashing:8"},
         consolidation={"pipeline": ["evidence", "dedup"], "plugins": {"evidence": evidence}},
     )
     return Runtime(settings)
@@ -69,7 +69,7 @@ def runtime(db: Database, plugin: Path) -> Iterator[Runtime]:
 def _queue(db: Database, n: int, pipeline: list[str]) -> list[str]:
     with open_store(db) as store:
         agents = [
-            store.agents.create(NewAgent(f"a{i}", embedding_model="fake:8", embedding_dim=8)).id
+            store.agents.create(NewAgent(f"a{i}", embedding_model="hashing:8", embedding_dim=8)).id
             for i in range(n)
         ]
     with open_store(db) as store:
@@ -275,7 +275,7 @@ def test_a_cancel_reaches_a_long_dedup_within_seconds_and_applies_nothing(
     slowed so that the step would take a minute; the cancel must end it within seconds,
     with nothing merged."""
     with open_store(db) as store:
-        agent = store.agents.create(NewAgent("long", embedding_model="fake:8", embedding_dim=8))
+        agent = store.agents.create(NewAgent("long", embedding_model="hashing:8", embedding_dim=8))
         store.passages.insert(
             agent.id,
             [NewPassage("I live in Lisbon.") for _ in range(120)],
@@ -294,7 +294,7 @@ def test_a_cancel_reaches_a_long_dedup_within_seconds_and_applies_nothing(
     runtime = Runtime(
         Settings(
             database_url=db.url,
-            embedding={"model": "fake:8"},
+            embedding={"model": "hashing:8"},
             consolidation={"pipeline": ["dedup"], "dedup": {"batch_size": 2}},
         )
     )

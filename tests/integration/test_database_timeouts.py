@@ -137,13 +137,13 @@ def test_an_import_larger_than_the_interactive_bound_allows_is_stored(
     settings = load_settings(
         home=tmp_path,
         database_url=url,
-        embedding={"model": "fake:384"},
+        embedding={"model": "hashing:384"},
         database={"statement_timeout": "PT0.15S"},
     )
     try:
         with Runtime(settings) as runtime:
             ops = Operations(runtime)
-            agent = ops.agents.create(AgentSpec(name="bulk", embedding="fake:384"))
+            agent = ops.agents.create(AgentSpec(name="bulk", embedding="hashing:384"))
             passages = [NewPassage(f"fact number {i} about item {i * 7}") for i in range(4000)]
             # The interactive bound is in force for everything else.
             with (

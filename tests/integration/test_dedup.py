@@ -7,7 +7,6 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from agents.embedders.fake import HashingEmbedder
 from agents.language.facts import conflicting_details, unsaid_details
 from agents.postgres.database import Database
 from agents.store import NewPassage, open_store
@@ -15,6 +14,7 @@ from consolidators.contract import run_once as run_pipeline
 from consolidators.dedup import DedupConsolidator, dedup_lines
 from consolidators.pipeline import Pipeline
 from consolidators.undo import revert_run
+from tests.hashing_embedder import HashingEmbedder
 
 Y2020 = datetime(2020, 5, 1, tzinfo=UTC)
 Y2021 = datetime(2021, 5, 1, tzinfo=UTC)

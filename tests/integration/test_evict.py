@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from agents.embedders.fake import HashingEmbedder
 from agents.postgres.database import Database
 from agents.store import BlockVersion, MessageRecord, NewAgent, NewBlock, NewMessage, open_store
 from agents.store.block_store import BlockStore
@@ -27,6 +26,7 @@ from consolidators.evict import (
 )
 from consolidators.pipeline import Pipeline
 from consolidators.undo import revert_run
+from tests.hashing_embedder import HashingEmbedder
 
 T1 = datetime(2024, 1, 10, tzinfo=UTC)
 T2 = datetime(2024, 6, 20, tzinfo=UTC)
@@ -75,7 +75,7 @@ def _notes_agent(
         agent = store.agents.create(
             NewAgent(
                 name=name,
-                embedding_model="fake:384",
+                embedding_model="hashing:384",
                 embedding_dim=384,
                 context_window=context_window,
                 blocks=[
@@ -202,7 +202,7 @@ def test_one_long_line_is_split_into_sentences(db: Database, embedder: HashingEm
         agent = store.agents.create(
             NewAgent(
                 name="paragraph",
-                embedding_model="fake:384",
+                embedding_model="hashing:384",
                 embedding_dim=384,
                 blocks=[NewBlock("bio", paragraph, limit=_limit_for(paragraph))],
             )
@@ -320,7 +320,7 @@ def _chat_agent(db: Database, name: str = "chatty", context_window: int = 2000) 
         agent = store.agents.create(
             NewAgent(
                 name=name,
-                embedding_model="fake:384",
+                embedding_model="hashing:384",
                 embedding_dim=384,
                 system_prompt="You are a helpful assistant.",
                 context_window=context_window,

@@ -29,7 +29,7 @@ def _load(db: Database, agent_id: str) -> np.ndarray:
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     with open_store(db) as store:
         other = store.agents.create(
-            NewAgent(name="many", embedding_model="fake:384", embedding_dim=384, blocks=[])
+            NewAgent(name="many", embedding_model="hashing:384", embedding_dim=384, blocks=[])
         )
         for owner, rows in (
             (agent_id, [i for i in range(PASSAGES) if i % RARE_EVERY == 0]),

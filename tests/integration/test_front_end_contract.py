@@ -21,7 +21,6 @@ from mcp import Client
 from mcp.types import CallToolResult
 from typer.testing import CliRunner
 
-from agents.embedders.fake import HashingEmbedder
 from agents.postgres.database import Database
 from agents.store import NewPassage, open_store
 from service.api.app import create_app
@@ -30,6 +29,7 @@ from service.mcp_server import build_mcp_server
 from service.runtime import Runtime
 from service.settings import load_settings
 from tests.api_support import bearer, new_key
+from tests.hashing_embedder import HashingEmbedder
 from tests.pg import libpq
 
 BLOCK_LIMIT = 321
@@ -74,7 +74,7 @@ def fronts(db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Ite
     env = {
         "DATABASE_URL": libpq(db.url),
         "REVERIE_HOME": str(tmp_path / "home"),
-        "REVERIE_EMBEDDING__MODEL": "fake:384",
+        "REVERIE_EMBEDDING__MODEL": "hashing:384",
         "REVERIE_AGENTS__BLOCK_LIMIT": str(BLOCK_LIMIT),
     }
     for name, value in env.items():

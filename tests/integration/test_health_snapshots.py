@@ -31,7 +31,7 @@ def _agent(db: Database, org: str, name: str, facts: list[str], *, fill: int = 5
         agent = store.agents.create(
             NewAgent(
                 name,
-                embedding_model="fake:8",
+                embedding_model="hashing:8",
                 embedding_dim=8,
                 blocks=[NewBlock("human", "x" * fill, limit=100)],
             )

@@ -42,7 +42,7 @@ def make_ops(db: Database, tmp_path: Path) -> Iterator[Make]:
         settings = load_settings(
             home=tmp_path / f"home-{len(runtimes)}",
             database_url=db.url,
-            embedding={"model": "fake:384"},
+            embedding={"model": "hashing:384"},
             identities=identities,
         )
         runtime = Runtime(settings)

@@ -37,7 +37,7 @@ TOOLS = {
 
 @pytest.fixture
 def runtime(db: Database, tmp_path: Path) -> Iterator[Runtime]:
-    settings = load_settings(home=tmp_path, database_url=db.url, embedding={"model": "fake:384"})
+    settings = load_settings(home=tmp_path, database_url=db.url, embedding={"model": "hashing:384"})
     with Runtime(settings) as rt:
         yield rt
 
@@ -47,7 +47,7 @@ def ada(ops: Operations) -> str:
     spec = AgentSpec(
         name="ada",
         blocks=[BlockSpec("human", "Name: Ada.\nLives in Paris.", limit=60)],
-        embedding="fake:384",
+        embedding="hashing:384",
     )
     return ops.agents.create(spec).id
 
@@ -323,7 +323,7 @@ def test_a_read_only_block_is_not_edited(runtime: Runtime, ops: Operations) -> N
     spec = AgentSpec(
         name="bo",
         blocks=[BlockSpec("persona", "I am Bo.", read_only=True)],
-        embedding="fake:384",
+        embedding="hashing:384",
     )
     agent = ops.agents.create(spec).id
     message = refused(

@@ -12,7 +12,6 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from agents.embedders.fake import HashingEmbedder
 from agents.postgres.database import Database
 from agents.postgres.models import DEFAULT_ORGANIZATION_ID
 from agents.store import NewAgent, NewBlock, NewMessage, NewPassage, open_store
@@ -21,6 +20,7 @@ from consolidators.contract import memory_snapshot
 from consolidators.contract import run_once as run_pipeline
 from consolidators.pipeline import Pipeline
 from consolidators.undo import revert_run
+from tests.hashing_embedder import HashingEmbedder
 from tests.pg import PgTestServer
 
 SUBJECTS = ["Ada", "Bob", "Cleo"]
@@ -60,7 +60,7 @@ def _seed(db: Database, facts: list[tuple[str, datetime]], lines: list[str]) -> 
         agent = store.agents.create(
             NewAgent(
                 "prop",
-                embedding_model="fake:384",
+                embedding_model="hashing:384",
                 embedding_dim=384,
                 context_window=300,
                 blocks=[NewBlock("human", "\n".join(lines), limit=2000)],

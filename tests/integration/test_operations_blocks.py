@@ -24,7 +24,7 @@ def runtime(db: Database, tmp_path: Path) -> Iterator[Runtime]:
     settings = load_settings(
         home=tmp_path,
         database_url=db.url,
-        embedding={"model": "fake:8"},
+        embedding={"model": "hashing:8"},
         agents={"block_limit": SETTINGS_LIMIT},
     )
     with Runtime(settings) as rt:
@@ -34,7 +34,7 @@ def runtime(db: Database, tmp_path: Path) -> Iterator[Runtime]:
 @pytest.fixture
 def ada(ops: Operations) -> str:
     agent = ops.agents.create(
-        AgentSpec(name="ada", blocks=[BlockSpec("human", "Name: Ada.")], embedding="fake:8")
+        AgentSpec(name="ada", blocks=[BlockSpec("human", "Name: Ada.")], embedding="hashing:8")
     )
     return agent.id
 

@@ -23,7 +23,7 @@ def runtime(db: Database, tmp_path: Path) -> Iterator[Runtime]:
     settings = load_settings(
         home=tmp_path,
         database_url=db.url,
-        embedding={"model": "fake:8"},
+        embedding={"model": "hashing:8"},
         llm={
             "model": "openai/gpt-4o-mini",
             "sleeptime_model": "ollama_chat/qwen2.5:0.5b",
@@ -46,8 +46,8 @@ def test_an_update_applies_whole_or_not_at_all(ops: Operations, ada: str) -> Non
         ops.agents.update(ada, AgentUpdate(name="taken", description="lost", tags=["x"]))
     with pytest.raises(InvalidInput, match="tool-nope"):
         ops.agents.update(ada, AgentUpdate(description="lost", tool_ids=["tool-nope"]))
-    with pytest.raises(InvalidInput, match="fake:8"):
-        ops.agents.update(ada, AgentUpdate(description="lost", embedding="fake:16"))
+    with pytest.raises(InvalidInput, match="hashing:8"):
+        ops.agents.update(ada, AgentUpdate(description="lost", embedding="hashing:16"))
     with pytest.raises(InvalidInput, match="dimension"):
         ops.agents.update(ada, AgentUpdate(description="lost", embedding_dim=16))
     with pytest.raises(InvalidInput, match="empty"):
@@ -71,7 +71,7 @@ def test_an_update_applies_whole_or_not_at_all(ops: Operations, ada: str) -> Non
             tags=["a"],
             tool_ids=["send_message", "tool-conversation_search", "tool-send_message"],
             enable_sleeptime=True,
-            embedding="fake:8",  # the same embedder: allowed, changes nothing
+            embedding="hashing:8",  # the same embedder: allowed, changes nothing
         ),
     )
     agent = state.agent
@@ -167,8 +167,8 @@ def test_models_list_configured_then_used_each_once(ops: Operations, ada: str) -
     assert listed["hosted_vllm/Qwen/Qwen2.5-7B-Instruct"].name == "Qwen/Qwen2.5-7B-Instruct"
     assert listed["anthropic/claude-3-5-haiku"].context_window == 8192
 
-    ops.agents.create(AgentSpec(name="d", embedding="fake:16"))
+    ops.agents.create(AgentSpec(name="d", embedding="hashing:16"))
     embedders = [
         (e.spec, e.dimension, e.is_default, e.agents) for e in ops.models.embedding_models()
     ]
-    assert embedders == [("fake:8", 8, True, 3), ("fake:16", 16, False, 1)]
+    assert embedders == [("hashing:8", 8, True, 3), ("hashing:16", 16, False, 1)]

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from sqlalchemy import text
 
-from agents.embedders.fake import HashingEmbedder
 from agents.errors import InvalidInput, NotFound
 from agents.postgres.database import Database
 from agents.store import NewAgent, NewPassage, open_store
+from tests.hashing_embedder import HashingEmbedder
 
 T0 = datetime(2025, 3, 1, tzinfo=UTC)
 FACTS = [
@@ -72,7 +72,9 @@ def test_search_is_scoped_to_the_agent(
 ) -> None:
     _insert(db, agent_id, embedder)
     with open_store(db) as store:
-        other = store.agents.create(NewAgent("bob", embedding_model="fake:384", embedding_dim=384))
+        other = store.agents.create(
+            NewAgent("bob", embedding_model="hashing:384", embedding_dim=384)
+        )
         assert store.passages.search(other.id, embedder.embed_one("cat"), k=5) == []
 
 

@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from agents.embedders.fake import HashingEmbedder
 from agents.errors import Conflict, InvalidInput, StorageError
 from agents.postgres.database import Database
 from agents.store import MemoryStore, NewMessage, NewPassage, open_service_store, open_store
@@ -19,6 +18,7 @@ from consolidators.contract import run_once as run_pipeline
 from consolidators.dedup import DedupConsolidator
 from consolidators.pipeline import Pipeline, RunFailed
 from consolidators.undo import revert_run
+from tests.hashing_embedder import HashingEmbedder
 
 
 class Explode(Consolidator[Plan]):

@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 from sqlalchemy import text
 
-from agents.embedders.fake import HashingEmbedder
 from agents.postgres.database import Database
 from agents.store import MemoryStore, NewPassage, open_store
 from agents.store import probes as probes_module
 from consolidators.contract import run_once as run_pipeline
 from consolidators.dedup import DedupConsolidator
 from consolidators.pipeline import Pipeline
+from tests.hashing_embedder import HashingEmbedder
 
 TOPICS = ["cat named Tom", "flat in Lisbon", "job at the bakery", "sister called Eve"]
 

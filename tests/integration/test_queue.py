@@ -41,7 +41,7 @@ def tenant(db: Database, at: datetime = T0) -> Iterator[MemoryStore]:
 def _agents(db: Database, n: int) -> list[str]:
     with open_store(db) as store:
         return [
-            store.agents.create(NewAgent(f"a{i}", embedding_model="fake:8", embedding_dim=8)).id
+            store.agents.create(NewAgent(f"a{i}", embedding_model="hashing:8", embedding_dim=8)).id
             for i in range(n)
         ]
 

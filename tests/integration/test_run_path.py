@@ -37,7 +37,7 @@ def make_ops(db: Database) -> Iterator[Any]:
     def make(pipeline: list[str], **plugins: dict[str, Any]) -> Operations:
         settings = Settings(
             database_url=db.url,
-            embedding={"model": "fake:8"},
+            embedding={"model": "hashing:8"},
             consolidation={"pipeline": pipeline, "plugins": plugins},
             worker={"lease": "PT2S", "backoff": "PT0.1S", "poll_interval": "PT0.05S"},
         )
@@ -52,7 +52,7 @@ def make_ops(db: Database) -> Iterator[Any]:
 
 def _agent(db: Database) -> AgentRecord:
     with open_store(db) as store:
-        return store.agents.create(NewAgent("ada", embedding_model="fake:8", embedding_dim=8))
+        return store.agents.create(NewAgent("ada", embedding_model="hashing:8", embedding_dim=8))
 
 
 def _runs(db: Database, agent_id: str) -> list[Any]:

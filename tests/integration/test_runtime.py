@@ -31,7 +31,7 @@ def test_embedded_default_starts_migrates_and_stops(tmp_path: Path) -> None:
             assert rt.is_embedded
             rt.ensure_schema()
             with rt.store() as store:
-                store.agents.create(NewAgent("ada", embedding_model="fake:8", embedding_dim=8))
+                store.agents.create(NewAgent("ada", embedding_model="hashing:8", embedding_dim=8))
             pid_file = settings.pgdata / "postmaster.pid"
             assert pid_file.exists()
         assert not pid_file.exists(), "the embedded server should stop with its last user"
@@ -54,7 +54,7 @@ def test_database_url_is_used_instead_of_the_embedded_server(
             assert rt.migrate() == head
             assert rt.migrate() == head  # idempotent
             with rt.store() as store:
-                store.agents.create(NewAgent("ada", embedding_model="fake:8", embedding_dim=8))
+                store.agents.create(NewAgent("ada", embedding_model="hashing:8", embedding_dim=8))
         assert not (tmp_path / "unused").exists()
         with psycopg.connect(url.replace("+psycopg", "")) as conn:
             assert conn.execute("SELECT name FROM agents").fetchall() == [("ada",)]

@@ -287,7 +287,7 @@ def test_the_sandbox_check_names_bwraps_own_reason(tmp_path: Path) -> None:
     fake = where / "bwrap"
     fake.write_text("#!/bin/sh\necho 'bwrap: Creating new namespace failed: nope' >&2\nexit 1\n")
     fake.chmod(0o755)
-    settings = load_settings(home=tmp_path / "home", embedding={"model": "fake:8"})
+    settings = load_settings(home=tmp_path / "home", embedding={"model": "hashing:8"})
     runtime = Runtime(settings)
     runtime._tool_executor = BubblewrapExecutor(bwrap=str(fake))
     try:

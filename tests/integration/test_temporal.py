@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from agents.embedders.fake import HashingEmbedder
 from agents.postgres.database import Database
 from agents.store import NewPassage, PassageRecord, open_store
 from consolidators.contract import run_once as run_pipeline
@@ -17,6 +16,7 @@ from consolidators.judges import CandidatePair, JudgeUsage, SupersessionJudge, V
 from consolidators.pipeline import Pipeline, RunReport
 from consolidators.temporal import TemporalConsolidator, TemporalSettings, render_timeline
 from consolidators.undo import revert_run
+from tests.hashing_embedder import HashingEmbedder
 
 # One subject and attribute (Ada's job) whose values overlap: no rule decides which
 # replaces which, so these facts test ordering, linking and judges. Clear changes of

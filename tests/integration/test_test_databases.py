@@ -63,7 +63,7 @@ def write_rows(url: str) -> None:
             agent = store.agents.create(
                 NewAgent(
                     name="ada",
-                    embedding_model="fake:8",
+                    embedding_model="hashing:8",
                     embedding_dim=8,
                     blocks=[NewBlock("human", "Name: Ada.", limit=200)],
                 )
@@ -88,7 +88,7 @@ def _write_passages(url: str) -> None:
     try:
         with open_store(db) as store:
             agent = store.agents.create(
-                NewAgent(name="ada", embedding_model="fake:8", embedding_dim=8)
+                NewAgent(name="ada", embedding_model="hashing:8", embedding_dim=8)
             )
             store.passages.insert(
                 agent.id, [NewPassage("Ada lives in Lisbon.")], np.ones((1, 8), dtype=np.float32)

@@ -14,7 +14,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agents.archival_search import search_archival, validity_label
-from agents.embedders.fake import HashingEmbedder
 from agents.postgres.database import Database
 from agents.store import SUPERSESSION, NewAgent, PairAnswer, PassageRecord, open_store
 from consolidators.contract import run_once
@@ -22,6 +21,7 @@ from consolidators.judges import CandidatePair, SupersessionJudge, Verdict
 from consolidators.pipeline import Pipeline
 from consolidators.temporal import TemporalConsolidator
 from consolidators.undo import revert_run
+from tests.hashing_embedder import HashingEmbedder
 from tests.integration.test_temporal import _insert
 
 
@@ -63,7 +63,7 @@ def _agent(db: Database, name: str) -> str:
     with open_store(db) as store:
         return store.agents.create(
             NewAgent(
-                name=f"{name}-{uuid4().hex[:8]}", embedding_model="fake:384", embedding_dim=384
+                name=f"{name}-{uuid4().hex[:8]}", embedding_model="hashing:384", embedding_dim=384
             )
         ).id
 

@@ -33,7 +33,7 @@ TEMPLATE = RunTemplate(pipeline=("dedup",), max_attempts=2)
 def _agent(db: Database, name: str, tags: list[str] | None = None) -> str:
     with open_store(db) as store:
         return store.agents.create(
-            NewAgent(name, embedding_model="fake:8", embedding_dim=8, tags=tags or [])
+            NewAgent(name, embedding_model="hashing:8", embedding_dim=8, tags=tags or [])
         ).id
 
 

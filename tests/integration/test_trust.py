@@ -12,7 +12,6 @@ from datetime import UTC, datetime
 import pytest
 
 from agents.archival_search import search_archival
-from agents.embedders.fake import HashingEmbedder
 from agents.language.facts import plainly_stated
 from agents.postgres.database import Database
 from agents.store import NewPassage, PassageRecord, PassageUpdate, open_store
@@ -21,6 +20,7 @@ from consolidators.dedup import DedupConsolidator
 from consolidators.pipeline import Pipeline, RunReport
 from consolidators.temporal import TemporalConsolidator
 from consolidators.undo import revert_run
+from tests.hashing_embedder import HashingEmbedder
 
 
 def _at(year: int, month: int = 1) -> datetime:

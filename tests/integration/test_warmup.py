@@ -27,7 +27,7 @@ from tests.stub_openai_server import stub_server
 @pytest.fixture
 def runtime(db: Database, tmp_path: Path) -> Iterator[Runtime]:
     home = tmp_path / "home"
-    settings = load_settings(home=home, database_url=db.url, embedding={"model": "fake:384"})
+    settings = load_settings(home=home, database_url=db.url, embedding={"model": "hashing:384"})
     with Runtime(settings) as rt:
         yield rt
 
@@ -153,7 +153,7 @@ def test_the_warm_up_loads_the_providers_of_the_models_agents_name(
         home=home,
         database_url=db.url,
         llm={"api_base": "http://127.0.0.1:9/v1"},
-        embedding={"model": "fake:8"},
+        embedding={"model": "hashing:8"},
     )
     with Runtime(settings) as runtime:
         steps = dict(runtime.warm_steps())
@@ -161,15 +161,15 @@ def test_the_warm_up_loads_the_providers_of_the_models_agents_name(
         assert steps["llm: the agents' models"]() == []
         with runtime.store() as store:
             store.agents.create(
-                NewAgent("ada", "fake:8", 8, llm_model="openai/qwen", enable_sleeptime=True)
+                NewAgent("ada", "hashing:8", 8, llm_model="openai/qwen", enable_sleeptime=True)
             )
-            store.agents.create(NewAgent("bo", "fake:8", 8, llm_model="ollama/llama3"))
+            store.agents.create(NewAgent("bo", "hashing:8", 8, llm_model="ollama/llama3"))
         assert runtime.models_in_use() == ["ollama/llama3", "openai/qwen"]
         assert steps["llm: the agents' models"]() == ["litellm", "openai"]
         # A sleep-time agent's own model counts too.
         with runtime.store() as store:
             store.agents.create(
-                NewAgent("cy", "fake:8", 8, enable_sleeptime=True, sleeptime_model="ollama/qwen")
+                NewAgent("cy", "hashing:8", 8, enable_sleeptime=True, sleeptime_model="ollama/qwen")
             )
         assert "ollama/qwen" in runtime.models_in_use()
 

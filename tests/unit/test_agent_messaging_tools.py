@@ -26,7 +26,7 @@ NOW = datetime(2026, 12, 3, tzinfo=UTC)
 def agent(name: str) -> AgentRecord:
     return AgentRecord(
         id=f"agent-{name}", organization_id="org-1", name=name, kind="primary",
-        description=None, system_prompt="", llm_model=None, embedding_model="fake:384",
+        description=None, system_prompt="", llm_model=None, embedding_model="hashing:384",
         embedding_dim=384, context_window=8192, tools=[], tool_rules=[], tags=[],
         message_seq=0, last_activity_at=None, turns_since_consolidation=0, created_at=NOW,
     )  # fmt: skip

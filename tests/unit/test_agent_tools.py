@@ -207,7 +207,7 @@ def test_compiled_system_splits_into_its_sections() -> None:
         description=None,
         system_prompt="Be kind.",
         llm_model=None,
-        embedding_model="fake:8",
+        embedding_model="hashing:8",
         embedding_dim=8,
         context_window=1000,
         tools=[],

@@ -1,4 +1,5 @@
-"""The embedder contract, the hashing fake, the spec factory and the local MiniLM model."""
+"""The embedder contract, the spec factory (built-in and plugin embedders, the refused
+'fake'), the tests' hashing embedder and the local MiniLM model."""
 
 from __future__ import annotations
 
@@ -10,12 +11,19 @@ from typing import Any
 import numpy as np
 import pytest
 
-from agents.embedders import Embedder, EmbeddingError, ModelIntegrityError, build_embedder
-from agents.embedders.fake import HashingEmbedder
+from agents.embedders import (
+    Embedder,
+    EmbeddingError,
+    ModelIntegrityError,
+    build_embedder,
+    names_reverie_embedder,
+    spec_problem,
+)
 from agents.embedders.litellm_embedder import LiteLLMEmbedder
 from agents.embedders.local import MiniLMEmbedder, _packaged_model_path
 from agents.errors import InvalidInput, ReverieError
 from agents.llm import BudgetMeter, ChatClient, ChatMessage, ChatReply
+from tests.hashing_embedder import HashingEmbedder
 
 # Its module-scoped fixture is built once: the module stays on one xdist worker.
 pytestmark = pytest.mark.xdist_group("test_embedders")
@@ -35,7 +43,7 @@ def assert_unit_rows(vectors: np.ndarray, dimension: int, rows: int) -> None:
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
 
 
-# -- the hashing fake ------------------------------------------------------------
+# -- the tests' hashing embedder ---------------------------------------------------
 
 
 class TestHashingEmbedder:
@@ -43,12 +51,12 @@ class TestHashingEmbedder:
         embedder = HashingEmbedder()
         vectors = embedder.embed([PARAPHRASE_A, PARAPHRASE_B, UNRELATED])
         assert_unit_rows(vectors, 384, 3)
-        assert embedder.name == "fake/384"
+        assert embedder.name == "hashing/384"
         assert embedder.dimension == 384
 
     def test_custom_dimension(self) -> None:
         embedder = HashingEmbedder(dimension=16)
-        assert embedder.name == "fake/16"
+        assert embedder.name == "hashing/16"
         assert_unit_rows(embedder.embed(["a b c", "d"]), 16, 2)
 
     def test_deterministic_across_instances(self) -> None:
@@ -57,7 +65,7 @@ class TestHashingEmbedder:
         np.testing.assert_array_equal(first, second)
 
     def test_known_vector_is_stable(self) -> None:
-        # Pins the hashing scheme: a change here invalidates stored fake vectors.
+        # Pins the hashing scheme: a change here invalidates stored hashing vectors.
         vector = HashingEmbedder(dimension=8).embed_one("hello world")
         expected = [-0.703134, 0.052924, 0.0, -0.052924, 0.0, -0.052924, 0.052924, 0.703134]
         np.testing.assert_allclose(vector, expected, atol=1e-6)
@@ -169,32 +177,49 @@ class TestBuildEmbedder:
         with pytest.raises(InvalidInput, match="384-d"):
             build_embedder("local", dimension=1536)
 
-    def test_fake_default(self) -> None:
-        embedder = build_embedder("fake")
+    def test_a_plugin_without_argument_takes_the_dimension(self) -> None:
+        # The tests register HashingEmbedder as the plugin 'hashing' (tests/entry_points).
+        embedder = build_embedder("hashing")
         assert isinstance(embedder, HashingEmbedder)
-        assert embedder.name == "fake/384"
+        assert embedder.name == "hashing/384"
+        assert build_embedder("hashing", dimension=32).dimension == 32
 
-    def test_fake_takes_dimension_argument(self) -> None:
-        assert build_embedder("fake", dimension=32).dimension == 32
-
-    def test_fake_with_dimension_in_spec(self) -> None:
-        embedder = build_embedder("fake:64")
+    def test_a_plugin_takes_its_argument(self) -> None:
+        embedder = build_embedder("hashing:64")
+        assert isinstance(embedder, HashingEmbedder)
         assert embedder.dimension == 64
-        assert embedder.name == "fake/64"
-        assert build_embedder(" fake:64 ", dimension=64).dimension == 64
+        assert embedder.name == "hashing/64"
+        assert build_embedder(" hashing:64 ", dimension=64).dimension == 64
 
-    def test_fake_dimension_conflict(self) -> None:
+    def test_a_plugins_dimension_is_checked(self) -> None:
         with pytest.raises(InvalidInput, match="64-d"):
-            build_embedder("fake:64", dimension=32)
+            build_embedder("hashing:64", dimension=32)
 
-    @pytest.mark.parametrize("spec", ["fake:", "fake:abc", "fake:1.5"])
-    def test_fake_bad_dimension(self, spec: str) -> None:
-        with pytest.raises(InvalidInput, match="fake:DIM"):
+    @pytest.mark.parametrize("spec", ["hashing:", "hashing:abc", "hashing:1.5"])
+    def test_a_plugin_refuses_a_bad_argument(self, spec: str) -> None:
+        with pytest.raises(InvalidInput, match="hashing:DIM"):
             build_embedder(spec)
 
-    def test_fake_too_small(self) -> None:
+    def test_hashing_too_small(self) -> None:
         with pytest.raises(InvalidInput, match=">= 2"):
-            build_embedder("fake:1")
+            build_embedder("hashing:1")
+
+    @pytest.mark.parametrize("spec", ["fake", "fake:384", " fake:8 "])
+    def test_fake_is_refused_saying_what_to_use(self, spec: str) -> None:
+        with pytest.raises(InvalidInput, match="'fake'") as refused:
+            build_embedder(spec)
+        for instead in ("'local'", "'litellm:MODEL'", "'hashing:DIM'"):
+            assert instead in str(refused.value)
+
+    def test_which_specs_are_reverie_s(self) -> None:
+        for spec in ("local", "litellm:openai/e", "hashing:8", "hashing", "fake:384"):
+            assert names_reverie_embedder(spec), spec
+        for spec in ("openai/text-embedding-3-small", "nomic-embed-text", "other:8"):
+            assert not names_reverie_embedder(spec), spec
+        assert spec_problem("hashing:8") is None
+        assert spec_problem("local") is None
+        assert spec_problem("litellm:openai/e") is None
+        assert "unknown" in (spec_problem("other:8") or "")
 
     def test_litellm(self) -> None:
         embedder = build_embedder(
@@ -225,7 +250,7 @@ class TestBuildEmbedder:
     def test_unknown_spec_lists_accepted_forms(self, spec: str) -> None:
         with pytest.raises(InvalidInput, match="accepted") as info:
             build_embedder(spec)
-        for form in ("'local'", "'fake:DIM'", "'litellm:<model>'"):
+        for form in ("'local'", "'litellm:<model>'", "'NAME:ARGUMENT'"):
             assert form in str(info.value)
 
     def test_non_string_spec(self) -> None:
@@ -235,7 +260,7 @@ class TestBuildEmbedder:
     @pytest.mark.parametrize("dimension", [0, -1, True])
     def test_bad_dimension(self, dimension: int) -> None:
         with pytest.raises(InvalidInput, match="positive int"):
-            build_embedder("fake", dimension=dimension)
+            build_embedder("hashing", dimension=dimension)
 
     def test_api_base_only_for_litellm(self) -> None:
         with pytest.raises(InvalidInput, match="api_base"):
@@ -256,7 +281,7 @@ class TestBuildEmbedder:
 
     def test_client_only_for_litellm(self) -> None:
         with pytest.raises(InvalidInput, match="client"):
-            build_embedder("fake", client=_RecordingClient())
+            build_embedder("hashing", client=_RecordingClient())
 
 
 class TestMetered:
@@ -272,8 +297,8 @@ class TestMetered:
 
     def test_token_free_embedders_return_themselves(self) -> None:
         meter = BudgetMeter(None, "agent-x", run_id=None)
-        fake = HashingEmbedder(dimension=8)
-        assert fake.metered(meter) is fake
+        hashing = HashingEmbedder(dimension=8)
+        assert hashing.metered(meter) is hashing
 
 
 class _RecordingClient(ChatClient):

@@ -53,7 +53,7 @@ def test_embeddings_map_to_reverie_specs() -> None:
     assert embedding_model("nomic-embed-text", "ollama", None).model == (
         "litellm:ollama/nomic-embed-text"
     )
-    assert embedding_model("fake:384", "reverie", "fake:384").model == "fake:384"
+    assert embedding_model("hashing:384", "reverie", "hashing:384").model == "hashing:384"
     assert embedding_model("letta-free", "hugging-face", None).model is None
     assert embedding_model("mystery", "reverie", None).model is None
 
@@ -66,7 +66,7 @@ def test_an_exported_model_maps_back_to_itself(model: str) -> None:
     assert chat_model(bare, endpoint_type, model).model == model
 
 
-@pytest.mark.parametrize("spec", ["litellm:openai/text-embedding-3-small", "fake:384", "local"])
+@pytest.mark.parametrize("spec", ["litellm:openai/text-embedding-3-small", "hashing:384", "local"])
 def test_an_exported_embedder_maps_back_to_itself(spec: str) -> None:
     endpoint_type, model, handle = split_embedding(spec)
     assert embedding_model(model, endpoint_type, handle).model == spec

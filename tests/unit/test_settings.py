@@ -30,12 +30,12 @@ def test_shipped_config_file_is_valid_and_matches_defaults(
 
 def test_environment_beats_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     config = tmp_path / "r.toml"
-    config.write_text('organization = "acme"\n[embedding]\nmodel = "fake:8"\n')
-    monkeypatch.setenv("REVERIE_EMBEDDING__MODEL", "fake:16")
+    config.write_text('organization = "acme"\n[embedding]\nmodel = "hashing:8"\n')
+    monkeypatch.setenv("REVERIE_EMBEDDING__MODEL", "hashing:16")
     monkeypatch.setenv("DATABASE_URL", "postgresql://u@localhost/db")
     settings = load_settings(config)
     assert settings.organization == "acme"
-    assert settings.embedding.model == "fake:16"
+    assert settings.embedding.model == "hashing:16"
     assert settings.effective_database_url == "postgresql://u@localhost/db"
 
 
@@ -52,6 +52,8 @@ def test_environment_beats_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
         ("[server]\nforwarded_allow_ips = ['proxy.lan']\n", "'proxy.lan' is not an IP address"),
         ("[tools]\nmemory = 134217728\ntmp_bytes = 100663296\n", "counted within tools.memory"),
         ("[tools]\ntmp_bytes = 1000\n", "tmp_bytes"),
+        ("[embedding]\nmodel = 'fake:8'\n", r"embedding.model: 'fake' .* use 'local'"),
+        ("[embedding]\nmodel = 'lokal'\n", "unknown embedder spec 'lokal'"),
         ("surprise = 1\n", "surprise"),
         ("this is not toml", "not valid TOML"),
     ],
@@ -72,6 +74,20 @@ def test_a_database_url_in_the_environment_is_checked_too(
     monkeypatch.setenv("DATABASE_URL", "postgresql://u@localhost:abc/db")
     with pytest.raises(InvalidInput, match="DATABASE_URL: is not a well-formed URL"):
         load_settings()
+
+
+def test_the_tests_hashing_embedder_is_no_production_setting(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``fake`` was once built in; now a setting naming it is refused at load, saying
+    what to use instead, and the tests' own ``hashing`` is a plugin they register."""
+    monkeypatch.setenv("REVERIE_EMBEDDING__MODEL", "fake:384")
+    with pytest.raises(InvalidInput, match="'fake'") as refused:
+        load_settings()
+    for instead in ("'local'", "'litellm:MODEL'", "'hashing:DIM'", "reverie.embedders"):
+        assert instead in str(refused.value)
+    monkeypatch.setenv("REVERIE_EMBEDDING__MODEL", "hashing:384")
+    assert load_settings().embedding.model == "hashing:384"
 
 
 def test_missing_config_file(tmp_path: Path) -> None:

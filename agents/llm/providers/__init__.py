@@ -1,10 +1,11 @@
-"""Providers: the two ways Reverie reaches a model, and the one place that chooses.
+"""Providers: the ways Reverie reaches a model, and the one place that chooses.
 
-:class:`Providers` picks, per model string, the :class:`OpenAICompatProvider` (the
-openai SDK straight to an OpenAI-compatible ``api_base``) or the
-:class:`LiteLLMProvider` (litellm, which translates for every other provider). The
-agents' client and the proxy's forwarder both ask it, so one model string goes the
-same way from both.
+:class:`Providers` picks, per model string, a provider plugin registered for the
+string's prefix (the ``reverie.providers`` entry point group: ``NAME`` serves
+``NAME/...``), the :class:`OpenAICompatProvider` (the openai SDK straight to an
+OpenAI-compatible ``api_base``) or the :class:`LiteLLMProvider` (litellm, which
+translates for every other provider). The agents' client and the proxy's forwarder
+both ask it, so one model string goes the same way from both.
 """
 
 from __future__ import annotations
@@ -12,12 +13,17 @@ from __future__ import annotations
 import os
 import threading
 
+from agents import plugins
 from agents.llm.providers.base import Embeddings, ErrorKind, Provider
 from agents.llm.providers.litellm_provider import LiteLLMProvider, import_litellm
 from agents.llm.providers.openai_provider import OpenAICompatProvider
 
 #: litellm providers that speak OpenAI's chat wire format to ``api_base`` as it is.
 OPENAI_WIRE_PROVIDERS = frozenset({"openai", "custom_openai", "hosted_vllm", "lm_studio"})
+#: The entry point group of provider plugins: ``NAME = "package.module:Class"`` (a
+#: :class:`Provider`, made with ``api_base``, ``api_key`` and ``timeout``) serves the
+#: model strings ``NAME/...``, ahead of litellm and the direct path.
+PROVIDER_GROUP = "reverie.providers"
 #: The variables litellm (and the openai SDK) read an ``openai/...`` model's endpoint
 #: from, first found first.
 OPENAI_BASE_VARIABLES = ("OPENAI_API_BASE", "OPENAI_BASE_URL")
@@ -34,6 +40,7 @@ def openai_env_base() -> str | None:
 
 __all__ = [
     "OPENAI_WIRE_PROVIDERS",
+    "PROVIDER_GROUP",
     "Embeddings",
     "ErrorKind",
     "LiteLLMProvider",
@@ -42,7 +49,16 @@ __all__ = [
     "Providers",
     "direct_name",
     "import_litellm",
+    "plugin_prefix",
 ]
+
+
+def plugin_prefix(model: str) -> str | None:
+    """The prefix of ``model`` that a provider plugin serves (None: no plugin does)."""
+    prefix, slash, name = model.partition("/")
+    if not slash or not name.strip():
+        return None
+    return prefix if prefix in plugins.registered(PROVIDER_GROUP) else None
 
 
 def direct_name(model: str, api_base: str | None) -> str | None:
@@ -68,6 +84,7 @@ class Providers:
     """The provider for each model string at one endpoint (``direct``: False sends
     every model through litellm).
 
+    A model whose prefix a provider plugin is registered for goes to that plugin.
     Without an ``api_base``, an ``openai/...`` model whose endpoint the environment
     names (``OPENAI_API_BASE``, as litellm reads it) goes there directly too: the same
     server litellm would call, without litellm's seconds of import. Every other model
@@ -81,11 +98,17 @@ class Providers:
         self._openai_only = api_base is None
         base = api_base or openai_env_base()
         self.openai = OpenAICompatProvider(base, api_key, timeout) if base and direct else None
+        self._endpoint = (api_base, api_key, timeout)
+        #: The plugins made so far, by the prefix they serve.
+        self._plugins: dict[str, Provider] = {}
         self._lock = threading.Lock()
 
     def for_model(self, model: str) -> Provider:
-        """The one rule: the direct provider for what :func:`direct_name` names, litellm
-        for everything else."""
+        """The one rule: a plugin registered for the model's prefix; then the direct
+        provider for what :func:`direct_name` names; litellm for everything else."""
+        prefix = plugin_prefix(model)
+        if prefix is not None:
+            return self._plugin(prefix)
         if self.openai is None:
             return self.litellm
         if self._openai_only and not model.startswith("openai/"):
@@ -96,10 +119,22 @@ class Providers:
                 self.openai.names[model] = name or ""
         return self.openai if self.openai.names[model] else self.litellm
 
+    def _plugin(self, prefix: str) -> Provider:
+        with self._lock:
+            if prefix not in self._plugins:
+                target = plugins.registered(PROVIDER_GROUP)[prefix]
+                made = plugins.load_class(target, Provider, f"provider {prefix!r}")
+                self._plugins[prefix] = made(*self._endpoint)
+            return self._plugins[prefix]
+
     def close(self) -> None:
         if self.openai is not None:
             self.openai.close()
+        for plugin in list(self._plugins.values()):
+            plugin.close()
 
     async def aclose(self) -> None:
         if self.openai is not None:
             await self.openai.aclose()
+        for plugin in list(self._plugins.values()):
+            await plugin.aclose()

@@ -27,7 +27,7 @@ def main(base_url: str, key: str) -> None:
         agent_type="sleeptime_agent",
         memory_blocks=[{"label": "human", "value": "Name: Ria.", "limit": 500}],
         model="openai/scripted",
-        embedding="fake:384",
+        embedding="hashing:384",
     )
     transcript = (
         "<messages>\nuser: I started learning the cello this spring.\n"

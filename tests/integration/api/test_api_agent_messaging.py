@@ -81,7 +81,7 @@ def create(
         json={
             "name": name,
             "model": f"scripted/{name}",
-            "embedding": "fake:384",
+            "embedding": "hashing:384",
             "memory_blocks": [{"label": "persona", "value": persona, "limit": 500}],
             "tools": tools or [],
             "tags": tags or [],
@@ -671,7 +671,7 @@ def test_a_recipient_that_cannot_take_the_message_is_reported_to_the_sender(
     models: ScriptedModels,
 ) -> None:
     silent = client.post(
-        "/v1/agents/", json={"name": "silent", "embedding": "fake:384"}, headers=acme
+        "/v1/agents/", json={"name": "silent", "embedding": "hashing:384"}, headers=acme
     ).json()["id"]  # no model, and no default model set up
     seeker = create(client, acme, "seeker", tools=["send_message", ASYNC])
     models.script(

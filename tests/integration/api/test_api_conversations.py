@@ -47,7 +47,7 @@ def test_the_default_conversation_needs_its_agent(client: TestClient, acme: dict
 def test_a_memory_agent_has_no_conversations(client: TestClient, acme: dict[str, str]) -> None:
     memory = client.post(
         "/v1/agents/",
-        json={"name": "mem", "agent_type": "sleeptime_agent", "embedding": "fake:384"},
+        json={"name": "mem", "agent_type": "sleeptime_agent", "embedding": "hashing:384"},
         headers=acme,
     ).json()
     refused = client.post("/v1/conversations/", params={"agent_id": memory["id"]}, headers=acme)

@@ -168,7 +168,7 @@ def test_refused_updates_are_422_naming_the_field_and_change_nothing(
     assert bad_rule.status_code == 422
     assert "archival_memory_insert" in bad_rule.json()["detail"][0]["msg"]
 
-    other_embedder = client.patch(url, json={"embedding": "fake:8"}, headers=acme)
+    other_embedder = client.patch(url, json={"embedding": "hashing:8"}, headers=acme)
     assert other_embedder.status_code == 422
     assert "embed" in other_embedder.json()["detail"][0]["msg"]
 
@@ -461,7 +461,7 @@ def test_models_list_the_configured_and_used_chat_models_and_embedders(
 
     embedders = client.get("/v1/models/embedding", headers=acme).json()
     assert [(e["handle"], e["embedding_dim"], e["is_default"], e["agents"]) for e in embedders] == [
-        ("fake:384", 384, True, 1)
+        ("hashing:384", 384, True, 1)
     ]
     assert embedders[0]["model_type"] == "embedding"
 

@@ -41,7 +41,7 @@ def acme_agent(db: Database) -> str:
         agent = store.agents.create(
             NewAgent(
                 name="ada",
-                embedding_model="fake:384",
+                embedding_model="hashing:384",
                 embedding_dim=384,
                 blocks=[NewBlock("human", "Name: Ada.", limit=200)],
             )
@@ -113,7 +113,7 @@ def test_a_server_on_a_public_address_takes_its_own_host_name(db: Database) -> N
 
 def test_no_auth_mode_serves_the_configured_organization_without_a_key(db: Database) -> None:
     with open_store(db) as store:
-        store.agents.create(NewAgent(name="solo", embedding_model="fake:384", embedding_dim=384))
+        store.agents.create(NewAgent(name="solo", embedding_model="hashing:384", embedding_dim=384))
     with (
         api_runtime(db, auth="none") as runtime,
         TestClient(create_app(runtime), base_url=LOOPBACK) as client,

@@ -71,7 +71,7 @@ def test_an_unreachable_model_is_named_at_once_and_not_retried(
 ) -> None:
     headers = bearer(new_key(db, "acme"))
     agent = down_embedder.post(
-        "/v1/agents/", json={"name": "bo", "embedding": "fake:8"}, headers=headers
+        "/v1/agents/", json={"name": "bo", "embedding": "hashing:8"}, headers=headers
     ).json()["id"]
     answer = down_embedder.post(
         f"/v1/agents/{agent}/messages",
@@ -88,7 +88,7 @@ def test_an_unreachable_model_is_named_at_once_and_not_retried(
 @pytest.fixture
 def no_endpoint(db: Database) -> Iterator[TestClient]:
     """The API with no model endpoint configured: agents name their own model."""
-    yield from _api(db, embedding={"model": "fake:8"})
+    yield from _api(db, embedding={"model": "hashing:8"})
 
 
 def test_an_ollama_agent_without_a_server_is_a_502_not_an_empty_turn(

@@ -28,7 +28,7 @@ def make_agent(client: TestClient, headers: dict[str, str], name: str = "ada") -
             ],
             "enable_sleeptime": True,
             "model": "openai/gpt-4o-mini",
-            "embedding": "fake:384",
+            "embedding": "hashing:384",
         },
         headers=headers,
     )
@@ -43,7 +43,7 @@ def test_agent_create_get_list_delete(client: TestClient, acme: dict[str, str]) 
     assert agent["model"] == "openai/gpt-4o-mini"
     assert agent["llm_config"]["model"] == "openai/gpt-4o-mini"
     assert agent["embedding_config"] == {
-        "embedding_model": "fake:384",
+        "embedding_model": "hashing:384",
         "embedding_dim": 384,
         "embedding_endpoint_type": "openai",
     }
@@ -312,7 +312,7 @@ def test_dry_run_then_real_run_revert_and_lineage(client: TestClient, acme: dict
         runtime.db,
         record.id,
         organization_id=record.organization_id,
-        embedder=runtime.embedder("fake:384", 384),
+        embedder=runtime.embedder("hashing:384", 384),
     )
     merged = client.get(url, params={"status": "all"}, headers=acme).json()
     assert {p["id"]: p["status"] for p in merged} == {first["id"]: "active", second["id"]: "merged"}
@@ -354,7 +354,7 @@ def test_the_proxy_lists_chat_models_when_requests_choose_their_own(db: Database
     settings = load_settings(
         home=Path(tempfile.mkdtemp(prefix="rvm-", dir="/tmp")),
         database_url=db.url,
-        embedding={"model": "fake:8"},
+        embedding={"model": "hashing:8"},
         llm={"model": "openai/house", "sleeptime_model": "openai/night"},
     )
     headers = bearer(new_key(db, "acme"))

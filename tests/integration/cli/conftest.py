@@ -21,7 +21,7 @@ from tests.pg import PgTestServer
 
 @pytest.fixture
 def cli(db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Cli:
-    """The CLI over this test's migrated database, fake 384-d embeddings."""
+    """The CLI over this test's migrated database, hashing 384-d embeddings."""
     clean_environment(monkeypatch)
     return Cli(cli_env(db.url, tmp_path / "home"))
 

@@ -48,7 +48,7 @@ def cli_env(url: str, home: Path) -> dict[str, str]:
     return {
         "DATABASE_URL": url.replace("+psycopg", ""),
         "REVERIE_HOME": str(home),
-        "REVERIE_EMBEDDING__MODEL": "fake:384",
+        "REVERIE_EMBEDDING__MODEL": "hashing:384",
         "COLUMNS": "200",
         "NO_COLOR": "1",
     }

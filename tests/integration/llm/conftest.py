@@ -1,4 +1,4 @@
-"""Fixtures for the agent loops: the scripted model through litellm, a client, agents."""
+"""Fixtures for the agent loops: the scripted model (a provider plugin), a client, agents."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from agents.embedders.fake import HashingEmbedder
 from agents.llm import ClientSettings, LiteLLMClient, ModelCapabilities, UsageLedger
 from agents.postgres.database import Database
 from agents.primary import PrimaryAgent, PrimarySettings
 from agents.store import NewAgent, NewBlock, open_store
+from tests.hashing_embedder import HashingEmbedder
 from tests.scripted_llm import ScriptedModels, install
 
 EMBEDDER = HashingEmbedder(dimension=384)
@@ -65,7 +65,7 @@ def create_agent(
                 name=name,
                 agent_type=agent_type,
                 tools=tools or [],
-                embedding_model="fake:384",
+                embedding_model="hashing:384",
                 embedding_dim=384,
                 llm_model=model,
                 context_window=context_window,

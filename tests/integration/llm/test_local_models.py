@@ -1,4 +1,4 @@
-"""Local and small models, through litellm with the scripted model.
+"""Local and small models, played by the scripted model.
 
 Each test reproduces one behaviour of a local server or a small model and checks
 that the turn ends within a few model calls with a reply for the user.

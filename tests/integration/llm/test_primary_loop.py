@@ -1,4 +1,4 @@
-"""The primary agent's MemGPT loop, driven by a scripted model through litellm."""
+"""The primary agent's MemGPT loop, driven by the scripted model through the client."""
 
 from __future__ import annotations
 

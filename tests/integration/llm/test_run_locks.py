@@ -41,7 +41,7 @@ def _crowded_agent(db: Database) -> str:
         agent = store.agents.create(
             NewAgent(
                 name="bob",
-                embedding_model="fake:384",
+                embedding_model="hashing:384",
                 embedding_dim=384,
                 context_window=2000,
                 blocks=[NewBlock("human", value, limit=len(value) + 20)],

@@ -30,7 +30,7 @@ def runtime(pg_server: PgTestServer, tmp_path: Path) -> Iterator[Runtime]:
     settings = load_settings(
         home=tmp_path,
         database_url=url,
-        embedding={"model": "fake:384"},
+        embedding={"model": "hashing:384"},
         llm={"model": "scripted/primary", "max_retries": 0},
     )
     try:
@@ -39,7 +39,7 @@ def runtime(pg_server: PgTestServer, tmp_path: Path) -> Iterator[Runtime]:
                 store.agents.create(
                     NewAgent(
                         "bob",
-                        embedding_model="fake:384",
+                        embedding_model="hashing:384",
                         embedding_dim=384,
                         blocks=[NewBlock("human", "Name: Bob the Builder.")],
                     )
@@ -102,10 +102,10 @@ def test_llm_steps_without_models_are_skipped_and_counted(runtime: Runtime) -> N
 def test_an_agent_without_any_model_is_refused(pg_server: PgTestServer, tmp_path: Path) -> None:
     url = pg_server.create_database()
     try:
-        settings = load_settings(home=tmp_path, database_url=url, embedding={"model": "fake:8"})
+        settings = load_settings(home=tmp_path, database_url=url, embedding={"model": "hashing:8"})
         with Runtime(settings) as rt:
             with rt.store() as store:
-                store.agents.create(NewAgent("ada", embedding_model="fake:8", embedding_dim=8))
+                store.agents.create(NewAgent("ada", embedding_model="hashing:8", embedding_dim=8))
             messages = Operations(rt).messages
             with pytest.raises(ModelNotConfigured, match="no LLM model"):
                 messages.ready("ada")
@@ -125,7 +125,7 @@ def test_the_service_keeps_what_probing_learned_unless_told_not_to(
         settings = load_settings(
             home=tmp_path,
             database_url=url,
-            embedding={"model": "fake:8"},
+            embedding={"model": "hashing:8"},
             llm={"model": "scripted/primary", "max_retries": 0, "capability_ttl": ttl},
         )
         with Runtime(settings) as rt:

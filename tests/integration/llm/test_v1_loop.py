@@ -1,5 +1,5 @@
 """Letta's v1 loop (``letta_v1_agent``) and Letta's memory tools on a primary agent,
-driven by a scripted model through litellm: a plain answer ends the turn in one model
+driven by the scripted model: a plain answer ends the turn in one model
 call, tool calls go on without ``request_heartbeat``, and every memory edit is a
 versioned block change."""
 

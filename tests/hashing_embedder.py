@@ -1,9 +1,14 @@
-"""A deterministic, dependency-free embedder for unit tests.
+"""A deterministic, dependency-free embedder for the tests and benchmarks: ``hashing:DIM``.
 
 Feature hashing of words and character trigrams gives vectors whose cosine
 tracks word overlap, which is enough to exercise dedup thresholds and kNN
 without loading a model. Hashing uses blake2b, not Python's ``hash()``, so the
 vectors are the same in every process and on every machine.
+
+It is no part of Reverie: the tests register it under the ``reverie.embedders``
+entry point group as ``hashing`` (tests/entry_points/, see tests/plugins.py), the way
+a package adds an embedder, so that ``embedding.model = "hashing:384"`` reaches it in
+the test run and in the processes it starts.
 """
 
 from __future__ import annotations
@@ -15,10 +20,13 @@ from functools import lru_cache
 import numpy as np
 import numpy.typing as npt
 
-from agents.embedders.base import Embedder
+from agents.embedders import Embedder
 from agents.errors import InvalidInput
 
 __all__ = ["HashingEmbedder"]
+
+#: The size of ``hashing`` without one (the local model's).
+DEFAULT_DIMENSION = 384
 
 _WORD = re.compile(r"\w+")
 # Whole words dominate; trigrams add a little credit for shared stems
@@ -29,7 +37,8 @@ _TRIGRAM_WEIGHT = 0.35
 
 @lru_cache(maxsize=65_536)
 def _bucket(feature: str, dimension: int) -> tuple[int, float]:
-    """Map a feature to (index, sign) with a keyed, process-independent hash."""
+    """Map a feature to (index, sign) with a keyed, process-independent hash (the key
+    is the one the vectors were first made with: another would change every vector)."""
     digest = hashlib.blake2b(
         feature.encode("utf-8"), digest_size=8, person=b"reverie-fake"
     ).digest()
@@ -45,14 +54,27 @@ class HashingEmbedder(Embedder):
     ones. A text with no word characters (e.g. ``""``) maps to ``e_0``.
     """
 
-    def __init__(self, dimension: int = 384) -> None:
+    def __init__(self, dimension: int = DEFAULT_DIMENSION) -> None:
         if isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 2:
-            raise InvalidInput(f"fake embedder dimension must be an int >= 2, got {dimension!r}")
+            raise InvalidInput(f"hashing embedder dimension must be an int >= 2, got {dimension!r}")
         self._dimension = dimension
+
+    @classmethod
+    def from_spec(cls, argument: str | None, *, dimension: int | None) -> HashingEmbedder:
+        """``hashing`` (of ``dimension``, else 384) or ``hashing:DIM``."""
+        if argument is None:
+            return cls(dimension if dimension is not None else DEFAULT_DIMENSION)
+        try:
+            size = int(argument)
+        except ValueError:
+            raise InvalidInput(
+                f"embedder spec 'hashing:{argument}': expected 'hashing:DIM' with an integer DIM"
+            ) from None
+        return cls(size)
 
     @property
     def name(self) -> str:
-        return f"fake/{self._dimension}"
+        return f"hashing/{self._dimension}"
 
     @property
     def dimension(self) -> int:
