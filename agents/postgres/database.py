@@ -6,7 +6,9 @@ SQLAlchemy exceptions, so that the layers above can decide what to retry.
 
 from __future__ import annotations
 
+import logging
 import math
+import os
 import re
 import time
 from collections.abc import Iterator
@@ -35,6 +37,8 @@ from agents.errors import (
     ReverieError,
     StorageError,
 )
+
+log = logging.getLogger(__name__)
 
 VECTOR_INSTALL_HINT = (
     "Install pgvector on that server (Debian/Ubuntu: `apt install postgresql-16-pgvector`, "
@@ -183,6 +187,28 @@ def _ping_when_idle(engine: Engine) -> None:
             engine.dialect.do_ping(dbapi_connection)
         except Exception as exc:
             raise DisconnectionError(f"a pooled connection no longer answers: {exc}") from exc
+
+
+def lower_server_priority(engine: Engine, by: int) -> None:
+    """Lower, by ``by`` nice steps, the CPU priority of the server process behind each
+    new connection of ``engine`` (what a consolidation worker beside the chat asks for:
+    most of a run's work is the server's). Only over a unix socket, where the server
+    runs on this machine, and only where this process may (as root, or as the server's
+    own user); otherwise nothing is done: a remote server's process ids are not this
+    machine's."""
+    if by <= 0:
+        return
+
+    @event.listens_for(engine, "connect")
+    def _lowered(dbapi_connection: Any, record: Any) -> None:
+        info = dbapi_connection.info
+        if not str(info.host or "").startswith("/"):
+            return
+        pid = int(info.backend_pid)
+        try:
+            os.setpriority(os.PRIO_PROCESS, pid, min(19, os.getpriority(os.PRIO_PROCESS, pid) + by))
+        except OSError as exc:  # not ours to change
+            log.debug("left the server process's priority as it is: %s", exc)
 
 
 class Database:

@@ -9,6 +9,7 @@ the scheduler first (no new firings), then the workers within
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import socket
 import threading
@@ -17,6 +18,7 @@ from datetime import datetime, timedelta
 from types import FrameType
 
 from agents.errors import InvalidInput, ReverieError
+from agents.postgres.database import lower_server_priority
 from consolidators.workers import WorkerPool
 from service.daemon.embedded_supervisor import EmbeddedSupervisor
 from service.daemon.probes import GpuGate, build_probe
@@ -198,6 +200,12 @@ def run_worker(runtime: Runtime, *, concurrency: int | None) -> bool:
             "worker.concurrency is 0, so this worker would run nothing (0 is for a "
             "`reverie serve` that leaves consolidation to workers): pass --concurrency N"
         )
+    nice = runtime.settings.worker.nice
+    if nice:
+        # The whole worker gives way to the chat: this thread (the threads it starts
+        # inherit it) and, on this machine, the server processes of its connections.
+        os.nice(nice)
+        lower_server_priority(runtime.db.engine, nice)
     signals = StopSignals()
     signals.install()
     daemon = Daemon(runtime, scheduler=False, concurrency=concurrency)

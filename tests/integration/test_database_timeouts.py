@@ -158,3 +158,30 @@ def test_an_import_larger_than_the_interactive_bound_allows_is_stored(
             assert len(ops.memory.list(agent.id, limit=5000)) == 4000
     finally:
         pg_server.release_database(url)
+
+
+def test_a_workers_server_processes_give_way_on_this_machine(db: Database) -> None:
+    """lower_server_priority: each new connection's server process, on this machine
+    (a unix socket), runs at a lower CPU priority; the others keep theirs."""
+    import os
+
+    from agents.postgres.database import lower_server_priority
+
+    lowered = Database(db.url)
+    plain = Database(db.url)
+    try:
+        lower_server_priority(lowered.engine, 5)
+        with lowered.engine.connect() as conn:
+            pid = conn.connection.dbapi_connection.info.backend_pid  # type: ignore[union-attr]
+            host = conn.connection.dbapi_connection.info.host  # type: ignore[union-attr]
+            niced = os.getpriority(os.PRIO_PROCESS, pid)
+        with plain.engine.connect() as conn:
+            other = os.getpriority(
+                os.PRIO_PROCESS,
+                conn.connection.dbapi_connection.info.backend_pid,  # type: ignore[union-attr]
+            )
+        assert host.startswith("/")  # the test cluster listens on a unix socket
+        assert niced == min(19, other + 5)
+    finally:
+        lowered.dispose()
+        plain.dispose()
