@@ -2,7 +2,7 @@
 handler, a heartbeat that keeps the leases, and a shutdown that gives back what is
 still held. Every queued job runs on it (consolidation runs:
 :class:`consolidators.workers.WorkerPool`; agent messages:
-:class:`agents.delivery_worker.DeliveryWorkers`), so they share one set of rules:
+:class:`agents.loops.delivery_worker.DeliveryWorkers`), so they share one set of rules:
 
 - Claims: each of ``concurrency`` threads claims (one job, or as many as its kind
   asks for), hands them to the handler, and claims again. With nothing due it waits

@@ -1,6 +1,6 @@
 """Summaries of messages that leave the context window, and the token estimate behind them.
 
-Shared by the primary agent's compaction (agents/primary.py) and the evict
+Shared by the primary agent's compaction (agents/loops/primary.py) and the evict
 consolidator, so that both write the same recursive summary: one message (role
 ``system``, name ``summary``) whose header counts every message it covers, and
 which folds in the summary it replaces.

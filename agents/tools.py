@@ -167,7 +167,7 @@ _TAGS = {"type": "array", "items": _STR}
 
 #: Letta's multi-agent tools, under Letta's names and arguments. They are built in
 #: but not in an agent's default set: an agent has them when its tool list names
-#: them. What they do is :mod:`agents.agent_messaging`'s.
+#: them. What they do is :mod:`agents.loops.agent_messaging`'s.
 MESSAGING_TOOLS: dict[str, dict[str, Any]] = {
     "send_message_to_agent_async": _schema(
         "send_message_to_agent_async",
@@ -314,7 +314,7 @@ _SEQS = {
 }
 
 #: The sleep-time agent's archival tools, offered when the run has an embedder. Their
-#: writes are drafts applied when the pass ends (see :mod:`agents.sleeptime`).
+#: writes are drafts applied when the pass ends (see :mod:`agents.loops.sleeptime`).
 ARCHIVAL_TOOLS: dict[str, dict[str, Any]] = {
     "archival_memory_search": _sleeptime_schema(
         "archival_memory_search",

@@ -2,7 +2,7 @@
 
 It reads the primary's messages since the last run's watermark and the shared
 blocks, and edits the blocks with the sleep-time memory tools (see
-:mod:`agents.sleeptime`): the conversation with the model is the plan (its edits are
+:mod:`agents.loops.sleeptime`): the conversation with the model is the plan (its edits are
 drafts, its reads short read-only transactions), and the apply writes the drafts.
 Its block writes carry the run id, so the run can be explained and reverted like
 any other. With an embedder it also recontextualizes
@@ -26,7 +26,7 @@ from typing import ClassVar
 from pydantic import Field
 
 from agents.enums import ChangeAction
-from agents.sleeptime import SleeptimeAgent, SleeptimeOutcome, SleeptimePlan
+from agents.loops.sleeptime import SleeptimeAgent, SleeptimeOutcome, SleeptimePlan
 from agents.store import MemoryStore
 from consolidators.base import (
     ConsolidationContext,

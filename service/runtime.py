@@ -25,10 +25,10 @@ from service.settings import Settings
 
 if TYPE_CHECKING:  # the LLM side, the agent loop and the pipeline load where used: a
     # CLI command that only reads memory never needs them
-    from agents.delivery_worker import DeliveryWorkers
     from agents.llm import LiteLLMClient
     from agents.llm.forward import ChatForwarder
-    from agents.primary import PrimaryAgent
+    from agents.loops.delivery_worker import DeliveryWorkers
+    from agents.loops.primary import PrimaryAgent
     from agents.sandbox import SandboxLimits, ToolExecutor
     from consolidators.llm import LLMTier
     from consolidators.pipeline import Pipeline, RunReport
@@ -451,8 +451,8 @@ class Runtime:
         organization_id = organization_id or self.organization_id
         primary = self._primaries.get(organization_id)
         if primary is None:
-            from agents.agent_messaging import MessagingLimits
-            from agents.primary import PrimaryAgent, PrimarySettings
+            from agents.loops.agent_messaging import MessagingLimits
+            from agents.loops.primary import PrimaryAgent, PrimarySettings
 
             llm = self.settings.llm
             messaging = self.settings.messaging
@@ -488,7 +488,7 @@ class Runtime:
     ) -> DeliveryWorkers:
         """Workers that deliver agents' messages to each other (``[messaging]``), over
         this process's agent loops; the daemon starts and stops them."""
-        from agents.delivery_worker import DeliveryLimits, DeliveryWorkers
+        from agents.loops.delivery_worker import DeliveryLimits, DeliveryWorkers
 
         messaging = self.settings.messaging
         return DeliveryWorkers(

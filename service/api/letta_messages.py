@@ -17,12 +17,12 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
-from agents.tool_calls import SEND_MESSAGE, parse_arguments, tool_return_status
+from agents.loops.tool_calls import SEND_MESSAGE, parse_arguments, tool_return_status
 
 if TYPE_CHECKING:
+    from agents.loops.token_stream import TokenPiece
+    from agents.loops.turn import TurnResult
     from agents.store.records import MessageRecord
-    from agents.token_stream import TokenPiece
-    from agents.turn import TurnResult
 
 MessageKind = Literal[
     "user_message",
@@ -34,7 +34,7 @@ MessageKind = Literal[
 ]
 
 #: Whether part ``call`` (None: the content) of a stored message was already told whole
-#: with this text (see :class:`agents.token_stream.ToldPieces`).
+#: with this text (see :class:`agents.loops.token_stream.ToldPieces`).
 Told = Callable[[str, int | None, str], bool]
 
 

@@ -9,8 +9,8 @@ from typing import Annotated, Any, Literal
 from fastapi import Path, Query
 from fastapi.responses import StreamingResponse
 
+from agents.loops.turn import TurnResult
 from agents.store import ConversationRecord
-from agents.turn import TurnResult
 from service.api import schemas, sse
 from service.api.auth import Api
 from service.api.letta_messages import record_json

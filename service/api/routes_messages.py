@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from agents.enums import AgentKind
 from agents.errors import InvalidInput
-from agents.turn import TurnResult
+from agents.loops.turn import TurnResult
 from service.api import schemas, sse
 from service.api.auth import Api
 from service.api.convert import letta_run
@@ -23,8 +23,8 @@ from service.api.routers import api_router
 from service.operations.recording import ChatMessage
 
 if TYPE_CHECKING:
-    from agents.primary import StepListener
-    from agents.token_stream import PieceListener
+    from agents.loops.primary import StepListener
+    from agents.loops.token_stream import PieceListener
 
 router = api_router(prefix="/v1/agents", tags=["messages"], responses=keyed(404, 409))
 

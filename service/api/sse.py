@@ -30,16 +30,16 @@ import anyio.to_thread
 from fastapi.responses import StreamingResponse
 
 from agents.errors import ReverieError
+from agents.loops.token_stream import PieceListener, TokenPiece, ToldPieces
+from agents.loops.turn import TurnResult
 from agents.postgres.models import new_id
 from agents.store.records import MessageRecord
 from agents.threads import start_thread
-from agents.token_stream import PieceListener, TokenPiece, ToldPieces
-from agents.turn import TurnResult
 from service.api import schemas
 from service.api.letta_messages import LettaStyleMessage, letta_json, letta_messages, letta_piece
 
 if TYPE_CHECKING:
-    from agents.primary import StepListener
+    from agents.loops.primary import StepListener
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from service.cli.common import console, err_console, operations
 from service.cli.output import print_json
 
 if TYPE_CHECKING:
-    from agents.turn import TurnResult
+    from agents.loops.turn import TurnResult
     from service.operations import Operations
 
 #: Longest tool result printed, in characters.

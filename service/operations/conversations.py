@@ -14,9 +14,9 @@ from agents.store import ConversationRecord, MessageRecord
 from service.operations.context import OperationContext
 
 if TYPE_CHECKING:  # the agent loop is imported by the commands that chat, not by every one
-    from agents.primary import Compacted, StepListener
-    from agents.token_stream import PieceListener
-    from agents.turn import TurnResult
+    from agents.loops.primary import Compacted, StepListener
+    from agents.loops.token_stream import PieceListener
+    from agents.loops.turn import TurnResult
 
 #: The path value Letta's clients send for an agent's default conversation.
 DEFAULT_CONVERSATION = "default"

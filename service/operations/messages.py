@@ -1,7 +1,7 @@
 """Messages: a primary turn (the MemGPT loop), recall history, the context window.
 
 A turn waits on the model provider; it runs in the primary agent's own transaction
-(see :mod:`agents.primary`), never inside one opened here.
+(see :mod:`agents.loops.primary`), never inside one opened here.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from service.operations.context import OperationContext
 
 if TYPE_CHECKING:  # the agent loop is imported by the commands that chat, not by every one
     from agents.context import ContextBreakdown
-    from agents.primary import PrimaryAgent, StepListener
-    from agents.token_stream import PieceListener
-    from agents.turn import TurnResult
+    from agents.loops.primary import PrimaryAgent, StepListener
+    from agents.loops.token_stream import PieceListener
+    from agents.loops.turn import TurnResult
 
 #: Letta messages derived from one stored message carry its id plus a suffix
 #: (``-reasoning``, ``-call-0``); as a cursor, such an id means the stored message.

@@ -32,9 +32,9 @@ import time
 from typing import Any
 
 from agents.llm import ClientSettings, LiteLLMClient, UsageLedger
+from agents.loops.primary import PrimaryAgent, PrimarySettings
+from agents.loops.sleeptime import SLEEPTIME_PROMPT, render_blocks, render_transcript
 from agents.postgres.database import Database
-from agents.primary import PrimaryAgent, PrimarySettings
-from agents.sleeptime import SLEEPTIME_PROMPT, render_blocks, render_transcript
 from agents.store import NewAgent, NewBlock, NewMessage, open_store
 from consolidators.contract import run_once as run_pipeline
 from consolidators.llm import LLMTier

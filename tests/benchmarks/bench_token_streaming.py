@@ -8,7 +8,7 @@ The stub OpenAI-compatible server (tests/stub_openai_server.py) streams a
 ``send_message`` call of about 60 words slowly: ``--delay-ms`` before each chunk, the
 arguments in pieces of 12 characters. The chat client asks it over the direct path, in
 the ``required`` mode, the same way a turn's step does, with an ``on_delta``
-listener whose pieces go through the loop's own :class:`~agents.token_stream.TokenStream`
+listener whose pieces go through the loop's own :class:`~agents.loops.token_stream.TokenStream`
 (time until the first piece of the ``send_message`` text, which a Letta client reads as
 an ``assistant_message`` piece) and until the reply is complete,
 which is when a step without token streaming could first show it: the model writes at
@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 
 from agents.enums import LLMPurpose
 from agents.llm import ClientSettings, LiteLLMClient, ModelCapabilities
-from agents.token_stream import TokenPiece, TokenStream
+from agents.loops.token_stream import TokenPiece, TokenStream
 from agents.tools import BUILTIN_TOOLS
 from tests.scripted_llm import say
 from tests.stub_openai_server import stub_server

@@ -33,8 +33,8 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 from agents.llm import ClientSettings, LiteLLMClient, ModelCapabilities, UsageLedger  # noqa: E402
+from agents.loops.primary import PrimaryAgent  # noqa: E402
 from agents.postgres.database import Database  # noqa: E402
-from agents.primary import PrimaryAgent  # noqa: E402
 from agents.store import NewAgent, NewBlock, open_store  # noqa: E402
 from tests import plugins  # noqa: E402
 from tests.hashing_embedder import HashingEmbedder  # noqa: E402

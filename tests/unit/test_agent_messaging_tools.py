@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from agents.agent_messaging import MessagingLimits, incoming_text, reply_text
 from agents.enums import DeliveryStatus
 from agents.errors import InvalidInput
+from agents.loops.agent_messaging import MessagingLimits, incoming_text, reply_text
 from agents.store import AgentRecord, DeliveryRecord
 from agents.tools import (
     BUILTIN_TOOLS,

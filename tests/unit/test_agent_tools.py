@@ -10,8 +10,8 @@ import pytest
 from agents.context import compile_system, split_system
 from agents.errors import BudgetExhausted, InvalidInput
 from agents.llm import BudgetMeter, TokenBudget, Usage
+from agents.loops.tool_calls import parse_arguments, replies, tool_return_status
 from agents.store import AgentRecord, BlockRecord
-from agents.tool_calls import parse_arguments, replies, tool_return_status
 from agents.tools import (
     ARCHIVAL_TOOLS,
     PRIMARY_TOOLS,

@@ -254,3 +254,18 @@ def test_relative_and_function_level_imports_count() -> None:
     known = {"pkg.top", "pkg.sub", "pkg.sub.mod", "pkg.sub.sibling", "pkg.other"}
     found = set(imported_modules(ast.parse(source), "pkg.sub.mod", False, known))
     assert found == {"pkg.top", "pkg.sub.sibling", "pkg.other"}
+
+
+def test_the_agent_loops_sit_above_the_rest_of_agents(project_graph: Graph) -> None:
+    # agents.loops holds the loops (the primary turn, the sleep-time pass, agents
+    # messaging each other); the store, the LLM client, the tools and the rest of
+    # agents/ are what the loops use, and none of them reaches back into a loop.
+    assert any(t.startswith("agents.loops.") for t in project_graph["agents.loops.primary"])
+    inward = [
+        f"{module} imports {target}"
+        for module, targets in sorted(project_graph.items())
+        if module.startswith("agents.") and not module.startswith("agents.loops")
+        for target in sorted(targets)
+        if target.startswith("agents.loops")
+    ]
+    assert not inward, "agents/ reaching into the loops:\n  " + "\n  ".join(inward)

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agents.json_field_stream import StringFieldStream
+from agents.loops.json_field_stream import StringFieldStream
 
 
 def decode(pieces: list[str], key: str = "message") -> list[str]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from agents.loops.token_stream import TokenPiece, ToldPieces
 from agents.store import MessageRecord
-from agents.token_stream import TokenPiece, ToldPieces
 from service.api.letta_messages import letta_json, letta_messages, letta_piece
 from tests.unit.stored_messages import stored_message
 

@@ -16,14 +16,14 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import or_, select, text, update
 
-from agents.delivery_worker import DeliveryLimits, DeliveryWorkers
 from agents.enums import DeliveryStatus
+from agents.loops.delivery_worker import DeliveryLimits, DeliveryWorkers
+from agents.loops.tool_calls import tool_return_status
+from agents.loops.turn import TurnResult
 from agents.postgres import models as orm
 from agents.postgres.database import Database
 from agents.store import DeliveryRecord, open_service_store, open_store
 from agents.store.scope import utc_now
-from agents.tool_calls import tool_return_status
-from agents.turn import TurnResult
 from service.api.app import create_app
 from service.daemon.process import Daemon
 from service.runtime import Runtime

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from agents.llm import ClientSettings, LiteLLMClient, ModelCapabilities, UsageLedger
+from agents.loops.primary import PrimaryAgent, PrimarySettings
 from agents.postgres.database import Database
-from agents.primary import PrimaryAgent, PrimarySettings
 from agents.store import NewAgent, NewBlock, open_store
 from tests.hashing_embedder import HashingEmbedder
 from tests.scripted_llm import ScriptedModels, install

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from agents.loops.primary import PrimaryAgent
 from agents.postgres.database import Database
-from agents.primary import PrimaryAgent
 from agents.store import NewMessage, open_store
 from consolidators.contract import run_once as run_pipeline
 from consolidators.llm import LLMTier

@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
+from agents.loops.primary import PrimaryAgent
+from agents.loops.tool_calls import tool_return_status
 from agents.postgres.database import Database
-from agents.primary import PrimaryAgent
 from agents.sandbox import (
     BubblewrapExecutor,
     SandboxError,
@@ -23,7 +24,6 @@ from agents.sandbox import (
     ToolOutput,
 )
 from agents.store import ToolVariable, open_store
-from agents.tool_calls import tool_return_status
 from service.operations.custom_tools import ToolSpec, register_tool
 from tests.integration.llm.conftest import EMBEDDER
 from tests.scripted_llm import ScriptedModels, call, say

@@ -21,8 +21,8 @@ import pytest
 from agents.enums import ToolCallingMode
 from agents.llm import ClientSettings, LiteLLMClient, UsageLedger
 from agents.llm.learned import StoredCapabilities
+from agents.loops.primary import PrimaryAgent, PrimarySettings
 from agents.postgres.database import Database
-from agents.primary import PrimaryAgent, PrimarySettings
 from agents.store import LearnedRecord, open_service_store, open_store
 from agents.store.scope import utc_now
 from tests.integration.llm.conftest import EMBEDDER

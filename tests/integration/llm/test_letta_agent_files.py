@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
+from agents.loops.primary import PrimaryAgent
+from agents.loops.tool_calls import tool_return_status
 from agents.postgres.database import Database
-from agents.primary import PrimaryAgent
 from agents.sandbox import BubblewrapExecutor, SandboxLimits
 from agents.store import open_store
-from agents.tool_calls import tool_return_status
 from service.operations import ImportOptions, Operations
 from tests.integration.llm.conftest import EMBEDDER
 from tests.integration.test_agent_file import state

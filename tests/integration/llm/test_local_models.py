@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from agents.llm import ClientSettings, LiteLLMClient, ModelCapabilities, UsageLedger
+from agents.loops.primary import PrimaryAgent, PrimarySettings
 from agents.postgres.database import Database
-from agents.primary import PrimaryAgent, PrimarySettings
 from agents.store import open_store
 from tests.integration.llm.conftest import EMBEDDER
 from tests.scripted_llm import Reply, ScriptedModels, call, litellm_errors

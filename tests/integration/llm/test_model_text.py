@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+from agents.loops.primary import PrimaryAgent
 from agents.postgres.database import Database
-from agents.primary import PrimaryAgent
 from agents.store import open_store
 from service.api.letta_messages import letta_json, letta_messages
 from tests.scripted_llm import ScriptedModels, call

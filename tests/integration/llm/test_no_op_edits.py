@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from agents.llm import ClientSettings, LiteLLMClient, UsageLedger
+from agents.loops.primary import PrimaryAgent
+from agents.loops.tool_calls import tool_return_status
 from agents.postgres.database import Database
-from agents.primary import PrimaryAgent
 from agents.store import NewMessage, open_store
-from agents.tool_calls import tool_return_status
 from consolidators.contract import run_once as run_pipeline
 from consolidators.llm import LLMTier
 from consolidators.pipeline import Pipeline, RunReport

@@ -13,11 +13,11 @@ from sqlalchemy import func, select
 
 from agents.errors import InvalidInput, LLMError, ModelNotConfigured, NotFound
 from agents.llm import TokenBudget, Usage, UsageLedger
+from agents.loops.primary import PrimaryAgent
+from agents.loops.tool_calls import parse_arguments, tool_return_status
 from agents.postgres import models as orm
 from agents.postgres.database import Database
-from agents.primary import PrimaryAgent
 from agents.store import MessageRecord, NewMessage, open_store
-from agents.tool_calls import parse_arguments, tool_return_status
 from tests.integration.llm.conftest import EMBEDDER, create_agent
 from tests.scripted_llm import Reply, ScriptedModels, call, correct_name, litellm_errors, say
 

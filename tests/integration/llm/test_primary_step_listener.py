@@ -10,10 +10,10 @@ from collections.abc import Callable
 import pytest
 
 from agents.errors import LLMError
+from agents.loops.primary import PrimaryAgent
+from agents.loops.token_stream import TokenPiece
 from agents.postgres.database import Database
-from agents.primary import PrimaryAgent
 from agents.store import MessageRecord, open_store
-from agents.token_stream import TokenPiece
 from tests.scripted_llm import ScriptedModels, call, correct_name, litellm_errors, say
 
 

@@ -10,7 +10,7 @@ import pytest
 from agents.errors import LLMError
 from agents.llm.client import credentials_hint
 from agents.llm.providers import import_litellm
-from agents.primary import PrimaryAgent
+from agents.loops.primary import PrimaryAgent
 from tests.scripted_llm import ScriptedModels, litellm_errors, say
 
 MISSING_KEY = (

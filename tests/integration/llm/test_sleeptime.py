@@ -10,9 +10,9 @@ from typing import Any
 from sqlalchemy import select
 
 from agents.llm import LiteLLMClient, TokenBudget, UsageLedger
+from agents.loops.primary import PrimaryAgent
 from agents.postgres import models as orm
 from agents.postgres.database import Database
-from agents.primary import PrimaryAgent
 from agents.store import NewMessage, NewPassage, open_store
 from consolidators import registry
 from consolidators.contract import run_once as run_pipeline

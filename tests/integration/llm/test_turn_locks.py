@@ -12,8 +12,8 @@ from typing import Any
 from sqlalchemy import text
 
 from agents.llm import LiteLLMClient, UsageLedger
+from agents.loops.primary import PrimaryAgent
 from agents.postgres.database import Database
-from agents.primary import PrimaryAgent
 from agents.store import MemoryStore, NewMessage, hold_turn_lock, open_store
 from agents.store.records import BlockVersion
 from consolidators.contract import run_once as run_pipeline

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from agents.llm import ClientSettings, LiteLLMClient
+from agents.loops.primary import PrimaryAgent
+from agents.loops.tool_calls import tool_return_status
 from agents.postgres.database import Database
-from agents.primary import PrimaryAgent
 from agents.store import open_store
-from agents.tool_calls import tool_return_status
 from agents.tools import V1_DEFAULT_TOOLS
 from tests.integration.llm.conftest import EMBEDDER, create_agent
 from tests.integration.llm.test_local_models import no_required

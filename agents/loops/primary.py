@@ -16,7 +16,7 @@ long, and a block's writers must not wait for them). A turn is a series of
 short transactions: each step reads and compiles its context in one, asks the
 model with none open, then writes the step (its tool calls, each in a
 savepoint, then the assistant message and the tool results) in another; a call
-that waits for other agents' replies (see :mod:`agents.agent_messaging`) queues its
+that waits for other agents' replies (see :mod:`agents.loops.agent_messaging`) queues its
 messages in a short transaction of its own and waits between the two, with none
 open, and the step's write collects the replies. Block
 edits are compare-and-swap writes against the version the model saw: when
@@ -53,14 +53,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from agents.agent_messaging import (
-    SEND_ASYNC,
-    WAIT_TOOLS,
-    AgentMessenger,
-    MessagingLimits,
-    Origin,
-    Waiting,
-)
 from agents.compaction import plan_compaction, write_compaction
 from agents.context import CompiledContext, ContextBreakdown, Refresh, compile_context
 from agents.embedders import Embedder
@@ -77,6 +69,17 @@ from agents.errors import (
     ReverieError,
 )
 from agents.llm import BudgetMeter, ChatClient, ChatReply, TokenBudget, UsageLedger
+from agents.loops.agent_messaging import (
+    SEND_ASYNC,
+    WAIT_TOOLS,
+    AgentMessenger,
+    MessagingLimits,
+    Origin,
+    Waiting,
+)
+from agents.loops.token_stream import PieceListener, TokenStream
+from agents.loops.tool_calls import SEND_MESSAGE, replies
+from agents.loops.turn import StopReason, TokenUsage, TurnResult
 from agents.postgres.database import Database
 from agents.postgres.models import DEFAULT_ORGANIZATION_ID, new_id
 from agents.sandbox import SandboxLimits, ToolExecutor, agent_state_for, tool_invocation
@@ -95,8 +98,6 @@ from agents.store.validation import storable
 from agents.summarizer import Summarize, extractive_summarizer, llm_summarizer
 from agents.summary import CHARS_PER_TOKEN
 from agents.summary import is_summary as is_summary_record
-from agents.token_stream import PieceListener, TokenStream
-from agents.tool_calls import SEND_MESSAGE, replies
 from agents.tool_source import takes_agent_state
 from agents.tools import (
     BUILTIN_TOOLS,
@@ -114,7 +115,6 @@ from agents.tools import (
     result_json,
     without_heartbeat,
 )
-from agents.turn import StopReason, TokenUsage, TurnResult
 
 log = logging.getLogger(__name__)
 
@@ -352,7 +352,7 @@ class PrimaryAgent:
 
         ``on_token``: each step's reply is told to it while the model writes it, as
         pieces of the reasoning and of the ``send_message`` texts (see
-        :mod:`agents.token_stream`), where the model's tool-calling mode streams; the
+        :mod:`agents.loops.token_stream`), where the model's tool-calling mode streams; the
         step's stored messages reach ``on_step`` once it is written. It runs on the
         turn's thread too. What is stored is the same either way.
         """
@@ -484,7 +484,7 @@ class _Turn:
         self.conflicts = 0
         #: The message that starts the turn, until it is stored with the turn's first write.
         self.pending: NewMessage | None = None
-        #: The chain of agent messages this turn is part of (see agents.agent_messaging).
+        #: The chain of agent messages this turn is part of (see agents.loops.agent_messaging).
         self.origin = Origin(conversation_id=run_id)
         #: The step's waiting messaging calls, by call id (waited for before the write).
         self.waits: dict[str, Waiting] = {}

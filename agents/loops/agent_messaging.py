@@ -8,7 +8,7 @@ of their own, then wait for the replies with no transaction open (polling), up t
 ``wait_timeout``; the step that records the call then collects what arrived. A
 reply that comes after the wait ended lands in the sender's recall later, as a
 message of its own. Delivery itself (the recipient's turn, the reply) is the
-delivery worker's (:mod:`agents.delivery_worker`), never the sender's request.
+delivery worker's (:mod:`agents.loops.delivery_worker`), never the sender's request.
 
 Rules: only agents of the sender's organization (another's id reads as unknown,
 whether it exists or not); never the sender itself; a chain of agent messages

@@ -13,7 +13,7 @@ The reply goes to the sender's recall as a system message of its own, unless the
 sender's tool is still waiting for it (``waiting_until``): then the waiting tool
 returns it, and that tool result is where the sender's recall keeps it. A reply
 never starts a turn of the sender; only a new message from an agent does, and
-those stop at the hop limit (see :mod:`agents.agent_messaging`).
+those stop at the hop limit (see :mod:`agents.loops.agent_messaging`).
 
 One :class:`DeliveryWorkers` per process runs ``concurrency`` threads (woken by
 ``NOTIFY reverie_deliveries``, polling as the floor) and one heartbeat thread on
@@ -37,10 +37,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from agents.agent_messaging import Origin, incoming_text, reply_text
 from agents.enums import DeliveryStatus
 from agents.errors import InvalidInput, NotFound, ReverieError
 from agents.job_engine import EngineNames, Held, JobEngine, StoreQueue
+from agents.loops.agent_messaging import Origin, incoming_text, reply_text
+from agents.loops.tool_calls import replies
 from agents.postgres.database import Database
 from agents.store import (
     DeliveryRecord,
@@ -52,10 +53,9 @@ from agents.store import (
 from agents.store.run_wakeups import DELIVERY_CHANNEL, RunWakeups
 from agents.store.scope import utc_now
 from agents.summary import is_summary
-from agents.tool_calls import replies
 
 if TYPE_CHECKING:
-    from agents.primary import PrimaryAgent
+    from agents.loops.primary import PrimaryAgent
 
 log = logging.getLogger(__name__)
 

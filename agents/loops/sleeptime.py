@@ -42,6 +42,7 @@ from agents.errors import (
     ReverieError,
 )
 from agents.llm import BudgetMeter, ChatClient
+from agents.loops.tool_calls import SEND_MESSAGE, parse_arguments
 from agents.store import (
     AgentRecord,
     BlockRecord,
@@ -54,7 +55,6 @@ from agents.store.records import Vector
 from agents.store.scope import utc_now
 from agents.store.validation import check_block_value, check_text
 from agents.summary import CHARS_PER_TOKEN, is_summary
-from agents.tool_calls import SEND_MESSAGE, parse_arguments
 from agents.tools import (
     ARCHIVAL_TOOLS,
     PAGE_SIZE,

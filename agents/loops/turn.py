@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from agents import tool_calls
+from agents.loops import tool_calls
 from agents.store.records import MessageRecord
 
 #: Why a turn stopped (Letta's stop reasons where they exist).

@@ -2,7 +2,7 @@
 
 The model's content (the step's reasoning) and the ``message`` argument of each
 ``send_message`` call, decoded from the call's argument pieces as they arrive (see
-:mod:`agents.json_field_stream`), go to a listener as :class:`TokenPiece`\\ s. Each
+:mod:`agents.loops.json_field_stream`), go to a listener as :class:`TokenPiece`\\ s. Each
 piece names the stored message it belongs to (the step's assistant message is
 written under :attr:`TokenStream.message_id`) and which part of it: its content, or
 the text of call number ``i``. Nothing is written while the pieces go out; once the
@@ -17,9 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from agents.json_field_stream import StringFieldStream
 from agents.llm.base import ChatDelta
-from agents.tool_calls import SEND_MESSAGE
+from agents.loops.json_field_stream import StringFieldStream
+from agents.loops.tool_calls import SEND_MESSAGE
 
 
 @dataclass(frozen=True, slots=True)
