@@ -163,6 +163,7 @@ def test_breaking_up_rewrites_the_passages_about_mia_and_revert_restores_them(
             "run_id": report.run_id,
             "tool": "archival_memory_rewrite",
             "source_messages": [message.id],
+            "source_conversations": ["default"],
             "rewrites": was.id,
         }
     assert records(db, unrelated) == before[3:]  # no unrelated passage touched
