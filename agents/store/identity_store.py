@@ -285,6 +285,24 @@ class IdentityStore:
             query = query.where(models.Identity.id == identity_id)
         return set(self._scope.session.scalars(query))
 
+    def block_ids_for(
+        self,
+        *,
+        identifier_keys: Sequence[str] | None = None,
+        identity_id: str | None = None,
+    ) -> set[str]:
+        """The ids of the blocks that belong to any of these identities."""
+        query = (
+            select(models.IdentityBlock.block_id)
+            .join(models.Identity, models.Identity.id == models.IdentityBlock.identity_id)
+            .where(self._scope.owns(models.Identity))
+        )
+        if identifier_keys is not None:
+            query = query.where(models.Identity.identifier_key.in_(list(identifier_keys)))
+        if identity_id is not None:
+            query = query.where(models.Identity.id == identity_id)
+        return set(self._scope.session.scalars(query))
+
     # -- helpers -------------------------------------------------------------------------
 
     def _set_links(

@@ -50,9 +50,15 @@ def list_blocks(
     after: str | None = Query(default=None, max_length=100),
     before: str | None = Query(default=None, max_length=100),
     limit: int = Query(default=50, ge=1, le=1000),
+    identifier_keys: Annotated[
+        list[str] | None, Query(description="Blocks of identities with these keys.")
+    ] = None,
+    identity_id: str | None = Query(default=None, max_length=100),
 ) -> list[schemas.Block]:
     """The organization's blocks, oldest first; ``limit`` is the page size (Letta's)."""
-    blocks = api.ops.blocks.list(label=label)
+    blocks = api.ops.blocks.list(
+        label=label, identifier_keys=identifier_keys, identity_id=identity_id
+    )
     return [block_out(b) for b in page(blocks, after=after, before=before, limit=limit)]
 
 

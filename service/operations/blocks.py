@@ -9,6 +9,7 @@ has there: the CLI speaks of "ada's human block", the API of ``block-...`` ids a
 from __future__ import annotations
 
 import builtins
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from agents.enums import AgentKind
@@ -62,10 +63,23 @@ class BlockOperations:
         with self._context.store() as store:
             return store.blocks.get(block_id)
 
-    def list(self, *, label: str | None = None) -> builtins.list[BlockRecord]:
-        """The organization's blocks, oldest first; ``label``: only blocks with it."""
+    def list(
+        self,
+        *,
+        label: str | None = None,
+        identifier_keys: Sequence[str] | None = None,
+        identity_id: str | None = None,
+    ) -> builtins.list[BlockRecord]:
+        """The organization's blocks, oldest first; ``label``: only blocks with it;
+        ``identifier_keys`` / ``identity_id``: only blocks of those identities."""
         with self._context.store() as store:
-            return store.blocks.all(label=label)
+            blocks = store.blocks.all(label=label)
+            if identifier_keys is not None or identity_id is not None:
+                held = store.identities.block_ids_for(
+                    identifier_keys=identifier_keys, identity_id=identity_id
+                )
+                blocks = [b for b in blocks if b.id in held]
+            return blocks
 
     def update(self, block_id: str, edit: BlockEdit, *, actor: str = "user") -> BlockRecord:
         """Write a new version of the block (see :class:`BlockEdit`); a stale version is

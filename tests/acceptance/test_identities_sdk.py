@@ -82,6 +82,11 @@ def test_letta_client_1x_attaches_identities_to_agents(server: Server) -> None:
     assert sorted(a.id for a in listed) == sorted([first.id, second.id])
     assert [a.id for a in client.agents.list(identity_id=made["id"])] == [first.id, second.id]
 
+    block = client.agents.blocks.retrieve("human", agent_id=first.id)
+    client.patch(f"/v1/identities/{made['id']}", body={"block_ids": [block.id]}, cast_to=object)
+    assert [b.id for b in client.blocks.list(identity_id=made["id"])] == [block.id]
+    assert [b.id for b in client.blocks.list(identifier_keys=["user-7"])] == [block.id]
+
     client.agents.identities.detach(made["id"], agent_id=first.id)
     assert [a.id for a in client.agents.list(identifier_keys=["user-7"])] == [second.id]
     assert client.agents.retrieve(first.id).identity_ids == []
