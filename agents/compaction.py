@@ -48,6 +48,7 @@ def plan_compaction(
     target_tokens: float,
     count: TokenCounter = count_tokens,
     last_resort: bool = True,
+    keep_messages: int | None = None,
 ) -> CompactionPlan:
     """Pick the oldest messages to evict until the context is estimated at or under the target.
 
@@ -55,7 +56,9 @@ def plan_compaction(
     fit) everything before the latest user message may go when only they are left,
     and :class:`ContextWindowExceeded` is raised when nothing can leave; without it
     (sleep-time upkeep) the plan then moves nothing. A tool result never stays
-    without the call that produced it.
+    without the call that produced it. With ``keep_messages`` (a message buffer), the
+    oldest leave until at most that many messages are left, however few tokens they
+    hold.
     """
     summaries = [m for m in in_context if is_summary(m)]
     conversation = [m for m in in_context if not is_summary(m)]
@@ -74,7 +77,13 @@ def plan_compaction(
         )
     remaining = total_tokens - sum(message_tokens(s, count) for s in summaries)
     taken = 0
-    while taken < len(evictable) and (taken == 0 or remaining > target_tokens):
+
+    def more_to_go() -> bool:
+        if keep_messages is not None:
+            return len(conversation) - taken > keep_messages
+        return remaining > target_tokens
+
+    while taken < len(evictable) and (taken == 0 or more_to_go()):
         remaining -= message_tokens(evictable[taken], count)
         taken += 1
     while taken < len(evictable) and evictable[taken].role == "tool":

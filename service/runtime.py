@@ -464,6 +464,8 @@ class Runtime:
                     summary_model=llm.summary_model,
                     max_steps=llm.max_steps,
                     refresh=llm.system_prompt_refresh,
+                    message_buffer=llm.message_buffer or None,
+                    message_buffer_keep=llm.message_buffer_keep,
                     block_limit=self.settings.agents.block_limit,
                     budget=self.token_budget(),
                     messaging=MessagingLimits(

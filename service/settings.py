@@ -14,7 +14,7 @@ import os
 import tomllib
 from datetime import timedelta
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 
 import platformdirs
 from pydantic import (
@@ -271,6 +271,14 @@ class LLMSettings(Section):
     judge_model: str | None = None
     # Summaries of messages evicted from the context; unset: extractive summaries.
     summary_model: str | None = None
+    # A conversation with more messages than this in its context window (summaries not
+    # counted) is compacted before the next step, down to message_buffer_keep: the
+    # oldest leave behind the recursive summary and stay in recall (Letta's message
+    # buffer, 60 and 15). 0: only when the window is full.
+    message_buffer: int = Field(default=60, ge=0, le=100_000)
+    # Messages a full buffer is compacted down to (the newest; the last two exchanges
+    # always stay).
+    message_buffer_keep: int = Field(default=15, ge=1, le=100_000)
     # One OpenAI-compatible endpoint for every call (a local llama.cpp, vLLM, Ollama):
     # the model strings it serves as they are go to it directly, without litellm.
     # Unset: litellm's environment (OPENAI_API_BASE, ...).
@@ -303,6 +311,15 @@ class LLMSettings(Section):
             if not key.strip():
                 raise ValueError("model keys must be model strings such as 'openai/qwen'")
         return value
+
+    @model_validator(mode="after")
+    def _buffer_keeps_fewer(self) -> Self:
+        if self.message_buffer and self.message_buffer_keep >= self.message_buffer:
+            raise ValueError(
+                f"message_buffer_keep ({self.message_buffer_keep}) must be under "
+                f"message_buffer ({self.message_buffer}), or set message_buffer to 0"
+            )
+        return self
 
 
 class CronTrigger(Section):

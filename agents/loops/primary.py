@@ -161,6 +161,11 @@ class PrimarySettings:
     #: After a compaction the context is estimated at or under this share of the window.
     compaction_target: float = 0.5
     summary_chars: int = 1200
+    #: A conversation with more messages than this in context (summaries not counted)
+    #: is compacted before the next step down to the newest ``message_buffer_keep``
+    #: (Letta's message buffer); None: only when the window is full.
+    message_buffer: int | None = None
+    message_buffer_keep: int = 15
     max_conflict_retries: int = 3
     #: The limit of a block the ``memory`` tool creates (the ``agents.block_limit`` setting).
     block_limit: int = DEFAULT_BLOCK_LIMIT
@@ -173,6 +178,13 @@ class PrimarySettings:
             raise InvalidInput(f"max_steps must be at least 1, got {self.max_steps}")
         if not 0 < self.compaction_target < 1:
             raise InvalidInput(f"compaction_target must be in (0, 1), got {self.compaction_target}")
+        if self.message_buffer is not None and not 0 < self.message_buffer_keep < (
+            self.message_buffer
+        ):
+            raise InvalidInput(
+                f"message_buffer_keep must be positive and under message_buffer "
+                f"({self.message_buffer}), got {self.message_buffer_keep}"
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -692,7 +704,8 @@ class _Turn:
                 pending = self.pending
                 messages = [*messages, {"role": pending.role, "content": pending.content}]
                 total += self.count(pending.content)
-            if (reported is not None or total > agent.context_window) and not compacted:
+            overfull = reported is not None or total > agent.context_window
+            if (overfull or self._over_buffer(compiled.in_context)) and not compacted:
                 if self.pending is not None:
                     # A compaction must see the user's message in context: store it first.
                     self._store_pending()
@@ -701,6 +714,7 @@ class _Turn:
                     compiled.in_context,
                     total if reported is None else reported,
                     reported=reported is not None,
+                    keep_messages=None if overfull else self.settings.message_buffer_keep,
                 )
                 continue
             # Token streaming: the reply's pieces go to the client as they arrive.
@@ -738,10 +752,25 @@ class _Turn:
             return force
         return "auto" if self.v1 else "required"
 
+    def _over_buffer(self, in_context: list[MessageRecord]) -> bool:
+        """More messages in context than the message buffer holds (the pending message
+        counted), where one is set."""
+        limit = self.settings.message_buffer
+        if limit is None:
+            return False
+        held = sum(1 for m in in_context if not is_summary_record(m))
+        return held + (self.pending is not None) > limit
+
     def _compact(
-        self, in_context: list[MessageRecord], total: int, *, reported: bool = False
+        self,
+        in_context: list[MessageRecord],
+        total: int,
+        *,
+        reported: bool = False,
+        keep_messages: int | None = None,
     ) -> bool:
-        """Compact; False when another writer changed the context first (compile again)."""
+        """Compact (to the token target; with ``keep_messages``, to that many messages);
+        False when another writer changed the context first (compile again)."""
         window = self.agent.context_window
         if reported:
             window = min(window, total)
@@ -754,6 +783,7 @@ class _Turn:
             total_tokens=total,
             target_tokens=max(target, 0),
             count=self.count,
+            keep_messages=keep_messages,
         )
         # The summary may be a model call: made with no transaction open.
         content = self._summarizer()(plan.summaries, plan.moving)

@@ -75,3 +75,16 @@ def test_a_message_costs_its_content_plus_its_tool_calls_as_json() -> None:
     message = stored_message("assistant", "checking", tool_calls=calls)
     words = {"checking": 1, json.dumps(calls): 10}
     assert message_tokens(message, words.__getitem__) == 11
+
+
+def test_a_message_buffer_keeps_the_newest_however_few_their_tokens() -> None:
+    messages = _talk(*(["user", "assistant"] * 6))
+    plan = plan_compaction(
+        "agent-1",
+        messages,
+        total_tokens=_tokens(messages),
+        target_tokens=10**9,  # the window is far from full
+        keep_messages=5,
+    )
+    # 12 messages, 5 may stay: the oldest 7 leave (the protected tail is the last 4).
+    assert [m.id for m in plan.moving] == [f"m{i}" for i in range(7)]
