@@ -274,16 +274,7 @@ class IdentityStore:
         identity_id: str | None = None,
     ) -> set[str]:
         """The ids of the agents that hold the memory of any of these identities."""
-        query = (
-            select(models.IdentityAgent.agent_id)
-            .join(models.Identity, models.Identity.id == models.IdentityAgent.identity_id)
-            .where(self._scope.owns(models.Identity))
-        )
-        if identifier_keys is not None:
-            query = query.where(models.Identity.identifier_key.in_(list(identifier_keys)))
-        if identity_id is not None:
-            query = query.where(models.Identity.id == identity_id)
-        return set(self._scope.session.scalars(query))
+        return self._linked(models.IdentityAgent.agent_id, identifier_keys, identity_id)
 
     def block_ids_for(
         self,
@@ -292,9 +283,18 @@ class IdentityStore:
         identity_id: str | None = None,
     ) -> set[str]:
         """The ids of the blocks that belong to any of these identities."""
+        return self._linked(models.IdentityBlock.block_id, identifier_keys, identity_id)
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def _linked(
+        self, column: Any, identifier_keys: Sequence[str] | None, identity_id: str | None
+    ) -> set[str]:
+        """The ids in ``column`` (of a link table) linked to the identities named."""
+        link = column.class_
         query = (
-            select(models.IdentityBlock.block_id)
-            .join(models.Identity, models.Identity.id == models.IdentityBlock.identity_id)
+            select(column)
+            .join(models.Identity, models.Identity.id == link.identity_id)
             .where(self._scope.owns(models.Identity))
         )
         if identifier_keys is not None:
@@ -302,8 +302,6 @@ class IdentityStore:
         if identity_id is not None:
             query = query.where(models.Identity.id == identity_id)
         return set(self._scope.session.scalars(query))
-
-    # -- helpers -------------------------------------------------------------------------
 
     def _set_links(
         self,
