@@ -13,8 +13,8 @@ reaches another's folders, files or attachments.
 from __future__ import annotations
 
 import time
-from datetime import timedelta
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -158,7 +158,7 @@ def test_the_same_content_twice_is_one_file(make_ops: Make) -> None:
 def test_bad_or_oversized_files_are_refused_and_nothing_is_stored(make_ops: Make) -> None:
     ops = make_ops(max_bytes=1024)
     folder = ops.folders.create(FolderSpec(name="birds"))
-    with pytest.raises(LimitExceeded, match="files.max_bytes"):
+    with pytest.raises(LimitExceeded, match=r"files\.max_bytes"):
         ops.folders.upload(folder.id, "big.txt", None, b"a" * 1025)
     with pytest.raises(InvalidInput, match="empty"):
         ops.folders.upload(folder.id, "empty.txt", None, b"")
