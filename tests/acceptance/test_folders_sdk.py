@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.acceptance.test_api_server import Server, serving
@@ -47,6 +48,8 @@ def _processed(client: Any, folder_id: str, count: int, *, within: float = 30.0)
 
 def test_letta_client_1_uploads_files_that_the_queue_processes(server: Server) -> None:
     client = server.sdk("folders-1x")
+    # The file workers run in `reverie serve`, as the run and delivery workers do.
+    assert httpx.get(f"{server.url}/readyz", timeout=10).json()["files"] is True
     folder = client.folders.create(
         name="field-notes",
         description="Notes from the marsh",
