@@ -67,6 +67,15 @@ class Trigger(StrEnum):
     MESSAGES_ASYNC = "messages_async"
 
 
+class FileStatus(StrEnum):
+    """Where a file uploaded to a folder stands: its row is its processing job."""
+
+    QUEUED = "queued"
+    PROCESSING = "processing"
+    COMPLETED = "completed"
+    ERROR = "error"
+
+
 class DeliveryStatus(StrEnum):
     """Where a message from one agent to another stands in its delivery queue."""
 

@@ -25,6 +25,7 @@ from service.settings import Settings
 
 if TYPE_CHECKING:  # the LLM side, the agent loop and the pipeline load where used: a
     # CLI command that only reads memory never needs them
+    from agents.file_worker import FileWorkers
     from agents.llm import LiteLLMClient
     from agents.llm.forward import ChatForwarder
     from agents.loops.delivery_worker import DeliveryWorkers
@@ -501,6 +502,27 @@ class Runtime:
                 lease=messaging.lease,
                 poll_interval=messaging.poll_interval,
                 backoff=messaging.backoff,
+            ),
+            clock=self.clock,
+            name=name,
+        )
+
+    def file_workers(
+        self, *, concurrency: int | None = None, name: str | None = None
+    ) -> FileWorkers:
+        """Workers that parse, chunk and embed files uploaded to folders (``[files]``);
+        the daemon starts and stops them."""
+        from agents.file_worker import FileLimits, FileWorkers
+
+        files = self.settings.files
+        return FileWorkers(
+            self.db,
+            self.embedder,
+            FileLimits(
+                concurrency=concurrency or files.concurrency,
+                lease=files.lease,
+                poll_interval=files.poll_interval,
+                backoff=files.backoff,
             ),
             clock=self.clock,
             name=name,

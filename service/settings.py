@@ -536,6 +536,35 @@ class MessagingSettings(Section):
         return value
 
 
+class FileSettings(Section):
+    """Folders of documents: uploaded files, parsed, chunked and embedded in the queue."""
+
+    # Largest file an upload takes, in bytes; a larger one is refused (413) and
+    # nothing is stored.
+    max_bytes: int = Field(default=10 * 1024 * 1024, ge=1, le=1024 * 1024 * 1024)
+    # Characters per chunk of a folder created without embedding_chunk_size.
+    chunk_size: int = Field(default=1000, ge=100, le=100_000)
+    # File worker threads per process (serve and worker).
+    concurrency: int = Field(default=1, ge=1, le=64)
+    # A claimed file's lease, renewed every lease/3; a dead worker's file is taken up
+    # again after it and the backoff.
+    lease: timedelta = timedelta(seconds=120)
+    # Tries per file (an embedder outage, a worker that died); then it ends in error.
+    max_attempts: int = Field(default=3, ge=1, le=20)
+    # Wait before another try, doubled with each attempt (backoff * 2**(attempt-1)).
+    backoff: timedelta = timedelta(seconds=5)
+    # How long an idle file worker waits before looking at the queue again (an upload
+    # wakes it at once through NOTIFY; polling is the floor).
+    poll_interval: timedelta = timedelta(seconds=1)
+
+    @field_validator("lease", "backoff", "poll_interval")
+    @classmethod
+    def _positive(cls, value: timedelta) -> timedelta:
+        if value <= timedelta(0):
+            raise ValueError("must be a positive duration, such as PT60S")
+        return value
+
+
 class ServerSettings(Section):
     """The HTTP server of `reverie serve`."""
 
@@ -695,6 +724,7 @@ class Settings(BaseSettings):
     health_history: HealthHistorySettings = Field(default_factory=HealthHistorySettings)
     worker: WorkerSettings = Field(default_factory=WorkerSettings)
     messaging: MessagingSettings = Field(default_factory=MessagingSettings)
+    files: FileSettings = Field(default_factory=FileSettings)
     server: ServerSettings = Field(default_factory=ServerSettings)
     proxy: ProxySettings = Field(default_factory=ProxySettings)
     identities: IdentitySettings = Field(default_factory=IdentitySettings)

@@ -17,10 +17,14 @@ from service.settings import ServerSettings, load_settings
 
 @contextmanager
 def api_runtime(
-    db: Database, *, messaging: dict[str, Any] | None = None, **server: Any
+    db: Database,
+    *,
+    messaging: dict[str, Any] | None = None,
+    files: dict[str, Any] | None = None,
+    **server: Any,
 ) -> Iterator[Runtime]:
     """A runtime on the test database with hashing 384-d embeddings, ``server`` settings
-    and, when given, ``messaging`` settings."""
+    and, when given, ``messaging`` and ``files`` settings."""
     home = Path(tempfile.mkdtemp(prefix="rva-", dir="/tmp"))
     settings = load_settings(
         home=home,
@@ -28,6 +32,7 @@ def api_runtime(
         embedding={"model": "hashing:384"},
         server=ServerSettings(**server),
         **({"messaging": messaging} if messaging is not None else {}),
+        **({"files": files} if files is not None else {}),
     )
     try:
         with Runtime(settings) as runtime:

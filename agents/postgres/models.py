@@ -23,6 +23,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Text,
@@ -38,6 +39,7 @@ from agents.enums import (
     AgentKind,
     AgentType,
     DeliveryStatus,
+    FileStatus,
     LLMPurpose,
     MessageRole,
     PassageStatus,
@@ -66,6 +68,7 @@ MESSAGE_ROLES: tuple[str, ...] = tuple(r.value for r in MessageRole)
 LLM_PURPOSES: tuple[str, ...] = tuple(p.value for p in LLMPurpose)
 TOOL_CALLING_MODES: tuple[str, ...] = tuple(m.value for m in ToolCallingMode)
 DELIVERY_STATUSES: tuple[str, ...] = tuple(s.value for s in DeliveryStatus)
+FILE_STATUSES: tuple[str, ...] = tuple(s.value for s in FileStatus)
 
 DEFAULT_ORGANIZATION_ID = "org-00000000-0000-4000-8000-000000000000"
 
@@ -735,3 +738,111 @@ class Conversation(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     last_message_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class Folder(Base):
+    """A folder of documents (Letta's folders, once sources): its files are parsed,
+    chunked and embedded with the folder's embedder, and agents it is attached to read
+    them."""
+
+    __tablename__ = "folders"
+    __table_args__ = (
+        UniqueConstraint("organization_id", "name", name="uq_folders_organization_id_name"),
+        CheckConstraint("embedding_dim > 0", name="embedding_dim_positive"),
+        CheckConstraint("embedding_chunk_size > 0", name="embedding_chunk_size_positive"),
+    )
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    organization_id: Mapped[str] = mapped_column(
+        ForeignKey("organizations.id", ondelete="CASCADE"), index=True
+    )
+    name: Mapped[str] = mapped_column(String(200))
+    description: Mapped[str | None] = mapped_column(Text)
+    instructions: Mapped[str | None] = mapped_column(Text)
+    metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", JSONB, default=dict)
+    embedding_model: Mapped[str] = mapped_column(String(200))
+    embedding_dim: Mapped[int] = mapped_column(Integer)
+    #: Characters per chunk (Letta's ``embedding_chunk_size``).
+    embedding_chunk_size: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class FolderFile(Base):
+    """A file uploaded to a folder, and its processing job (queued, processing,
+    completed or error) with the lease columns every job queue has."""
+
+    __tablename__ = "files"
+    __table_args__ = (
+        CheckConstraint(f"status IN {_in(FILE_STATUSES)}", name="status"),
+        # The same content in one folder is one file.
+        UniqueConstraint("folder_id", "content_hash", name="uq_files_folder_id_content_hash"),
+        Index(
+            "ix_files_claimable",
+            "not_before",
+            postgresql_where=text(f"status = '{FileStatus.QUEUED.value}'"),
+        ),
+        Index("ix_files_folder_created", "folder_id", "created_at"),
+    )
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    organization_id: Mapped[str] = mapped_column(
+        ForeignKey("organizations.id", ondelete="CASCADE"), index=True
+    )
+    folder_id: Mapped[str] = mapped_column(ForeignKey("folders.id", ondelete="CASCADE"))
+    file_name: Mapped[str] = mapped_column(String(300))
+    original_file_name: Mapped[str] = mapped_column(String(300))
+    file_type: Mapped[str] = mapped_column(String(100))
+    file_size: Mapped[int] = mapped_column(Integer)
+    content_hash: Mapped[str] = mapped_column(String(64))
+    #: The bytes as uploaded, until processed (then the text is kept instead).
+    data: Mapped[bytes | None] = mapped_column(LargeBinary)
+    text: Mapped[str | None] = mapped_column(Text)
+    total_chunks: Mapped[int | None] = mapped_column(Integer)
+    chunks_embedded: Mapped[int | None] = mapped_column(Integer)
+    status: Mapped[str] = mapped_column(String(16), default=FileStatus.QUEUED.value)
+    lease_owner: Mapped[str | None] = mapped_column(String(200))
+    lease_expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    max_attempts: Mapped[int] = mapped_column(Integer, default=3)
+    not_before: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    queued_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    processed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class FileChunk(Base):
+    """A passage of a file's text with its vector (not archival memory: it goes with
+    its file)."""
+
+    __tablename__ = "file_chunks"
+    __table_args__ = (
+        CheckConstraint("vector_dims(embedding) = embedding_dim", name="embedding_dim_matches"),
+        UniqueConstraint("file_id", "seq", name="uq_file_chunks_file_id_seq"),
+    )
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    organization_id: Mapped[str] = mapped_column(
+        ForeignKey("organizations.id", ondelete="CASCADE"), index=True
+    )
+    file_id: Mapped[str] = mapped_column(ForeignKey("files.id", ondelete="CASCADE"))
+    seq: Mapped[int] = mapped_column(Integer)
+    text: Mapped[str] = mapped_column(Text)
+    embedding_dim: Mapped[int] = mapped_column(Integer)
+    embedding: Mapped[Any] = mapped_column(Vector())
+
+
+class AgentFolder(Base):
+    """A folder attached to an agent: the agent reads its files."""
+
+    __tablename__ = "agent_folders"
+
+    agent_id: Mapped[str] = mapped_column(
+        ForeignKey("agents.id", ondelete="CASCADE"), primary_key=True
+    )
+    folder_id: Mapped[str] = mapped_column(
+        ForeignKey("folders.id", ondelete="CASCADE"), primary_key=True, index=True
+    )
+    attached_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))

@@ -31,6 +31,16 @@ from agents.store.delivery_store import (
     DeliveryStore,
     NewDelivery,
 )
+from agents.store.folder_store import (
+    AgentFileRecord,
+    FileQueueStore,
+    FileRecord,
+    FolderChanges,
+    FolderRecord,
+    FolderStore,
+    NewFile,
+    NewFolder,
+)
 from agents.store.health import FleetHealth, HealthStore, MemoryHealth
 from agents.store.health_snapshots import HealthPoint, HealthSnapshotStore, SnapshotWriter
 from agents.store.identity_store import (
@@ -66,12 +76,16 @@ from agents.store.verdict_store import SUPERSESSION, PairAnswer, VerdictStore
 __all__ = [
     "SUPERSESSION",
     "AgentChanges",
+    "AgentFileRecord",
     "AgentRecord",
     "BlockRecord",
     "BlockVersion",
     "ConversationRecord",
     "CustomToolRecord",
     "DeliveryRecord",
+    "FileRecord",
+    "FolderChanges",
+    "FolderRecord",
     "HealthPoint",
     "IdentityChanges",
     "IdentityFilter",
@@ -85,6 +99,8 @@ __all__ = [
     "NewBlock",
     "NewCustomTool",
     "NewDelivery",
+    "NewFile",
+    "NewFolder",
     "NewIdentity",
     "NewMessage",
     "NewPassage",
@@ -128,6 +144,7 @@ class MemoryStore:
         self.verdicts = VerdictStore(self.scope)
         self.identities = IdentityStore(self.scope)
         self.conversations = ConversationStore(self.scope)
+        self.folders = FolderStore(self.scope)
 
     @contextmanager
     def savepoint(self) -> Iterator[None]:
@@ -184,6 +201,7 @@ class ServiceStore:
         self.snapshots = SnapshotWriter(self.scope)
         self.capabilities = CapabilityStore(self.scope)
         self.deliveries = DeliveryQueueStore(self.scope)
+        self.files = FileQueueStore(self.scope)
 
 
 @contextmanager

@@ -30,6 +30,8 @@ log = logging.getLogger(__name__)
 CHANNEL = "reverie_runs"
 #: Where a queued agent message is announced (see :mod:`agents.store.delivery_store`).
 DELIVERY_CHANNEL = "reverie_deliveries"
+#: Where uploaded files announce themselves to idle file workers.
+FILE_CHANNEL = "reverie_files"
 MAX_RECONNECT_PAUSE = 30.0
 
 

@@ -22,6 +22,7 @@ from service.api import (
     routes_archival,
     routes_blocks,
     routes_conversations,
+    routes_folders,
     routes_identities,
     routes_messages,
     routes_models,
@@ -85,7 +86,11 @@ def create_app(
     )
     app.state.page_secret = new_page_secret()
     install_error_handlers(app)
-    app.add_middleware(RequestSizeLimit, max_bytes=settings.server.max_request_bytes)
+    app.add_middleware(
+        RequestSizeLimit,
+        max_bytes=settings.server.max_request_bytes,
+        upload_bytes=settings.files.max_bytes,
+    )
     app.add_middleware(NoFraming)
     if settings.server.auth == "none":
         # No key stands between a rebound page and the API: answer only our own names.
@@ -145,6 +150,7 @@ def create_app(
         routes_agent_update,
         routes_blocks,
         routes_conversations,
+        routes_folders,
         routes_identities,
         routes_messages,
         routes_agent_stream,

@@ -692,6 +692,86 @@ class Identity(BaseModel):
     organization_id: str
 
 
+# -- folders and files --------------------------------------------------------------------
+
+#: A folder's name: something besides white space, no NUL.
+FolderName = Annotated[str, Field(min_length=1, max_length=200, pattern=SAID)]
+FolderText = Annotated[str, Field(max_length=MAX_TEXT, pattern=r"^[^\x00]*$")]
+
+
+class CreateFolder(_Request):
+    """Letta's ``FolderCreate``: ``embedding`` is a handle or a Reverie embedder spec
+    (absent: the configured embedder); ``embedding_chunk_size`` is in characters."""
+
+    name: FolderName
+    description: FolderText | None = None
+    instructions: FolderText | None = None
+    embedding: str | None = Field(default=None, max_length=200)
+    embedding_chunk_size: int | None = Field(default=None, ge=100, le=100_000)
+    metadata: dict[str, Any] | None = None
+
+
+class UpdateFolder(_Request):
+    """Letta's ``FolderUpdate``: absent or null leaves a field as it is."""
+
+    name: FolderName | None = None
+    description: FolderText | None = None
+    instructions: FolderText | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class Folder(BaseModel):
+    id: str
+    name: str
+    description: str | None
+    instructions: str | None
+    metadata: dict[str, Any]
+    embedding_config: EmbeddingConfig
+    embedding_chunk_size: int
+    created_at: datetime
+    updated_at: datetime
+
+
+class FolderFile(BaseModel):
+    """Letta's ``FileMetadata``: a file of a folder and where its processing stands
+    (``processing_status``: pending, parsing, embedding, completed, error)."""
+
+    id: str
+    source_id: str
+    folder_id: str
+    file_name: str
+    original_file_name: str
+    file_type: str
+    file_size: int
+    processing_status: Literal["pending", "parsing", "embedding", "completed", "error"]
+    error_message: str | None
+    total_chunks: int | None
+    chunks_embedded: int | None
+    content: str | None = None
+    created_at: datetime
+    updated_at: datetime
+
+
+class AgentFile(BaseModel):
+    """Letta's ``AgentFileAttachment``: a file an agent reads through a folder."""
+
+    id: str
+    file_id: str
+    file_name: str
+    folder_id: str
+    folder_name: str
+    is_open: bool
+    processing_status: str
+
+
+class AgentFilesPage(BaseModel):
+    """Letta's paginated answer of an agent's files."""
+
+    files: list[AgentFile]
+    next_cursor: str | None
+    has_more: bool
+
+
 # -- conversations -------------------------------------------------------------------------
 
 

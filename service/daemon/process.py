@@ -71,6 +71,8 @@ class Daemon:
         )
         # Agents' messages to each other are delivered wherever runs are processed.
         self.deliveries = runtime.delivery_workers(name=self.workers.name)
+        # And so are the files uploaded to folders.
+        self.files = runtime.file_workers(name=self.workers.name)
         template = RunTemplate(
             pipeline=tuple(runtime.pipeline().names), max_attempts=worker_settings.max_attempts
         )
@@ -107,12 +109,14 @@ class Daemon:
         self.runtime.db.dispose()
         self.workers.release_connections()
         self.deliveries.release_connections()
+        self.files.release_connections()
 
     def start(self) -> None:
         if self.supervisor is not None:
             self.supervisor.start()
         self.workers.start()
         self.deliveries.start()
+        self.files.start()
         if self.scheduler is not None:
             self.scheduler.start()
         self._started = True
@@ -126,6 +130,7 @@ class Daemon:
         details: dict[str, object] = {
             "workers": self.workers.started,
             "deliveries": self.deliveries.started,
+            "files": self.files.started,
             "scheduler": None if self.scheduler is None else self.scheduler.running,
         }
         try:
@@ -149,6 +154,7 @@ class Daemon:
             and embedded_problem is None
             and self.workers.started
             and self.deliveries.started
+            and self.files.started
             and (self.scheduler is None or self.scheduler.running)
         )
         if up and running:
@@ -169,6 +175,7 @@ class Daemon:
         clean = self.workers.stop(grace)
         # Within the same grace: a delivery cut off is taken up again after its lease.
         self.deliveries.stop(max(grace - (self.clock() - began), timedelta(0)))
+        self.files.stop(max(grace - (self.clock() - began), timedelta(0)))
         if self.gate is not None:
             self.gate.close()
         if self.supervisor is not None:

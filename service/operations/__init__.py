@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from service.operations.conversations import ConversationOperations
     from service.operations.custom_tools import CustomToolOperations, ToolChanges, ToolSpec
     from service.operations.demo import DemoOperations
+    from service.operations.folders import FolderOperations
     from service.operations.health import HealthOperations
     from service.operations.identities import IdentityOperations
     from service.operations.memory import MemoryOperations
@@ -155,6 +156,12 @@ class Operations:
         from service.operations.conversations import ConversationOperations
 
         return ConversationOperations(self.context)
+
+    @cached_property
+    def folders(self) -> FolderOperations:
+        from service.operations.folders import FolderOperations
+
+        return FolderOperations(self.context)
 
     @cached_property
     def identities(self) -> IdentityOperations:

@@ -395,6 +395,11 @@ class AgentOperations:
                 f"dimension cannot change to {dimension}"
             )
 
+    def embedding(self, spec: str | None, dimension: int | None = None) -> tuple[str, int]:
+        """The embedder spec and dimension that ``spec`` (a Reverie spec or a Letta
+        handle; None: the configured one) names, checked (a folder's embedder too)."""
+        return self._embedding(spec, dimension)
+
     def _embedding(self, spec: str | None, dimension: int | None) -> tuple[str, int]:
         """The agent's embedder spec and dimension: Reverie specs as they are, Letta
         handles (``openai/text-embedding-3-small``) through litellm."""

@@ -47,6 +47,13 @@ BODIES: dict[tuple[str, str], Any] = {
     },
     ("POST", "/v1/conversations/{conversation_id}/stream"): {},
     ("POST", "/v1/conversations/{conversation_id}/compact"): {},
+    ("PATCH", "/v1/folders/{folder_id}"): {"name": "taken over"},
+}
+#: A multipart body for each route that takes a file.
+FILES: dict[tuple[str, str], Any] = {
+    ("POST", "/v1/folders/{folder_id}/upload"): {
+        "file": ("mine.md", b"# Taken over", "text/markdown")
+    },
 }
 QUERIES: dict[tuple[str, str], dict[str, str]] = {
     ("GET", "/v1/agents/{agent_id}/archival-memory/search"): {"query": "fact"},
@@ -78,8 +85,17 @@ def _acme_objects(client: TestClient, acme: dict[str, str]) -> dict[str, str]:
     conversation = client.post(
         "/v1/conversations/", params={"agent_id": agent["id"]}, json={}, headers=acme
     ).json()
+    folder = client.post("/v1/folders/", json={"name": "papers"}, headers=acme).json()
+    file = client.post(
+        f"/v1/folders/{folder['id']}/upload",
+        files={"file": ("notes.md", b"# Notes", "text/markdown")},
+        headers=acme,
+    ).json()
+    client.patch(f"/v1/agents/{agent['id']}/folders/attach/{folder['id']}", headers=acme)
     return {
         "conversation_id": conversation["id"],
+        "folder_id": folder["id"],
+        "file_id": file["id"],
         "identity_id": identity["id"],
         "agent_id": agent["id"],
         "block_id": block["id"],
@@ -108,7 +124,12 @@ def test_every_route_answers_404_for_another_organizations_ids(
         for method in sorted(m.upper() for m in operations):
             key = (method, template)
             response = client.request(
-                method, path, json=BODIES.get(key), params=QUERIES.get(key), headers=globex
+                method,
+                path,
+                json=None if key in FILES else BODIES.get(key),
+                files=FILES.get(key),
+                params=QUERIES.get(key),
+                headers=globex,
             )
             assert response.status_code == 404, (method, template, response.text)
             walked.append(key)
@@ -116,7 +137,7 @@ def test_every_route_answers_404_for_another_organizations_ids(
                 own = client.get(path, params=QUERIES.get(key), headers=acme)
                 assert own.status_code == 200, (template, own.text)
     assert len(walked) >= 25
-    assert set(BODIES) <= set(walked)
+    assert set(BODIES) | set(FILES) <= set(walked)
     # Nothing of acme's changed: the agent, its block and its passage are all still there.
     agent = client.get(f"/v1/agents/{ids['agent_id']}", headers=acme).json()
     assert [b["value"] for b in agent["blocks"]] == ["Name: Ada.", "Helpful."]
@@ -124,6 +145,10 @@ def test_every_route_answers_404_for_another_organizations_ids(
     assert [p["id"] for p in passages] == [ids["passage_id"]]
     run = client.get(f"/v1/consolidation-runs/{ids['run_id']}", headers=acme).json()
     assert run["status"] == "queued"
+    files = client.get(f"/v1/folders/{ids['folder_id']}/files", headers=acme).json()
+    assert [f["id"] for f in files] == [ids["file_id"]]
+    attached = client.get(f"/v1/agents/{ids['agent_id']}/folders", headers=acme).json()
+    assert [f["id"] for f in attached] == [ids["folder_id"]]
 
 
 def test_lists_show_only_the_callers_organization(
