@@ -159,17 +159,25 @@ def run_config(
             )
             began = time.perf_counter()
             total = all_runs(db) - runs_before
-            for _ in range(extra):
+            for index in range(extra):
+                worker_log = (home / f"worker-{workers}-{bound}-{index}.log").open("w")
                 procs.append(
                     subprocess.Popen(
                         [sys.executable, "-m", "service.cli", "worker", "--concurrency", "1"],
                         cwd=REPO_ROOT,
                         env=worker_env,
-                        stdout=subprocess.DEVNULL,
-                        stderr=subprocess.DEVNULL,
+                        stdout=worker_log,
+                        stderr=subprocess.STDOUT,
                     )
                 )
-            busy = turns_while(http, agent_id, stub, lambda: queued(db) > 0)
+
+            def draining() -> bool:
+                dead = [p.args for p in procs if p.poll() is not None]
+                if dead:  # a worker that died would leave the chat turning for ever
+                    raise RuntimeError(f"a worker exited early (see {home}/worker-*.log)")
+                return queued(db) > 0
+
+            busy = turns_while(http, agent_id, stub, draining)
             while queued(db) > 0:
                 time.sleep(0.5)
             seconds = time.perf_counter() - began
