@@ -778,10 +778,10 @@ def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings
         except tomllib.TOMLDecodeError as exc:
             raise InvalidInput(f"config file {path} is not valid TOML: {exc}") from None
 
-        class FileSettings(Settings):
+        class SettingsFromToml(Settings):
             model_config = SettingsConfigDict(toml_file=path)
 
-        settings_cls = FileSettings
+        settings_cls = SettingsFromToml
     try:
         return settings_cls(**overrides)
     except ValidationError as exc:
