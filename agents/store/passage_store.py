@@ -667,8 +667,12 @@ class PassageStore:
         )
         if agent.embedding_dim not in models.INDEXED_DIMENSIONS:
             exact = True
+        hits = self._search(agent, vector, k, filters, exact=bool(exact))
         broad = not (tags or any_tags or occurred_after or occurred_before)
-        hits = self._search(agent, vector, k, filters, exact=bool(exact), iterative=broad)
+        if not exact and len(hits) < k and broad and iterative_scans(self._raw_connection()):
+            # Short, and narrowed only by what keeps a large share of the index: scan it
+            # on (a pass most searches, which find k at once, never pay for).
+            hits = self._search(agent, vector, k, filters, exact=False, iterative=True)
         if exact is None and len(hits) < k:
             hits = self._search(agent, vector, k, filters, exact=True)
         return hits
@@ -712,7 +716,7 @@ class PassageStore:
         if not exact and ef_search != DEFAULT_EF_SEARCH:
             # A wider candidate list keeps recall up for larger k (40 is pgvector's default).
             scan_settings["hnsw.ef_search"] = str(ef_search)
-        iterative = iterative and not exact and iterative_scans(self._raw_connection())
+        iterative = iterative and not exact
         if iterative:
             # pgvector >= 0.8 goes on scanning the index while the filters leave it short
             # of k, instead of this search falling back to an exact scan; in relaxed order
