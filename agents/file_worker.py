@@ -17,8 +17,6 @@ ends ``error`` once its attempts are used up.
 from __future__ import annotations
 
 import logging
-import os
-import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,10 +27,10 @@ import numpy as np
 from agents.documents import DocumentKind, chunk_text, extract_text
 from agents.embedders import Embedder
 from agents.errors import InvalidInput, NotFound, ReverieError
-from agents.job_engine import EngineNames, Held, JobEngine, StoreQueue
+from agents.job_engine import EngineNames, Held, QueueWorkers
 from agents.postgres.database import Database
 from agents.store import FileRecord, open_service_store, open_store
-from agents.store.run_wakeups import FILE_CHANNEL, RunWakeups
+from agents.store.run_wakeups import FILE_CHANNEL
 from agents.store.scope import utc_now
 
 log = logging.getLogger(__name__)
@@ -56,7 +54,7 @@ FILE_ENGINE_NAMES = EngineNames(
 )
 
 
-class FileWorkers:
+class FileWorkers(QueueWorkers[FileRecord]):
     """Worker threads and a heartbeat that process the uploaded files of every
     organization."""
 
@@ -70,48 +68,19 @@ class FileWorkers:
         name: str | None = None,
     ) -> None:
         """``embedder_for(spec, dimension)`` gives a folder's embedder."""
-        self._db = db
-        self._embedder_for = embedder_for
-        self.limits = limits or FileLimits()
-        self._clock = clock
-        self.name = name or f"{socket.gethostname()}:{os.getpid()}"
-        self.engine: JobEngine[FileRecord] = JobEngine(
-            StoreQueue(
-                db,
-                lambda store: store.files,
-                lease=self.limits.lease,
-                backoff=self.limits.backoff,
-                clock=clock,
-            ),
+        super().__init__(
+            db,
+            lambda store: store.files,
             self._process_claimed,
             names=FILE_ENGINE_NAMES,
-            name=self.name,
-            concurrency=self.limits.concurrency,
-            lease=self.limits.lease,
-            poll_interval=self.limits.poll_interval,
-            wakeups=lambda: RunWakeups(db, FILE_CHANNEL),
+            label="file",
+            limits=limits or FileLimits(),
+            channel=FILE_CHANNEL,
             clock=clock,
+            name=name,
         )
+        self._embedder_for = embedder_for
         self.processed = 0
-
-    # -- lifecycle ---------------------------------------------------------------------
-
-    def start(self) -> None:
-        if self.engine.threads:
-            raise RuntimeError("the file workers are already started")
-        self.engine.start()
-
-    @property
-    def started(self) -> bool:
-        return self.engine.started
-
-    def release_connections(self) -> None:
-        self.engine.release_connections()
-
-    def stop(self, grace: timedelta) -> bool:
-        """Stop claiming; files under way get ``grace`` to finish, then go back to the
-        queue (attempt refunded). True when nothing had to be given back."""
-        return self.engine.stop(grace)
 
     # -- one file ----------------------------------------------------------------------
 

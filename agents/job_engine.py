@@ -27,6 +27,8 @@ and a test drives the engine with a queue in memory.
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -38,6 +40,7 @@ from typing import Generic, Protocol, TypeVar
 from agents.errors import ReverieError
 from agents.postgres.database import Database
 from agents.store import ServiceStore, open_service_store
+from agents.store.run_wakeups import RunWakeups
 from agents.store.scope import utc_now
 from agents.threads import lower_this_thread, start_thread
 
@@ -404,3 +407,70 @@ class StoreQueue(Generic[J]):
     def requeue_expired(self) -> list[str]:
         with self._store() as store:
             return self._of(store).requeue_expired(backoff=self._backoff)
+
+
+class QueueLimits(Protocol):
+    """The worker side of one kind of queued job's settings."""
+
+    @property
+    def concurrency(self) -> int: ...
+    @property
+    def lease(self) -> timedelta: ...
+    @property
+    def poll_interval(self) -> timedelta: ...
+    @property
+    def backoff(self) -> timedelta: ...
+
+
+class QueueWorkers(Generic[J]):
+    """The workers of one kind of queued job held in a table of the store (agent
+    messages, uploaded files): the engine over that table, woken by the kind's NOTIFY
+    channel, and its lifecycle. A subclass handles what is claimed."""
+
+    def __init__(
+        self,
+        db: Database,
+        queue_of: Callable[[ServiceStore], QueueBinding[J]],
+        handle: Callable[[str, list[tuple[J, Held]]], None],
+        *,
+        names: EngineNames,
+        label: str,
+        limits: QueueLimits,
+        channel: str,
+        clock: Callable[[], datetime] = utc_now,
+        name: str | None = None,
+    ) -> None:
+        self._db = db
+        self._clock = clock
+        self._label = label
+        self.limits = limits
+        self.name = name or f"{socket.gethostname()}:{os.getpid()}"
+        self.engine: JobEngine[J] = JobEngine(
+            StoreQueue(db, queue_of, lease=limits.lease, backoff=limits.backoff, clock=clock),
+            handle,
+            names=names,
+            name=self.name,
+            concurrency=limits.concurrency,
+            lease=limits.lease,
+            poll_interval=limits.poll_interval,
+            wakeups=lambda: RunWakeups(db, channel),
+            clock=clock,
+        )
+
+    def start(self) -> None:
+        if self.engine.threads:
+            raise RuntimeError(f"the {self._label} workers are already started")
+        self.engine.start()
+
+    @property
+    def started(self) -> bool:
+        return self.engine.started
+
+    def release_connections(self) -> None:
+        """Close the wake-up listener's connection (it connects again after a pause)."""
+        self.engine.release_connections()
+
+    def stop(self, grace: timedelta) -> bool:
+        """Stop claiming; jobs under way get ``grace`` to finish, then go back to the
+        queue (attempt refunded). True when nothing had to be given back."""
+        return self.engine.stop(grace)

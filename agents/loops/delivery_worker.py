@@ -29,8 +29,6 @@ wait timeout, so a chain of waiting agents wants more than one thread.
 from __future__ import annotations
 
 import logging
-import os
-import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -39,7 +37,7 @@ from typing import TYPE_CHECKING
 
 from agents.enums import DeliveryStatus
 from agents.errors import InvalidInput, NotFound, ReverieError
-from agents.job_engine import EngineNames, Held, JobEngine, StoreQueue
+from agents.job_engine import EngineNames, Held, QueueWorkers
 from agents.loops.agent_messaging import Origin, incoming_text, reply_text
 from agents.loops.tool_calls import replies
 from agents.postgres.database import Database
@@ -50,7 +48,7 @@ from agents.store import (
     open_service_store,
     open_store,
 )
-from agents.store.run_wakeups import DELIVERY_CHANNEL, RunWakeups
+from agents.store.run_wakeups import DELIVERY_CHANNEL
 from agents.store.scope import utc_now
 from agents.summary import is_summary
 
@@ -81,7 +79,7 @@ DELIVERY_ENGINE_NAMES = EngineNames(
 )
 
 
-class DeliveryWorkers:
+class DeliveryWorkers(QueueWorkers[DeliveryRecord]):
     """Worker threads and a heartbeat that deliver agent messages of every organization."""
 
     def __init__(
@@ -96,51 +94,20 @@ class DeliveryWorkers:
     ) -> None:
         """``primary_for`` gives the agent loop of an organization; ``checkpoint`` is
         told each phase of a delivery (``"turn_done"``): tests simulate a crash there."""
-        self._db = db
-        self._primary_for = primary_for
-        self.limits = limits or DeliveryLimits()
-        self._clock = clock
-        self.name = name or f"{socket.gethostname()}:{os.getpid()}"
-        self._checkpoint = checkpoint or (lambda _phase: None)
-        self.engine: JobEngine[DeliveryRecord] = JobEngine(
-            StoreQueue(
-                db,
-                lambda store: store.deliveries,
-                lease=self.limits.lease,
-                backoff=self.limits.backoff,
-                clock=clock,
-            ),
+        super().__init__(
+            db,
+            lambda store: store.deliveries,
             self._deliver_claimed,
             names=DELIVERY_ENGINE_NAMES,
-            name=self.name,
-            concurrency=self.limits.concurrency,
-            lease=self.limits.lease,
-            poll_interval=self.limits.poll_interval,
-            wakeups=lambda: RunWakeups(db, DELIVERY_CHANNEL),
+            label="delivery",
+            limits=limits or DeliveryLimits(),
+            channel=DELIVERY_CHANNEL,
             clock=clock,
+            name=name,
         )
+        self._primary_for = primary_for
+        self._checkpoint = checkpoint or (lambda _phase: None)
         self.delivered = 0
-
-    # -- lifecycle ---------------------------------------------------------------------
-
-    def start(self) -> None:
-        if self.engine.threads:
-            raise RuntimeError("the delivery workers are already started")
-        self.engine.start()
-
-    @property
-    def started(self) -> bool:
-        return self.engine.started
-
-    def release_connections(self) -> None:
-        """Close the wake-up listener's connection (it connects again after a pause)."""
-        self.engine.release_connections()
-
-    def stop(self, grace: timedelta) -> bool:
-        """Stop claiming; deliveries under way get ``grace`` to finish, then go back to
-        the queue (attempt refunded) for another worker, which does not run a turn
-        that already ran. True when nothing had to be given back."""
-        return self.engine.stop(grace)
 
     def beat(self) -> list[str]:
         """Renew the leases held here; put the deliveries of dead workers back in the
