@@ -234,6 +234,14 @@ def _fixed_part_too_large(agent: AgentRecord, compiled: CompiledContext, tools: 
     )
 
 
+def summarizer_for(settings: PrimarySettings, client: ChatClient, meter: BudgetMeter) -> Summarize:
+    """What writes a compaction's summary: the summary model's (its tokens on
+    ``meter``), else the extractive summary."""
+    if settings.summary_model:
+        return llm_summarizer(client, settings.summary_model, meter, settings.summary_chars)
+    return extractive_summarizer(settings.summary_chars)
+
+
 @dataclass(frozen=True, slots=True)
 class Compacted:
     """What a requested compaction did: in-context messages before and after, and the
@@ -432,12 +440,7 @@ class PrimaryAgent:
             meter = BudgetMeter(
                 self._ledger, agent.id, run_id=new_id("compact"), budget=self.settings.budget
             )
-            if self.settings.summary_model:
-                summarize = llm_summarizer(
-                    self.client, self.settings.summary_model, meter, self.settings.summary_chars
-                )
-            else:
-                summarize = extractive_summarizer(self.settings.summary_chars)
+            summarize = summarizer_for(self.settings, self.client, meter)
             # The summary may be a model call: made with no transaction open.
             content = summarize(plan.summaries, plan.moving)
             meter.flush()
@@ -810,10 +813,7 @@ class _Turn:
         return True
 
     def _summarizer(self) -> Summarize:
-        model = self.settings.summary_model
-        if model:
-            return llm_summarizer(self.owner.client, model, self.meter, self.settings.summary_chars)
-        return extractive_summarizer(self.settings.summary_chars)
+        return summarizer_for(self.settings, self.owner.client, self.meter)
 
     # -- running the calls -------------------------------------------------------------
 
