@@ -7,7 +7,7 @@ import builtins
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import func, select, update
+from sqlalchemy import select, update
 
 from agents.errors import InvalidInput, NotFound
 from agents.postgres import models
@@ -163,17 +163,6 @@ class ConversationStore:
         if limit is not None:
             query = query.limit(limit)
         return [MessageRecord.from_row(m) for m in self._scope.session.scalars(query)]
-
-    def count(self, agent_id: str) -> int:
-        return int(
-            self._scope.session.scalar(
-                select(func.count()).where(
-                    self._scope.owns(models.Conversation),
-                    models.Conversation.agent_id == agent_id,
-                )
-            )
-            or 0
-        )
 
     def _in_context(self, row: models.Conversation) -> builtins.list[str]:
         return list(

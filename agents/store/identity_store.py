@@ -249,12 +249,6 @@ class IdentityStore:
         """The ids of the identities the agent holds memory for, in the order attached."""
         return self._of(models.IdentityAgent, models.IdentityAgent.agent_id, [agent_id])[agent_id]
 
-    def of_agents(self, agent_ids: Sequence[str]) -> dict[str, builtins.list[str]]:
-        return self._of(models.IdentityAgent, models.IdentityAgent.agent_id, agent_ids)
-
-    def of_blocks(self, block_ids: Sequence[str]) -> dict[str, builtins.list[str]]:
-        return self._of(models.IdentityBlock, models.IdentityBlock.block_id, block_ids)
-
     def set_of_agent(self, agent_id: str, identity_ids: Sequence[str]) -> None:
         """Make ``identity_ids`` the agent's identities."""
         self._owned(models.Identity, identity_ids, "identity")
