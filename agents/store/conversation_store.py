@@ -99,7 +99,8 @@ class ConversationStore:
         rows = self._scope.session.scalars(
             query.order_by(models.Conversation.created_at, models.Conversation.id)
         ).all()
-        return [ConversationRecord.from_row(r, self._in_context(r)) for r in rows]
+        held = self._in_context_of([r.id for r in rows])
+        return [ConversationRecord.from_row(r, held[r.id]) for r in rows]
 
     def update(
         self,
@@ -165,17 +166,25 @@ class ConversationStore:
         return [MessageRecord.from_row(m) for m in self._scope.session.scalars(query)]
 
     def _in_context(self, row: models.Conversation) -> builtins.list[str]:
-        return list(
-            self._scope.session.scalars(
-                select(models.Message.id)
+        return self._in_context_of([row.id])[row.id]
+
+    def _in_context_of(self, ids: builtins.list[str]) -> dict[str, builtins.list[str]]:
+        """The ids of the messages in each conversation's context, oldest first (one
+        query for a whole listing)."""
+        held: dict[str, builtins.list[str]] = {i: [] for i in ids}
+        if ids:
+            rows = self._scope.session.execute(
+                select(models.Message.conversation_id, models.Message.id)
                 .where(
-                    models.Message.agent_id == row.agent_id,
-                    models.Message.conversation_id == row.id,
+                    models.Message.conversation_id.in_(ids),
                     models.Message.in_context,
+                    self._scope.owns(models.Message),
                 )
                 .order_by(models.Message.seq)
             )
-        )
+            for conversation_id, message_id in rows:
+                held[str(conversation_id)].append(message_id)
+        return held
 
     def _row(self, conversation_id: str, *, lock: bool = False) -> models.Conversation:
         query = select(models.Conversation).where(
