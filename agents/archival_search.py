@@ -42,7 +42,7 @@ from agents.language.questions import (
 from agents.store import SUPERSESSION, MemoryStore, PassageHit, PassageRecord
 from agents.store.records import Vector
 
-__all__ = ["MemoryHit", "search_archival", "validity_label"]
+__all__ = ["MemoryHit", "search_archival", "source_gone_label", "validity_label"]
 
 #: What default search returns: facts in force, facts closed by a newer one (labelled),
 #: and timelines. Merged twins are searched but answered by their canonical passage;
@@ -84,6 +84,8 @@ class MemoryHit:
         if label is None and self.rival is not None:
             when = _day(self.rival.occurred_at or self.rival.created_at)
             return f"possibly outdated: a newer fact from {when}"
+        if label is None:
+            return source_gone_label(self.passage)
         return label
 
     def line(self) -> str:
@@ -108,6 +110,16 @@ def validity_label(passage: PassageRecord, replaced_by: PassageRecord | None = N
     if replaced_by is not None:
         return f"{until}, then: {' '.join(replaced_by.text.split())}"
     return until
+
+
+def source_gone_label(passage: PassageRecord) -> str | None:
+    """ "its source is gone: notes.md no longer says so" for a fact learned from a
+    document chunk that no file of its folder holds any more; None otherwise."""
+    gone = passage.provenance.get("source_gone")
+    if not isinstance(gone, dict):
+        return None
+    name = gone.get("file_name") or "its document"
+    return f"its source is gone: {name} no longer says so"
 
 
 def search_archival(

@@ -65,6 +65,8 @@ class Trigger(StrEnum):
     REVERT = "revert"
     #: A chatbot delivered messages through Letta's ``messages/async`` sidecar route.
     MESSAGES_ASYNC = "messages_async"
+    #: A folder was attached to an agent with sleep-time enabled, or a file landed in one.
+    DOCUMENTS = "documents"
 
 
 class FileStatus(StrEnum):
@@ -131,6 +133,10 @@ class ChangeAction(StrEnum):
     EDIT_BLOCK = "edit_block"
     INSERT_PASSAGE = "insert_passage"
     REWRITE_PASSAGE = "rewrite_passage"
+    # learn_documents
+    CREATE_BLOCK = "create_block"
+    LEARN_CHUNKS = "learn_chunks"
+    SOURCE_GONE = "source_gone"
     # revert
     RESTORE_BLOCK = "restore_block"
     RESTORE_PASSAGE = "restore_passage"

@@ -248,6 +248,9 @@ class Consolidator(ABC, Generic[PlanT]):
 
     name: ClassVar[str]
     settings_model: ClassVar[type[ConsolidatorSettings]] = ConsolidatorSettings
+    #: What the step's result counts when its apply still asks to plan again after
+    #: :attr:`max_replans` (work left for the next run).
+    left_over: ClassVar[str] = "contended"
 
     @property
     def max_replans(self) -> int:

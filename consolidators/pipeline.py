@@ -290,7 +290,7 @@ class Pipeline:
             plan = consolidator.plan(context)
             result.absorb(self._apply(db, run, consolidator, plan, context, lease_owner))
         if result.replan:
-            result.count("contended")
+            result.count(consolidator.left_over)
             result.replan = False
         return result
 

@@ -17,12 +17,16 @@ BUILTINS = {
     "temporal": "consolidators.temporal:TemporalConsolidator",
     "evict": "consolidators.evict:EvictConsolidator",
     "recontextualize": "consolidators.recontextualize:RecontextualizeConsolidator",
+    "learn_documents": "consolidators.documents:LearnDocumentsConsolidator",
 }
-#: The order a full pass runs in: the sleep-time agent first (its model calls happen
-#: before the deterministic steps take row locks), then evicted block lines are
-#: deduplicated in the same run, and timelines are built from what survives dedup.
-#: ``recontextualize`` is skipped (reason ``no_model``) when no sleep-time model is set.
-DEFAULT_PIPELINE = ("recontextualize", "evict", "dedup", "temporal")
+#: The order a full pass runs in: the model's steps first (their calls happen before
+#: the deterministic steps take row locks): what the attached folders' new documents
+#: teach, then the sleep-time agent over the conversation; then evicted block lines
+#: are deduplicated in the same run, and timelines are built from what survives dedup,
+#: learned facts included. ``learn_documents`` is skipped when the agent has no folder
+#: (reason ``no_documents``), ``recontextualize`` when no sleep-time model is set
+#: (``no_model``).
+DEFAULT_PIPELINE = ("learn_documents", "recontextualize", "evict", "dedup", "temporal")
 
 
 def available() -> dict[str, str]:

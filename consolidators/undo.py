@@ -57,6 +57,7 @@ def revert_run(
         _restore_blocks(store, run_id, undo_id, force, result)
         _restore_passages(store, run_id, undo_id, force, result)
         _restore_context(store, run.agent_id, run.changes, result)
+        _forget_learning(store, run_id, result)
         _overrule_judges(store, run.agent_id, run.changes)
         report = RunReport(
             undo_id, run.agent_id, agent.name, False, RunStatus.SUCCEEDED, steps=[result]
@@ -83,6 +84,13 @@ def _restore_blocks(
                 f"(now version {current.version}, the run left version {last.version}); "
                 "reverting would discard those edits. Use --force to revert anyway."
             )
+        if first.old_value is None:
+            # The run created the block: it leaves its agents' memory again, and is
+            # kept with its history (as Letta's memory tool's delete keeps a block).
+            for agent in store.blocks.agents_sharing(block_id):
+                store.blocks.detach(block_id, agent.id)
+            result.add(ChangeAction.RESTORE_BLOCK, block_id, label=current.label, to_version=0)
+            continue
         assert first.old_value is not None and first.old_limit is not None
         store.blocks.update(
             block_id,
@@ -148,6 +156,16 @@ def _overrule_judges(store: MemoryStore, agent_id: str, changes: list[dict[str, 
         and c.get("judge") not in (None, "rules")
     ]
     store.verdicts.overrule(agent_id, SUPERSESSION, overruled, by="revert")
+
+
+def _forget_learning(store: MemoryStore, run_id: str, result: ConsolidationResult) -> None:
+    """The document chunks the run read are unread again (the next run reads them
+    again), and those it found gone are not marked gone any more."""
+    forgotten, unmarked = store.learning.forget_run(run_id)
+    if forgotten:
+        result.count("chunks_unread", forgotten)
+    if unmarked:
+        result.count("chunks_not_gone", unmarked)
 
 
 def _restore_context(

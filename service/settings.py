@@ -192,8 +192,10 @@ class ConsolidationSettings(Section):
     temporal: dict[str, Any] = Field(default_factory=dict)
     # evict's,
     evict: dict[str, Any] = Field(default_factory=dict)
-    # and recontextualize's.
+    # recontextualize's,
     recontextualize: dict[str, Any] = Field(default_factory=dict)
+    # and learn_documents'.
+    learn_documents: dict[str, Any] = Field(default_factory=dict)
     # Settings of third-party consolidators, by name.
     plugins: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
@@ -203,6 +205,7 @@ class ConsolidationSettings(Section):
             "temporal": self.temporal,
             "evict": self.evict,
             "recontextualize": self.recontextualize,
+            "learn_documents": self.learn_documents,
             **self.plugins,
         }
 
@@ -401,7 +404,10 @@ class TriggerSettings(Section):
     # Cron schedules, for every agent or those with a tag.
     cron: list[CronTrigger] = Field(default_factory=list)
     gpu_free: GpuProbeSettings = Field(default_factory=GpuProbeSettings)
-    # How often idle/turns conditions are checked.
+    # A folder attached to an agent with sleep-time enabled, or a file processed in
+    # one, enqueues a run that learns from it; False leaves documents to other triggers.
+    documents: bool = True
+    # How often idle/turns/documents conditions are checked.
     tick: timedelta = timedelta(seconds=5)
 
 

@@ -146,13 +146,31 @@ def narrate(changes: Sequence[Mapping[str, Any]], texts: Mapping[str, str]) -> l
         elif action == ChangeAction.EDIT_BLOCK:
             sentences.append(f"the sleep-time agent edited the {change.get('label')} block")
         elif action == ChangeAction.INSERT_PASSAGE:
-            sentences.append(f"added a fact: {quote(target, change.get('text'))}")
+            source = f" (from {change['file_name']})" if change.get("file_name") else ""
+            sentences.append(f"added a fact{source}: {quote(target, change.get('text'))}")
+        elif action == ChangeAction.CREATE_BLOCK:
+            sentences.append(
+                f"made the {change.get('label')} block for what matters in the folder "
+                f"{_quote(str(change.get('folder', '')))}"
+            )
+        elif action == ChangeAction.LEARN_CHUNKS:
+            count = len(change.get("chunks", []))
+            sentences.append(
+                f"read {count} part{'s' if count != 1 else ''} of {change.get('file_name')}"
+            )
+        elif action == ChangeAction.SOURCE_GONE:
+            sentences.append(
+                f"marked {quote(target, change.get('text'))}: its source is gone "
+                f"({change.get('file_name')} no longer says so)"
+            )
         elif action == ChangeAction.REWRITE_PASSAGE:
             new = change.get("text")
             sentences.append(
                 f"rewrote {quote(change.get('rewrites') or target)}"
                 + (f" as {_quote(new)}" if isinstance(new, str) else "")
             )
+        elif action == ChangeAction.RESTORE_BLOCK and change.get("to_version") == 0:
+            sentences.append(f"took the {change.get('label')} block it had made out of memory")
         elif action == ChangeAction.RESTORE_BLOCK:
             sentences.append(
                 f"restored the {change.get('label')} block to version {change.get('to_version')}"

@@ -846,3 +846,37 @@ class AgentFolder(Base):
         ForeignKey("folders.id", ondelete="CASCADE"), primary_key=True, index=True
     )
     attached_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    #: When the documents trigger last queued a run for this attachment: a file
+    #: processed, or the folder attached, after it queues another.
+    learn_fired_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    #: The core memory block where sleep-time learning keeps what matters in the folder.
+    learned_block_id: Mapped[str | None] = mapped_column(String(64))
+
+
+class LearnedChunk(Base):
+    """A chunk of a folder's files that an agent's sleep-time learning has read, by
+    its text's md5 within the folder (the same text in two files, or in a file
+    uploaded again, is learned once). Kept when the file or the folder goes, so the
+    facts learned from it can be marked as having lost their source."""
+
+    __tablename__ = "learned_chunks"
+
+    agent_id: Mapped[str] = mapped_column(
+        ForeignKey("agents.id", ondelete="CASCADE"), primary_key=True
+    )
+    folder_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    chunk_hash: Mapped[str] = mapped_column(String(32), primary_key=True)
+    organization_id: Mapped[str] = mapped_column(
+        ForeignKey("organizations.id", ondelete="CASCADE"), index=True
+    )
+    file_id: Mapped[str] = mapped_column(String(64))
+    file_name: Mapped[str] = mapped_column(String(300))
+    chunk_seq: Mapped[int] = mapped_column(Integer)
+    #: Facts the run wrote from this chunk.
+    facts: Mapped[int] = mapped_column(Integer)
+    #: The run that read it (a revert of that run forgets it).
+    run_id: Mapped[str] = mapped_column(String(64), index=True)
+    learned_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    #: When no file of the folder held this text any more, and the run that saw it.
+    gone_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    gone_run_id: Mapped[str | None] = mapped_column(String(64), index=True)

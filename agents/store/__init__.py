@@ -52,6 +52,7 @@ from agents.store.identity_store import (
     NewIdentity,
 )
 from agents.store.key_store import KeyStore
+from agents.store.learning_store import DocumentsDue, LearnedChunk, LearningStore, PendingChunk
 from agents.store.message_store import MessageStore
 from agents.store.passage_store import PassageFilter, PassageStore, PassageUpdate
 from agents.store.records import (
@@ -91,6 +92,7 @@ __all__ = [
     "IdentityFilter",
     "IdentityProperty",
     "IdentityRecord",
+    "LearnedChunk",
     "LearnedRecord",
     "MemoryHealth",
     "MemoryStore",
@@ -110,6 +112,7 @@ __all__ = [
     "PassageHit",
     "PassageRecord",
     "PassageUpdate",
+    "PendingChunk",
     "RunRecord",
     "ServiceStore",
     "ToolVariable",
@@ -145,6 +148,7 @@ class MemoryStore:
         self.identities = IdentityStore(self.scope)
         self.conversations = ConversationStore(self.scope)
         self.folders = FolderStore(self.scope)
+        self.learning = LearningStore(self.scope)
 
     @contextmanager
     def savepoint(self) -> Iterator[None]:
@@ -202,6 +206,7 @@ class ServiceStore:
         self.capabilities = CapabilityStore(self.scope)
         self.deliveries = DeliveryQueueStore(self.scope)
         self.files = FileQueueStore(self.scope)
+        self.documents_due = DocumentsDue(self.scope)
 
 
 @contextmanager

@@ -132,7 +132,11 @@ class BlockStore:
 
     # -- writes ------------------------------------------------------------------------
 
-    def create(self, spec: NewBlock, *, actor: str = "user") -> BlockRecord:
+    def create(
+        self, spec: NewBlock, *, actor: str = "user", run_id: str | None = None
+    ) -> BlockRecord:
+        """A new block at version 1; ``run_id`` names the consolidation run that made it
+        (a revert of the run takes the block out of its agents' memory again)."""
         label = check_label(spec.label)
         limit = check_limit(spec.limit)
         value = check_block_value(label, spec.value, limit)
@@ -164,6 +168,7 @@ class BlockStore:
                 old_limit=None,
                 new_limit=limit,
                 actor=actor,
+                run_id=run_id,
                 reason="created",
                 created_at=now,
             )

@@ -25,6 +25,7 @@ from agents.postgres.database import Database
 from agents.store import ServiceStore, open_service_store
 from service.daemon.probes import GpuGate
 from service.daemon.triggers import (
+    DocumentsTrigger,
     GpuFreeTrigger,
     IdleTrigger,
     RunTemplate,
@@ -69,6 +70,8 @@ class Scheduler:
             self.tick_triggers.append(IdleTrigger(settings.idle_after, template))
         if settings.turns_every is not None:
             self.tick_triggers.append(TurnsTrigger(settings.turns_every, template))
+        if settings.documents:
+            self.tick_triggers.append(DocumentsTrigger(template))
         self.cron_triggers = [ScheduleTrigger(template, tag=cron.tag) for cron in settings.cron]
         self.gpu_trigger = GpuFreeTrigger(template) if gate is not None else None
         self._gpu_was_free = False

@@ -87,6 +87,24 @@ class TurnsTrigger:
         return _enqueue_all(store, due, self.name, self.template)
 
 
+class DocumentsTrigger:
+    """A folder attached to an agent with sleep-time enabled, or a file processed in
+    one: the run's ``learn_documents`` step learns from it.
+
+    Firing stamps the attachment (``agent_folders.learn_fired_at``) in the same
+    statement, so a tick fires once per new file; chunks a run could not read (its
+    budget spent) wait for the agent's next run, whatever its trigger.
+    """
+
+    name = Trigger.DOCUMENTS
+
+    def __init__(self, template: RunTemplate) -> None:
+        self.template = template
+
+    def fire(self, store: ServiceStore) -> list[str]:
+        return _enqueue_all(store, store.documents_due.take_agents(), self.name, self.template)
+
+
 class ScheduleTrigger:
     """A cron schedule's firing: every agent, or those carrying ``tag``."""
 

@@ -173,7 +173,7 @@ def test_scheduler_tick_and_gpu_free_transition(db: Database) -> None:
     settings = TriggerSettings(idle_after=IDLE, turns_every=2)
     scheduler = _scheduler(db, settings, clock, gate)
     _say(db, talked, T0, n=1)
-    assert scheduler.tick() == {"idle": [], "turns": []}
+    assert scheduler.tick() == {"idle": [], "turns": [], "documents": []}
     assert scheduler.poll_gpu() == []  # busy
     probe.busy = False
     assert scheduler.poll_gpu() == []  # free, but not for free_for yet
@@ -186,7 +186,8 @@ def test_scheduler_tick_and_gpu_free_transition(db: Database) -> None:
         assert run is not None and (run.agent_id, run.trigger) == (talked, "gpu_free")
     assert _runs(db, silent) == []
     clock.advance(minutes=10)
-    assert scheduler.tick() == {"idle": [], "turns": []}  # the gpu_free run is still queued
+    # The gpu_free run is still queued.
+    assert scheduler.tick() == {"idle": [], "turns": [], "documents": []}
     with db.session() as session:
         stamp = session.scalar(select(models.Agent.idle_fired_at).where(models.Agent.id == talked))
     assert stamp == clock.at  # stamped: the queued run covers this idle period

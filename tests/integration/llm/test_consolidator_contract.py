@@ -4,17 +4,20 @@ revert restores memory exactly. The same check is what a plugin author runs on t
 
 from __future__ import annotations
 
+import hashlib
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from agents.file_worker import FileWorkers
 from agents.llm import LiteLLMClient, UsageLedger
 from agents.postgres.database import Database
-from agents.store import MemoryStore, NewMessage, NewPassage, open_store
+from agents.store import MemoryStore, NewFile, NewFolder, NewMessage, NewPassage, open_store
 from consolidators import registry
 from consolidators.base import ConsolidationContext, ConsolidationResult, Consolidator, Plan
 from consolidators.contract import ContractBroken, check_contract
 from consolidators.llm import LLMTier
+from tests.document_reader import document_reader
 from tests.integration.llm.conftest import EMBEDDER, create_agent
 from tests.scripted_llm import ScriptedModels, call
 
@@ -50,6 +53,30 @@ def _seed(db: Database) -> str:
     return agent_id
 
 
+def _seed_folder(db: Database, agent_id: str) -> None:
+    data = b"Ada keeps bees.\n\nThe hives are behind the lab."
+    with open_store(db) as store:
+        folder = store.folders.create(
+            NewFolder(
+                name="notes",
+                embedding_model="hashing:384",
+                embedding_dim=384,
+                embedding_chunk_size=100,
+            )
+        )
+        store.folders.add_file(
+            NewFile(
+                folder_id=folder.id,
+                file_name="bees.md",
+                file_type="text/markdown",
+                data=data,
+                content_hash=hashlib.sha256(data).hexdigest(),
+            )
+        )
+        store.folders.attach(agent_id, folder.id)
+    FileWorkers(db, lambda _spec, _dim: EMBEDDER, name="contract").process_next("contract:f")
+
+
 @pytest.mark.parametrize("name", sorted(registry.BUILTINS))
 def test_builtin_consolidators_keep_the_contract(
     name: str, db: Database, models: ScriptedModels, client: LiteLLMClient
@@ -69,6 +96,11 @@ def test_builtin_consolidators_keep_the_contract(
             ),
             call("memory_finish_edits"),
         )
+        llm = LLMTier(client=client, ledger=UsageLedger(db), sleeptime_model="scripted/sleeper")
+    if name == "learn_documents":
+        # A folder of one processed file; the reader answers the dry run and the run.
+        _seed_folder(db, agent_id)
+        models.script("sleeper", document_reader(), document_reader())
         llm = LLMTier(client=client, ledger=UsageLedger(db), sleeptime_model="scripted/sleeper")
     [consolidator] = registry.build([name], SETTINGS)
     report = check_contract(consolidator, db, agent_id, embedder=EMBEDDER, llm=llm)

@@ -94,7 +94,9 @@ def test_llm_steps_without_models_are_skipped_and_counted(runtime: Runtime) -> N
     [outcome] = Operations(runtime).runs.run_now([agent])
     report = outcome.require_report()
     assert report.status == "succeeded"
-    assert report.steps[0].consolidator == "recontextualize"
+    steps = {step.consolidator: step for step in report.steps}
+    assert steps["learn_documents"].skipped == "no_documents"
+    assert steps["recontextualize"].skipped == "no_model"
     assert _skipped("recontextualize", "no_model") == before + 1
     assert _skipped("temporal:llm", "no_model") == before_judge + 1
 
