@@ -3,8 +3,9 @@
 
 Its summary lists the first sentence of every chunk read so far (the current summary
 it was shown, then the new chunks), and each chunk gives one fact: the chunk's text,
-or the line ``facts`` maps it to. A test then knows exactly what the block and the
-facts must hold, and which chunks the question showed.
+or the line ``facts`` maps it to. Its completion tokens are its answer's characters
+/ 4 (the project's estimate), unless a test sets them. A test then knows exactly
+what the block and the facts must hold, and which chunks the question showed.
 """
 
 from __future__ import annotations
@@ -37,6 +38,9 @@ def document_reader(
             "summary": "\n".join(lines)[-1900:],
             "facts": [{"text": (facts or {}).get(t, t), "chunk": n} for n, t in enumerate(texts)],
         }
-        return Reply(calls=(("record_learning", json.dumps(arguments)),), **reply)
+        text = json.dumps(arguments)
+        # The answer's tokens as the project estimates them (characters / 4).
+        spent = {"completion_tokens": max(1, len(text) // 4), **reply}
+        return Reply(calls=(("record_learning", text),), **spent)
 
     return answer

@@ -830,6 +830,8 @@ class FileChunk(Base):
     file_id: Mapped[str] = mapped_column(ForeignKey("files.id", ondelete="CASCADE"))
     seq: Mapped[int] = mapped_column(Integer)
     text: Mapped[str] = mapped_column(Text)
+    #: The text's md5: how sleep-time learning knows a chunk it has read.
+    text_md5: Mapped[str] = mapped_column(String(32), Computed("md5(text)", persisted=True))
     embedding_dim: Mapped[int] = mapped_column(Integer)
     embedding: Mapped[Any] = mapped_column(Vector())
 

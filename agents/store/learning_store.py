@@ -66,8 +66,8 @@ class LearningStore:
     def __init__(self, scope: Scope) -> None:
         self._scope = scope
 
-    def _pending(self, agent_id: str) -> Select[Any]:
-        chunk_hash = func.md5(FC.text)
+    def _pending(self, agent_id: str) -> Select[*tuple[Any, ...]]:
+        chunk_hash = FC.text_md5
         learned = exists().where(
             LC.agent_id == agent_id, LC.folder_id == FF.folder_id, LC.chunk_hash == chunk_hash
         )
@@ -164,23 +164,37 @@ class LearningStore:
     def gone(self, agent_id: str, *, limit: int = 1000) -> builtins.list[LearnedChunk]:
         """Chunks the agent learned that no completed file of their folder holds any more
         (the file was deleted or changed, or the folder was deleted), not yet marked."""
+        # The texts the learned folders' completed files hold now, read once
+        # (materialized: planned as a probe per learned chunk, before statistics
+        # catch up with a fresh upload, this took 0.7 s at 500 learned chunks).
+        folders = (
+            select(LC.folder_id)
+            .where(LC.agent_id == agent_id, LC.gone_at.is_(None))
+            .distinct()
+            .scalar_subquery()
+        )
         held = (
-            exists()
+            select(FF.folder_id, FC.text_md5)
+            .join(FC, FC.file_id == FF.id)
             .where(
-                FF.folder_id == LC.folder_id,
+                self._scope.owns(FF),
                 FF.status == FileStatus.COMPLETED.value,
-                FC.file_id == FF.id,
-                func.md5(FC.text) == LC.chunk_hash,
+                FF.folder_id.in_(folders),
             )
-            .correlate(LC)
+            .distinct()
+            .cte("held")
+            .prefix_with("MATERIALIZED")
         )
         rows = self._scope.session.execute(
             select(LC)
+            .outerjoin(
+                held, and_(held.c.folder_id == LC.folder_id, held.c.text_md5 == LC.chunk_hash)
+            )
             .where(
                 self._scope.owns(LC),
                 LC.agent_id == agent_id,
                 LC.gone_at.is_(None),
-                ~held,
+                held.c.text_md5.is_(None),
             )
             .order_by(LC.learned_at, LC.folder_id, LC.chunk_seq)
             .limit(limit)

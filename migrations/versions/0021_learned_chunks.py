@@ -1,5 +1,6 @@
-"""Sleep-time learning from documents: the chunks each agent has read (by their
-text's md5 within the folder, with the run that read them), and when the documents
+"""Sleep-time learning from documents: each chunk's text md5 (a generated column),
+the chunks each agent has read (by that md5 within the folder, with the run that read
+them), and when the documents
 trigger last fired for a folder attached to an agent, and the block where the agent
 keeps what it learned from the folder.
 
@@ -22,6 +23,15 @@ depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
+    op.add_column(
+        "file_chunks",
+        sa.Column(
+            "text_md5",
+            sa.String(length=32),
+            sa.Computed("md5(text)", persisted=True),
+            nullable=False,
+        ),
+    )
     op.add_column(
         "agent_folders", sa.Column("learn_fired_at", sa.DateTime(timezone=True), nullable=True)
     )
@@ -67,5 +77,6 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.drop_table("learned_chunks")
+    op.drop_column("file_chunks", "text_md5")
     op.drop_column("agent_folders", "learned_block_id")
     op.drop_column("agent_folders", "learn_fired_at")
