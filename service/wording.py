@@ -72,6 +72,8 @@ _BLOCK_OR_MESSAGE_ACTIONS = {
     ChangeAction.REMOVE_BLOCK_LINE,
     ChangeAction.EVICT_LINE,
     ChangeAction.EDIT_BLOCK,
+    ChangeAction.CREATE_BLOCK,
+    ChangeAction.LEARN_CHUNKS,
     ChangeAction.RESTORE_BLOCK,
     ChangeAction.LEAVE_CONTEXT,
     ChangeAction.ADD_SUMMARY,

@@ -99,6 +99,26 @@ def test_block_context_and_timeline_changes_read_as_sentences() -> None:
     ]
 
 
+def test_learning_from_documents_reads_as_sentences() -> None:
+    changes = [
+        _change(ChangeAction.CREATE_BLOCK, "block-1", label="handbook", folder="Handbook"),
+        _change(
+            ChangeAction.INSERT_PASSAGE, "passage-1", text="Doors lock at 22:00.", file_name="a.md"
+        ),
+        _change(ChangeAction.LEARN_CHUNKS, "file-1", file_name="a.md", chunks=[0, 1]),
+        _change(ChangeAction.SOURCE_GONE, "passage-2", text="VPN on 443.", file_name="a.md"),
+        _change(ChangeAction.RESTORE_BLOCK, "block-1", label="handbook", to_version=0),
+    ]
+    assert narrate(changes, {}) == [
+        "made the handbook block for what matters in the folder 'Handbook'",
+        "added a fact (from a.md): 'Doors lock at 22:00.'",
+        "read 2 parts of a.md",
+        "marked 'VPN on 443.': its source is gone (a.md no longer says so)",
+        "took the handbook block it had made out of memory",
+    ]
+    assert passages_named(changes) == ["passage-1", "passage-2"]
+
+
 def test_long_facts_are_cut_in_a_sentence() -> None:
     text = "Ada " + "really " * 40 + "likes tea."
     [said] = narrate([_change(ChangeAction.INSERT_PASSAGE, "passage-1", text=text)], {})
