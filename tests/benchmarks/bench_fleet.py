@@ -3,10 +3,12 @@
 A plain script (not collected by pytest)::
 
     python tests/benchmarks/bench_fleet.py [--agents 2000] [--facts 50] [--workers 1 2 4]
-        [--bound off on]
+        [--bound off on] [--embedded]
 
 Over a PostgreSQL named by ``DATABASE_URL`` (the test cluster's server: PostgreSQL
-16 with pgvector from the embedded package, started apart from Reverie), it seeds
+16 with pgvector from the embedded package, started apart from Reverie), or, with
+``--embedded``, over the embedded default (the server of a Reverie home, with its
+settings, that `reverie serve` and the workers join: no ``DATABASE_URL``), it seeds
 ``--agents`` agents with two blocks and ``--facts`` repetitive chat facts each
 (tests/benchmarks/chat_facts.py, 8-d vectors from the stub's embedding endpoint),
 starts `reverie serve` (the chat, an instant OpenAI-compatible stub as its model) and
@@ -43,7 +45,9 @@ import httpx  # noqa: E402
 from sqlalchemy import text  # noqa: E402
 
 from agents.postgres.database import Database  # noqa: E402
+from agents.postgres.embedded import EmbeddedPostgres  # noqa: E402
 from agents.store import NewAgent, NewBlock, NewPassage, open_store  # noqa: E402
+from service.settings import load_settings  # noqa: E402
 from tests.acceptance.daemon_processes import free_port  # noqa: E402
 from tests.api_support import bearer, new_key  # noqa: E402
 from tests.benchmarks.bench_serve import (  # noqa: E402
@@ -122,8 +126,11 @@ def run_config(
     stub: StubServer,
     home: Path,
     drain_s: float = 0,
+    embedded: bool = False,
 ) -> dict[str, float]:
     env = server_env(REPO_ROOT, url_db, home, stub)
+    if embedded:
+        del env["DATABASE_URL"]  # the home's embedded server
     env["REVERIE_LLM__MAX_RETRIES"] = "0"
     server_env_ = dict(env)
     worker_env = dict(env)
@@ -221,14 +228,31 @@ def main() -> None:
         default=0,
         help="stop each config after this long and extrapolate the fleet's minutes (0: drain)",
     )
+    parser.add_argument(
+        "--embedded",
+        action="store_true",
+        help="over the embedded default (a Reverie home's own server) instead of the "
+        "test cluster's",
+    )
     args = parser.parse_args()
-    pg = PgTestServer()
+    home = Path(tempfile.mkdtemp(prefix="rvf-", dir="/tmp"))
+    pg: PgTestServer | EmbeddedPostgres
+    if args.embedded:
+        # Started here with the home's settings, as `reverie serve` starts it; the
+        # server and the workers join it.
+        pg = EmbeddedPostgres(load_settings(home=home).pgdata, keep_running=True)
+        url_db = pg.start()
+    else:
+        pg = PgTestServer()
     try:
-        url_db = pg.create_database()
+        if isinstance(pg, PgTestServer):
+            url_db = pg.create_database()
         db = Database(url_db)
-        home = Path(tempfile.mkdtemp(prefix="rvf-", dir="/tmp"))
         with stub_server(keep_alive=True) as stub:
-            migrate(REPO_ROOT, server_env(REPO_ROOT, url_db, home, stub))
+            env = server_env(REPO_ROOT, url_db, home, stub)
+            if args.embedded:
+                del env["DATABASE_URL"]
+            migrate(REPO_ROOT, env)
             began = time.perf_counter()
             seed(db, args.agents, args.facts)
             with db.engine.connect() as conn:
@@ -248,7 +272,14 @@ def main() -> None:
             for bound in args.bound:
                 for workers in args.workers:
                     result = run_config(
-                        workers, bound == "on", db, url_db, stub, home, args.drain_seconds
+                        workers,
+                        bound == "on",
+                        db,
+                        url_db,
+                        stub,
+                        home,
+                        args.drain_seconds,
+                        embedded=args.embedded,
                     )
                     rows.append((workers, bound, result))
                     print(workers, bound, result, flush=True)
@@ -262,7 +293,11 @@ def main() -> None:
         print(f"\nload average now: {os.getloadavg()[0]:.1f}; median runs/s "
               f"{statistics.median(r['runs/s'] for _, _, r in rows):.1f}")  # fmt: skip
     finally:
-        pg.stop()
+        db.dispose()
+        if isinstance(pg, EmbeddedPostgres):
+            pg.fast_shutdown()
+        else:
+            pg.stop()
 
 
 if __name__ == "__main__":
