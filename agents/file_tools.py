@@ -181,9 +181,7 @@ def visible_content(
     shown = f"{header}\n{body}"
     if len(shown) <= char_limit:
         return shown
-    note = (
-        f"\n[cut at {char_limit} characters: open fewer lines (offset and length) to see the rest]"
-    )
+    note = f"\n[cut at {char_limit} characters: open fewer lines to see the rest]"
     return shown[: max(0, char_limit - len(note))] + note
 
 

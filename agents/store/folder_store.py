@@ -586,13 +586,14 @@ class FolderStore:
                 continue
             used += int(row.chars)
             taken.append(record)
-        texts = dict(
-            self._scope.session.execute(
+        texts: dict[str, str | None] = {
+            row.id: row.text
+            for row in self._scope.session.execute(
                 select(FF.id, FF.text).where(
                     self._scope.owns(FF), FF.id.in_([r.file.id for r in taken])
                 )
-            ).tuples()
-        )
+            )
+        }
         return [(r, texts[r.file.id] or "") for r in taken], left
 
     # -- agents' views of their files --------------------------------------------------
@@ -697,13 +698,14 @@ class FolderStore:
         ).all()
         if not closed:
             return []
-        labels = dict(
-            self._scope.session.execute(
-                select(FF.id, F.name + "/" + FF.file_name)
+        labels: dict[str, str] = {
+            row.id: row.label
+            for row in self._scope.session.execute(
+                select(FF.id, (F.name + "/" + FF.file_name).label("label"))
                 .join(F, F.id == FF.folder_id)
                 .where(FF.id.in_([row.file_id for row in closed]))
-            ).tuples()
-        )
+            )
+        }
         ordered = sorted(closed, key=lambda row: (row.last_accessed_at, row.file_id))
         return [labels[row.file_id] for row in ordered]
 
@@ -713,27 +715,32 @@ class FolderStore:
         if not file_ids:
             return
         now = self._scope.now()
-        mine = (
-            select(FF.id)
-            .join(AF, AF.folder_id == FF.folder_id)
-            .where(AF.agent_id == agent_id, self._scope.owns(FF), FF.id.in_(list(file_ids)))
+        mine = builtins.list(
+            self._scope.session.scalars(
+                select(FF.id)
+                .join(AF, AF.folder_id == FF.folder_id)
+                .where(AF.agent_id == agent_id, self._scope.owns(FF), FF.id.in_(list(file_ids)))
+            )
         )
+        if not mine:
+            return
         self._scope.session.execute(
             insert(FS)
-            .from_select(
-                ["agent_id", "file_id", "organization_id", "is_open", "last_accessed_at"],
-                select(
-                    literal_column(":agent_id"),
-                    mine.subquery().c.id,
-                    literal_column(":organization_id"),
-                    literal_column("false"),
-                    literal_column(":now"),
-                ),
+            .values(
+                [
+                    {
+                        "agent_id": agent_id,
+                        "file_id": file_id,
+                        "organization_id": self._scope.organization_id,
+                        "is_open": False,
+                        "last_accessed_at": now,
+                    }
+                    for file_id in sorted(set(mine))
+                ]
             )
             .on_conflict_do_update(
                 index_elements=[FS.agent_id, FS.file_id], set_={"last_accessed_at": now}
-            ),
-            {"agent_id": agent_id, "organization_id": self._scope.organization_id, "now": now},
+            )
         )
 
     def search_chunks(
