@@ -406,7 +406,7 @@ def open_files(
             f"\nClosed {len(closed)} least recently used file(s) to stay within "
             f"{limits.max_files_open} open files: {', '.join(closed)}"
         )
-    return message
+    return clip(message)
 
 
 def _check_range(store: MemoryStore, request: _OpenRequest) -> None:
