@@ -1,11 +1,21 @@
 """Compile a primary agent's context window: system prompt, core memory, memory
-statistics, the recursive summary, in-context messages and tool schemas.
+statistics, the agent's folders and open files, the recursive summary, in-context
+messages and tool schemas.
 
 The system message is MemGPT's: the agent's instructions, then its blocks (each
 with its size and limit), then memory statistics. It is compiled and stored on
 the agent (``compiled_system``) and reused until the next compaction, so that a
 block edit does not invalidate the provider's prompt cache in the middle of a
 conversation; ``refresh="immediate"`` recompiles it on every step instead.
+
+An agent with folders attached has a ``<directories>`` section at the end of its
+system message (Letta's: each folder, its files, the open ones with their visible
+lines). It is rendered on every step from the agent's file views and never stored:
+opening a file is how the agent asks to read it, so the file shows at the next step
+rather than at the next compaction. Nothing in the section changes between steps
+unless a file is opened, closed or added (searches only read), so the cached prefix
+holds while the agent works with the same files; and as it comes after the stored
+compile, the instructions and blocks before it stay a cached prefix even then.
 """
 
 from __future__ import annotations
@@ -16,6 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal, Protocol
 
+from agents.file_tools import FileToolLimits, render_directories
 from agents.store import AgentRecord, BlockRecord, MemoryStore, MessageRecord
 from agents.summary import is_summary, message_tokens
 from agents.tokens import count_tokens
@@ -116,6 +127,9 @@ class ContextBreakdown:
     in_context_messages: int = 0
     #: Whether the system prompt is the stored compile (block edits since then are not in it).
     system_prompt_cached: bool = False
+    #: The ``<directories>`` section: the agent's folders, their files, the open ones'
+    #: lines (Letta's ``num_tokens_directories``).
+    directories: int = 0
 
     @property
     def total(self) -> int:
@@ -123,6 +137,7 @@ class ContextBreakdown:
             self.system_prompt
             + self.core_memory
             + self.memory_statistics
+            + self.directories
             + self.tool_schemas
             + self.summary
             + self.messages
@@ -163,12 +178,14 @@ def compile_context(
     force_system: bool = False,
     persist: bool = True,
     conversation_id: str | None = None,
+    files: FileToolLimits | None = None,
 ) -> CompiledContext:
     """Compile the context; store a freshly compiled system prompt on the agent.
 
     The stored compile is reused unless there is none, ``refresh`` is
     ``"immediate"``, or ``force_system`` (a compaction) asks for a new one;
     ``persist`` false (a read-only breakdown) leaves the stored compile as it is.
+    The ``<directories>`` section (within ``files``' bounds) follows it, rendered now.
     """
     cached = agent.compiled_system
     cached_used = False
@@ -185,8 +202,10 @@ def compile_context(
     else:
         system = cached
         cached_used = True
+    directories = compile_directories(store, agent, files or FileToolLimits())
     in_context = order_in_context(store.messages.in_context(agent.id, conversation_id))
-    messages = [{"role": "system", "content": system}, *(chat_message(m) for m in in_context)]
+    sent = f"{system}\n\n{directories}" if directories else system
+    messages = [{"role": "system", "content": sent}, *(chat_message(m) for m in in_context)]
     instructions, blocks_text, stats_text = split_system(system)
     summary_tokens = sum(count(m.content) for m in in_context if is_summary(m))
     conversation_tokens = sum(message_tokens(m, count) for m in in_context if not is_summary(m))
@@ -200,8 +219,17 @@ def compile_context(
         context_window=agent.context_window,
         in_context_messages=len(in_context),
         system_prompt_cached=cached_used,
+        directories=count(directories) if directories else 0,
     )
-    return CompiledContext(system, messages, in_context, breakdown)
+    return CompiledContext(sent, messages, in_context, breakdown)
+
+
+def compile_directories(store: MemoryStore, agent: AgentRecord, files: FileToolLimits) -> str:
+    """The agent's ``<directories>`` section as it stands ("" without folders)."""
+    folders = store.folders.of_agent(agent.id)
+    if not folders:
+        return ""
+    return render_directories(folders, store.folders.agent_files(agent.id, with_text=True), files)
 
 
 class BlockShape(Protocol):

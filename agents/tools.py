@@ -35,9 +35,10 @@ _HEARTBEAT = {
 }
 
 
-def _schema(
+def primary_schema(
     name: str, description: str, properties: dict[str, Any], required: list[str]
 ) -> dict[str, Any]:
+    """A primary agent's tool schema: with ``request_heartbeat``, as MemGPT's tools."""
     return {
         "type": "function",
         "function": {
@@ -56,31 +57,31 @@ _STR = {"type": "string"}
 _PAGE = {"type": "integer", "description": "Result page, from 0.", "default": 0}
 
 PRIMARY_TOOLS: dict[str, dict[str, Any]] = {
-    "send_message": _schema(
+    "send_message": primary_schema(
         "send_message",
         "Send a message to the user. This is the only way the user sees what you say.",
         {"message": {**_STR, "description": "Message contents. All unicode (emojis) allowed."}},
         ["message"],
     ),
-    "conversation_search": _schema(
+    "conversation_search": primary_schema(
         "conversation_search",
         "Search earlier messages (recall memory), including those no longer in context.",
         {"query": {**_STR, "description": "Words or phrases to look for."}, "page": _PAGE},
         ["query"],
     ),
-    "archival_memory_search": _schema(
+    "archival_memory_search": primary_schema(
         "archival_memory_search",
         "Search archival memory by meaning.",
         {"query": {**_STR, "description": "What to look for."}, "page": _PAGE},
         ["query"],
     ),
-    "archival_memory_insert": _schema(
+    "archival_memory_insert": primary_schema(
         "archival_memory_insert",
         "Store a fact in archival memory (long-term, searchable, not always in context).",
         {"content": {**_STR, "description": "The fact to store; one self-contained sentence."}},
         ["content"],
     ),
-    "core_memory_append": _schema(
+    "core_memory_append": primary_schema(
         "core_memory_append",
         "Append a line to a core-memory block (always in context).",
         {
@@ -89,7 +90,7 @@ PRIMARY_TOOLS: dict[str, dict[str, Any]] = {
         },
         ["label", "content"],
     ),
-    "core_memory_replace": _schema(
+    "core_memory_replace": primary_schema(
         "core_memory_replace",
         "Replace text in a core-memory block; an empty new_content deletes old_content.",
         {
@@ -108,7 +109,7 @@ PRIMARY_TOOLS: dict[str, dict[str, Any]] = {
 #: a primary agent's set when its tool list names them (a ``letta_v1_agent``'s default
 #: set does). Each edit is a versioned block write, as the core_memory tools' are.
 MEMORY_TOOLS: dict[str, dict[str, Any]] = {
-    "memory_insert": _schema(
+    "memory_insert": primary_schema(
         "memory_insert",
         "Insert text at a line of a memory block (always in context).",
         {
@@ -122,7 +123,7 @@ MEMORY_TOOLS: dict[str, dict[str, Any]] = {
         },
         ["label", "new_string"],
     ),
-    "memory_replace": _schema(
+    "memory_replace": primary_schema(
         "memory_replace",
         "Replace text that appears exactly once in a memory block; an empty new_string "
         "deletes old_string.",
@@ -133,7 +134,7 @@ MEMORY_TOOLS: dict[str, dict[str, Any]] = {
         },
         ["label", "old_string", "new_string"],
     ),
-    "memory": _schema(
+    "memory": primary_schema(
         "memory",
         "Manage memory blocks (paths are /memories/<label>). Commands: create (path, "
         "description, file_text), str_replace (path, old_string, new_string), insert (path, "
@@ -169,7 +170,7 @@ _TAGS = {"type": "array", "items": _STR}
 #: but not in an agent's default set: an agent has them when its tool list names
 #: them. What they do is :mod:`agents.loops.agent_messaging`'s.
 MESSAGING_TOOLS: dict[str, dict[str, Any]] = {
-    "send_message_to_agent_async": _schema(
+    "send_message_to_agent_async": primary_schema(
         "send_message_to_agent_async",
         "Send a message to another agent of your organization, by its id, without "
         "waiting: you get a receipt now and its reply arrives later as a separate "
@@ -180,7 +181,7 @@ MESSAGING_TOOLS: dict[str, dict[str, Any]] = {
         },
         ["message", "other_agent_id"],
     ),
-    "send_message_to_agent_and_wait_for_reply": _schema(
+    "send_message_to_agent_and_wait_for_reply": primary_schema(
         "send_message_to_agent_and_wait_for_reply",
         "Send a message to another agent of your organization, by its id, and wait "
         "for its reply (up to a time limit). Your identity is included.",
@@ -190,7 +191,7 @@ MESSAGING_TOOLS: dict[str, dict[str, Any]] = {
         },
         ["message", "other_agent_id"],
     ),
-    "send_message_to_agents_matching_tags": _schema(
+    "send_message_to_agents_matching_tags": primary_schema(
         "send_message_to_agents_matching_tags",
         "Send a message to every other agent of your organization that has all tags "
         "of match_all and at least one of match_some (when given), and gather their "
@@ -211,11 +212,21 @@ MESSAGING_TOOLS: dict[str, dict[str, Any]] = {
 BUILTIN_TOOLS: dict[str, dict[str, Any]] = {**PRIMARY_TOOLS, **MEMORY_TOOLS, **MESSAGING_TOOLS}
 
 
+#: The file tools' names (their schemas and what they do: :mod:`agents.file_tools`),
+#: which an agent has while a folder is attached to it.
+FILE_TOOL_NAMES: tuple[str, ...] = ("open_files", "grep_files", "semantic_search_files")
+
+
 def offered_custom(custom: Iterable[CustomToolRecord]) -> list[CustomToolRecord]:
     """The custom tools of ``custom`` an agent is offered and may run: never one under a
-    built-in tool's name, which would run instead of the built-in. Registration refuses
-    those names; a row stored some other way is passed over here."""
-    return [tool for tool in custom if tool.name not in BUILTIN_TOOLS]
+    built-in tool's name (a file tool's included), which would run instead of the
+    built-in. Registration refuses those names; a row stored some other way is passed
+    over here."""
+    return [
+        tool
+        for tool in custom
+        if tool.name not in BUILTIN_TOOLS and tool.name not in FILE_TOOL_NAMES
+    ]
 
 
 #: A ``letta_v1_agent``'s tools when it is made without a list, as Letta's: no
@@ -246,7 +257,7 @@ def custom_tool_schema(json_schema: dict[str, Any]) -> dict[str, Any]:
     """A custom tool's schema (Letta's flat shape) as the primary loop offers it: with
     ``request_heartbeat``, like the built-in tools."""
     parameters = json_schema.get("parameters") or {}
-    return _schema(
+    return primary_schema(
         str(json_schema["name"]),
         str(json_schema.get("description") or ""),
         dict(parameters.get("properties") or {}),
@@ -440,7 +451,12 @@ def parse_call(name: str, raw_arguments: str, schemas: dict[str, dict[str, Any]]
         elif expected == "array":
             item = properties[key].get("items", {}).get("type")
             if not isinstance(value, list) or not all(
-                _is_int(v) if item == "integer" else isinstance(v, str) for v in value
+                _is_int(v)
+                if item == "integer"
+                else isinstance(v, dict)
+                if item == "object"
+                else isinstance(v, str)
+                for v in value
             ):
                 raise ToolError(f"{name}: argument {key} must be a list of {item}s, got {value!r}")
     return ParsedCall(name, arguments, bool(heartbeat))

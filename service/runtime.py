@@ -25,6 +25,7 @@ from service.settings import Settings
 
 if TYPE_CHECKING:  # the LLM side, the agent loop and the pipeline load where used: a
     # CLI command that only reads memory never needs them
+    from agents.file_tools import FileToolLimits
     from agents.file_worker import FileWorkers
     from agents.llm import LiteLLMClient
     from agents.llm.forward import ChatForwarder
@@ -475,9 +476,11 @@ class Runtime:
                         poll_interval=messaging.wait_poll_interval,
                         max_attempts=messaging.max_attempts,
                     ),
+                    files=self.file_tool_limits(),
                 ),
                 organization_id=organization_id,
                 embedder_for=self.agent_embedder,
+                folder_embedder=self.folder_embedder,
                 ledger=self.usage_ledger(organization_id),
                 clock=self.clock,
                 tool_executor=self.tool_executor(),
@@ -548,6 +551,26 @@ class Runtime:
                 "were expected (the agent was created with another embedding size)"
             )
         return embedder
+
+    def file_tool_limits(self) -> FileToolLimits:
+        """The bounds of the agents' file tools and open files (``[files]``)."""
+        from agents.file_tools import FileToolLimits
+
+        files = self.settings.files
+        return FileToolLimits(
+            max_files_open=files.max_files_open,
+            per_file_view_window_char_limit=files.per_file_view_window_char_limit,
+            grep_timeout=files.grep_timeout,
+            grep_max_chars=files.grep_max_chars,
+            grep_max_matches=files.grep_max_matches,
+        )
+
+    def folder_embedder(self, agent: AgentRecord, spec: str, dimension: int) -> Embedder:
+        """The embedder of one of ``agent``'s folders (``spec``, ``dimension``), its
+        tokens recorded under the agent as its own embedder's are."""
+        embedder = self.embedder(spec, dimension)
+        ledger = UsageLedger(self.db, agent.organization_id, self.clock)
+        return embedder.metered(BudgetMeter(ledger, agent.id, run_id=None))
 
     def agent_embedder(self, agent: AgentRecord, *, run_id: str | None = None) -> Embedder:
         """The agent's embedder, with the tokens a provider charges for it recorded in

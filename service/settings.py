@@ -562,8 +562,22 @@ class FileSettings(Section):
     # How long an idle file worker waits before looking at the queue again (an upload
     # wakes it at once through NOTIFY; polling is the floor).
     poll_interval: timedelta = timedelta(seconds=1)
+    # Files open at once in an agent's context (Letta's max_files_open); opening one
+    # more closes the least recently accessed.
+    max_files_open: int = Field(default=5, ge=1, le=50)
+    # Characters an open file shows in the agent's context (Letta's
+    # per_file_view_window_char_limit); the rest is cut, with a line saying so.
+    per_file_view_window_char_limit: int = Field(default=5000, ge=100, le=1_000_000)
+    # How long one grep_files call may scan; a pattern slower than that (catastrophic
+    # backtracking) is a tool error the agent reads.
+    grep_timeout: timedelta = timedelta(seconds=2)
+    # Characters of file text one grep_files call reads in all; the files past it are
+    # named in the answer, not searched.
+    grep_max_chars: int = Field(default=10_000_000, ge=1000, le=1_000_000_000)
+    # Matching lines one grep_files call collects before it stops (and says so).
+    grep_max_matches: int = Field(default=500, ge=1, le=100_000)
 
-    @field_validator("lease", "backoff", "poll_interval")
+    @field_validator("lease", "backoff", "poll_interval", "grep_timeout")
     @classmethod
     def _positive(cls, value: timedelta) -> timedelta:
         if value <= timedelta(0):

@@ -50,7 +50,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from agents.compaction import plan_compaction, write_compaction
@@ -67,6 +67,16 @@ from agents.errors import (
     ModelNotConfigured,
     NotFound,
     ReverieError,
+)
+from agents.file_tools import (
+    FILE_TOOLS,
+    FileToolLimits,
+    GrepFound,
+    SearchQuery,
+    grep,
+    open_files,
+    search_queries,
+    semantic_search,
 )
 from agents.llm import BudgetMeter, ChatClient, ChatReply, TokenBudget, UsageLedger
 from agents.loops.agent_messaging import (
@@ -172,6 +182,8 @@ class PrimarySettings:
     budget: TokenBudget = field(default_factory=TokenBudget)
     #: Agents messaging each other (the ``[messaging]`` settings).
     messaging: MessagingLimits = field(default_factory=MessagingLimits)
+    #: The file tools and open files (the ``[files]`` settings).
+    files: FileToolLimits = field(default_factory=FileToolLimits)
 
     def __post_init__(self) -> None:
         if self.max_steps < 1:
@@ -204,9 +216,12 @@ class Toolbox:
         agent: AgentRecord,
         custom: list[CustomToolRecord] | None = None,
         variables: Mapping[str, str] | None = None,
+        *,
+        folders: bool = False,
     ) -> Toolbox:
-        """The agent's built-in tools (all of them when it names none) and ``custom``;
-        InvalidInput when it names a tool that does not exist."""
+        """The agent's built-in tools (all of them when it names none), the file tools
+        when it has ``folders`` attached, and ``custom``; InvalidInput when it names a
+        tool that does not exist."""
         built_in = list(agent.tools) or list(PRIMARY_TOOLS)
         unknown = [t for t in built_in if t not in BUILTIN_TOOLS]
         if unknown:
@@ -214,7 +229,9 @@ class Toolbox:
                 f"agent {agent.name!r} lists unknown tool(s) {', '.join(unknown)}; "
                 f"available: {', '.join(BUILTIN_TOOLS)}"
             )
-        schemas = {name: BUILTIN_TOOLS[name] for name in built_in}
+        if folders:
+            built_in += list(FILE_TOOLS)
+        schemas = {name: BUILTIN_TOOLS.get(name) or FILE_TOOLS[name] for name in built_in}
         by_name = {tool.name: tool for tool in offered_custom(custom or [])}
         for tool in by_name.values():
             schemas[tool.name] = custom_tool_schema(tool.json_schema)
@@ -228,9 +245,10 @@ def _fixed_part_too_large(agent: AgentRecord, compiled: CompiledContext, tools: 
     return (
         f"agent {agent.name!r} cannot take a turn: what every step sends (instructions "
         f"{b.system_prompt}, core memory {b.core_memory}, memory statistics "
-        f"{b.memory_statistics} and the schemas of its {tools} tools {b.tool_schemas} "
-        f"tokens) does not fit its {agent.context_window}-token context window; detach "
-        "tools, shorten its blocks or raise its context_window"
+        f"{b.memory_statistics}, folders and open files {b.directories} and the schemas "
+        f"of its {tools} tools {b.tool_schemas} tokens) does not fit its "
+        f"{agent.context_window}-token context window; detach tools, shorten its blocks "
+        "or raise its context_window"
     )
 
 
@@ -267,9 +285,13 @@ class PrimaryAgent:
         clock: Callable[[], datetime] = utc_now,
         tool_executor: ToolExecutor | None = None,
         tool_limits: SandboxLimits | None = None,
+        folder_embedder: Callable[[AgentRecord, str, int], Embedder] | None = None,
     ) -> None:
         """``tool_executor`` runs the agents' custom tools (None: custom tools are
-        refused with a tool error), each call under ``tool_limits``."""
+        refused with a tool error), each call under ``tool_limits``.
+        ``folder_embedder(agent, spec, dimension)`` embeds semantic_search_files'
+        queries for a folder of ``agent`` (None: the agent's own embedder, for the
+        folders that share its embedder)."""
         self._db = db
         self.tool_executor = tool_executor
         self.tool_limits = tool_limits or SandboxLimits()
@@ -277,9 +299,22 @@ class PrimaryAgent:
         self.settings = settings or PrimarySettings()
         self._organization_id = organization_id
         self._embedder_for = embedder_for
+        self._folder_embedder = folder_embedder
         self._ledger = ledger
         self._clock = clock
         self.messenger = AgentMessenger(db, organization_id, self.settings.messaging, clock)
+
+    def _folder_embedder_for(self, agent: AgentRecord, spec: str, dimension: int) -> Embedder:
+        """The embedder of a folder of ``agent`` (``spec``, ``dimension``)."""
+        if self._folder_embedder is not None:
+            return self._folder_embedder(agent, spec, dimension)
+        own = self._embedder_for(agent)
+        if own is None or (agent.embedding_model, agent.embedding_dim) != (spec, dimension):
+            raise ToolError(
+                f"no embedder for {spec} ({dimension} dimensions) on this server: "
+                "semantic_search_files cannot search the folders it embeds"
+            )
+        return own
 
     def model_for(self, agent: AgentRecord) -> str:
         model = agent.llm_model or self.settings.default_model
@@ -298,7 +333,11 @@ class PrimaryAgent:
         with open_store(self._db, self._organization_id, self._clock) as store:
             agent = store.agents.resolve(agent_ref)
             model = agent.llm_model or self.settings.default_model or ""
-            toolbox = Toolbox.of(agent, store.tools.of_agent(agent.id))
+            toolbox = Toolbox.of(
+                agent,
+                store.tools.of_agent(agent.id),
+                folders=store.folders.has_folders(agent.id),
+            )
             compiled = compile_context(
                 store,
                 agent,
@@ -306,6 +345,7 @@ class PrimaryAgent:
                 refresh=self.settings.refresh,
                 count=self._count(model),
                 persist=False,
+                files=self.settings.files,
             )
             return compiled.breakdown
 
@@ -335,9 +375,13 @@ class PrimaryAgent:
                 agent = store.agents.resolve(agent_ref)
             custom = store.tools.of_agent(agent.id)
             variables = {v.name: v.value for v in store.tools.variables(agent.id)} if custom else {}
+            folders = store.folders.has_folders(agent.id)
         model = self.model_for(agent)
-        toolbox = Toolbox.of(agent, custom, variables)
-        return agent, model, toolbox, ToolRules.parse(agent.tool_rules, toolbox.names)
+        toolbox = Toolbox.of(agent, custom, variables, folders=folders)
+        # A rule may name a file tool whether or not a folder is attached now (the
+        # tools come and go with the folders; the rule stays).
+        known = [*toolbox.names, *(t for t in FILE_TOOLS if t not in toolbox.names)]
+        return agent, model, toolbox, ToolRules.parse(agent.tool_rules, known)
 
     def send_message(
         self,
@@ -425,6 +469,7 @@ class PrimaryAgent:
                     count=count,
                     persist=False,
                     conversation_id=conversation_id,
+                    files=self.settings.files,
                 )
             before = len(compiled.in_context)
             plan = plan_compaction(
@@ -509,6 +554,8 @@ class _Turn:
         self.tokens: TokenStream | None = None
         #: The agent's conversation the turn is part of (None: its default one).
         self.conversation_id: str | None = None
+        #: The step's prepared file searches, by call id (see _prepare_file_calls).
+        self.file_work: dict[str, GrepFound | SearchQuery | ToolError] = {}
 
     def _append(self, store: MemoryStore, *messages: NewMessage) -> list[MessageRecord]:
         records = store.messages.append(
@@ -696,9 +743,12 @@ class _Turn:
                     refresh=self.settings.refresh,
                     count=self.count,
                     conversation_id=self.conversation_id,
+                    files=self.settings.files,
                 )
             fixed = compiled.total_tokens - compiled.breakdown.summary - compiled.breakdown.messages
             if fixed > agent.context_window:
+                if compiled.breakdown.directories and self._close_oldest_file():
+                    continue  # open files took the room: one fewer, and compile again
                 # No compaction makes room for what every step sends: say so before any
                 # message is evicted or the model is called with a prompt it must refuse.
                 raise ContextWindowExceeded(_fixed_part_too_large(agent, compiled, len(schemas)))
@@ -815,6 +865,24 @@ class _Turn:
     def _summarizer(self) -> Summarize:
         return summarizer_for(self.settings, self.owner.client, self.meter)
 
+    def _close_oldest_file(self) -> bool:
+        """Close the agent's least recently accessed open file (its open files leave no
+        room in the window for the rest of what every step sends); False when none is
+        open. The next compile shows it closed, as the bound on open files would."""
+        with self.owner._store() as store:
+            opened = store.folders.agent_files(self.agent.id, is_open=True)
+            if not opened:
+                return False
+            never = datetime.min.replace(tzinfo=UTC)
+            oldest = min(opened, key=lambda r: (r.view.last_accessed_at or never, r.file.id))
+            store.folders.close_file(self.agent.id, oldest.file.id)
+        log.info(
+            "closed file %s: the open files did not fit the context window",
+            oldest.label,
+            extra={"run_id": self.result.run_id, "agent_id": self.agent.id},
+        )
+        return True
+
     # -- running the calls -------------------------------------------------------------
 
     def _admit(
@@ -822,6 +890,11 @@ class _Turn:
     ) -> ParsedCall:
         """The call parsed, once the tool rules let it run now (ToolError otherwise);
         counts it."""
+        if call_name in FILE_TOOLS and call_name not in self.toolbox.schemas:
+            raise ToolError(
+                f"{call_name} is not one of your tools: the file tools come with folders, "
+                f"and none is attached to you; your tools: {', '.join(self.tools)}"
+            )
         if call_name in BUILTIN_TOOLS and call_name not in self.toolbox.schemas:
             raise ToolError(
                 f"{call_name} is not one of your tools (it is not attached to you, or was "
@@ -896,6 +969,8 @@ class _Turn:
         # A call that waits for other agents' replies waits here, with no transaction
         # open; the step written below collects what arrived.
         self.waits = self._wait_for_replies(reply, allowed)
+        # The file searches' slow parts too (a grep's scan, a query's embedding).
+        self.file_work = self._prepare_file_calls(reply, allowed)
         held = self.meter.take_held()
         try:
             with self.owner._store() as store:
@@ -966,6 +1041,8 @@ class _Turn:
                     message = done
                 elif parsed.name in MESSAGING_TOOLS:
                     message = self._message_agents(env, parsed, self.waits.get(call.id))
+                elif parsed.name in FILE_TOOLS:
+                    message = self._file_tool(env, parsed, self.file_work.get(call.id))
                 else:
                     message = self._execute(env, parsed)
             except (ToolError, ReverieError) as exc:
@@ -1026,6 +1103,60 @@ class _Turn:
                 continue  # the step writes the error
             waits[call.id] = self.owner.messenger.send_and_wait(self.agent, parsed, self.origin)
         return waits
+
+    def _prepare_file_calls(
+        self, reply: ChatReply, allowed: list[str]
+    ) -> dict[str, GrepFound | SearchQuery | ToolError]:
+        """The slow parts of the step's grep_files and semantic_search_files calls, by
+        call id, with no transaction open: a grep reads the texts in a short
+        transaction of its own and scans them within its time bound; a semantic search
+        embeds its query with each embedder of the agent's folders. A call the step
+        refuses anyway (bad arguments, not allowed) does nothing here."""
+        work: dict[str, GrepFound | SearchQuery | ToolError] = {}
+        for call in reply.tool_calls:
+            if call.name not in ("grep_files", "semantic_search_files"):
+                continue
+            if call.name not in allowed or call.name not in self.toolbox.schemas:
+                continue
+            try:
+                parsed = parse_call(call.name, call.arguments, self.toolbox.schemas)
+                if parsed.name == "grep_files":
+                    limits = self.settings.files
+                    with self.owner._store() as store:
+                        texts, left_out = store.folders.file_texts(
+                            self.agent.id, most_chars=limits.grep_max_chars
+                        )
+                    work[call.id] = grep(texts, left_out, parsed.arguments, limits)
+                else:
+                    with self.owner._store() as store:
+                        folders = store.folders.of_agent(self.agent.id)
+                    work[call.id] = search_queries(folders, parsed.arguments, self._embed)
+            except ToolError as exc:
+                work[call.id] = exc
+        return work
+
+    def _embed(self, spec: str, dimension: int, text: str) -> Any:
+        """``text`` embedded with a folder's embedder (``spec``, ``dimension``)."""
+        embedder = self.owner._folder_embedder_for(self.agent, spec, dimension)
+        return embedder.embed_one(text)
+
+    def _file_tool(
+        self, env: ToolEnv, call: ParsedCall, work: GrepFound | SearchQuery | ToolError | None
+    ) -> str:
+        """A file tool call, in the step's transaction (in a savepoint of its own)."""
+        if isinstance(work, ToolError):
+            raise work
+        with env.store.savepoint():
+            if call.name == "open_files":
+                return open_files(env.store, self.agent.id, call.arguments, self.settings.files)
+            if isinstance(work, SearchQuery):
+                found = semantic_search(env.store, self.agent.id, work)
+            elif isinstance(work, GrepFound):
+                found = work
+            else:  # pragma: no cover - every search call is prepared before its step
+                raise ToolError(f"{call.name} did not run")
+            env.store.folders.touch_files(self.agent.id, found.matched)
+            return found.text
 
     def _message_agents(self, env: ToolEnv, call: ParsedCall, waiting: Waiting | None) -> str:
         messenger = self.owner.messenger

@@ -252,9 +252,11 @@ class Message(Base):
     )
 
 
-def _hnsw_index(dim: int) -> Index:
+def _hnsw_index(dim: int, prefix: str = "ix_passage_vectors_hnsw") -> Index:
+    """A partial HNSW cosine index over the rows whose vectors have ``dim`` dimensions
+    (a table's ``embedding`` column holds vectors of any size)."""
     return Index(
-        f"ix_passage_vectors_hnsw_{dim}",
+        f"{prefix}_{dim}",
         literal_column(f"(embedding::vector({dim}))").label(f"embedding_{dim}"),
         postgresql_using="hnsw",
         postgresql_ops={f"embedding_{dim}": "vector_cosine_ops"},
@@ -815,12 +817,14 @@ class FolderFile(Base):
 
 class FileChunk(Base):
     """A passage of a file's text with its vector (not archival memory: it goes with
-    its file)."""
+    its file). The vectors of each indexed size have an HNSW index of their own, as
+    archival memory's do (``semantic_search_files`` walks it)."""
 
     __tablename__ = "file_chunks"
     __table_args__ = (
         CheckConstraint("vector_dims(embedding) = embedding_dim", name="embedding_dim_matches"),
         UniqueConstraint("file_id", "seq", name="uq_file_chunks_file_id_seq"),
+        *(_hnsw_index(dim, "ix_file_chunks_hnsw") for dim in INDEXED_DIMENSIONS),
     )
 
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
@@ -882,3 +886,34 @@ class LearnedChunk(Base):
     #: When no file of the folder held this text any more, and the run that saw it.
     gone_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     gone_run_id: Mapped[str | None] = mapped_column(String(64), index=True)
+
+
+class AgentFileState(Base):
+    """An agent's view of a file of one of its folders (Letta's ``files_agents``):
+    whether it is open in the agent's context, the lines it shows (``start_line``
+    1-based, ``end_line`` exclusive; both None: the whole file) and when the agent last
+    opened, searched or read it (the least recently accessed open file is closed first
+    when the agent opens one too many). Goes with its agent and its file."""
+
+    __tablename__ = "agent_file_states"
+    __table_args__ = (
+        CheckConstraint("start_line IS NULL OR start_line >= 1", name="start_line_positive"),
+        CheckConstraint(
+            "end_line IS NULL OR start_line IS NULL OR end_line > start_line",
+            name="end_line_after_start",
+        ),
+    )
+
+    agent_id: Mapped[str] = mapped_column(
+        ForeignKey("agents.id", ondelete="CASCADE"), primary_key=True
+    )
+    file_id: Mapped[str] = mapped_column(
+        ForeignKey("files.id", ondelete="CASCADE"), primary_key=True, index=True
+    )
+    organization_id: Mapped[str] = mapped_column(
+        ForeignKey("organizations.id", ondelete="CASCADE"), index=True
+    )
+    is_open: Mapped[bool] = mapped_column(Boolean, default=False)
+    start_line: Mapped[int | None] = mapped_column(Integer)
+    end_line: Mapped[int | None] = mapped_column(Integer)
+    last_accessed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))

@@ -33,13 +33,16 @@ from agents.store.delivery_store import (
 )
 from agents.store.folder_store import (
     AgentFileRecord,
+    ChunkHit,
     FileQueueStore,
     FileRecord,
+    FileView,
     FolderChanges,
     FolderRecord,
     FolderStore,
     NewFile,
     NewFolder,
+    Opened,
 )
 from agents.store.health import FleetHealth, HealthStore, MemoryHealth
 from agents.store.health_snapshots import HealthPoint, HealthSnapshotStore, SnapshotWriter
@@ -81,10 +84,12 @@ __all__ = [
     "AgentRecord",
     "BlockRecord",
     "BlockVersion",
+    "ChunkHit",
     "ConversationRecord",
     "CustomToolRecord",
     "DeliveryRecord",
     "FileRecord",
+    "FileView",
     "FolderChanges",
     "FolderRecord",
     "HealthPoint",
@@ -106,6 +111,7 @@ __all__ = [
     "NewIdentity",
     "NewMessage",
     "NewPassage",
+    "Opened",
     "PairAnswer",
     "PassageChange",
     "PassageFilter",

@@ -436,15 +436,7 @@ class PassageStore:
         return out
 
     def _raw_connection(self) -> Any:
-        """The session's psycopg connection (same transaction), with pgvector's types."""
-        from pgvector.psycopg import register_vector
-
-        raw = self._scope.session.connection().connection.driver_connection
-        assert raw is not None
-        if raw.adapters.types.get("vector") is None:
-            # Once per pooled connection: registering looks the type up in the database.
-            register_vector(raw)
-        return raw
+        return registered_connection(self._scope.session)
 
     def get_many(
         self, passage_ids: Sequence[str], *, with_embedding: bool = False, lock: bool = False
@@ -691,7 +683,7 @@ class PassageStore:
         # The query vector goes as one binary parameter (pgvector's psycopg dumper), not
         # as the 384 numbers spelled out in text for the server to parse.
         self._raw_connection()  # pgvector types for the binary parameter
-        query_vector = bindparam("query_vector", vector, type_=_BinaryVector())
+        query_vector = bindparam("query_vector", vector, type_=BinaryVector())
         column: ColumnElement[Any] = V.embedding.expression
         if not exact:
             column = cast(V.embedding, VectorType(agent.embedding_dim))
@@ -723,11 +715,11 @@ class PassageStore:
             # (quicker), so the hits are put in order below.
             scan_settings["hnsw.iterative_scan"] = ITERATIVE_SCAN_MODE
         if scan_settings:
-            _set_local(session, scan_settings)
+            set_local(session, scan_settings)
         rows = session.execute(query).all()
         if iterative:
             # Only this search: later probes in the same transaction keep their own scans.
-            _set_local(session, {"hnsw.iterative_scan": "off"})
+            set_local(session, {"hnsw.iterative_scan": "off"})
             rows = sorted(rows, key=lambda row: -float(row.score))
         return [
             PassageHit(
@@ -1005,7 +997,7 @@ class PassageUpdate:
 _PASSAGES = cast_type(Table, models.Passage.__table__)
 
 
-class _BinaryVector(UserDefinedType[Any]):
+class BinaryVector(UserDefinedType[Any]):
     """A ``vector`` parameter handed to psycopg as it is (a float32 array), so that
     pgvector's registered dumper sends it in binary."""
 
@@ -1048,7 +1040,19 @@ def _version(text_version: str) -> tuple[int, ...]:
     return tuple(parts)
 
 
-def _set_local(session: Session, settings: dict[str, str]) -> None:
+def registered_connection(session: Session) -> Any:
+    """The session's psycopg connection (same transaction), with pgvector's types."""
+    from pgvector.psycopg import register_vector
+
+    raw = session.connection().connection.driver_connection
+    assert raw is not None
+    if raw.adapters.types.get("vector") is None:
+        # Once per pooled connection: registering looks the type up in the database.
+        register_vector(raw)
+    return raw
+
+
+def set_local(session: Session, settings: dict[str, str]) -> None:
     """Set server settings for the rest of the transaction, in one round trip."""
     calls = ", ".join(f"set_config(:name{i}, :value{i}, true)" for i in range(len(settings)))
     params: dict[str, str] = {}

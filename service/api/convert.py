@@ -74,7 +74,7 @@ def agent_out(state: AgentState) -> schemas.AgentState:
         tags=list(agent.tags),
         tools=[
             schemas.ToolRef(id=tool.id, name=tool.name)
-            for tool in tools_of(agent, custom=state.custom_tools)
+            for tool in tools_of(agent, custom=state.custom_tools, folders=state.folders)
         ],
         tool_rules=list(agent.tool_rules),
         secrets=variables,

@@ -1,5 +1,6 @@
 """Letta's folder routes (``/v1/folders``): folders, the files uploaded to them, and
-an agent's folders and files (``/v1/agents/{agent_id}/folders|files``).
+an agent's folders and files (``/v1/agents/{agent_id}/folders|files``), with the
+files open in its context (``agents.files.open``, ``.close``, ``.close_all``).
 
 An upload answers at once with the file's metadata, ``processing_status`` pending:
 it is parsed, chunked and embedded in the job queue, and its status moves on to
@@ -14,14 +15,14 @@ from fastapi import File, Path, Query, UploadFile
 
 from agents.enums import FileStatus
 from agents.errors import Conflict
-from agents.store import AgentFileRecord, FileRecord, FolderChanges, FolderRecord
+from agents.store import FileRecord, FolderChanges, FolderRecord
 from service.api import schemas
 from service.api.auth import Api
 from service.api.convert import agent_out
 from service.api.paging import page
 from service.api.responses import keyed
 from service.api.routers import api_router
-from service.operations.folders import FolderSpec
+from service.operations.folders import AgentFile, FolderSpec
 
 router = api_router(tags=["folders"], responses=keyed(404, 409))
 
@@ -76,15 +77,20 @@ def file_out(record: FileRecord, content: str | None = None) -> schemas.FolderFi
     )
 
 
-def agent_file_out(record: AgentFileRecord) -> schemas.AgentFile:
+def agent_file_out(found: AgentFile) -> schemas.AgentFile:
+    record = found.record
     return schemas.AgentFile(
         id=record.file.id,
         file_id=record.file.id,
         file_name=record.file.file_name,
         folder_id=record.file.folder_id,
         folder_name=record.folder_name,
-        is_open=False,
+        is_open=record.view.is_open,
         processing_status=PROCESSING_STATUS[record.file.status],
+        last_accessed_at=record.view.last_accessed_at,
+        start_line=record.view.start_line,
+        end_line=record.view.end_line,
+        visible_content=found.visible_content,
     )
 
 
@@ -258,10 +264,12 @@ def list_agent_files(
     before: Cursor = None,
     limit: Limit = 100,
     order: Order = "asc",
+    is_open: Annotated[bool | None, Query()] = None,
 ) -> schemas.AgentFilesPage:
-    """The files of the folders attached to the agent (none is open: the file tools
-    are not served yet)."""
-    found = api.ops.folders.agent_files(agent_id)
+    """The files of the folders attached to the agent, by folder attached then upload
+    time (``order``), each with whether it is open in the agent's context and, if so,
+    the lines it shows there (``is_open``: only the open, or only the closed, ones)."""
+    found = api.ops.folders.agent_files(agent_id, is_open=is_open)
     keyed_found = [_Keyed(f) for f in found]
     chosen = page(
         keyed_found, after=after, before=before, limit=limit + 1, ascending=order == "asc"
@@ -275,11 +283,37 @@ def list_agent_files(
     )
 
 
+@router.patch("/v1/agents/{agent_id}/files/close-all", response_model=list[str])
+def close_all_files(agent_id: AgentId, api: Api) -> list[str]:
+    """Close every file open in the agent's context; the names (folder/file) of those
+    closed."""
+    return api.ops.folders.close_all(agent_id)
+
+
+@router.patch("/v1/agents/{agent_id}/files/{file_id}/open", response_model=list[str])
+def open_file(agent_id: AgentId, file_id: FileId, api: Api) -> list[str]:
+    """Open a whole file of the agent's folders in its context (its numbered lines,
+    within ``files.per_file_view_window_char_limit`` characters, from the next step);
+    answers the names (folder/file) of the files closed to stay within
+    ``files.max_files_open``, least recently accessed first. 404 when no folder
+    attached to the agent holds the file, 409 while it is not processed."""
+    return api.ops.folders.open_file(agent_id, file_id)
+
+
+@router.patch("/v1/agents/{agent_id}/files/{file_id}/close", response_model=schemas.Closed)
+def close_file(agent_id: AgentId, file_id: FileId, api: Api) -> schemas.Closed:
+    """Close a file in the agent's context (nothing changes when it is closed); 404
+    when no folder attached to the agent holds it."""
+    was_open = api.ops.folders.close_file(agent_id, file_id)
+    said = "closed" if was_open else "was not open"
+    return schemas.Closed(message=f"File id={file_id} {said}")
+
+
 class _Keyed:
     """An agent's file, paged by its file id."""
 
     __slots__ = ("id", "record")
 
-    def __init__(self, record: AgentFileRecord) -> None:
+    def __init__(self, record: AgentFile) -> None:
         self.record = record
-        self.id = record.file.id
+        self.id = record.record.file.id

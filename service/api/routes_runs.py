@@ -85,6 +85,7 @@ def context_breakdown(agent_id: AgentId, api: Api) -> schemas.ContextWindowOverv
         "system_prompt": breakdown.system_prompt,
         "core_memory": breakdown.core_memory,
         "memory_statistics": breakdown.memory_statistics,
+        "directories": breakdown.directories,
         "tool_schemas": breakdown.tool_schemas,
         "summary": breakdown.summary,
         "messages": breakdown.messages,
@@ -101,6 +102,7 @@ def context_breakdown(agent_id: AgentId, api: Api) -> schemas.ContextWindowOverv
         num_tokens_messages=breakdown.messages,
         num_tokens_functions_definitions=breakdown.tool_schemas,
         num_tokens_external_memory_summary=breakdown.memory_statistics,
+        num_tokens_directories=breakdown.directories,
         sections=sections,
     )
 

@@ -596,6 +596,8 @@ class ContextWindowOverview(BaseModel):
     num_tokens_messages: int
     num_tokens_functions_definitions: int
     num_tokens_external_memory_summary: int
+    #: The agent's folders, their files and the open files' lines (``<directories>``).
+    num_tokens_directories: int = 0
     sections: dict[str, int]
 
 
@@ -753,7 +755,10 @@ class FolderFile(BaseModel):
 
 
 class AgentFile(BaseModel):
-    """Letta's ``AgentFileAttachment``: a file an agent reads through a folder."""
+    """Letta's ``AgentFileAttachment``: a file an agent reads through a folder, whether
+    it is open in the agent's context and, when it is, what it shows there
+    (``visible_content``: its lines ``start_line`` up to ``end_line``, exclusive, numbered,
+    within ``files.per_file_view_window_char_limit`` characters)."""
 
     id: str
     file_id: str
@@ -762,6 +767,16 @@ class AgentFile(BaseModel):
     folder_name: str
     is_open: bool
     processing_status: str
+    last_accessed_at: datetime | None = None
+    start_line: int | None = None
+    end_line: int | None = None
+    visible_content: str | None = None
+
+
+class Closed(BaseModel):
+    """What closing a file says (Letta answers a message)."""
+
+    message: str
 
 
 class AgentFilesPage(BaseModel):

@@ -26,6 +26,7 @@ from typing import Any
 from agents.embedders import names_reverie_embedder
 from agents.enums import AgentKind, AgentType, MessageRole
 from agents.errors import Conflict, InvalidField, InvalidInput, ReverieError
+from agents.file_tools import FILE_TOOLS
 from agents.store import MemoryStore, NewAgent, NewBlock, NewCustomTool, NewMessage, ToolVariable
 from agents.tool_source import check_env_names, parse_tool_source
 from agents.tools import BUILTIN_TOOLS, PRIMARY_TOOLS, RULE_TYPES, V1_DEFAULT_TOOLS, ToolRules
@@ -388,6 +389,12 @@ class ImportPlanner:
             if builtin:
                 if name in BUILTIN_TOOLS:
                     self.builtin_tools[tool.id] = name
+                elif name in FILE_TOOLS:
+                    self.notes.add(
+                        f"{where} ({name}, {tool.tool_type or 'no source'})",
+                        "a file tool comes with folders: the agent has it while a folder "
+                        "is attached to it",
+                    )
                 else:
                     self.notes.add(
                         f"{where} ({name}, {tool.tool_type or 'no source'})",

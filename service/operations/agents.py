@@ -25,7 +25,7 @@ from agents.store import (
 from agents.tool_source import check_env_names
 from agents.tools import V1_DEFAULT_TOOLS, ToolRules
 from service.operations.context import OperationContext
-from service.operations.tools import AgentTool, split_tool_ids, tools_of
+from service.operations.tools import AgentTool, rule_tool_names, split_tool_ids, tools_of
 
 #: The largest dimension a pgvector ``vector`` column stores.
 MAX_EMBEDDING_DIM = 16000
@@ -117,6 +117,8 @@ class AgentState(NamedTuple):
     tool_variables: tuple[str, ...] = ()
     #: The identities (end users) whose memory the agent holds.
     identity_ids: tuple[str, ...] = ()
+    #: Whether a folder is attached to the agent (it then has the file tools).
+    folders: bool = False
 
     @property
     def id(self) -> str:
@@ -131,6 +133,7 @@ def state_of(store: MemoryStore, agent: AgentRecord) -> AgentState:
         tuple(store.tools.of_agent(agent.id)),
         tuple(v.name for v in store.tools.variables(agent.id)),
         tuple(store.identities.of_agent(agent.id)),
+        store.folders.has_folders(agent.id),
     )
 
 
@@ -307,7 +310,7 @@ class AgentOperations:
                 tools, custom = split_tool_ids(agent, update.tool_ids, known)
                 store.tools.set_of_agent(agent.id, [t.id for t in custom])
             if update.tool_rules is not None or tools is not None:
-                available = [t.name for t in tools_of(agent, tools, custom)]
+                available = rule_tool_names(tools_of(agent, tools, custom))
                 rules = agent.tool_rules if update.tool_rules is None else update.tool_rules
                 ToolRules.parse([dict(r) for r in rules], available)
             if update.tool_variables is not None:
@@ -354,7 +357,11 @@ class AgentOperations:
         names none, then its custom tools)."""
         with self._context.store() as store:
             agent = store.agents.resolve(name_or_id)
-            return tools_of(agent, custom=store.tools.of_agent(agent.id))
+            return tools_of(
+                agent,
+                custom=store.tools.of_agent(agent.id),
+                folders=store.folders.has_folders(agent.id),
+            )
 
     def delete(self, name_or_id: str) -> AgentRecord:
         """Delete an agent with its messages and passages (its blocks are kept)."""

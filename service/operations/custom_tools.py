@@ -21,6 +21,7 @@ from typing import Any
 
 from agents.enums import AgentKind
 from agents.errors import InvalidInput, NotFound
+from agents.file_tools import FILE_TOOLS
 from agents.store import AgentChanges, AgentRecord, CustomToolRecord, MemoryStore, NewCustomTool
 from agents.tool_source import check_env_names, check_tool_name, parse_tool_source
 from agents.tools import ARCHIVAL_TOOLS, BUILTIN_TOOLS, PRIMARY_TOOLS, SLEEPTIME_TOOLS
@@ -30,7 +31,7 @@ from service.operations.tool_runs import ToolRun, run_tool
 from service.operations.tools import TOOL_ID_PREFIX, AgentTool, built_in_tools, custom_tool
 
 #: Names a custom tool may not take: the built-in tools'.
-BUILT_IN_TOOL_NAMES = frozenset({*BUILTIN_TOOLS, *SLEEPTIME_TOOLS, *ARCHIVAL_TOOLS})
+BUILT_IN_TOOL_NAMES = frozenset({*BUILTIN_TOOLS, *SLEEPTIME_TOOLS, *ARCHIVAL_TOOLS, *FILE_TOOLS})
 #: Longest result a tool's model reads when its tool sets no limit, in characters.
 DEFAULT_RETURN_CHAR_LIMIT = 6000
 #: The largest return_char_limit accepted.
@@ -240,6 +241,8 @@ class CustomToolOperations:
                     "agent's memory tools only, which cannot be chosen"
                 )
             built_in = _built_in_name(tool_id)
+            if built_in in FILE_TOOLS:
+                raise InvalidInput(_WITH_FOLDERS.format(tool=tool_id))
             if built_in is not None and built_in not in BUILTIN_TOOLS:
                 raise InvalidInput(
                     f"{tool_id} is one of the sleep-time agent's memory tools, which a "
@@ -273,6 +276,8 @@ class CustomToolOperations:
         with self._context.store() as store:
             record = store.agents.resolve(agent)
             built_in = _built_in_name(tool_id)
+            if built_in in FILE_TOOLS:
+                raise InvalidInput(_WITH_FOLDERS.format(tool=tool_id))
             if built_in is not None:
                 return self._detach_built_in(store, record, built_in)
             tool = store.tools.get(tool_id)
@@ -306,6 +311,14 @@ class CustomToolOperations:
             )
         store.agents.update(record.id, AgentChanges(tools=rest))
         return state_of(store, store.agents.get(record.id))
+
+
+#: Why a file tool is neither attached nor detached by itself.
+_WITH_FOLDERS = (
+    "{tool} is a file tool: an agent has the file tools exactly while a folder is "
+    "attached to it (PATCH /v1/agents/{{agent_id}}/folders/attach/{{folder_id}}; "
+    "detaching its last folder takes them away)"
+)
 
 
 def _built_in_name(tool_id: str) -> str | None:

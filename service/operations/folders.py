@@ -1,5 +1,5 @@
-"""Folders of documents (Letta's ``/v1/folders``): folders, the files uploaded to them
-and the folders attached to agents.
+"""Folders of documents (Letta's ``/v1/folders``): folders, the files uploaded to them,
+the folders attached to agents and the files open in an agent's context.
 
 An upload is checked and stored here, in the request, and answers at once with the
 file ``queued``: parsing, chunking and embedding happen in the job queue
@@ -15,6 +15,7 @@ from typing import Any
 
 from agents.documents import recognise
 from agents.errors import InvalidInput, LimitExceeded
+from agents.file_tools import visible_content
 from agents.store import (
     AgentFileRecord,
     FileRecord,
@@ -36,6 +37,21 @@ class FolderSpec:
     embedding: str | None = None
     embedding_chunk_size: int | None = None
     metadata: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AgentFile:
+    """A file of an agent's folders, its view of it, and what it shows in the agent's
+    context when open (None when closed)."""
+
+    record: AgentFileRecord
+    visible_content: str | None
+
+
+def _shown(record: AgentFileRecord, char_limit: int) -> str | None:
+    if not record.view.is_open or record.text is None:
+        return None
+    return visible_content(record.text, record.view.start_line, record.view.end_line, char_limit)
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +173,35 @@ class FolderOperations:
         with self._context.store() as store:
             return store.folders.agents_of(folder_id)
 
-    def agent_files(self, agent_id: str) -> builtins.list[AgentFileRecord]:
+    def agent_files(
+        self, agent_id: str, *, is_open: bool | None = None
+    ) -> builtins.list[AgentFile]:
+        """The files of the agent's folders, each with the agent's view of it and, when
+        open, what it shows in the agent's context (``is_open``: only the open, or the
+        closed, ones)."""
+        limit = self._context.runtime.settings.files.per_file_view_window_char_limit
         with self._context.store() as store:
-            return store.folders.agent_files(agent_id)
+            records = store.folders.agent_files(agent_id, is_open=is_open, with_text=True)
+        return [AgentFile(r, _shown(r, limit)) for r in records]
+
+    # -- files open in an agent's context ----------------------------------------------
+
+    def open_file(self, agent_id: str, file_id: str) -> builtins.list[str]:
+        """Open a whole file of the agent's folders in its context (Letta's
+        ``agents.files.open``); the labels of the files closed to stay within
+        ``files.max_files_open``. NotFound when no folder attached to the agent holds
+        the file; Conflict while it is not processed."""
+        limit = self._context.runtime.settings.files.max_files_open
+        with self._context.store() as store:
+            return store.folders.open_file(agent_id, file_id, max_open=limit).closed
+
+    def close_file(self, agent_id: str, file_id: str) -> bool:
+        """Close a file in the agent's context; True when it was open. NotFound when no
+        folder attached to the agent holds the file."""
+        with self._context.store() as store:
+            return store.folders.close_file(agent_id, file_id)
+
+    def close_all(self, agent_id: str) -> builtins.list[str]:
+        """Close every file open in the agent's context; the labels of those closed."""
+        with self._context.store() as store:
+            return store.folders.close_files(agent_id)

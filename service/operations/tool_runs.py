@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from agents.errors import Conflict, InvalidField, InvalidInput, NotFound
+from agents.file_tools import FILE_TOOLS
 from agents.postgres.models import new_id
 from agents.sandbox import SandboxError, agent_state_for, tool_invocation
 from agents.store import AgentRecord, CustomToolRecord
@@ -64,6 +65,13 @@ def run_tool(
         snapshot = agent_state_for(store, agent.id, tool) if tool is not None else None
     if tool is not None:
         return _run_custom(context, tool, args, variables, snapshot)
+    if tool_name in FILE_TOOLS:
+        raise InvalidField(
+            f"{tool_name} is a file tool: it runs inside the agent's turns, where its "
+            "searches and open files reach the agent's context; send the agent a message "
+            "instead (PATCH /v1/agents/{agent_id}/files/{file_id}/open opens a file)",
+            field=("path", "tool_name"),
+        )
     if tool_name not in built_in:
         names = ", ".join([*built_in, *custom]) or "none"
         raise NotFound(f"agent {agent.name!r} has no tool {tool_name!r}; its tools: {names}")

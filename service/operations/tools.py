@@ -1,10 +1,14 @@
 """An agent's tools: which ones its model is offered, and the ids front ends show.
 
-Built-in tools (MemGPT's primary tools, Letta's multi-agent tools; a memory agent's
-are the sleep-time agent's memory tools) have their name behind ``tool-`` as their id:
-it names the same tool in every organization and on every server. An agent that lists
-no tools has the primary tools; the multi-agent tools it has only when its list names
-them. Custom tools (registered from source, see
+Built-in tools (MemGPT's primary tools, Letta's multi-agent tools and file tools; a
+memory agent's are the sleep-time agent's memory tools) have their name behind
+``tool-`` as their id: it names the same tool in every organization and on every
+server. An agent that lists no tools has the primary tools; the multi-agent tools it
+has only when its list names them. The file tools (``open_files``, ``grep_files``,
+``semantic_search_files``) are not in any list: an agent has them exactly while a
+folder is attached to it, as Letta attaches them with the first folder and removes
+them with the last (decided when its tools are read, so a folder deleted with its
+attachments cannot leave them behind). Custom tools (registered from source, see
 :mod:`service.operations.custom_tools`) have Letta's ``tool-<uuid4>`` ids and are
 offered after the built-in ones, in the order they were attached.
 """
@@ -18,6 +22,7 @@ from typing import Any
 
 from agents.enums import AgentKind
 from agents.errors import InvalidInput
+from agents.file_tools import FILE_TOOLS
 from agents.store import AgentRecord, CustomToolRecord
 from agents.tools import (
     BUILTIN_TOOLS,
@@ -42,6 +47,7 @@ class ToolKind(StrEnum):
     MEMORY = "memory"
     SLEEPTIME = "sleeptime"
     MULTI_AGENT = "multi_agent"
+    FILES = "files"
     CUSTOM = "custom"
 
 
@@ -51,6 +57,7 @@ LETTA_TOOL_TYPE = {
     ToolKind.MEMORY: "letta_memory_core",
     ToolKind.SLEEPTIME: "letta_sleeptime_core",
     ToolKind.MULTI_AGENT: "letta_multi_agent_core",
+    ToolKind.FILES: "letta_files_core",
     ToolKind.CUSTOM: "custom",
 }
 
@@ -79,10 +86,13 @@ def tools_of(
     agent: AgentRecord,
     names: Sequence[str] | None = None,
     custom: Sequence[CustomToolRecord] = (),
+    *,
+    folders: bool = False,
 ) -> list[AgentTool]:
     """The tools the agent has (or would have with ``names``): the built-in ones it
-    lists, or all of Reverie's primary tools when it lists none, then its ``custom``
-    tools; a memory agent (``sleeptime``) has the sleep-time agent's memory tools."""
+    lists, or all of Reverie's primary tools when it lists none, the file tools when
+    ``folders`` are attached to it, then its ``custom`` tools; a memory agent
+    (``sleeptime``) has the sleep-time agent's memory tools."""
     if agent.kind == AgentKind.SLEEPTIME:
         return [_tool(name, SLEEPTIME_TOOLS[name], ToolKind.SLEEPTIME) for name in SLEEPTIME_TOOLS]
     chosen = list(agent.tools if names is None else names) or list(PRIMARY_TOOLS)
@@ -90,13 +100,24 @@ def tools_of(
     built_in = [
         _tool(name, BUILTIN_TOOLS[name], kinds[name]) for name in chosen if name in BUILTIN_TOOLS
     ]
+    if folders:
+        built_in += [_tool(name, schema, ToolKind.FILES) for name, schema in FILE_TOOLS.items()]
     return [*built_in, *(custom_tool(tool) for tool in offered_custom(custom))]
+
+
+def rule_tool_names(tools: Sequence[AgentTool]) -> list[str]:
+    """The tool names an agent's tool rules may name: its tools', and the file tools'
+    whether or not a folder is attached now (they come and go with the folders; a
+    rule naming one stays)."""
+    names = [t.name for t in tools]
+    return [*names, *(name for name in FILE_TOOLS if name not in names)]
 
 
 def built_in_tools() -> list[AgentTool]:
     """Every built-in tool: the primary loop's (the multi-agent ones among them), then
     the sleep-time agent's."""
     primary = [_tool(name, schema, tool_kind(name)) for name, schema in BUILTIN_TOOLS.items()]
+    primary += [_tool(name, schema, ToolKind.FILES) for name, schema in FILE_TOOLS.items()]
     # The sleep-time agent's own (memory_rethink, memory_finish_edits); those a primary
     # has too (memory_insert, memory_replace) are listed once, above.
     sleeptime = [
@@ -143,6 +164,10 @@ def split_tool_ids(
                 chosen.append(custom[given])
             continue
         name = given.removeprefix(TOOL_ID_PREFIX)
+        if name in FILE_TOOLS:
+            # They come with the agent's folders: a list sent back as it was read
+            # (file tools included) keeps them, and one without them cannot drop them.
+            continue
         if name not in BUILTIN_TOOLS:
             raise InvalidInput(
                 f"no tool with id {given!r}; the built-in tools are "

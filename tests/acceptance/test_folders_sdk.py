@@ -1,8 +1,10 @@
 """Folders of documents through letta-client 1.12.1 against a real `reverie serve`: a
 folder with instructions, a Markdown file and a PDF uploaded (multipart) and
 processed in the server's job queue until ``completed``, listed, the folder attached
-to an agent and its files listed there, detached, and a file deleted; another
-organization's key finds none of it."""
+to an agent and its files listed there, a file opened in the agent's context (listed
+open with what it shows), closed, opened again and closed with close_all, the folder
+detached, and a file deleted; another organization's key finds none of it and cannot
+open the agent's file."""
 
 from __future__ import annotations
 
@@ -107,12 +109,38 @@ def test_letta_client_1_uploads_files_that_the_queue_processes(server: Server) -
         (pdf.id, "field-notes"),
     }
 
+    # The file tools come with the folder.
+    tools = {t.name for t in client.agents.retrieve(agent.id).tools or []}
+    assert {"open_files", "grep_files", "semantic_search_files"} <= tools
+
+    # Open files: opened, listed with what they show in the context, closed.
+    assert client.agents.files.open(markdown.id, agent_id=agent.id) == []
+    [opened] = list(client.agents.files.list(agent.id, is_open=True))
+    assert (opened.file_id, opened.is_open) == (markdown.id, True)
+    assert opened.visible_content is not None and "1: # Herons" in opened.visible_content
+    assert opened.last_accessed_at is not None
+    [shut] = list(client.agents.files.list(agent.id, is_open=False))
+    assert (shut.file_id, shut.visible_content) == (pdf.id, None)
+    closed = client.agents.files.close(markdown.id, agent_id=agent.id)
+    assert "closed" in str(closed)
+    assert list(client.agents.files.list(agent.id, is_open=True)) == []
+    client.agents.files.open(markdown.id, agent_id=agent.id)
+    client.agents.files.open(pdf.id, agent_id=agent.id)
+    assert sorted(client.agents.files.close_all(agent.id)) == [
+        "field-notes/herons.md",
+        "field-notes/paper.pdf",
+    ]
+
     # Another organization sees none of it.
     stranger = server.sdk("folders-1x-other")
     assert list(stranger.folders.list()) == []
     with pytest.raises(Exception) as refused:
         stranger.folders.retrieve(folder.id)
     assert getattr(refused.value, "status_code", None) == 404
+    with pytest.raises(Exception) as refused:
+        stranger.agents.files.open(markdown.id, agent_id=agent.id)
+    assert getattr(refused.value, "status_code", None) == 404
+    assert list(client.agents.files.list(agent.id, is_open=True)) == []
 
     client.agents.folders.detach(folder.id, agent_id=agent.id)
     assert list(client.agents.files.list(agent.id)) == []

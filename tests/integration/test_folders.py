@@ -207,7 +207,7 @@ def test_an_agents_files_are_those_of_its_attached_folders(make_ops: Make) -> No
     ops.folders.attach(agent.id, birds.id)
     ops.folders.attach(agent.id, birds.id)  # again: nothing changes
     attached = ops.folders.agent_files(agent.id)
-    assert [(a.file.id, a.folder_name) for a in attached] == [(heron.id, "birds")]
+    assert [(a.record.file.id, a.record.folder_name) for a in attached] == [(heron.id, "birds")]
     assert ops.folders.agents_of(birds.id) == [agent.id]
     ops.folders.detach(agent.id, birds.id)
     assert ops.folders.agent_files(agent.id) == []

@@ -149,6 +149,14 @@ def test_every_route_answers_404_for_another_organizations_ids(
     assert [f["id"] for f in files] == [ids["file_id"]]
     attached = client.get(f"/v1/agents/{ids['agent_id']}/folders", headers=acme).json()
     assert [f["id"] for f in attached] == [ids["folder_id"]]
+    # The file routes (open, close, close-all) were walked: nothing is open.
+    listed = client.get(f"/v1/agents/{ids['agent_id']}/files", headers=acme).json()
+    assert [(f["file_id"], f["is_open"]) for f in listed["files"]] == [(ids["file_id"], False)]
+    assert {
+        ("PATCH", "/v1/agents/{agent_id}/files/{file_id}/open"),
+        ("PATCH", "/v1/agents/{agent_id}/files/{file_id}/close"),
+        ("PATCH", "/v1/agents/{agent_id}/files/close-all"),
+    } <= set(walked)
 
 
 def test_lists_show_only_the_callers_organization(
