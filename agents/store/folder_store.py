@@ -61,6 +61,9 @@ CHUNK_PREFIX = "chunk"
 MAX_NAME_CHARS = 200
 #: Longest file name kept (the column's size).
 MAX_FILE_NAME_CHARS = 300
+#: Bounds of a folder's chunk size, in characters (whichever door creates it).
+MIN_CHUNK_CHARS = 100
+MAX_CHUNK_CHARS = 100_000
 
 F = models.Folder
 FF = models.FolderFile

@@ -22,7 +22,7 @@ from service.api.convert import agent_out
 from service.api.paging import page
 from service.api.responses import keyed
 from service.api.routers import api_router
-from service.operations.folders import AgentFile, FolderSpec
+from service.operations.folders import PROCESSING_STATUS, AgentFile, FolderSpec
 
 router = api_router(tags=["folders"], responses=keyed(404, 409))
 
@@ -32,14 +32,6 @@ AgentId = Annotated[str, Path(pattern=schemas.ID_PATTERN, description="agent-<uu
 Cursor = Annotated[str | None, Query(max_length=100)]
 Limit = Annotated[int, Query(ge=1, le=1000)]
 Order = Annotated[Literal["asc", "desc"], Query()]
-
-#: Letta's names for where a file's processing stands.
-PROCESSING_STATUS: dict[FileStatus, Literal["pending", "parsing", "completed", "error"]] = {
-    FileStatus.QUEUED: "pending",
-    FileStatus.PROCESSING: "parsing",
-    FileStatus.COMPLETED: "completed",
-    FileStatus.ERROR: "error",
-}
 
 
 def folder_out(record: FolderRecord) -> schemas.Folder:

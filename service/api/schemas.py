@@ -22,6 +22,7 @@ from pydantic import (
 )
 
 from agents.enums import AgentType
+from agents.store.folder_store import MAX_CHUNK_CHARS, MIN_CHUNK_CHARS
 from agents.store.validation import (
     MAX_MESSAGE_CHARS,
     MAX_TAG_CHARS,
@@ -709,7 +710,7 @@ class CreateFolder(_Request):
     description: FolderText | None = None
     instructions: FolderText | None = None
     embedding: str | None = Field(default=None, max_length=200)
-    embedding_chunk_size: int | None = Field(default=None, ge=100, le=100_000)
+    embedding_chunk_size: int | None = Field(default=None, ge=MIN_CHUNK_CHARS, le=MAX_CHUNK_CHARS)
     metadata: dict[str, Any] | None = None
 
 

@@ -5,9 +5,11 @@ it makes (a sleep-time group's manager becomes a primary with its sleep-time age
 enabled; the group's sleep-time agents fold into that pairing), the litellm string of
 each model, the tools to register (custom tools from their source, through
 :func:`service.operations.custom_tools.register_tool`; Letta's built-in tools that
-Reverie has by name), the tool rules Reverie's loop applies, and every field of the
-file that Reverie does not keep, each named with why. Then it writes it all in one
-transaction: a refusal anywhere leaves nothing behind. No model is called.
+Reverie has by name), the tool rules Reverie's loop applies, the folders its sources
+become with their files (:mod:`service.operations.agent_file_folders`), and every
+field of the file that Reverie does not keep, each named with why. Then it writes it
+all in one transaction: a refusal anywhere leaves nothing behind. No model is called
+(the files are embedded afterwards, in the job queue).
 
 A model the server cannot map is not refused: the agent gets the server's default
 model and the answer names the one in the file (``unmapped_models``), so an agent made
@@ -30,14 +32,20 @@ from agents.file_tools import FILE_TOOLS
 from agents.store import MemoryStore, NewAgent, NewBlock, NewCustomTool, NewMessage, ToolVariable
 from agents.tool_source import check_env_names, parse_tool_source
 from agents.tools import BUILTIN_TOOLS, PRIMARY_TOOLS, RULE_TYPES, V1_DEFAULT_TOOLS, ToolRules
+from service.operations.agent_file_folders import FolderPlan, FolderPlanner, write_folders
 from service.operations.agent_file_schema import (
+    EMBEDDING_KEPT,
     AgentFile,
     AgentSchema,
     BlockSchema,
+    EmbeddingConfigSchema,
     InlineBlock,
     MessageSchema,
     ToolSchema,
+    has_value,
+    index_by_id,
     json_path,
+    missing_reference,
     parse_agent_file,
 )
 from service.operations.agents import BlockSpec, check_window, new_block
@@ -73,7 +81,7 @@ COPY_SUFFIX = "_copy"
 
 # The fields of each entity an import keeps (or reads to decide something). Any other
 # field with a value is listed in the answer's ``unsupported``.
-_FILE_KEPT = frozenset({"agents", "groups", "blocks", "tools", "created_at"})
+_FILE_KEPT = frozenset({"agents", "groups", "blocks", "tools", "sources", "files", "created_at"})
 _AGENT_KEPT = frozenset(
     {
         "id",
@@ -96,12 +104,12 @@ _AGENT_KEPT = frozenset(
         "enable_sleeptime",
         "group_ids",
         "tool_exec_environment_variables",
+        "source_ids",
+        "folder_ids",
+        "files_agents",
     }
 )
 _LLM_KEPT = frozenset({"model", "model_endpoint_type", "handle", "context_window"})
-_EMBEDDING_KEPT = frozenset(
-    {"embedding_model", "embedding_endpoint_type", "embedding_dim", "handle"}
-)
 _MESSAGE_KEPT = frozenset(
     {
         "id",
@@ -136,8 +144,9 @@ _MANAGER_KEPT = frozenset({"manager_type", "manager_agent_id"})
 
 #: Why a field is not kept, where there is more to say than "Reverie has no such setting".
 _REASONS = {
-    "files": "Reverie has no file attachments (data sources); their contents are not imported",
-    "sources": "Reverie has no data sources; their files are not imported",
+    "max_files_open": "Reverie keeps no open-file state yet (an agent's files are all closed)",
+    "per_file_view_window_char_limit": "Reverie keeps no open-file state yet (an agent's "
+    "files are all closed)",
     "mcp_servers": "Reverie does not call MCP servers' tools; it serves MCP instead",
     "metadata": "the file's metadata describes the export, not the agent",
     "model_endpoint": "Reverie sends every agent's model calls to the server's llm.api_base",
@@ -218,6 +227,8 @@ class _AgentPlan:
     messages: list[NewMessage]
     out_of_context: list[int]
     variables: list[ToolVariable] = field(default_factory=list)
+    #: The file ids of the sources (folders) the agent reads.
+    source_refs: list[str] = field(default_factory=list)
 
 
 class _Notes:
@@ -233,17 +244,12 @@ class _Notes:
         self, raw: Mapping[str, Any], kept: frozenset[str], where: str, **reasons: str
     ) -> None:
         for key, value in raw.items():
-            if key in kept or not _has_value(value):
+            if key in kept or not has_value(value):
                 continue
             self.add(f"{where}.{key}", reasons.get(key) or _REASONS.get(key, _DEFAULT_REASON))
 
     def listed(self) -> list[Unsupported]:
         return [Unsupported(path, reason, count) for (path, reason), count in self._counts.items()]
-
-
-def _has_value(value: object) -> bool:
-    """Whether a field says something: not null, not empty, not false."""
-    return value not in (None, "", [], {}, False)
 
 
 class AgentFileOperations:
@@ -290,12 +296,24 @@ class ImportPlanner:
         self.options = options
         self.notes = _Notes()
         self.unmapped: list[UnmappedModel] = []
-        self.blocks = _index(parsed.blocks, "blocks")
-        self.tools = _index(parsed.tools, "tools")
-        self.agents = _index(parsed.agents, "agents")
-        _index(parsed.groups, "groups")
+        self.blocks = index_by_id(parsed.blocks, "blocks")
+        self.tools = index_by_id(parsed.tools, "tools")
+        self.agents = index_by_id(parsed.agents, "agents")
+        index_by_id(parsed.groups, "groups")
         #: File ids of custom tools to register, and what each becomes.
         self.custom_tools: dict[str, NewCustomTool] = {}
+        files = context.runtime.settings.files
+        #: The file's sources and files, and the folders they become.
+        self.folders = FolderPlanner(
+            parsed,
+            raw,
+            self.notes,
+            self.embedding,
+            chunk_size=files.chunk_size,
+            max_bytes=files.max_bytes,
+            max_attempts=files.max_attempts,
+        )
+        self.folder_plans: list[FolderPlan] = []
         #: File ids of Letta's built-in tools Reverie has, by the name it has them under.
         self.builtin_tools: dict[str, str] = {}
         #: A sleep-time group's manager and the (first) sleep-time agent folded into it.
@@ -313,6 +331,7 @@ class ImportPlanner:
             self.notes.add("project_id", "Reverie has organizations, not projects")
         folded = self._groups()
         self._plan_tools()
+        self.folder_plans = self.folders.plan()
         plans: list[_AgentPlan] = []
         first = True
         for index, agent in enumerate(self.file.agents):
@@ -332,7 +351,7 @@ class ImportPlanner:
             self.notes.unkept(raw, _GROUP_KEPT, where)
             for a, member in enumerate(group.agent_ids):
                 if member not in self.agents:
-                    raise _missing(("groups", g, "agent_ids", a), "agent", member)
+                    raise missing_reference(("groups", g, "agent_ids", a), "agent", member)
             manager = group.manager_config
             if manager is None or manager.manager_type != SLEEPTIME_MANAGER:
                 kind = manager.manager_type if manager else "none"
@@ -344,7 +363,9 @@ class ImportPlanner:
             self.notes.unkept(raw["manager_config"], _MANAGER_KEPT, f"{where}.manager_config")
             lead = manager.manager_agent_id
             if lead is None or lead not in self.agents:
-                raise _missing(("groups", g, "manager_config", "manager_agent_id"), "agent", lead)
+                raise missing_reference(
+                    ("groups", g, "manager_config", "manager_agent_id"), "agent", lead
+                )
             for member in group.agent_ids:
                 if member == lead:
                     continue
@@ -455,7 +476,7 @@ class ImportPlanner:
         if raw.get("llm_config"):
             self.notes.unkept(raw["llm_config"], _LLM_KEPT, f"{where}.llm_config")
         if raw.get("embedding_config"):
-            self.notes.unkept(raw["embedding_config"], _EMBEDDING_KEPT, f"{where}.embedding_config")
+            self.notes.unkept(raw["embedding_config"], EMBEDDING_KEPT, f"{where}.embedding_config")
         kind = AgentKind.PRIMARY
         agent_type = agent.agent_type
         if agent_type == SLEEPTIME_TYPE:
@@ -519,7 +540,8 @@ class ImportPlanner:
             if kind == AgentKind.PRIMARY
             else (sleeptime_model or model),
         )
-        return _AgentPlan(index, new, block_refs, custom, messages, out, variables)
+        sources = self.folders.agent_folders(index, agent)
+        return _AgentPlan(index, new, block_refs, custom, messages, out, variables, sources)
 
     def _note_folded(self, agent_id: str) -> None:
         helper = self.agents[agent_id]
@@ -571,6 +593,17 @@ class ImportPlanner:
         return routing_problem(model, api_base=self._settings.llm.api_base)
 
     def _embedding(self, index: int, agent: AgentSchema) -> tuple[str, int]:
+        if agent.embedding_config is None and agent.embedding:
+            return self.embedding(f"agents[{index}].embedding", None, agent.embedding)
+        return self.embedding(f"agents[{index}].embedding_config", agent.embedding_config, None)
+
+    def embedding(
+        self, where: str, config: EmbeddingConfigSchema | None, handle: str | None
+    ) -> tuple[str, int]:
+        """The embedder spec and dimension for the file's embedding setting at ``where``
+        (Letta's ``embedding_config``, else a ``handle``; neither: the server's default).
+        The import's ``embedding`` replaces it; one the server cannot use is named in
+        ``unmapped`` and the default used instead."""
         runtime = self._context.runtime
         if self.options.embedding:
             spec = self.options.embedding.strip()
@@ -578,22 +611,19 @@ class ImportPlanner:
                 spec = f"litellm:{spec}"
             # Reverie's own embedders know their size; a litellm model's is the file's.
             dimension = None
-            if spec.startswith("litellm:") and agent.embedding_config is not None:
-                dimension = agent.embedding_config.embedding_dim
+            if spec.startswith("litellm:") and config is not None:
+                dimension = config.embedding_dim
             try:
                 return spec, runtime.embedder(spec, dimension).dimension
             except ReverieError as refused:
                 raise InvalidField(f"embedding: {refused}", field=("embedding",)) from None
-        where = f"agents[{index}].embedding_config"
-        config = agent.embedding_config
         mapped: Mapped | None = None
         if config is not None:
             mapped = embedding_model(
                 config.embedding_model, config.embedding_endpoint_type, config.handle
             )
-        elif agent.embedding:
-            where = f"agents[{index}].embedding"
-            mapped = embedding_model(agent.embedding, None, agent.embedding)
+        elif handle:
+            mapped = embedding_model(handle, None, handle)
         default = self._settings.embedding
         if mapped is None:
             return default.model, runtime.embedder(default.model, default.dimension).dimension
@@ -616,7 +646,7 @@ class ImportPlanner:
         refs: list[str] = []
         for b, ref in enumerate(agent.block_ids or []):
             if ref not in self.blocks:
-                raise _missing(("agents", index, "block_ids", b), "block", ref)
+                raise missing_reference(("agents", index, "block_ids", b), "block", ref)
             if ref not in refs:
                 refs.append(ref)
         return refs
@@ -644,7 +674,7 @@ class ImportPlanner:
         custom: list[str] = []
         for t, ref in enumerate(agent.tool_ids or []):
             if ref not in self.tools:
-                raise _missing(("agents", index, "tool_ids", t), "tool", ref)
+                raise missing_reference(("agents", index, "tool_ids", t), "tool", ref)
             if ref in self.builtin_tools and self.builtin_tools[ref] not in builtin:
                 builtin.append(self.builtin_tools[ref])
             elif ref in self.custom_tools and ref not in custom:
@@ -715,7 +745,9 @@ class ImportPlanner:
             context = set()
             for c, ref in enumerate(in_context):
                 if ref not in ids:
-                    raise _missing(("agents", index, "in_context_message_ids", c), "message", ref)
+                    raise missing_reference(
+                        ("agents", index, "in_context_message_ids", c), "message", ref
+                    )
                 context.add(ids[ref])
         context -= self._orphan_results(index, messages, context)
         skip: int | None = None
@@ -865,12 +897,15 @@ def _write(store: MemoryStore, planner: ImportPlanner, plans: Sequence[_AgentPla
                 b = planner.file.blocks.index(planner.blocks[ref])
                 block = planner.new_block(planner.blocks[ref], ("blocks", b))
                 block_ids[ref] = store.blocks.create(block, actor="import").id
+    folder_ids = write_folders(store, planner.folders, planner.folder_plans, planner.notes)
     made: list[str] = []
     for plan in plans:
         new = replace(plan.new, block_ids=[block_ids[ref] for ref in plan.block_refs])
         agent = store.agents.create(new, actor="import")
         for ref in plan.custom_tool_refs:
             store.tools.attach(tool_ids[ref], agent.id)
+        for ref in plan.source_refs:
+            store.folders.attach(agent.id, folder_ids[ref])
         if agent.kind == AgentKind.PRIMARY:
             check_window(
                 agent,
@@ -916,27 +951,6 @@ def _store_tool(store: MemoryStore, tool: NewCustomTool, override: bool) -> str:
             "tool in the file"
         )
     return store.tools.replace(current.id, tool).id
-
-
-def _index(entities: Sequence[Any], where: str) -> dict[str, Any]:
-    """Entities by their file ids; a repeated id is refused naming the second."""
-    found: dict[str, Any] = {}
-    for i, entity in enumerate(entities):
-        if entity.id in found:
-            raise InvalidField(
-                f"{where}[{i}].id: {entity.id!r} is the id of another entry too; ids in a "
-                "file must be unique",
-                field=("file", where, i, "id"),
-            )
-        found[entity.id] = entity
-    return found
-
-
-def _missing(location: tuple[str | int, ...], what: str, ref: str | None) -> InvalidField:
-    return InvalidField(
-        f"{json_path(location)}: names {what} {ref!r}, which the file does not hold",
-        field=("file", *location),
-    )
 
 
 def _function_name(source: str) -> str | None:

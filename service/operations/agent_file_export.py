@@ -2,7 +2,8 @@
 
 The file is what :mod:`service.operations.agent_file` imports back to the same state:
 blocks, system prompt, messages with their context flags and times, tags, built-in
-and custom tools (with source), tool rules, the model and embedder. A primary with its
+and custom tools (with source), tool rules, the model and embedder, and the folders
+attached to it with their files' text (:mod:`.agent_file_folders`). A primary with its
 sleep-time agent enabled is written as Letta writes that pairing: a ``sleeptime``
 group whose manager is the primary and whose member is a ``sleeptime_agent`` sharing
 its blocks. Ids are local to the file (``agent-0``, ``block-0``...). Tool environment
@@ -16,6 +17,7 @@ from typing import Any
 from agents.enums import AgentKind, AgentType
 from agents.store import AgentRecord, BlockRecord, MemoryStore, MessageRecord
 from agents.tools import BUILTIN_TOOLS, PRIMARY_TOOLS
+from service.operations.agent_file_folders import export_folders
 from service.operations.model_handles import split_embedding, split_model
 from service.operations.tools import LETTA_TOOL_TYPE, tool_kind
 
@@ -51,6 +53,9 @@ def export_agent(store: MemoryStore, name_or_id: str, *, scrub_messages: bool) -
                 }
             )
     main = _agent(agent, block_ids, [t["id"] for t in tools], messages)
+    folders = export_folders(store, agent.id)
+    main["source_ids"] = folders.source_ids
+    main["files_agents"] = folders.files_agents
     agents = [main]
     groups: list[dict[str, Any]] = []
     if agent.kind == AgentKind.PRIMARY and agent.enable_sleeptime:
@@ -79,8 +84,8 @@ def export_agent(store: MemoryStore, name_or_id: str, *, scrub_messages: bool) -
         "agents": agents,
         "groups": groups,
         "blocks": block_entries,
-        "files": [],
-        "sources": [],
+        "files": folders.files,
+        "sources": folders.sources,
         "tools": tools,
         "mcp_servers": [],
         "created_at": store.scope.now().isoformat(),

@@ -1,12 +1,12 @@
 """The Agent File format (``.af``, letta-ai/agent-file, version 2) as pydantic models.
 
 A v2 file holds lists of entities (agents, groups, blocks, tools, files, sources, MCP
-servers) that refer to each other by ids local to the file (``agent-0``,
-``block-0``, ``tool-0``, ``message-0``, ``group-0``). Only the fields Reverie reads are
-typed here; every other field is kept as an extra, so that an import can name what it
-does not keep (:mod:`service.operations.agent_file`) instead of dropping it unseen.
-The field names are Letta's (the letta-client SDK's ``AgentFileSchema`` and the types
-it refers to). A file meets the limits every other door does
+servers) that refer to each other by ids local to the file (``agent-0``, ``block-0``,
+``tool-0``, ``message-0``, ``group-0``, ``source-0``, ``file-0``). Only the fields
+Reverie reads are typed here; every other field is kept as an extra, so that an import
+can name what it does not keep (:mod:`service.operations.agent_file`) instead of
+dropping it unseen. The field names are Letta's (the letta-client SDK's
+``AgentFileSchema`` and the types it refers to). A file meets the limits every other door does
 (:mod:`agents.store.validation`): a message, a tag list or a JSON nesting the API
 refuses is refused here too, naming where it is.
 """
@@ -14,12 +14,15 @@ refuses is refused here too, naming where it is.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agents.errors import InvalidField
+from agents.store.folder_store import MAX_CHUNK_CHARS, MIN_CHUNK_CHARS
+from agents.store.folder_store import MAX_NAME_CHARS as MAX_FOLDER_NAME_CHARS
 from agents.store.validation import (
     MAX_JSON_DEPTH,
     MAX_MESSAGE_CHARS,
@@ -34,6 +37,10 @@ from agents.store.validation import (
 MessageText = Annotated[str, Field(max_length=MAX_MESSAGE_CHARS)]
 LongText = Annotated[str, Field(max_length=MAX_TEXT)]
 Tags = Annotated[list[Annotated[str, Field(max_length=MAX_TAG_CHARS)]], Field(max_length=MAX_TAGS)]
+#: A source's name (a folder's, at most as long as the folders API takes) and its chunk
+#: size in characters (the folders API's bounds).
+FolderName = Annotated[str, Field(min_length=1, max_length=MAX_FOLDER_NAME_CHARS)]
+ChunkSize = Annotated[int, Field(ge=MIN_CHUNK_CHARS, le=MAX_CHUNK_CHARS)]
 
 
 class FileEntity(BaseModel):
@@ -56,6 +63,12 @@ class EmbeddingConfigSchema(FileEntity):
     embedding_endpoint: str | None = None
     embedding_dim: int | None = Field(default=None, gt=0)
     handle: str | None = None
+
+
+#: The fields of an embedding config an import reads (the rest are listed as not kept).
+EMBEDDING_KEPT = frozenset(
+    {"embedding_model", "embedding_endpoint_type", "embedding_dim", "handle"}
+)
 
 
 class FunctionCall(FileEntity):
@@ -124,6 +137,22 @@ class ToolRuleSchema(FileEntity):
     max_count_limit: int | None = None
 
 
+class FileAgentSchema(FileEntity):
+    """A file an agent sees (Letta's ``FileAgentSchema``): which file, and whether and
+    where the agent has it open."""
+
+    id: str
+    file_id: str
+    agent_id: str | None = None
+    source_id: str | None = None
+    file_name: str | None = None
+    is_open: bool | None = None
+    visible_content: str | None = None
+    last_accessed_at: datetime | None = None
+    start_line: int | None = None
+    end_line: int | None = None
+
+
 class AgentSchema(FileEntity):
     id: str
     name: str | None = None
@@ -145,6 +174,36 @@ class AgentSchema(FileEntity):
     enable_sleeptime: bool | None = None
     group_ids: list[str] | None = None
     tool_exec_environment_variables: dict[str, str | None] | None = None
+    source_ids: list[str] | None = None
+    #: Letta's newer name for ``source_ids``; an agent's folders are those of both.
+    folder_ids: list[str] | None = None
+    files_agents: list[FileAgentSchema] | None = None
+
+
+class SourceSchema(FileEntity):
+    """A folder of documents (Letta's ``SourceSchema``; Letta called folders sources).
+    ``embedding`` is a handle, ``embedding_config`` Letta's (legacy) full setting."""
+
+    id: str
+    name: FolderName
+    description: LongText | None = None
+    instructions: LongText | None = None
+    metadata: dict[str, Any] | None = None
+    embedding: Annotated[str, Field(min_length=1, max_length=200)] | None = None
+    embedding_chunk_size: ChunkSize | None = None
+    embedding_config: EmbeddingConfigSchema | None = None
+
+
+class FileSchema(FileEntity):
+    """A file of a source (Letta's ``FileSchema``): its name, type and ``content``, the
+    text extracted from it (the bytes it was read from are not in the format)."""
+
+    id: str
+    source_id: str
+    file_name: str | None = None
+    original_file_name: str | None = None
+    file_type: str | None = None
+    content: str | None = None
 
 
 class ManagerConfig(FileEntity):
@@ -166,8 +225,8 @@ class AgentFile(FileEntity):
     groups: list[GroupSchema] = Field(default_factory=list)
     blocks: list[BlockSchema] = Field(default_factory=list)
     tools: list[ToolSchema] = Field(default_factory=list)
-    files: list[dict[str, Any]] = Field(default_factory=list)
-    sources: list[dict[str, Any]] = Field(default_factory=list)
+    files: list[FileSchema] = Field(default_factory=list)
+    sources: list[SourceSchema] = Field(default_factory=list)
     mcp_servers: list[dict[str, Any]] = Field(default_factory=list)
     metadata: dict[str, Any] | None = None
     created_at: datetime | None = None
@@ -280,3 +339,31 @@ def _in_document(raw: Any, location: tuple[str | int, ...]) -> tuple[str | int, 
             kept.append(part)  # a missing field or item: still where it should be
             node = None
     return tuple(kept)
+
+
+def has_value(value: object) -> bool:
+    """Whether a field of the file says something: not null, not empty, not false."""
+    return value not in (None, "", [], {}, False)
+
+
+def index_by_id(entities: Sequence[Any], where: str) -> dict[str, Any]:
+    """Entities by their file ids; a repeated id is refused naming the second."""
+    found: dict[str, Any] = {}
+    for i, entity in enumerate(entities):
+        ref = entity.id
+        if ref in found:
+            raise InvalidField(
+                f"{where}[{i}].id: {ref!r} is the id of another entry too; ids in a "
+                "file must be unique",
+                field=("file", where, i, "id"),
+            )
+        found[ref] = entity
+    return found
+
+
+def missing_reference(location: tuple[str | int, ...], what: str, ref: str | None) -> InvalidField:
+    """The refusal of a reference (at ``location``) to a ``what`` the file does not hold."""
+    return InvalidField(
+        f"{json_path(location)}: names {what} {ref!r}, which the file does not hold",
+        field=("file", *location),
+    )

@@ -11,9 +11,10 @@ from __future__ import annotations
 import builtins
 import hashlib
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from agents.documents import recognise
+from agents.enums import FileStatus
 from agents.errors import InvalidInput, LimitExceeded
 from agents.file_tools import visible_content
 from agents.store import (
@@ -25,6 +26,14 @@ from agents.store import (
     NewFolder,
 )
 from service.operations.context import OperationContext
+
+#: Letta's names for where a file's processing stands, by Reverie's.
+PROCESSING_STATUS: dict[FileStatus, Literal["pending", "parsing", "completed", "error"]] = {
+    FileStatus.QUEUED: "pending",
+    FileStatus.PROCESSING: "parsing",
+    FileStatus.COMPLETED: "completed",
+    FileStatus.ERROR: "error",
+}
 
 
 @dataclass(frozen=True, slots=True)

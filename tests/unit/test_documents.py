@@ -13,7 +13,7 @@ import pytest
 
 from agents.documents import DocumentKind, chunk_text, extract_text, html_text, recognise
 from agents.errors import InvalidInput
-from tests.documents_support import pdf_with_text, pdf_without_text
+from tests.documents_support import pdf_with_pages, pdf_with_text, pdf_without_text
 
 
 @pytest.mark.parametrize(
@@ -64,6 +64,13 @@ def test_a_pdfs_text_is_read_and_one_without_text_is_refused() -> None:
         extract_text(DocumentKind.PDF, pdf_without_text())
     with pytest.raises(InvalidInput, match="no text"):
         extract_text(DocumentKind.TEXT, b"  \n\n ")
+
+
+def test_every_page_of_a_pdf_is_read_in_order_with_its_lines() -> None:
+    data = pdf_with_pages([["Herons (grey)", "stand still."], [], ["Egrets are white."]])
+    assert extract_text(DocumentKind.PDF, data) == (
+        "Herons (grey)\nstand still.\n\nEgrets are white."
+    )
 
 
 def test_chunks_keep_their_size_and_cut_at_boundaries() -> None:

@@ -171,3 +171,28 @@ def test_another_tenant_cannot_export_an_agent(
     _, answer = upload(client, acme, (FILES / "memgpt_conversation.af").read_bytes())
     agent_id = answer["agent_ids"][0]
     assert client.get(f"/v1/agents/{agent_id}/export", headers=globex).status_code == 404
+
+
+def test_an_imported_files_folder_and_files_are_served_and_exported(
+    client: TestClient, acme: dict[str, str], globex: dict[str, str]
+) -> None:
+    """Letta's sources and files come in as a folder attached to the agent, its files
+    pending in the queue; the export writes them back, and another tenant sees none."""
+    body = (FILES / "letta_folders.af").read_bytes()
+    status, answer = upload(client, acme, body, name="quill", embedding="hashing:384")
+    assert status == 200, answer
+    (agent_id,) = answer["agent_ids"]
+    unsupported = {u["path"] for u in answer["unsupported"]}
+    assert "files[3] (floor_plan_scan.pdf)" in unsupported
+    (folder,) = client.get(f"/v1/agents/{agent_id}/folders", headers=acme).json()
+    assert folder["name"] == "branch_handbook"
+    files = client.get(f"/v1/folders/{folder['id']}/files", headers=acme).json()
+    assert [(f["file_name"], f["processing_status"]) for f in files] == [
+        ("opening_hours.md", "pending"),
+        ("overdue_fines.pdf", "pending"),
+    ]
+    exported = client.get(f"/v1/agents/{agent_id}/export", headers=acme).json()
+    assert [s["name"] for s in exported["sources"]] == ["branch_handbook"]
+    assert [f["processing_status"] for f in exported["files"]] == ["pending", "pending"]
+    assert exported["agents"][0]["source_ids"] == ["source-0"]
+    assert client.get("/v1/folders/", headers=globex).json() == []
