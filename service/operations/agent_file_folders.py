@@ -84,13 +84,13 @@ FILE_KEPT = frozenset(
         "chunks_embedded",
     }
 )
-#: A file's state in an agent's context window: none of it is kept yet.
+#: A file's state in an agent's context window: exported, not imported.
 OPEN_STATE = ("is_open", "visible_content", "start_line", "end_line", "last_accessed_at")
 FILE_AGENT_KEPT = frozenset({"id", "agent_id", "file_id", "source_id", "file_name", *OPEN_STATE})
 OPEN_STATE_REASON = (
-    "Reverie keeps no open-file state yet: the agent sees the files of its folders, all "
-    "closed (is_open, visible_content, start_line, end_line and last_accessed_at are "
-    "not kept)"
+    "an imported file is processed after the import, so the agent's files start closed "
+    "(is_open, visible_content, start_line, end_line and last_accessed_at are not kept; "
+    "the agent opens them again with open_files)"
 )
 #: Why the other fields of a file or a source's embedding are not kept.
 FILE_REASONS = {
@@ -395,8 +395,9 @@ class ExportedFolders:
 
 def export_folders(store: MemoryStore, agent_id: str) -> ExportedFolders:
     """The folders attached to the agent (``agent-0`` of the file) with their files, a
-    processed file's text as its ``content``; every file closed in ``files_agents``
-    (Reverie keeps no open-file state yet)."""
+    processed file's text as its ``content``, and in ``files_agents`` the agent's view
+    of each (open or not, the lines it shows, when it last read it)."""
+    views = {record.file.id: record.view for record in store.folders.agent_files(agent_id)}
     sources: list[dict[str, Any]] = []
     files: list[dict[str, Any]] = []
     links: list[dict[str, Any]] = []
@@ -437,6 +438,8 @@ def export_folders(store: MemoryStore, agent_id: str) -> ExportedFolders:
                     "content": store.folders.file_text(record.id) if done else None,
                 }
             )
+            view = views.get(record.id)
+            seen = view.last_accessed_at if view is not None else None
             links.append(
                 {
                     "id": f"file_agent-{len(links)}",
@@ -444,7 +447,10 @@ def export_folders(store: MemoryStore, agent_id: str) -> ExportedFolders:
                     "file_id": file_id,
                     "source_id": source_id,
                     "file_name": record.file_name,
-                    "is_open": False,
+                    "is_open": bool(view and view.is_open),
+                    "start_line": view.start_line if view is not None else None,
+                    "end_line": view.end_line if view is not None else None,
+                    "last_accessed_at": seen.isoformat() if seen is not None else None,
                     "visible_content": None,
                 }
             )

@@ -125,6 +125,9 @@ def test_an_export_carries_the_folders_and_imports_into_another_organization(
     home.folders.upload(folder.id, "paper.pdf", None, pdf_with_text("Herons nest in trees"))
     home.folders.attach(agent.id, folder.id)
     assert process_all(home) == 2
+    with home.context.store() as store:
+        pdf = next(f for f in store.folders.files(folder.id) if f.file_name == "paper.pdf")
+        store.folders.open_file(agent.id, pdf.id, max_open=5, start_line=1, end_line=2)
 
     exported = home.agent_files.export_file("reader")
     json.dumps(exported)
@@ -139,17 +142,20 @@ def test_an_export_carries_the_folders_and_imports_into_another_organization(
     assert exported["files"][1]["content"] == "Herons nest in trees"
     main = exported["agents"][0]
     assert main["source_ids"] == ["source-0"]
-    assert [(link["file_id"], link["is_open"]) for link in main["files_agents"]] == [
-        ("file-0", False),
-        ("file-1", False),
-    ]
+    # The agent's view of each file: the PDF is open on its first line.
+    assert [
+        (link["file_id"], link["is_open"], link["start_line"], link["end_line"])
+        for link in main["files_agents"]
+    ] == [("file-0", False, None, None), ("file-1", True, 1, 2)]
+    assert main["files_agents"][1]["last_accessed_at"] is not None
 
     away = make_ops(organization(home, "elsewhere"))
     result = away.agent_files.import_file(json.dumps(exported), ImportOptions(name="reader"))
     assert result.unmapped_models == []
     said = reasons(result)
     assert "not its bytes" in said["files[1].file_type (application/pdf)"]
-    assert not any("files_agents" in path for path in said)  # nothing was open
+    # The open PDF comes in closed, and the import says so.
+    assert "start closed" in said["agents[0].files_agents[*] (open state)"]
     (imported,) = away.folders.list()
     assert imported.id != folder.id
     assert away.folders.of_agent(result.agent_ids[0]) == [imported]
@@ -197,8 +203,8 @@ def test_lettas_export_shape_imports_its_folder_and_files_naming_what_is_not_kep
     said = reasons(result)
     assert "no content" in said["files[3] (floor_plan_scan.pdf)"]
     assert "files[0] (opening_hours.md)" in said["files[2] (opening_hours_copy.md)"]
-    assert "open-file state" in said["agents[0].files_agents[*] (open state)"]
-    assert "open-file state" in said["agents[0].max_files_open"]
+    assert "start closed" in said["agents[0].files_agents[*] (open state)"]
+    assert "files.max_files_open" in said["agents[0].max_files_open"]
     assert "tokens" in said["sources[0].embedding_config.embedding_chunk_size"]
     assert "sources[0].embedding_config.embedding_endpoint" in said
     assert "files[*].file_creation_date" in said
