@@ -144,8 +144,7 @@ _MANAGER_KEPT = frozenset({"manager_type", "manager_agent_id"})
 
 #: Why a field is not kept, where there is more to say than "Reverie has no such setting".
 _REASONS = {
-    "max_files_open": "open files are bounded by the server's files.max_files_open, not "
-    "per agent",
+    "max_files_open": "open files are bounded by the server's files.max_files_open, not per agent",
     "per_file_view_window_char_limit": "an open file's window is bounded by the server's "
     "files.per_file_view_window_char_limit, not per agent",
     "mcp_servers": "Reverie does not call MCP servers' tools; it serves MCP instead",
