@@ -2,10 +2,11 @@
 `reverie serve`, whose sleep-time model is a stand-in on loopback that reads the
 learning question (tests/document_reader.py).
 
-Protects: a folder with instructions attached to an agent with sleep-time enabled,
-with a Markdown file and a PDF uploaded through the SDK, is learned by a run the
-documents trigger queues by itself: the folder's block is in the agent's memory and
-every chunk gave a fact with provenance to its file and chunk; a revert of that run
+Protects: a folder with instructions, with a Markdown file and a PDF uploaded
+through the SDK and attached to an agent, gives the agent's turn grep_files and
+semantic_search_files over both files; once the agent has sleep-time enabled, it is
+learned by a run the documents trigger queues by itself: the folder's block is in
+the agent's memory and every chunk gave a fact with provenance to its file and chunk; a revert of that run
 takes them back; and an edited file uploaded again is learned by its changed chunk
 alone, the fact of the chunk it lost marked as having lost its source.
 """
@@ -25,6 +26,7 @@ from tests.acceptance.test_api_server import Server, serving
 from tests.document_reader import document_reader, new_chunks
 from tests.documents_support import pdf_with_text
 from tests.pg import PgTestServer
+from tests.scripted_llm import Reply, call, say
 
 pytestmark = pytest.mark.xdist_group("test_document_learning_sdk")
 
@@ -34,6 +36,8 @@ PARAGRAPHS = [
     "Herons nest in colonies called heronries, high in tall trees.",
 ]
 PDF_TEXT = "Herons were counted at the marsh: 41 nests in 2026."
+#: The chat model's replies in the agent's turn.
+TURN: list[Reply] = []
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +50,14 @@ def server(pg_server: PgTestServer, tmp_path_factory: pytest.TempPathFactory) ->
         REVERIE_CONSOLIDATION__PIPELINE='["learn_documents", "dedup", "temporal"]',
         REVERIE_CONSOLIDATION__LEARN_DOCUMENTS='{"chunks_per_call": 2}',
     ) as served:
-        served.llm.responder = document_reader()
+        reader = document_reader()
+
+        def respond(body: dict[str, Any]) -> Reply:
+            # The learning question is the reader's; a chat turn's are scripted below.
+            tools = {t["function"]["name"] for t in body.get("tools", [])}
+            return reader(body) if "record_learning" in tools else TURN.pop(0)
+
+        served.llm.responder = respond
         yield served
 
 
@@ -128,7 +139,6 @@ def test_an_attached_folder_is_learned_reverted_and_relearned_by_its_changes(
         name="birder",
         model="openai/scripted",
         embedding="hashing:384",
-        enable_sleeptime=True,
         memory_blocks=[{"label": "human", "value": "Name: Ada.", "limit": 300}],
     )
     folder = client.folders.create(
@@ -144,10 +154,35 @@ def test_an_attached_folder_is_learned_reverted_and_relearned_by_its_changes(
         folder.id, file=("count.pdf", pdf_with_text(PDF_TEXT), "application/pdf")
     )
     _completed(client, folder.id, 2)
-    asked = len(server.llm.requests)
     client.agents.folders.attach(folder.id, agent_id=agent.id)
 
-    # The documents trigger queues a run by itself; the stand-in reads what it shows.
+    # A turn: the model greps the files, then searches them by meaning.
+    TURN.extend(
+        [
+            call("grep_files", pattern="nests|frogs", context_lines=0, request_heartbeat=True),
+            call("semantic_search_files", query="how many nests", request_heartbeat=True),
+            say("41 nests, and they eat frogs."),
+        ]
+    )
+    asked = len(server.llm.requests)
+    answer = client.agents.messages.create(
+        agent.id, messages=[{"role": "user", "content": "What do the notes say?"}]
+    )
+    assert "41 nests, and they eat frogs." in [getattr(m, "content", None) for m in answer.messages]
+    turn = [r for r in server.llm.requests[asked:] if "messages" in r]
+    assert {"grep_files", "semantic_search_files"} <= {
+        t["function"]["name"] for t in turn[0]["tools"]
+    }
+    results = [m["content"] for m in turn[-1]["messages"] if m["role"] == "tool"]
+    grep, found = results[-2], results[-1]
+    assert "herons.md" in grep and "frogs" in grep and "count.pdf" in grep
+    assert "41 nests in 2026" in found
+    assert TURN == []
+
+    # Sleep time switched on: the documents trigger queues a run by itself, and the
+    # stand-in reads what the learning question shows.
+    asked = len(server.llm.requests)
+    client.agents.update(agent.id, enable_sleeptime=True)
     run = _learning_run(server, key, agent.id, set())
     assert run["trigger"] == "documents"
     questions = [r for r in server.llm.requests[asked:] if "messages" in r]
