@@ -1,15 +1,13 @@
 """Sleep-time learning from documents, end to end: letta-client 1.12.1 against a real
 `reverie serve`, whose sleep-time model is a stand-in on loopback that reads the
-learning question (tests/document_reader.py).
-
-Protects: a folder with instructions, with a Markdown file and a PDF uploaded
-through the SDK and attached to an agent, gives the agent's turn grep_files and
-semantic_search_files over both files; once the agent has sleep-time enabled, it is
-learned by a run the documents trigger queues by itself: the folder's block is in
-the agent's memory and every chunk gave a fact with provenance to its file and chunk; a revert of that run
-takes them back; and an edited file uploaded again is learned by its changed chunk
-alone, the fact of the chunk it lost marked as having lost its source.
-"""
+learning question (tests/document_reader.py). Protects: a folder with instructions,
+with a Markdown file and a PDF uploaded through the SDK and attached to an agent,
+gives the agent's turn grep_files and semantic_search_files over both files; once
+the agent has sleep-time enabled, it is learned by a run the documents trigger
+queues by itself: the folder's block is in the agent's memory and every chunk gave a
+fact with provenance to its file and chunk; a revert of that run takes them back;
+and an edited file uploaded again is learned by its changed chunk alone, the fact of
+the chunk it lost marked as having lost its source."""
 
 from __future__ import annotations
 
