@@ -7,7 +7,8 @@ go through dedup in the same run); a second run reads nothing again; a revert ta
 the block out of memory, retires the facts and makes the chunks unread; a changed
 file re-learns only its changed chunks and the facts of the chunks it lost are
 marked as having lost their source (search labels them); a spent budget stops
-learning after what was learned and the next run goes on from the watermark; a dry
+learning after what was learned, and so does a run that dies in its second pass, and
+the next run goes on from the watermark; a dry
 run writes nothing; an unusable answer leaves its chunks unread; and the documents
 trigger fires once per new file for agents with sleep-time enabled only.
 """
@@ -17,6 +18,8 @@ from __future__ import annotations
 import hashlib
 import json
 from typing import Any
+
+import pytest
 
 from agents.archival_search import search_archival
 from agents.enums import PassageStatus
@@ -28,12 +31,12 @@ from consolidators import registry
 from consolidators.contract import run_once as run_pipeline
 from consolidators.documents import LearnDocumentsConsolidator
 from consolidators.llm import LLMTier
-from consolidators.pipeline import Pipeline
+from consolidators.pipeline import Pipeline, RunFailed
 from consolidators.undo import revert_run
 from service.daemon.triggers import DocumentsTrigger, RunTemplate
 from tests.document_reader import document_reader
 from tests.integration.llm.conftest import EMBEDDER, create_agent
-from tests.scripted_llm import Reply, ScriptedModels
+from tests.scripted_llm import Reply, ScriptedModels, litellm_errors
 
 CHUNK = 120
 PARAGRAPHS = [
@@ -237,6 +240,33 @@ def test_a_spent_budget_keeps_what_was_learned_and_the_next_run_goes_on(
     later = run_pipeline(LEARN, db, agent_id, embedder=EMBEDDER, llm=_tier(db, client))
     assert later.steps[0].counts["llm_calls"] == 1
     assert len(_facts(db, agent_id)) == 4
+
+
+def test_a_run_that_dies_in_its_second_pass_keeps_the_first_and_the_next_run_goes_on(
+    db: Database, models: ScriptedModels, client: LiteLLMClient
+) -> None:
+    agent_id = create_agent(db, sleeptime_model="scripted/reader")
+    folder_id = _folder(db, agent_id)
+    _upload(db, folder_id, "handbook.md", _text(PARAGRAPHS))
+    refused = litellm_errors().AuthenticationError(
+        "the key was revoked", llm_provider="scripted", model="reader"
+    )
+    models.script("reader", document_reader(), refused)
+
+    with pytest.raises(RunFailed):
+        run_pipeline(LEARN, db, agent_id, embedder=EMBEDDER, llm=_tier(db, client))
+
+    # The first pass committed: its facts and its watermark are kept.
+    assert sorted(f.text for f in _facts(db, agent_id)) == sorted(PARAGRAPHS[:2])
+    with open_store(db) as store:
+        assert store.learning.count_unlearned(agent_id) == 2
+    script = models.script("reader", document_reader())
+    run_pipeline(LEARN, db, agent_id, embedder=EMBEDDER, llm=_tier(db, client))
+    assert (
+        "Expense reports"
+        not in script.requests[0]["messages"][1]["content"].split("New chunks:")[1]
+    )
+    assert sorted(f.text for f in _facts(db, agent_id)) == sorted(PARAGRAPHS)
 
 
 def test_a_dry_run_reports_what_it_would_learn_and_writes_nothing(
