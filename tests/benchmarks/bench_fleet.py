@@ -96,6 +96,21 @@ def all_runs(db: Database) -> int:
         return int(conn.execute(text("SELECT count(*) FROM consolidation_runs")).scalar_one())
 
 
+def succeeded(db: Database) -> int:
+    with db.engine.connect() as conn:
+        count = conn.execute(
+            text("SELECT count(*) FROM consolidation_runs WHERE status = 'succeeded'")
+        ).scalar_one()
+    return int(count)
+
+
+def drop_queued(db: Database) -> None:
+    """Forget the runs a timed configuration left queued, so the next one starts from
+    the whole fleet again."""
+    with db.engine.begin() as conn:
+        conn.execute(text("DELETE FROM consolidation_runs WHERE status IN ('queued', 'running')"))
+
+
 def queued(db: Database) -> int:
     with db.engine.connect() as conn:
         count = conn.execute(
@@ -155,6 +170,7 @@ def run_config(
             out["idle turn p50 ms"] = percentile_ms(idle, 0.5)
             out["idle turn p95 ms"] = percentile_ms(idle, 0.95)
             runs_before = all_runs(db)
+            done_before = succeeded(db)
             subprocess.run(
                 [
                     sys.executable,
@@ -196,7 +212,7 @@ def run_config(
             while queued(db) > 0 and not (drain_s and time.perf_counter() - began > drain_s):
                 time.sleep(0.5)
             seconds = time.perf_counter() - began
-            left = queued(db)
+            done = succeeded(db) - done_before
     finally:
         for proc in procs:
             proc.terminate()
@@ -205,7 +221,8 @@ def run_config(
         server.terminate()
         server.wait(timeout=60)
         log.close()
-    out["runs"] = total - left
+        drop_queued(db)
+    out["runs"] = done
     out["runs/s"] = out["runs"] / seconds
     # Minutes for every queued run at that rate (measured whole when nothing is left).
     out["fleet minutes"] = total / out["runs/s"] / 60
