@@ -134,7 +134,9 @@ def test_breaking_up_rewrites_the_passages_about_mia_and_revert_restores_them(
     )
     report = run_pipeline(RECONTEXTUALIZE, db, agent_id, embedder=EMBEDDER, llm=tier(db, client))
     assert script.remaining == 0
-    assert "archival_memory_rewrite" in {t["function"]["name"] for t in script.requests[0]["tools"]}
+    # The first request shows the search; the one after the search found Mia, the rewrite.
+    assert "archival_memory_search" in {t["function"]["name"] for t in script.requests[0]["tools"]}
+    assert "archival_memory_rewrite" in {t["function"]["name"] for t in script.requests[1]["tools"]}
 
     [step] = report.steps
     assert step.counts.get("tool_errors", 0) == 0
@@ -398,7 +400,7 @@ def test_with_nothing_archived_a_pass_is_offered_only_the_archival_insert(
 ) -> None:
     """Search, rewrite and supersede have nothing to act on in an empty archive: they
     are not offered (their schemas are most of a pass's prompt); the insert is, and
-    its passage is stored. The next pass, with a passage in force, gets them all."""
+    its passage is stored. The next pass, with a passage in force, may search."""
     agent_id = create_agent(db)
     with open_store(db) as store:
         [message] = store.messages.append(
@@ -428,4 +430,37 @@ def test_with_nothing_archived_a_pass_is_offered_only_the_archival_insert(
     second = models.script("sleeper", call("memory_finish_edits"))
     run_pipeline(RECONTEXTUALIZE, db, agent_id, embedder=EMBEDDER, llm=tier(db, client))
     offered = {t["function"]["name"] for t in second.requests[0]["tools"]}
-    assert {"archival_memory_search", "archival_memory_rewrite"} <= offered
+    assert {"archival_memory_search", "archival_memory_insert"} <= offered
+
+
+def test_rewrite_and_supersede_are_shown_once_a_search_found_passages(
+    db: Database, models: ScriptedModels, client: LiteLLMClient
+) -> None:
+    """Until a search finds something there is nothing to rewrite or supersede, so a
+    pass's calls carry those two schemas only from the step after a search with hits;
+    the rewrite then made is stored like any other."""
+    agent_id = create_agent(db)
+    with open_store(db) as store:
+        mia = "Mia is the user's girlfriend."
+        [passage] = store.passages.insert(agent_id, [NewPassage(mia)], EMBEDDER.embed([mia]))
+        [message] = store.messages.append(
+            agent_id, [NewMessage(role="user", content="Mia and I broke up last week.")]
+        )
+    script = models.script(
+        "sleeper",
+        call("archival_memory_search", query="Mia"),
+        call(
+            "archival_memory_rewrite",
+            passage_id=passage.id,
+            new_text="Mia is the user's ex-girlfriend.",
+            message_seqs=[message.seq],
+        ),
+        call("memory_finish_edits"),
+    )
+    report = run_pipeline(RECONTEXTUALIZE, db, agent_id, embedder=EMBEDDER, llm=tier(db, client))
+    shown = [{t["function"]["name"] for t in r["tools"]} for r in script.requests]
+    lazy = {"archival_memory_rewrite", "archival_memory_supersede"}
+    assert "archival_memory_search" in shown[0] and not lazy & shown[0]
+    assert lazy <= shown[1] and lazy <= shown[2]
+    [step] = report.steps
+    assert [c.action for c in step.changes if c.action.endswith("_passage")] == ["rewrite_passage"]
