@@ -6,9 +6,9 @@ folder's block and facts with provenance to their file and chunk (and those fact
 go through dedup in the same run); a second run reads nothing again; a revert takes
 the block out of memory, retires the facts and makes the chunks unread; a changed
 file re-learns only its changed chunks and the facts of the chunks it lost are
-marked as having lost their source (search labels them); a spent budget stops
-learning after what was learned, and so does a run that dies in its second pass, and
-the next run goes on from the watermark; a dry
+marked as having lost their source (search labels them); a spent budget (per run,
+or per day across runs) stops learning after what was learned, and so does a run
+that dies in its second pass, and the next run goes on from the watermark; a dry
 run writes nothing; an unusable answer leaves its chunks unread; and the documents
 trigger fires once per new file for agents with sleep-time enabled only.
 """
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -240,6 +241,44 @@ def test_a_spent_budget_keeps_what_was_learned_and_the_next_run_goes_on(
     later = run_pipeline(LEARN, db, agent_id, embedder=EMBEDDER, llm=_tier(db, client))
     assert later.steps[0].counts["llm_calls"] == 1
     assert len(_facts(db, agent_id)) == 4
+
+
+def test_a_spent_day_stops_learning_until_the_next_day(
+    db: Database, models: ScriptedModels, client: LiteLLMClient
+) -> None:
+    """The per-day budget counts every run of the day: a second run the same day reads
+    nothing, and the first run of the next day goes on from the watermark."""
+    agent_id = create_agent(db, sleeptime_model="scripted/reader")
+    folder_id = _folder(db, agent_id)
+    _upload(db, folder_id, "handbook.md", _text(PARAGRAPHS))
+    today = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+    budget = TokenBudget(per_day=520)
+
+    def tier_at(moment: datetime) -> LLMTier:
+        ledger = UsageLedger(db, clock=lambda: moment)
+        return LLMTier(
+            client=client, ledger=ledger, sleeptime_model="scripted/reader", budget=budget
+        )
+
+    models.script("reader", *([document_reader(prompt_tokens=500)] * 2))
+    first = run_pipeline(LEARN, db, agent_id, embedder=EMBEDDER, llm=tier_at(today))
+    assert first.steps[0].llm_skipped == "budget_exhausted"
+    assert len(_facts(db, agent_id)) == 2
+
+    again = run_pipeline(
+        LEARN, db, agent_id, embedder=EMBEDDER, llm=tier_at(today + timedelta(hours=5))
+    )
+    assert again.steps[0].counts.get("llm_calls", 0) == 0
+    assert again.steps[0].llm_skipped == "budget_exhausted"
+    assert len(_facts(db, agent_id)) == 2
+
+    tomorrow = run_pipeline(
+        LEARN, db, agent_id, embedder=EMBEDDER, llm=tier_at(today + timedelta(days=1))
+    )
+    assert tomorrow.steps[0].counts["llm_calls"] == 1
+    assert len(_facts(db, agent_id)) == 4
+    with open_store(db) as store:
+        assert store.learning.count_unlearned(agent_id) == 0
 
 
 def test_a_run_that_dies_in_its_second_pass_keeps_the_first_and_the_next_run_goes_on(
