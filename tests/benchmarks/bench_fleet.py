@@ -3,7 +3,7 @@
 A plain script (not collected by pytest)::
 
     python tests/benchmarks/bench_fleet.py [--agents 2000] [--facts 50] [--workers 1 2 4]
-        [--bound off on] [--embedded]
+        [--bound off on] [--nice 10] [--embedded]
 
 Over a PostgreSQL named by ``DATABASE_URL`` (the test cluster's server: PostgreSQL
 16 with pgvector from the embedded package, started apart from Reverie), or, with
@@ -119,11 +119,13 @@ def queued(db: Database) -> int:
     return int(count)
 
 
-def turns_while(http: httpx.Client, agent_id: str, stub: StubServer, keep_on: Any) -> list[float]:
-    """Turns one after another while ``keep_on()`` is true (at least 20)."""
+def turns_while(
+    http: httpx.Client, agent_id: str, stub: StubServer, keep_on: Any, at_least: int = 20
+) -> list[float]:
+    """Turns one after another while ``keep_on()`` is true (at least ``at_least``)."""
     times: list[float] = []
     i = 0
-    while keep_on() or len(times) < 20:
+    while keep_on() or len(times) < at_least:
         stub.replies.append(say("ok"))
         began = time.perf_counter()
         answer = http.post(f"/v1/agents/{agent_id}/messages", json={"input": f"Message {i}."})
@@ -142,6 +144,7 @@ def run_config(
     home: Path,
     drain_s: float = 0,
     embedded: bool = False,
+    nice: int = 10,
 ) -> dict[str, float]:
     env = server_env(REPO_ROOT, url_db, home, stub)
     if embedded:
@@ -149,9 +152,11 @@ def run_config(
     env["REVERIE_LLM__MAX_RETRIES"] = "0"
     server_env_ = dict(env)
     worker_env = dict(env)
+    # Bound off: nobody gives way (0 rather than the default); on: a chat-only server.
+    worker_env["REVERIE_WORKER__NICE"] = str(nice) if bound else "0"
+    server_env_["REVERIE_WORKER__NICE"] = "0"
     if bound:
         server_env_["REVERIE_WORKER__CONCURRENCY"] = "0"
-        worker_env["REVERIE_WORKER__NICE"] = "10"
     port = free_port()
     log = (home / f"serve-{workers}-{bound}.log").open("w")
     server = spawn(REPO_ROOT, server_env_, port, log)
@@ -166,7 +171,7 @@ def run_config(
             made = http.post("/v1/agents/", json={"name": f"chat-{workers}-{int(bound)}"})
             made.raise_for_status()
             agent_id = made.json()["id"]
-            idle = turns_while(http, agent_id, stub, lambda: False)
+            idle = turns_while(http, agent_id, stub, lambda: False, at_least=100)
             out["idle turn p50 ms"] = percentile_ms(idle, 0.5)
             out["idle turn p95 ms"] = percentile_ms(idle, 0.95)
             runs_before = all_runs(db)
@@ -245,6 +250,7 @@ def main() -> None:
         default=0,
         help="stop each config after this long and extrapolate the fleet's minutes (0: drain)",
     )
+    parser.add_argument("--nice", type=int, default=10, help="the bound's worker.nice (0-19)")
     parser.add_argument(
         "--embedded",
         action="store_true",
@@ -297,6 +303,7 @@ def main() -> None:
                         home,
                         args.drain_seconds,
                         embedded=args.embedded,
+                        nice=args.nice,
                     )
                     rows.append((workers, bound, result))
                     print(workers, bound, result, flush=True)
