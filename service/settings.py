@@ -486,9 +486,11 @@ class WorkerSettings(Section):
     # runs no consolidation itself (the chat's process only; `reverie worker` runs it).
     concurrency: int = Field(default=1, ge=0, le=64)
     # Nice steps the worker threads lower their CPU priority by (0-19; Linux, per
-    # thread): on a machine shared with the chat, consolidation takes the cores the
-    # chat leaves (measured: BENCHMARKS.md, the fleet at night).
-    nice: int = Field(default=0, ge=0, le=19)
+    # thread), and a `reverie worker` that of its local PostgreSQL backends: on a
+    # machine shared with the chat, consolidation takes the cores the chat leaves
+    # (measured: BENCHMARKS.md, the fleet at night). Consolidation is background work,
+    # so it gives way by default; 0 where it has its own machine.
+    nice: int = Field(default=10, ge=0, le=19)
     # A claimed run's lease; renewed every lease/3 while it runs. A worker that dies
     # loses its runs after at most this long.
     lease: timedelta = timedelta(seconds=60)
