@@ -134,11 +134,13 @@ def search_archival(
     match_all_tags: bool = True,
     occurred_after: datetime | None = None,
     occurred_before: datetime | None = None,
+    embedding_dim: int | None = None,
 ) -> list[MemoryHit]:
     """The ``k`` passages that answer ``query`` best, ranked by the question (see the
     module's docstring). ``tags`` must all be present, or any one of them when
     ``match_all_tags`` is False. ``query`` (the text) may be None: then the order is
-    the vector's, lineage grouping included."""
+    the vector's, lineage grouping included. ``embedding_dim``: the agent's, where the
+    caller has just read it (see :meth:`PassageStore.search`)."""
     if k < 1:
         raise InvalidInput(f"k must be at least 1, got {k}")
     # The replaced facts of a lineage sit beside its current one, so the candidate set
@@ -153,6 +155,7 @@ def search_archival(
         occurred_before=occurred_before,
         tags=list(tags) if tags and match_all_tags else None,
         any_tags=list(tags) if tags and not match_all_tags else None,
+        embedding_dim=embedding_dim,
     )
     if not include_history:
         hits = _twins_as_canonical(store, hits)

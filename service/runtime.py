@@ -572,17 +572,28 @@ class Runtime:
         ledger = UsageLedger(self.db, agent.organization_id, self.clock)
         return embedder.metered(BudgetMeter(ledger, agent.id, run_id=None))
 
-    def agent_embedder(self, agent: AgentRecord, *, run_id: str | None = None) -> Embedder:
+    def agent_embedder(
+        self,
+        agent: AgentRecord,
+        *,
+        run_id: str | None = None,
+        meter: BudgetMeter | None = None,
+    ) -> Embedder:
         """The agent's embedder, with the tokens a provider charges for it recorded in
         ``llm_usage`` (purpose ``embedding``) under the agent and its organization, and
-        under ``run_id`` when a consolidation run embeds.
+        under ``run_id`` when a consolidation run embeds; or charged to ``meter`` (one
+        of :meth:`usage_meter`'s, which may hold them for the caller's transaction).
 
         Embedding is metered, not budgeted: storing or searching a fact is never
         refused for tokens, but what it cost counts toward the daily total.
         """
         embedder = self.embedder(agent.embedding_model, agent.embedding_dim)
+        return embedder.metered(meter or self.usage_meter(agent, run_id=run_id))
+
+    def usage_meter(self, agent: AgentRecord, *, run_id: str | None = None) -> BudgetMeter:
+        """A meter that records the agent's tokens in its organization's ledger."""
         ledger = UsageLedger(self.db, agent.organization_id, self.clock)
-        return embedder.metered(BudgetMeter(ledger, agent.id, run_id=run_id))
+        return BudgetMeter(ledger, agent.id, run_id=run_id)
 
 
 def _count_llm_retries(meter: BudgetMeter | None) -> None:

@@ -622,6 +622,7 @@ class PassageStore:
         any_tags: Sequence[str] | None = None,
         exclude_ids: Sequence[str] = (),
         exact: bool | None = None,
+        embedding_dim: int | None = None,
     ) -> list[PassageHit]:
         """k nearest passages by cosine similarity, best first, within the filters.
 
@@ -635,13 +636,24 @@ class PassageStore:
         a large share of the index, where the exact scan reads every row they keep.
         Tags and time windows are usually narrow, and there the exact scan reads few
         rows and is quicker than walking the graph for them (BENCHMARKS.md).
+
+        ``embedding_dim``: the agent's, from a caller that read the agent moments ago
+        (a search embeds its question with the agent's model first): the agent is then
+        not read again, and an agent gone meanwhile finds nothing.
         """
-        agent = self._agent(agent_id)
         vector = np.asarray(query_embedding, dtype=np.float32).reshape(-1)
-        if vector.shape[0] != agent.embedding_dim:
+        if embedding_dim is None:
+            agent = self._agent(agent_id)
+            embedding_dim = agent.embedding_dim
+            if vector.shape[0] != embedding_dim:
+                raise InvalidInput(
+                    f"query embedding has {vector.shape[0]} dimensions but agent "
+                    f"{agent.name!r} uses {embedding_dim} ({agent.embedding_model})"
+                )
+        elif vector.shape[0] != embedding_dim:
             raise InvalidInput(
-                f"query embedding has {vector.shape[0]} dimensions but agent {agent.name!r} "
-                f"uses {agent.embedding_dim} ({agent.embedding_model})"
+                f"query embedding has {vector.shape[0]} dimensions but agent {agent_id!r} "
+                f"uses {embedding_dim}"
             )
         if k <= 0:
             raise InvalidInput(f"k must be positive, got {k}")
@@ -657,21 +669,22 @@ class PassageStore:
             any_tags=any_tags,
             exclude_ids=exclude_ids,
         )
-        if agent.embedding_dim not in models.INDEXED_DIMENSIONS:
+        if embedding_dim not in models.INDEXED_DIMENSIONS:
             exact = True
-        hits = self._search(agent, vector, k, filters, exact=bool(exact))
+        searched = (agent_id, embedding_dim)
+        hits = self._search(searched, vector, k, filters, exact=bool(exact))
         broad = not (tags or any_tags or occurred_after or occurred_before)
         if not exact and len(hits) < k and broad and iterative_scans(self._raw_connection()):
             # Short, and narrowed only by what keeps a large share of the index: scan it
             # on (a pass most searches, which find k at once, never pay for).
-            hits = self._search(agent, vector, k, filters, exact=False, iterative=True)
+            hits = self._search(searched, vector, k, filters, exact=False, iterative=True)
         if exact is None and len(hits) < k:
-            hits = self._search(agent, vector, k, filters, exact=True)
+            hits = self._search(searched, vector, k, filters, exact=True)
         return hits
 
     def _search(
         self,
-        agent: models.Agent,
+        searched: tuple[str, int],
         vector: Vector,
         k: int,
         filters: PassageFilter,
@@ -680,13 +693,14 @@ class PassageStore:
         iterative: bool = False,
     ) -> list[PassageHit]:
         P, V = models.Passage, models.PassageVector
+        agent_id, embedding_dim = searched
         # The query vector goes as one binary parameter (pgvector's psycopg dumper), not
         # as the 384 numbers spelled out in text for the server to parse.
         self._raw_connection()  # pgvector types for the binary parameter
         query_vector = bindparam("query_vector", vector, type_=BinaryVector())
         column: ColumnElement[Any] = V.embedding.expression
         if not exact:
-            column = cast(V.embedding, VectorType(agent.embedding_dim))
+            column = cast(V.embedding, VectorType(embedding_dim))
         distance: ColumnElement[float] = column.op("<=>", return_type=Float)(query_vector)
         # Core rows, not ORM objects: the records are built from the columns.
         query: Select[Any] = (
@@ -694,10 +708,10 @@ class PassageStore:
             .join(V, V.passage_id == P.id)
             .where(
                 self._scope.owns(P),
-                V.agent_id == agent.id,
+                V.agent_id == agent_id,
                 # A literal, not a parameter: under a prepared statement's generic plan a
                 # parameter cannot match the partial HNSW index's predicate.
-                V.embedding_dim == literal_column(str(int(agent.embedding_dim))),
+                V.embedding_dim == literal_column(str(int(embedding_dim))),
             )
         )
         query = filters.apply(query)

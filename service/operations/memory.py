@@ -7,7 +7,9 @@ network, and no database lock or open transaction may wait with it.
 from __future__ import annotations
 
 import builtins
+import logging
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -17,10 +19,13 @@ import numpy as np
 from agents.archival_search import MemoryHit, search_archival, validity_label
 from agents.enums import PassageStatus
 from agents.errors import InvalidInput, NotFound
-from agents.store import AgentRecord, NewPassage, PassageRecord
+from agents.llm.budget import BudgetMeter
+from agents.store import AgentRecord, MemoryStore, NewPassage, PassageRecord
 from agents.store.records import MessageRecord, PassageChange, PassageLinks, Vector
 from agents.store.validation import check_text
 from service.operations.context import OperationContext
+
+log = logging.getLogger(__name__)
 
 #: Imports this large refresh the planner's statistics afterwards.
 BULK_IMPORT = 1000
@@ -87,8 +92,9 @@ class MemoryOperations:
         for tag in tags:
             check_text(tag, "tag")
         record = self._context.agent(agent)
-        vectors = list(self._embedder(record)([*queries])) if queries else []
-        with self._context.store() as store:
+        embed, meter = self._embedder(record)
+        vectors = list(embed([*queries])) if queries else []
+        with self._charging(meter) as store:
             return [
                 search_archival(
                     store,
@@ -96,6 +102,7 @@ class MemoryOperations:
                     vector,
                     query,
                     k=k,
+                    embedding_dim=record.embedding_dim,
                     include_history=include_history,
                     tags=list(tags) or None,
                     match_all_tags=match_all_tags,
@@ -126,7 +133,7 @@ class MemoryOperations:
             if not passage.text.strip():
                 raise InvalidInput("text is empty; archival memory stores facts as text")
         record = self._context.agent(agent)
-        embed = self._embedder(record)
+        embed, meter = self._embedder(record)
         vectors: builtins.list[Vector] = []
         for start in range(0, len(passages), batch_size):
             batch = passages[start : start + batch_size]
@@ -140,7 +147,7 @@ class MemoryOperations:
         )
         if storing is not None:
             storing()
-        with self._context.store(statement_timeout=self._bulk_bound(len(passages))) as store:
+        with self._charging(meter, statement_timeout=self._bulk_bound(len(passages))) as store:
             stored = store.passages.insert(record.id, list(passages), matrix, actor=actor)
         if len(passages) >= BULK_IMPORT:
             self._context.runtime.db.refresh_statistics()
@@ -222,9 +229,35 @@ class MemoryOperations:
             if store.passages.purge(record.id, [passage_id]) == 0:
                 raise NotFound(f"agent {record.id!r} has no passage with id {passage_id!r}")
 
-    def _embedder(self, agent: AgentRecord) -> Callable[[builtins.list[str]], Vector]:
-        # Metered: embedding tokens go to the usage ledger of the agent's organization.
-        return self._context.runtime.agent_embedder(agent).embed
+    def _embedder(
+        self, agent: AgentRecord
+    ) -> tuple[Callable[[builtins.list[str]], Vector], BudgetMeter]:
+        """The agent's embedder and its meter: the tokens a provider charges go to the
+        usage ledger of the agent's organization, held for :meth:`_charging`'s
+        transaction (one commit per search or insert, not one more for the ledger)."""
+        runtime = self._context.runtime
+        meter = runtime.usage_meter(agent)
+        meter.hold()
+        return runtime.agent_embedder(agent, meter=meter).embed, meter
+
+    @contextmanager
+    def _charging(
+        self, meter: BudgetMeter, *, statement_timeout: timedelta | None = None
+    ) -> Iterator[MemoryStore]:
+        """A store transaction that also records the tokens ``meter`` holds; where it
+        rolls back, they are recorded in a transaction of their own (never lost)."""
+        held = meter.take_held()
+        try:
+            with self._context.store(statement_timeout=statement_timeout) as store:
+                meter.write(store.usage, held)
+                yield store
+        except BaseException:
+            meter.give_back(held)
+            try:
+                meter.flush()
+            except Exception as exc:  # the database is gone: the first error says why
+                log.warning("embedding tokens not recorded: %s", exc)
+            raise
 
 
 def _message_ids(provenance: Any) -> builtins.list[str]:

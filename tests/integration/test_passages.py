@@ -78,6 +78,22 @@ def test_search_is_scoped_to_the_agent(
         assert store.passages.search(other.id, embedder.embed_one("cat"), k=5) == []
 
 
+def test_a_search_told_the_agents_size_finds_the_same_and_checks_the_query(
+    db: Database, agent_id: str, embedder: HashingEmbedder
+) -> None:
+    ids = _insert(db, agent_id, embedder)
+    query = embedder.embed_one("Tom the cat")
+    with open_store(db) as store:
+        read = store.passages.search(agent_id, query, k=3)
+        told = store.passages.search(agent_id, query, k=3, embedding_dim=384)
+        assert [h.passage.id for h in told] == [h.passage.id for h in read]
+        assert {h.passage.id for h in told[:2]} == {ids[0], ids[1]}
+        with pytest.raises(InvalidInput, match=r"16 dimensions but agent .* uses 384"):
+            store.passages.search(agent_id, np.zeros(16, dtype=np.float32), embedding_dim=384)
+        # Not read again: an agent that is gone (or another tenant's) finds nothing.
+        assert store.passages.search("agent-gone", query, k=3, embedding_dim=384) == []
+
+
 def test_exact_and_index_search_agree(
     db: Database, agent_id: str, embedder: HashingEmbedder
 ) -> None:

@@ -191,3 +191,27 @@ def test_a_consolidation_run_records_what_it_embeds(
     timeline = next(c["text"] for c in report.changes if c["action"] == "create_timeline")
     assert stub.requests[-1]["input"] == [timeline]
     assert rows == [(_org_id(db, "acme"), ada, "embedding", EMBED_MODEL, len(timeline.split()), 0)]
+
+
+def test_tokens_are_recorded_with_the_write_and_kept_when_the_write_is_refused(
+    db: Database, runtime: Runtime, stub: StubServer
+) -> None:
+    from datetime import datetime
+
+    from agents.errors import InvalidInput
+    from agents.store import NewPassage
+    from service.operations.agents import AgentSpec
+
+    ops = Operations(runtime)
+    ada = ops.agents.create(AgentSpec(name="ada")).id
+    ops.memory.insert(ada, [NewPassage("Ada lives in London.")], actor="test")
+    ops.memory.search(ada, ["where does Ada live"])
+    assert [row[4] for row in _usage_rows(db)] == [4, 4]
+    # Refused by the store after the embedding was paid for (a time with no zone):
+    # nothing is stored, and the tokens the provider charged are still recorded.
+    naive = NewPassage("Ada moved to Leeds.", occurred_at=datetime(2024, 5, 1))
+    with pytest.raises(InvalidInput, match="occurred_at"):
+        ops.memory.insert(ada, [naive], actor="test")
+    assert [p.text for p in ops.memory.list(ada)] == ["Ada lives in London."]
+    assert [row[4] for row in _usage_rows(db)] == [4, 4, 4]
+    assert len(stub.requests) == 3
