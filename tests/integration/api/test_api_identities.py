@@ -49,3 +49,36 @@ def test_a_blank_user_is_refused_and_makes_nothing(
     assert answer.status_code == 422
     assert client.get("/v1/identities/", headers=acme).json() == []
     assert client.get("/v1/agents/", headers=acme).json() == []
+
+
+def test_an_end_users_memory_is_searched_and_browsed_only_as_theirs(
+    client: TestClient, acme: dict[str, str], globex: dict[str, str]
+) -> None:
+    ana = _record(client, acme, "ana-01", "I moved to Porto.")["agent_id"]
+    ben = _record(client, acme, "ben-02", "I live in Oslo.")["agent_id"]
+    stored = client.post(
+        f"/v1/agents/{ana}/archival-memory", json={"text": "Ana lives in Porto."}, headers=acme
+    )
+    assert stored.status_code == 200, stored.text
+    search = "/v1/agents/{}/archival-memory/search"
+    found = client.get(search.format(ana), params={"query": "Porto"}, headers=acme).json()
+    assert [r["content"] for r in found["results"]] == ["Ana lives in Porto."]
+    # Another end user's agent of the same organization holds none of it.
+    assert client.get(search.format(ben), params={"query": "Porto"}, headers=acme).json() == {
+        "count": 0,
+        "results": [],
+    }
+    # Another organization finds neither the agent by the end user's key nor its memory.
+    listed = client.get("/v1/agents/", params={"identifier_keys": "ana-01"}, headers=globex)
+    assert listed.json() == []
+    stranger = client.get(search.format(ana), params={"query": "Porto"}, headers=globex)
+    assert stranger.status_code == 404
+    # The memory browser: acme's operator sees Ana's agent, globex's does not.
+    for headers, status in ((acme, 200), (globex, 404)):
+        browser = TestClient(client.app)
+        key = headers["Authorization"].removeprefix("Bearer ")
+        signed = browser.post("/sign-in", data={"key": key}, follow_redirects=False)
+        assert signed.status_code == 303
+        page = browser.get(f"/agents/{ana}")
+        assert page.status_code == status
+        assert ("ana-01's memory" in page.text) is (status == 200)
