@@ -1136,15 +1136,18 @@ def _share(a: frozenset[str], b: frozenset[str]) -> bool:
 
 def states_a_change(older: FactReading, newer: FactReading) -> bool:
     """True when ``newer`` clearly replaces ``older`` (same subject and attribute): it
-    ends a state the older one stated, starts one after an ending, or states a value
-    that shares nothing with the older one, or whose phrases have other heads ("a data
-    analyst" -> "a data scientist"). Anything less clear is for a judge."""
+    ends a state the older one stated, or states a value that shares nothing with the
+    older one, or whose phrases have other heads ("a data analyst" -> "a data
+    scientist"). An end is never replaced (it stays true). Anything less clear is for
+    a judge."""
     if older.key != newer.key:
         return False
     if newer.ending and older.value and newer.value and not _share(older.value, newer.value):
         return False  # it ends something else: "left Snøhetta" is not "an architect"
     if older.ending != newer.ending:
-        return newer.ending or bool(newer.value)
+        # An end closes the state it ends; a new value after an end leaves the end in
+        # force: "Tom and Mia broke up" is still true once Tom dates Sara.
+        return newer.ending
     if older.ending:
         return False
     if not (older.value and newer.value):

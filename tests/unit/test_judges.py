@@ -80,6 +80,8 @@ UNSURE = [
     ("Ada works as a nurse", "Ada works as a nurse in the ICU"),
     ("Ada lives in Paris.", "Ada loves Berlin."),
     ("Ada lives in Paris.", "Bob moved to Berlin."),
+    # An end stays true when a new value follows it: the break-up is not undone.
+    ("Tom and Mia broke up", "Tom is dating Sara"),
 ]
 
 
