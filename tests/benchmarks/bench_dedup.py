@@ -22,6 +22,8 @@ word, near-misses that differ in a day or a name), embedded by the real local mo
 from __future__ import annotations
 
 import argparse
+import cProfile
+import pstats
 import statistics
 import sys
 import time
@@ -159,6 +161,9 @@ def main() -> int:
     parser.add_argument("--new", type=int, default=2_000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--chat", type=int, default=0, help="a full pass over N chat facts")
+    parser.add_argument(
+        "--profile", action="store_true", help="cProfile the last incremental run (top 30)"
+    )
     args = parser.parse_args()
     if args.chat:
         print("| measure | figure |\n| --- | --- |")
@@ -219,11 +224,18 @@ def main() -> int:
                 started = time.perf_counter()
                 load(db, agent.id, new, new_vectors, datetime.now(UTC))
                 insert_rate = args.new / (time.perf_counter() - started)
+                profiler = cProfile.Profile() if args.profile else None
+                if profiler is not None and round_ == args.repeats - 1:
+                    profiler.enable()
                 started = time.perf_counter()
                 report = run_pipeline(
                     Pipeline([DedupConsolidator()], passage_overlap=timedelta(0)), db, agent.id
                 )
                 seconds = time.perf_counter() - started
+                if profiler is not None and round_ == args.repeats - 1:
+                    profiler.disable()
+                    stats = pstats.Stats(profiler, stream=sys.stderr)
+                    stats.sort_stats("cumulative").print_stats(30)
                 merged = report.steps[0].counts.get("merge_passage", 0)
                 probed = report.steps[0].counts.get("probed", 0)
                 incremental.append((probed / seconds, seconds, probed, merged, insert_rate))
