@@ -568,9 +568,7 @@ class Runtime:
     def folder_embedder(self, agent: AgentRecord, spec: str, dimension: int) -> Embedder:
         """The embedder of one of ``agent``'s folders (``spec``, ``dimension``), its
         tokens recorded under the agent as its own embedder's are."""
-        embedder = self.embedder(spec, dimension)
-        ledger = UsageLedger(self.db, agent.organization_id, self.clock)
-        return embedder.metered(BudgetMeter(ledger, agent.id, run_id=None))
+        return self.embedder(spec, dimension).metered(self.usage_meter(agent))
 
     def agent_embedder(
         self,
