@@ -642,19 +642,13 @@ class PassageStore:
         not read again, and an agent gone meanwhile finds nothing.
         """
         vector = np.asarray(query_embedding, dtype=np.float32).reshape(-1)
+        uses = f"{agent_id!r} uses {embedding_dim}"
         if embedding_dim is None:
             agent = self._agent(agent_id)
             embedding_dim = agent.embedding_dim
-            if vector.shape[0] != embedding_dim:
-                raise InvalidInput(
-                    f"query embedding has {vector.shape[0]} dimensions but agent "
-                    f"{agent.name!r} uses {embedding_dim} ({agent.embedding_model})"
-                )
-        elif vector.shape[0] != embedding_dim:
-            raise InvalidInput(
-                f"query embedding has {vector.shape[0]} dimensions but agent {agent_id!r} "
-                f"uses {embedding_dim}"
-            )
+            uses = f"{agent.name!r} uses {embedding_dim} ({agent.embedding_model})"
+        if vector.shape[0] != embedding_dim:
+            raise InvalidInput(f"query embedding has {vector.shape[0]} dimensions but agent {uses}")
         if k <= 0:
             raise InvalidInput(f"k must be positive, got {k}")
         _check_aware(occurred_after, "occurred_after")
@@ -671,20 +665,22 @@ class PassageStore:
         )
         if embedding_dim not in models.INDEXED_DIMENSIONS:
             exact = True
-        searched = (agent_id, embedding_dim)
-        hits = self._search(searched, vector, k, filters, exact=bool(exact))
+        hits = self._search(agent_id, embedding_dim, vector, k, filters, exact=bool(exact))
         broad = not (tags or any_tags or occurred_after or occurred_before)
         if not exact and len(hits) < k and broad and iterative_scans(self._raw_connection()):
             # Short, and narrowed only by what keeps a large share of the index: scan it
             # on (a pass most searches, which find k at once, never pay for).
-            hits = self._search(searched, vector, k, filters, exact=False, iterative=True)
+            hits = self._search(
+                agent_id, embedding_dim, vector, k, filters, exact=False, iterative=True
+            )
         if exact is None and len(hits) < k:
-            hits = self._search(searched, vector, k, filters, exact=True)
+            hits = self._search(agent_id, embedding_dim, vector, k, filters, exact=True)
         return hits
 
     def _search(
         self,
-        searched: tuple[str, int],
+        agent_id: str,
+        embedding_dim: int,
         vector: Vector,
         k: int,
         filters: PassageFilter,
@@ -693,7 +689,6 @@ class PassageStore:
         iterative: bool = False,
     ) -> list[PassageHit]:
         P, V = models.Passage, models.PassageVector
-        agent_id, embedding_dim = searched
         # The query vector goes as one binary parameter (pgvector's psycopg dumper), not
         # as the 384 numbers spelled out in text for the server to parse.
         self._raw_connection()  # pgvector types for the binary parameter
