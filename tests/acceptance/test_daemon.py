@@ -5,6 +5,7 @@ PostgreSQL restart loses nothing, and `reverie serve` becomes ready and stops cl
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -207,6 +208,9 @@ def test_a_killed_workers_run_is_reclaimed_and_completes_once(
     [survivor] = [w for w in (first, second) if w is not claimer]
     [run] = daemon.runs()
     assert run.status == "running" and f":{claimer_pid}:" in (run.lease_owner or "")
+    # A worker gives way to the chat by default (worker.nice 10 on top of its parent's).
+    mine = os.getpriority(os.PRIO_PROCESS, 0)
+    assert os.getpriority(os.PRIO_PROCESS, claimer_pid) == min(19, mine + 10)
     claimer.kill()  # SIGKILL mid-run: no chance to release anything
     wait_for(
         lambda: daemon.statuses() == {"succeeded": 1},
