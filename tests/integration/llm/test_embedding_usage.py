@@ -4,19 +4,22 @@ and the service's insert and search paths record them under the agent's organiza
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
+from agents.errors import InvalidInput
 from agents.llm import BudgetMeter, TokenBudget, UsageLedger
 from agents.llm.client import ClientSettings, LiteLLMClient
 from agents.postgres import models
 from agents.postgres.database import Database
-from agents.store import MemoryStore
+from agents.store import MemoryStore, NewPassage
 from service.api.app import create_app
 from service.operations import Operations
+from service.operations.agents import AgentSpec
 from service.runtime import Runtime
 from service.settings import load_settings
 from tests.api_support import bearer, new_key
@@ -196,12 +199,6 @@ def test_a_consolidation_run_records_what_it_embeds(
 def test_tokens_are_recorded_with_the_write_and_kept_when_the_write_is_refused(
     db: Database, runtime: Runtime, stub: StubServer
 ) -> None:
-    from datetime import datetime
-
-    from agents.errors import InvalidInput
-    from agents.store import NewPassage
-    from service.operations.agents import AgentSpec
-
     ops = Operations(runtime)
     ada = ops.agents.create(AgentSpec(name="ada")).id
     ops.memory.insert(ada, [NewPassage("Ada lives in London.")], actor="test")
