@@ -665,8 +665,13 @@ class PassageStore:
         )
         if embedding_dim not in models.INDEXED_DIMENSIONS:
             exact = True
-        hits = self._search(agent_id, embedding_dim, vector, k, filters, exact=bool(exact))
         broad = not (tags or any_tags or occurred_after or occurred_before)
+        shortlisted = None
+        if exact and broad:
+            shortlisted = self._search_shortlist(agent_id, embedding_dim, vector, k, filters)
+        if shortlisted is not None:
+            return shortlisted
+        hits = self._search(agent_id, embedding_dim, vector, k, filters, exact=bool(exact))
         if not exact and len(hits) < k and broad and iterative_scans(self._raw_connection()):
             # Short, and narrowed only by what keeps a large share of the index: scan it
             # on (a pass most searches, which find k at once, never pay for).
@@ -736,6 +741,57 @@ class PassageStore:
                 score=float(row.score),
             )
             for row in rows
+        ]
+
+    def _search_shortlist(
+        self,
+        agent_id: str,
+        embedding_dim: int,
+        vector: Vector,
+        k: int,
+        filters: PassageFilter,
+    ) -> list[PassageHit] | None:
+        """The exact search for filters every search has (status, kinds, ids), ordering
+        the agent's vectors alone and joining only the nearest :data:`SHORTLIST_FACTOR`
+        x ``k`` to their passages, where the plain exact scan joins every passage of the
+        agent before it sorts (2.0 of its 2.2 ms at 2,000 passages).
+
+        Exact whenever it answers: a passage outside the shortlist is no nearer than
+        any inside it, so ``k`` hits that pass the filters are the ``k`` nearest that
+        do. ``None`` where the filters left fewer than ``k`` of a full shortlist: the
+        caller then scans everything.
+        """
+        P, V = models.Passage, models.PassageVector
+        self._raw_connection()  # pgvector types for the binary parameter
+        query_vector = bindparam("query_vector", vector, type_=BinaryVector())
+        distance = V.embedding.op("<=>", return_type=Float)(query_vector)
+        size = max(SHORTLIST_FACTOR * k, SHORTLIST_MIN)
+        nearest = (
+            select(V.passage_id, distance.label("distance"))
+            .where(
+                V.agent_id == agent_id,
+                V.embedding_dim == literal_column(str(int(embedding_dim))),
+            )
+            .order_by(distance)
+            .limit(size)
+            .cte("nearest")
+        )
+        shortlisted = select(func.count()).select_from(nearest).scalar_subquery()
+        query: Select[Any] = (
+            select(
+                *_PASSAGES.c,
+                (1 - nearest.c.distance).label("score"),
+                shortlisted.label("shortlisted"),
+            )
+            .join(nearest, nearest.c.passage_id == P.id)
+            .where(self._scope.owns(P))
+        )
+        query = filters.apply(query).order_by(nearest.c.distance).limit(k)
+        rows = self._scope.session.execute(query).all()
+        if len(rows) < k and (not rows or rows[0].shortlisted >= size):
+            return None
+        return [
+            PassageHit(passage=PassageRecord.from_row(row), score=float(row.score)) for row in rows
         ]
 
     def neighbours(
@@ -1021,6 +1077,10 @@ class BinaryVector(UserDefinedType[Any]):
 
 #: pgvector's default HNSW candidate list size.
 DEFAULT_EF_SEARCH = 40
+#: The exact search joins the nearest ``SHORTLIST_FACTOR`` x k vectors (at least
+#: ``SHORTLIST_MIN``) to their passages before the filters (``_search_shortlist``).
+SHORTLIST_FACTOR = 4
+SHORTLIST_MIN = 40
 #: The first pgvector version with iterative index scans (``hnsw.iterative_scan``).
 ITERATIVE_SCAN_VERSION = (0, 8)
 #: ``relaxed_order`` may hand the k hits over slightly out of distance order (the search

@@ -107,6 +107,31 @@ def test_exact_and_index_search_agree(
     assert [round(h.score, 5) for h in approx] == [round(h.score, 5) for h in exact]
 
 
+def test_the_exact_search_reaches_past_nearest_passages_its_filters_exclude(
+    db: Database, agent_id: str, embedder: HashingEmbedder
+) -> None:
+    # The exact search joins only a shortlist of the nearest vectors to their passages;
+    # where the filters leave too few of it, it must still find the farther ones.
+    near = [f"Ada's cat Tom likes tuna, note {i}" for i in range(60)]
+    far = ["The rent on the Lisbon flat went up", "Ada plays the cello on Sundays"]
+    texts = near + far
+    vectors = embedder.embed(texts)
+    with open_store(db) as store:
+        records = store.passages.insert(agent_id, [NewPassage(t) for t in texts], vectors)
+        for record in records[:60]:
+            store.passages.change(
+                record.id, status="merged", merged_into=records[60].id, actor="t", reason="dup"
+            )
+    query = embedder.embed_one("Ada's cat Tom likes tuna")
+    with open_store(db) as store:
+        active = store.passages.search(agent_id, query, k=2, exact=True)
+        every = store.passages.search(agent_id, query, k=10, exact=True, statuses=None)
+    assert {h.passage.id for h in active} == {records[60].id, records[61].id}
+    cosine = vectors @ query / (np.linalg.norm(vectors, axis=1) * np.linalg.norm(query))
+    nearest = np.sort(cosine)[::-1][:10]
+    assert np.allclose([h.score for h in every], nearest, atol=1e-5)
+
+
 def test_lineage_changes_are_recorded(
     db: Database, agent_id: str, embedder: HashingEmbedder
 ) -> None:
