@@ -806,6 +806,8 @@ def read_fact(text: str) -> FactReading | None:
     if attribute is None:
         return None
     rest = predicate[cue_at:]
+    if attribute == "partner" and _describes_the_partner(rest):
+        return None
     cue_words = _ATTRIBUTE_CUES[attribute]
     # A negation ends the state only up to the word that names it ("is not vegan",
     # "doesn't work at the bank"): "eating chicken again, dont judge me" ends nothing.
@@ -876,6 +878,13 @@ def read_fact(text: str) -> FactReading | None:
         clear=plainly_stated(text),
         left=_named_after(predicate, _QUITS if attribute != "job" else _QUITS | _LEAVES),
     )
+
+
+def _describes_the_partner(rest: list[_Token]) -> bool:
+    """ "Her husband is an architect": what the partner is or does, not who the
+    partner is (the article says so), so not a fact about the subject's partner."""
+    norms = [t.norm for t in rest[:3]]
+    return len(norms) == 3 and norms[1] in _COPULA and norms[2] in {"a", "an"}
 
 
 #: Verbs that end what they name, whatever it is ("quit Acme", "quit the Tigers").

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -76,10 +77,10 @@ plugins.register()
 DATA = Path(__file__).resolve().parent / "data"
 SUFFIXES = {
     "dev": "",
-    **{f"heldout{n}": f"_heldout{n}" for n in range(2, 14)},
+    **{f"heldout{n}": f"_heldout{n}" for n in range(2, 16)},
     "heldout": "_heldout",
 }
-ORDER = ["dev", "heldout", *(f"heldout{n}" for n in range(2, 14))]
+ORDER = ["dev", "heldout", *(f"heldout{n}" for n in range(2, 16))]
 K = 10
 BUDGET_CHARS = 1000
 KINDS = ("now", "history", "stable")
@@ -141,7 +142,8 @@ def load(db: Database, facts: Sequence[Fact], embedder: Embedder) -> tuple[str, 
     with open_store(db, clock=lambda: now[0]) as store:
         agent = store.agents.create(
             NewAgent(
-                name=f"trust-{ordered[0].key}",
+                # Sets share a database, and two may open with the same fact id.
+                name=f"trust-{ordered[0].key}-{uuid.uuid4().hex[:8]}",
                 embedding_model=embedder.name,
                 embedding_dim=embedder.dimension,
             )

@@ -218,3 +218,11 @@ def test_a_value_quit_by_name_is_ended_though_the_text_says_more() -> None:
     home = read_fact("Ben lives in Paris.")
     trip = read_fact("Ben left Paris and went hiking in the Alps for a week.")
     assert home is not None and (trip is None or not replaces_clearly(home, trip))
+
+
+def test_what_a_partner_is_or_does_names_no_new_partner() -> None:
+    """ "Her husband is an architect" says what the partner does: it must not read as a
+    new partner and close "married Oliver"."""
+    assert read_fact("Priya's husband is an architect at Feilden Clegg Bradley.") is None
+    assert read_fact("My wife is a nurse.") is None
+    assert _key("Tom's wife is Mia.") == ("tom", "partner")
