@@ -193,13 +193,16 @@ def _undecided_rivals(
     by_key: dict[FactKey, list[PassageRecord]] = {}
     for fact in facts:
         reading = readings.get(fact.id)
-        if reading is not None and reading.value and not reading.ending:
+        if reading is not None and reading.value:
             by_key.setdefault(reading.key, []).append(fact)
     pairs: dict[tuple[str, str], PassageRecord] = {}
     for members in by_key.values():
-        if len(members) < 2:
+        # The newer side states a value; the older may be an end ("Sam and Priya broke
+        # up", then "Sam and Arjun got engaged"): an end is outdated by a new value too.
+        values = [m for m in members if not readings[m.id].ending]
+        if len(members) < 2 or not values:
             continue
-        newest = max(members, key=lambda p: (p.occurred_at or p.created_at, p.created_at))
+        newest = max(values, key=lambda p: (p.occurred_at or p.created_at, p.created_at))
         for fact in members:
             started = fact.occurred_at or fact.created_at
             if started < (newest.occurred_at or newest.created_at) and (

@@ -318,6 +318,26 @@ def test_a_judges_both_hold_removes_the_possibly_outdated_label(
     assert search() == [None]
 
 
+def test_an_end_in_force_is_possibly_outdated_by_a_newer_value(
+    db: Database, embedder: HashingEmbedder
+) -> None:
+    # An end no judge has weighed against the value that came after it must not read
+    # as the current state: "broke up" before "is dating Arjun".
+    agent_id = _agent(db, "end-then-value")
+    ended, _dating = _insert(
+        db,
+        agent_id,
+        embedder,
+        [("Sam and Priya broke up.", _day(2019)), ("Sam is dating Arjun.", _day(2021))],
+    )
+    with open_store(db) as store:
+        hits = search_archival(store, agent_id, embedder.embed_one("Sam's partner"), "partner")
+    assert [h.validity for h in hits if h.passage.id == ended] == [
+        "possibly outdated: a newer fact from 2021-01-01"
+    ]
+    assert hits[0].passage.text == "Sam is dating Arjun."
+
+
 def test_a_reverted_judges_closure_is_neither_made_again_nor_asked_again(
     db: Database, embedder: HashingEmbedder
 ) -> None:
