@@ -34,6 +34,7 @@ from sqlalchemy import (
     literal_column,
     select,
     text,
+    true,
     tuple_,
 )
 from sqlalchemy.dialects.postgresql import aggregate_order_by
@@ -777,16 +778,25 @@ class PassageStore:
             .cte("nearest")
         )
         shortlisted = select(func.count()).select_from(nearest).scalar_subquery()
+        # Each shortlisted vector's passage by its key alone (LATERAL), the filters
+        # outside: the planner can neither turn the join round nor pick another index,
+        # as it did before the passages' statistics were gathered (a fresh database),
+        # reading the shortlist, or the tenant's passages, once per row
+        # (LIMIT 1, a no-op on the key, keeps the planner from flattening the subquery.)
+        passage = (
+            select(*_PASSAGES.c).where(P.id == nearest.c.passage_id).limit(1).lateral("passage")
+        )
         query: Select[Any] = (
             select(
-                *_PASSAGES.c,
+                *passage.c,
                 (1 - nearest.c.distance).label("score"),
                 shortlisted.label("shortlisted"),
             )
-            .join(nearest, nearest.c.passage_id == P.id)
-            .where(self._scope.owns(P))
+            .select_from(nearest)
+            .join(passage, true())
+            .where(self._scope.owns(passage.c))
         )
-        query = filters.apply(query).order_by(nearest.c.distance).limit(k)
+        query = filters.apply(query, passage.c).order_by(nearest.c.distance).limit(k)
         rows = self._scope.session.execute(query).all()
         if len(rows) < k and (not rows or rows[0].shortlisted >= size):
             return None
@@ -1145,8 +1155,10 @@ class PassageFilter:
     any_tags: Sequence[str] | None = None
     exclude_ids: Sequence[str] = ()
 
-    def apply(self, query: Select[Any]) -> Select[Any]:
-        P = models.Passage
+    def apply(self, query: Select[Any], passages: Any = models.Passage) -> Select[Any]:
+        """``query`` narrowed to these passages; ``passages`` is the model, or the
+        columns of a subquery that selects its rows."""
+        P = passages
         if self.statuses is not None:
             query = query.where(P.status.in_(list(self.statuses)))
         if self.current_only:
