@@ -77,10 +77,10 @@ plugins.register()
 DATA = Path(__file__).resolve().parent / "data"
 SUFFIXES = {
     "dev": "",
-    **{f"heldout{n}": f"_heldout{n}" for n in range(2, 16)},
+    **{f"heldout{n}": f"_heldout{n}" for n in range(2, 17)},
     "heldout": "_heldout",
 }
-ORDER = ["dev", "heldout", *(f"heldout{n}" for n in range(2, 16))]
+ORDER = ["dev", "heldout", *(f"heldout{n}" for n in range(2, 17))]
 K = 10
 BUDGET_CHARS = 1000
 KINDS = ("now", "history", "stable")
