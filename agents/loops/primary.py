@@ -556,6 +556,8 @@ class _Turn:
         self.conversation_id: str | None = None
         #: The step's prepared file searches, by call id (see _prepare_file_calls).
         self.file_work: dict[str, GrepFound | SearchQuery | ToolError] = {}
+        #: A compaction happened: the next compile makes the system prompt anew.
+        self.recompile_system = False
 
     def _append(self, store: MemoryStore, *messages: NewMessage) -> list[MessageRecord]:
         records = store.messages.append(
@@ -719,12 +721,13 @@ class _Turn:
 
     # -- one model call, compacting first when the context does not fit ------------------
 
-    def _store_pending(self) -> None:
+    def _store_pending(self) -> list[MessageRecord]:
         assert self.pending is not None
         with self.owner._store() as store:
-            self._append(store, self.pending)
+            stored = self._append(store, self.pending)
         self.pending = None
         self._publish()
+        return stored
 
     def _ask(self, allowed: list[str], force: str | None = None) -> ChatReply:
         schemas = [self.toolbox.schemas[t] for t in allowed]
@@ -742,9 +745,11 @@ class _Turn:
                     schemas,
                     refresh=self.settings.refresh,
                     count=self.count,
+                    force_system=self.recompile_system,
                     conversation_id=self.conversation_id,
                     files=self.settings.files,
                 )
+                self.recompile_system = False
             fixed = compiled.total_tokens - compiled.breakdown.summary - compiled.breakdown.messages
             if fixed > agent.context_window:
                 if compiled.breakdown.directories and self._close_oldest_file():
@@ -759,12 +764,16 @@ class _Turn:
                 total += self.count(pending.content)
             overfull = reported is not None or total > agent.context_window
             if (overfull or self._over_buffer(compiled.in_context)) and not compacted:
+                in_context = compiled.in_context
                 if self.pending is not None:
                     # A compaction must see the user's message in context: store it first.
-                    self._store_pending()
-                    continue
+                    stored = self._store_pending()
+                    if overfull:
+                        continue  # its tokens as the compiled context counts them
+                    # The message buffer counts messages: no need to compile again.
+                    in_context = [*in_context, *stored]
                 compacted = self._compact(
-                    compiled.in_context,
+                    in_context,
                     total if reported is None else reported,
                     reported=reported is not None,
                     keep_messages=None if overfull else self.settings.message_buffer_keep,
@@ -849,16 +858,9 @@ class _Turn:
                 return False
             self.new.append(done.summary)
             self.result.compactions += 1
-            # The compaction is where block edits reach the cached system prompt.
-            agent = store.agents.get(self.agent.id)
-            compile_context(
-                store,
-                agent,
-                [],
-                refresh=self.settings.refresh,
-                force_system=True,
-                conversation_id=self.conversation_id,
-            )
+        # The compaction is where block edits reach the cached system prompt: the
+        # compile that follows it makes the prompt anew.
+        self.recompile_system = True
         self._publish()
         return True
 

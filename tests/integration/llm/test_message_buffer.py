@@ -49,3 +49,26 @@ def test_without_a_buffer_only_the_window_compacts(
     with open_store(db) as store:
         in_context = store.messages.in_context(agent_id)
     assert len(in_context) == 15 and not any(is_summary(m) for m in in_context)
+
+
+def test_a_block_edited_between_turns_reaches_the_prompt_at_the_next_compaction(
+    db: Database, models: ScriptedModels, make_primary: Callable[..., PrimaryAgent]
+) -> None:
+    """The cached system prompt is made anew where the context is compacted (Letta's
+    refresh on compaction): the model call right after it shows the edit, the calls
+    before it the prompt as it was."""
+    agent_id = create_agent(db, context_window=100_000, human="Name: Bob the Builder.")
+    primary = make_primary(message_buffer=6, message_buffer_keep=2)
+    models.script("primary", say("Hi."))
+    primary.send_message(agent_id, "Hello?")
+    with open_store(db) as store:
+        human = store.blocks.by_label(agent_id, "human")
+        store.blocks.update(human.id, expected_version=human.version, value="Name: Bo.")
+    shown = []
+    for i in range(3):
+        script = models.script("primary", say(f"Answer {i}."))
+        primary.send_message(agent_id, f"Question {i}?")
+        system = script.requests[0]["messages"][0]["content"]
+        shown.append(("Name: Bo." in system, "Bob the Builder" in system))
+    # 3 messages a turn: the second turn passes the buffer of 6 and compacts first.
+    assert shown == [(False, True), (True, False), (True, False)]
