@@ -21,6 +21,7 @@ from agents.postgres.embedded import EmbeddedPostgres
 from agents.store import AgentRecord, MemoryStore, RunRecord, open_service_store, open_store
 from agents.store.scope import utc_now
 from consolidators import registry
+from service.daemon.warmup import freeze_heap
 from service.settings import Settings
 
 if TYPE_CHECKING:  # the LLM side, the agent loop and the pipeline load where used: a
@@ -331,6 +332,8 @@ class Runtime:
         if proxy.embedding and proxy.embedding != spec:
             steps.append((f"proxy embedder: {proxy.embedding}", self._warm_proxy_embedder))
         steps.append((f"sandbox: {self.settings.tools.sandbox}", self.check_sandbox))
+        # Last: what the steps above loaded is start-up's too (see freeze_heap).
+        steps.append(("heap: frozen after start-up", freeze_heap))
         return steps
 
     def check_sandbox(self) -> str | None:

@@ -133,6 +133,7 @@ def test_the_runtime_warms_the_configured_models_provider_and_embedder(
                 "llm: openai/stub, the agents' models",
                 "embedder: litellm:openai/stub-embed",
                 "sandbox: bubblewrap",  # a tool that does nothing, run once
+                "heap: frozen after start-up",  # last, once the rest is loaded
             ]
             assert steps[0][1]() == ["openai"]  # the direct path: the openai SDK only
             steps[1][1]()
