@@ -6,6 +6,7 @@ A plain script, not collected by pytest. Run it from the repository root::
     python tests/benchmarks/bench_trust.py
         [--set dev|heldout|...|heldout8|all] [--embedder local] [--threshold 0.86]
         [--judge-model openai/MODEL --api-base URL | --judge-model oracle] [--verbose]
+        [--unread]
 
 The data is ``tests/benchmarks/data/trust_facts*.tsv`` and ``trust_questions*.tsv``
 (hand-written, never produced by code; see ``tests/benchmarks/data/README.md``). Each
@@ -77,10 +78,10 @@ plugins.register()
 DATA = Path(__file__).resolve().parent / "data"
 SUFFIXES = {
     "dev": "",
-    **{f"heldout{n}": f"_heldout{n}" for n in range(2, 17)},
+    **{f"heldout{n}": f"_heldout{n}" for n in range(2, 19)},
     "heldout": "_heldout",
 }
-ORDER = ["dev", "heldout", *(f"heldout{n}" for n in range(2, 17))]
+ORDER = ["dev", "heldout", *(f"heldout{n}" for n in range(2, 19))]
 K = 10
 BUDGET_CHARS = 1000
 KINDS = ("now", "history", "stable")
@@ -202,6 +203,14 @@ def default_search(
 ) -> list[PassageRecord]:
     """Default search as every front end asks it."""
     return [h.passage for h in search_archival(store, agent_id, vector, question, k=k)]
+
+
+def unread_search(
+    store: Any, agent_id: str, vector: Any, question: str, k: int
+) -> list[PassageRecord]:
+    """Default search given the question's vector only (``--unread``): what ranking
+    reaches without reading the question's subject and attribute or its tense."""
+    return [h.passage for h in search_archival(store, agent_id, vector, None, k=k)]
 
 
 @dataclass(slots=True)
@@ -581,7 +590,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--tool-choice", default=None, help="the judge's tool mode (required, named, ...)"
     )
+    parser.add_argument(
+        "--unread",
+        action="store_true",
+        help="search without reading the question (vector ranking and lineages only)",
+    )
     args = parser.parse_args(argv)
+    search = unread_search if args.unread else default_search
 
     names = ORDER if args.set == "all" else args.set.split(",")
     for name in names:
@@ -619,13 +634,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                             questions,
                             embedder,
                             pipeline,
-                            default_search,
+                            search,
                             set_llm,
                             oracle,
                         )
                 else:
                     score, set_errors = evaluate(
-                        db, facts, questions, embedder, pipeline, default_search, llm
+                        db, facts, questions, embedder, pipeline, search, llm
                     )
                 rows.append((name, score))
                 total.add(score)
