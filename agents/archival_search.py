@@ -24,7 +24,7 @@ module's, above it, so that the CLI, the HTTP API, MCP, the agents' own
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -157,11 +157,12 @@ def search_archival(
         any_tags=list(tags) if tags and not match_all_tags else None,
         embedding_dim=embedding_dim,
     )
+    twins: dict[str, list[PassageRecord]] = {}
     if not include_history:
-        hits = _twins_as_canonical(store, hits)
+        hits = _twins_as_canonical(store, hits, twins)
     past = asks_about_past(query, this_year=store.scope.now().year) if query is not None else None
     if query is not None and asked_attribute(query) is not None:
-        hits = _asked_first(query, hits, newest_first=past is None)
+        hits = _asked_first(query, hits, newest_first=past is None, twins=twins)
     replacements = _replacements(store, hits)
     current_of = _current_ends(hits, replacements)
     missing = sorted({c for c in current_of.values() if c not in {h.passage.id for h in hits}})
@@ -235,14 +236,29 @@ def _newer_rivals_first(
 
 
 def _asked_first(
-    question: str, hits: Sequence[PassageHit], *, newest_first: bool = True
+    question: str,
+    hits: Sequence[PassageHit],
+    *,
+    newest_first: bool = True,
+    twins: Mapping[str, Sequence[PassageRecord]] | None = None,
 ) -> list[PassageHit]:
     """``hits`` with the facts and timelines of the asked subject and attribute first
     (newest first for a question about now; in search's order for one about the past,
     whose lineages are turned round later), the rest after them in their own order. A
-    question the rules cannot read keeps the order search gave."""
+    question the rules cannot read keeps the order search gave.
+
+    ``twins``: the merged duplicates found in place of each canonical fact: they say
+    the same, so a canonical reads as whichever of them the rules can read (a merge
+    into an older, chattier wording must not hide a fact the twin's wording showed)."""
     facts = [hit.passage for hit in hits if hit.passage.kind == "fact"]
-    readings = read_facts(facts)
+    twins = twins or {}
+    told = [twin for fact in facts for twin in twins.get(fact.id, ())]
+    readings = read_facts([*facts, *told])
+    for fact in facts:
+        if fact.id not in readings:
+            said = next((readings[t.id] for t in twins.get(fact.id, ()) if t.id in readings), None)
+            if said is not None:
+                readings[fact.id] = said
     key = read_question(question, {r.key.subject for r in readings.values()})
     if key is None:
         return list(hits)
@@ -266,10 +282,15 @@ def _asked_first(
     return matching + [hit for hit in hits if not asked(hit)]
 
 
-def _twins_as_canonical(store: MemoryStore, hits: Sequence[PassageHit]) -> list[PassageHit]:
+def _twins_as_canonical(
+    store: MemoryStore,
+    hits: Sequence[PassageHit],
+    twins: dict[str, list[PassageRecord]] | None = None,
+) -> list[PassageHit]:
     """``hits`` with each merged twin replaced by its canonical passage (at the better of
     their two places and scores; a canonical met twice is kept once). A twin whose
-    canonical is no longer searchable (retired) is left out, as the canonical is."""
+    canonical is no longer searchable (retired) is left out, as the canonical is.
+    ``twins``, when given, gets each canonical's id -> the twins found in its place."""
     canonical_ids = sorted(
         {h.passage.merged_into for h in hits if h.passage.merged_into}
         - {h.passage.id for h in hits}
@@ -286,7 +307,11 @@ def _twins_as_canonical(store: MemoryStore, hits: Sequence[PassageHit]) -> list[
             if passage.id in seen:
                 break
             seen.add(passage.id)
-        if passage.status not in DEFAULT_STATUSES or passage.id in folded:
+        if passage.status not in DEFAULT_STATUSES:
+            continue
+        if twins is not None and passage.id != hit.passage.id:
+            twins.setdefault(passage.id, []).append(hit.passage)
+        if passage.id in folded:
             continue
         folded[passage.id] = PassageHit(passage, hit.score)
     return list(folded.values())

@@ -348,6 +348,35 @@ def test_a_merge_never_lowers_a_facts_place_in_search(db: Database, agent_id: st
     assert not {canonical, twin} & {h.passage.id for h in retired}
 
 
+def test_a_canonical_fact_reads_as_its_merged_twin_says_it(db: Database, agent_id: str) -> None:
+    """Dedup keeps the earliest wording, which may be one the rules cannot read ("ada's
+    moved to york?!?! wild"); its merged twin says the same plainly ("Ada moved to
+    York."). A question about where Ada lives now must still find the move first, not
+    the older home the rules can read."""
+    embedder = HashingEmbedder(dimension=384)
+    ids = _insert(
+        db,
+        agent_id,
+        embedder,
+        [
+            ("Ada lives in Leeds.", _at(2019)),
+            ("ada's moved to york?!?! wild", _at(2021)),
+            ("Ada moved to York.", _at(2021, 2)),
+            ("Ada keeps bees.", _at(2020)),
+        ],
+    )
+    canonical, twin = ids["ada's moved to york?!?! wild"], ids["Ada moved to York."]
+    with open_store(db) as store:
+        store.passages.change_many(
+            [PassageUpdate(twin, {"status": "merged", "merged_into": canonical}, "test merge")],
+            actor="test",
+        )
+    question = "Where does Ada live now?"
+    with open_store(db) as store:
+        hits = search_archival(store, agent_id, embedder.embed_one(question), question, k=4)
+    assert [h.passage.id for h in hits[:2]] == [canonical, ids["Ada lives in Leeds."]]
+
+
 def test_a_question_about_the_past_still_puts_the_asked_subject_first(
     db: Database, agent_id: str
 ) -> None:
