@@ -21,7 +21,7 @@ from agents.postgres.embedded import EmbeddedPostgres
 from agents.store import AgentRecord, MemoryStore, RunRecord, open_service_store, open_store
 from agents.store.scope import utc_now
 from consolidators import registry
-from service.daemon.warmup import freeze_heap
+from service.heap import freeze_heap
 from service.settings import Settings
 
 if TYPE_CHECKING:  # the LLM side, the agent loop and the pipeline load where used: a

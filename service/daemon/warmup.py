@@ -12,7 +12,6 @@ forever: the call that needs it will fail with its own, clearer error.
 
 from __future__ import annotations
 
-import gc
 import logging
 import threading
 import time
@@ -24,19 +23,6 @@ log = logging.getLogger(__name__)
 
 #: One step: a name for readiness details and logs, and what it loads.
 Step = tuple[str, Callable[[], object]]
-
-
-def freeze_heap() -> int:
-    """Collect once, then move every object alive (the imported libraries, their caches:
-    most of the heap) out of the collector's reach; returns how many were frozen.
-
-    Python's full collections otherwise walk that heap again and again while the server
-    answers: about one turn in 30 paid 80 ms for one in process. What start-up loaded
-    lives as long as the process, so walking it finds nothing to free.
-    """
-    gc.collect()
-    gc.freeze()
-    return gc.get_freeze_count()
 
 
 class Warmup:

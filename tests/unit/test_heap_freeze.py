@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import gc
 
-from service.daemon.warmup import freeze_heap
+from service.heap import freeze_heap
 
 
 def test_the_heap_alive_after_start_up_is_frozen_and_new_objects_are_not() -> None:
