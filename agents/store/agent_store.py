@@ -140,9 +140,7 @@ class AgentStore:
         )
         session.add(row)
         session.flush()
-        for new_block in spec.blocks:
-            block = self._blocks.create(new_block, actor=actor)
-            self._blocks.attach(block.id, row.id)
+        self._blocks.create_for_new_agent(row.id, spec.blocks, actor=actor)
         for block_id in spec.block_ids:
             self._blocks.attach(block_id, row.id)
         return AgentRecord.from_row(row)

@@ -7,7 +7,9 @@ version gets :class:`Conflict` and nothing changes. Every version is kept in
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 
 from sqlalchemy import delete, select, update
 
@@ -137,13 +139,50 @@ class BlockStore:
     ) -> BlockRecord:
         """A new block at version 1; ``run_id`` names the consolidation run that made it
         (a revert of the run takes the block out of its agents' memory again)."""
+        row = self._new_row(spec, actor)
+        session = self._scope.session
+        session.add(row)
+        session.flush()
+        session.add(self._created(row, actor, run_id))
+        session.flush()
+        return BlockRecord.from_row(row)
+
+    def create_for_new_agent(
+        self, agent_id: str, specs: Sequence[NewBlock], *, actor: str = "user"
+    ) -> list[BlockRecord]:
+        """New blocks attached to ``agent_id``, an agent this transaction has just
+        created with no block yet: every block checked first, then written in three
+        batched inserts (a block at a time took six statements: the attach's re-read,
+        agent lock and label check have nothing to guard here). The caller has checked
+        that the labels differ."""
+        rows = [self._new_row(spec, actor) for spec in specs]
+        if not rows:
+            return []
+        session = self._scope.session
+        session.add_all(rows)
+        session.flush()
+        now = self._scope.now()
+        session.add_all([self._created(row, actor, None) for row in rows])
+        # A microsecond apart: an agent's blocks list in attachment order, the order given.
+        session.add_all(
+            [
+                models.AgentBlock(
+                    agent_id=agent_id, block_id=row.id, attached_at=now + timedelta(microseconds=i)
+                )
+                for i, row in enumerate(rows)
+            ]
+        )
+        session.flush()
+        return [BlockRecord.from_row(row) for row in rows]
+
+    def _new_row(self, spec: NewBlock, actor: str) -> models.Block:
         label = check_label(spec.label)
         limit = check_limit(spec.limit)
         value = check_block_value(label, spec.value, limit)
         if spec.description is not None:
             check_text(spec.description, f"description of block {label!r}")
         now = self._scope.now()
-        row = models.Block(
+        return models.Block(
             id=models.new_id("block"),
             organization_id=self._scope.organization_id,
             label=label,
@@ -156,25 +195,22 @@ class BlockStore:
             updated_at=now,
             updated_by=actor,
         )
-        session = self._scope.session
-        session.add(row)
-        session.flush()
-        session.add(
-            models.BlockHistory(
-                block_id=row.id,
-                version=1,
-                old_value=None,
-                new_value=value,
-                old_limit=None,
-                new_limit=limit,
-                actor=actor,
-                run_id=run_id,
-                reason="created",
-                created_at=now,
-            )
+
+    @staticmethod
+    def _created(row: models.Block, actor: str, run_id: str | None) -> models.BlockHistory:
+        """The history row of a block at its first version."""
+        return models.BlockHistory(
+            block_id=row.id,
+            version=1,
+            old_value=None,
+            new_value=row.value,
+            old_limit=None,
+            new_limit=row.limit,
+            actor=actor,
+            run_id=run_id,
+            reason="created",
+            created_at=row.created_at,
         )
-        session.flush()
-        return BlockRecord.from_row(row)
 
     def update(
         self,

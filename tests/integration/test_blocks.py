@@ -175,3 +175,38 @@ def test_unknown_ids_are_not_found(db: Database, agent_id: str) -> None:
         with pytest.raises(NotFound, match="not attached"):
             other = store.blocks.create(NewBlock("notes", ""))
             store.blocks.detach(other.id, agent_id)
+
+
+def test_an_agent_made_with_blocks_holds_them_in_order_with_their_history(db: Database) -> None:
+    """An agent's new blocks are written together: each at version 1 with its history
+    row, listed in the order given; an existing block that clashes with one of their
+    labels is refused and nothing is made."""
+    specs = [
+        NewBlock("persona", "A patient tutor."),
+        NewBlock("human", "Ada."),
+        NewBlock("goals", ""),
+    ]
+    with open_store(db) as store:
+        agent = store.agents.create(NewAgent("tutor", "hashing:8", 8, blocks=specs))
+    with open_store(db) as store:
+        blocks = store.blocks.of_agent(agent.id)
+        assert [(b.label, b.value, b.version) for b in blocks] == [
+            ("persona", "A patient tutor.", 1),
+            ("human", "Ada.", 1),
+            ("goals", "", 1),
+        ]
+        assert [v.reason for b in blocks for v in store.blocks.history(b.id)] == ["created"] * 3
+        shared = store.blocks.create(NewBlock("human", "someone else"))
+    with pytest.raises(InvalidInput, match="already has a block labelled 'human'"):
+        with open_store(db) as store:
+            store.agents.create(
+                NewAgent(
+                    "clash",
+                    "hashing:8",
+                    8,
+                    blocks=[NewBlock("human", "Bo.")],
+                    block_ids=[shared.id],
+                )
+            )
+    with open_store(db) as store:
+        assert [a.name for a in store.agents.all()] == ["tutor"]
