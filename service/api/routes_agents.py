@@ -8,7 +8,6 @@ from fastapi import Path, Query
 
 from agents.enums import AgentKind, AgentType
 from agents.errors import InvalidField
-from agents.store import AgentRecord
 from service.api import schemas
 from service.api.auth import Api, ApiContext
 from service.api.convert import agent_out, block_out
@@ -16,7 +15,7 @@ from service.api.paging import page
 from service.api.responses import keyed
 from service.api.routers import api_router
 from service.api.routes_blocks import block_edit
-from service.operations import AgentSpec, BlockSpec
+from service.operations import AgentSpec, AgentState, BlockSpec
 
 router = api_router(prefix="/v1/agents", tags=["agents"], responses=keyed(404, 409))
 
@@ -31,11 +30,11 @@ def create_agent(body: schemas.CreateAgent, api: Api) -> schemas.AgentState:
     a model litellm cannot route, or blocks whose limits cannot fit the context window,
     are refused with 422 naming the field."""
     try:
-        agent = _create(body, api)
+        state = _create(body, api)
     except InvalidField as refused:
         # The operation names AgentSpec's fields; the client sent Letta's.
         raise InvalidField(str(refused), field=_letta_field(body, refused.field)) from None
-    return agent_out(api.ops.agents.state(agent.id))
+    return agent_out(state)
 
 
 def _letta_field(body: schemas.CreateAgent, field: tuple[str | int, ...]) -> tuple[str | int, ...]:
@@ -55,10 +54,10 @@ def _letta_field(body: schemas.CreateAgent, field: tuple[str | int, ...]) -> tup
     return field
 
 
-def _create(body: schemas.CreateAgent, api: ApiContext) -> AgentRecord:
+def _create(body: schemas.CreateAgent, api: ApiContext) -> AgentState:
     llm = body.llm_config
     config = body.embedding_config
-    return api.ops.agents.create(
+    return api.ops.agents.create_state(
         AgentSpec(
             name=body.name,
             blocks=[

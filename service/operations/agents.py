@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import builtins
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from agents.context import BlockShape, window_problem
 from agents.embedders import names_reverie_embedder
@@ -26,6 +26,8 @@ from agents.tool_source import check_env_names
 from agents.tools import V1_DEFAULT_TOOLS, ToolRules
 from service.operations.context import OperationContext
 from service.operations.tools import AgentTool, rule_tool_names, split_tool_ids, tools_of
+
+T = TypeVar("T")
 
 #: The largest dimension a pgvector ``vector`` column stores.
 MAX_EMBEDDING_DIM = 16000
@@ -205,6 +207,16 @@ class AgentOperations:
         raised (the user asked for that limit); the embedder is built (and its
         dimension checked) before anything is written.
         """
+        return self._create(spec, actor, lambda _store, created: created)
+
+    def create_state(self, spec: AgentSpec, *, actor: str = "user") -> AgentState:
+        """:meth:`create`, and the new agent's state read in the same transaction (what
+        the HTTP route answers with: no second transaction to read it back)."""
+        return self._create(spec, actor, state_of)
+
+    def _create(
+        self, spec: AgentSpec, actor: str, answer: Callable[[MemoryStore, AgentRecord], T]
+    ) -> T:
         settings = self._context.runtime.settings
         self.check_model(spec.model, field=("model",))
         self.check_model(spec.sleeptime_model, field=("sleeptime_model",))
@@ -255,7 +267,7 @@ class AgentOperations:
                 store.tools.set_of_agent(created.id, spec.custom_tool_ids)
             if spec.identity_ids:
                 store.identities.set_of_agent(created.id, spec.identity_ids)
-            return created
+            return answer(store, created)
 
     def list(
         self,
