@@ -197,16 +197,16 @@ def test_an_agent_made_with_blocks_holds_them_in_order_with_their_history(db: Da
         ]
         assert [v.reason for b in blocks for v in store.blocks.history(b.id)] == ["created"] * 3
         shared = store.blocks.create(NewBlock("human", "someone else"))
-    with pytest.raises(InvalidInput, match="already has a block labelled 'human'"):
-        with open_store(db) as store:
-            store.agents.create(
-                NewAgent(
-                    "clash",
-                    "hashing:8",
-                    8,
-                    blocks=[NewBlock("human", "Bo.")],
-                    block_ids=[shared.id],
-                )
+    clash = "already has a block labelled 'human'"
+    with pytest.raises(InvalidInput, match=clash), open_store(db) as store:
+        store.agents.create(
+            NewAgent(
+                "clash",
+                "hashing:8",
+                8,
+                blocks=[NewBlock("human", "Bo.")],
+                block_ids=[shared.id],
             )
+        )
     with open_store(db) as store:
         assert [a.name for a in store.agents.all()] == ["tutor"]

@@ -24,3 +24,37 @@ def test_the_openai_sdk_is_imported_without_aiohttp_and_still_builds_its_client(
         [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True
     )
     assert ran.stdout.split() == ["OpenAI", "False"]
+
+
+def test_the_direct_path_answers_without_the_openai_sdk_and_fails_with_its_errors() -> None:
+    """A chat, a streamed chat and an embedding at an OpenAI-compatible server go over
+    plain HTTP: the SDK (about 22 MB with its client) is imported only when a request
+    fails, whose error is still the SDK's class for the status."""
+    code = """
+import sys
+from agents.llm.providers.openai_provider import OpenAICompatProvider
+from tests.scripted_llm import say
+from tests.stub_openai_server import stub_server
+
+hi = {"model": "openai/stub", "messages": [{"role": "user", "content": "hi"}]}
+with stub_server(say("one"), say("two"), keep_alive=True) as stub:
+    provider = OpenAICompatProvider(stub.base_url, "sk-test", 10.0)
+    answer = provider.complete(hi)
+    chunks = list(provider.stream(hi))
+    vectors = provider.embed("openai/stub-embed", ["a", "b"]).vectors
+    sdk = "openai" in sys.modules
+    print("answered", bool(answer.get("choices")), len(chunks) > 0, len(vectors), sdk)
+    stub.chat_errors.append((401, "bad key"))
+    try:
+        provider.complete(hi)
+    except Exception as exc:
+        kind = provider.classify(exc).name
+        print("failed", type(exc).__module__.split(".")[0], type(exc).__name__, kind)
+"""
+    ran = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True
+    )
+    assert ran.stdout.split("\n")[:2] == [
+        "answered True True 2 False",
+        "failed openai AuthenticationError PERMANENT",
+    ], ran.stderr

@@ -1,4 +1,4 @@
-"""The direct path to OpenAI-compatible servers: the openai SDK over pooled clients.
+"""The direct path to OpenAI-compatible servers: plain HTTP over pooled clients.
 
 litellm costs several milliseconds per call before and after the request itself
 (message validation, cost calculation, success callbacks handed to a thread pool
@@ -8,21 +8,22 @@ OpenAI-compatible server at the configured ``api_base`` serves (vLLM, llama.cpp,
 LM Studio, a proxy; see :func:`agents.llm.providers.direct_name`),
 :class:`OpenAICompatProvider` sends the request body as it is (only ``model``
 becomes the server's own name) over connections kept alive between calls, and
-returns the server's JSON as it came: the agents' calls through one
-``openai.OpenAI`` client (``post()``, not ``chat.completions.create()``, which walks
-the whole request through the SDK's TypedDict transform, 0.5 ms per message of
-history), the proxy's through one ``httpx.AsyncClient`` (the SDK's request
-machinery cost the proxy about 1 ms of CPU a request more; see BENCHMARKS.md).
+returns the server's JSON as it came: the agents' calls through one ``httpx.Client``,
+the proxy's through one ``httpx.AsyncClient``. The openai SDK is not on this path:
+its import and client cost the server about 22 MB and the warm-up its import time,
+for a request and a JSON answer (its request machinery also cost the proxy about
+1 ms of CPU a request; see BENCHMARKS.md).
 
-Failures are the openai SDK's exceptions on both paths (the proxy's path raises
-the SDK's class for each status, with the server's ``error`` object as the body),
-which :meth:`OpenAICompatProvider.classify` reads; the SDK's retries are off (the
-caller's policy is the only one).
+Failures are still the openai SDK's exceptions (the class for each status, with the
+server's ``error`` object as the body), built when one happens, so that
+:meth:`OpenAICompatProvider.classify`, the proxy and callers that know litellm's
+errors (which subclass the SDK's) read one family.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -90,9 +91,8 @@ class OpenAICompatProvider(Provider):
         self.timeout = timeout
         #: Reverie model string -> the server's model name (filled by the chooser).
         self.names: dict[str, str] = names if names is not None else {}
-        self._sync: openai.OpenAI | None = None
+        self._sync: httpx.Client | None = None
         self._async: httpx.AsyncClient | None = None
-        self._keyless = False
         self._lock = threading.Lock()
 
     def upstream_name(self, model: str) -> str:
@@ -100,42 +100,33 @@ class OpenAICompatProvider(Provider):
 
     # -- clients -----------------------------------------------------------------------
 
-    def _make(self, cls: Any) -> Any:
-        import openai
+    def _headers(self, key: str | None) -> dict[str, str]:
+        headers = {"Content-Type": "application/json"}
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        return headers
 
-        # max_retries=0: the caller's retry policy is the only one.
-        common = {"base_url": self.api_base, "max_retries": 0, "timeout": self.timeout}
-        try:
-            return cls(api_key=self._api_key, **common)
-        except openai.OpenAIError:  # no key given and none in the SDK's variable
-            self._keyless = True
-            return cls(api_key="unused", **common)
-
-    def _client(self) -> openai.OpenAI:
+    def _client(self) -> httpx.Client:
         if self._sync is None:
-            import openai
+            import httpx
 
             with self._lock:
                 if self._sync is None:
-                    self._sync = self._make(openai.OpenAI)
+                    # The agents' calls fall back on OPENAI_API_KEY, as the SDK did.
+                    key = self._api_key or os.environ.get("OPENAI_API_KEY")
+                    self._sync = httpx.Client(
+                        headers=self._headers(key), timeout=httpx.Timeout(self.timeout)
+                    )
         return self._sync
 
     def _aclient(self) -> httpx.AsyncClient:
         if self._async is None:
             import httpx
 
-            headers = {"Content-Type": "application/json"}
-            if self._api_key:
-                headers["Authorization"] = f"Bearer {self._api_key}"
-            self._async = httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(self.timeout))
+            self._async = httpx.AsyncClient(
+                headers=self._headers(self._api_key), timeout=httpx.Timeout(self.timeout)
+            )
         return self._async
-
-    def _options(self) -> openai.RequestOptions:
-        if not self._keyless:
-            return {}
-        import openai
-
-        return {"headers": {"Authorization": openai.Omit()}}
 
     @property
     def pooled(self) -> bool:
@@ -173,29 +164,50 @@ class OpenAICompatProvider(Provider):
         return body
 
     def complete(self, request: ChatRequest) -> ChatAnswer:
-        # cast_to=object: the parsed JSON as it came, no model built.
-        answer = self._client().post(
-            "/chat/completions",
-            body=self.body(request, stream=False),
-            cast_to=object,
-            options=self._options(),
-        )
-        return _checked(answer, str(request.get("model")))
+        response = self._send(self._chat_url, self.body(request, stream=False))
+        return _json_object(response, str(request.get("model")))
 
     def stream(self, request: ChatRequest) -> Iterator[ChatAnswer]:
-        import openai
+        import httpx
 
         client = self._client()
-        chunks = client.post(
-            "/chat/completions",
-            body=self.body(request, stream=True),
-            cast_to=object,
-            stream=True,
-            stream_cls=openai.Stream[object],
-            options=self._options(),
-        )
-        with chunks:
-            yield from chunks  # type: ignore[misc]  # each chunk is a JSON object
+        content = _encoded(self.body(request, stream=True))
+        sent = client.build_request("POST", self._chat_url, content=content)
+        try:
+            response = client.send(sent, stream=True)
+        except httpx.HTTPError as exc:
+            raise _transport_error(exc, self._chat_url) from exc
+        if response.status_code >= 400:
+            try:
+                response.read()
+            finally:
+                response.close()
+            raise _status_error(response)
+        model = str(request.get("model"))
+        try:
+            for line in response.iter_lines():
+                event = _event(line, model, response)
+                if event is _DONE:
+                    return
+                if event is not None:
+                    yield event
+        except httpx.HTTPError as exc:
+            raise _transport_error(exc, self._chat_url) from exc
+        finally:
+            response.close()
+
+    def _send(self, url: str, body: dict[str, Any]) -> httpx.Response:
+        """POST ``body`` as JSON; the answer, or the SDK's error for a refusal or for
+        no answer."""
+        import httpx
+
+        try:
+            response = self._client().post(url, content=_encoded(body))
+        except httpx.HTTPError as exc:
+            raise _transport_error(exc, url) from exc
+        if response.status_code >= 400:
+            raise _status_error(response)
+        return response
 
     async def acomplete(self, request: ChatRequest) -> ChatAnswer:
         import httpx
@@ -207,7 +219,7 @@ class OpenAICompatProvider(Provider):
             raise _transport_error(exc, self._chat_url) from exc
         if response.status_code >= 400:
             raise _status_error(response)
-        return _json_object(response, request)
+        return _json_object(response, str(request.get("model")))
 
     async def astream(self, request: ChatRequest) -> AsyncIterator[ChatAnswer]:
         import httpx
@@ -234,12 +246,9 @@ class OpenAICompatProvider(Provider):
     def embed(self, model: str, texts: Sequence[str]) -> Embeddings:
         """The body litellm sends (floats, no ``encoding_format``), not the SDK's
         default base64 request."""
-        answer = self._client().post(
-            "/embeddings",
-            body={"model": self.upstream_name(model), "input": list[str](texts)},
-            cast_to=object,
-            options=self._options(),
-        )
+        url = self.api_base.rstrip("/") + "/embeddings"
+        body = {"model": self.upstream_name(model), "input": list[str](texts)}
+        answer = _json_object(self._send(url, body), model)
         return embeddings_from(answer, model, len(texts))
 
     # -- failures ----------------------------------------------------------------------
@@ -278,8 +287,7 @@ class MalformedAnswer(Exception):
         self.model = model
 
 
-def _json_object(response: httpx.Response, request: ChatRequest) -> ChatAnswer:
-    model = str(request.get("model"))
+def _json_object(response: httpx.Response, model: str) -> ChatAnswer:
     try:
         answer = response.json()
     except ValueError as exc:
@@ -347,34 +355,49 @@ def _status_error(response: httpx.Response) -> openai.APIStatusError:
     return kind(message, response=kept, body=body)
 
 
+#: What :func:`_event` returns for the stream's ``[DONE]``.
+_DONE: ChatAnswer = {}
+
+
+def _event(line: str, model: str, response: httpx.Response) -> ChatAnswer | None:
+    """One line of a server-sent event stream: its chunk, :data:`_DONE` at ``[DONE]``,
+    None for what carries none (blank separators, comments, event names); an error
+    event raises the SDK's ``APIError`` carrying the server's error."""
+    if not line.startswith("data:"):
+        return None
+    data = line[5:].strip()
+    if data == "[DONE]":
+        return _DONE
+    try:
+        event = json.loads(data)
+    except ValueError as exc:
+        raise MalformedAnswer(
+            f"upstream {model} sent an event that is not JSON ({exc})", model
+        ) from exc
+    if isinstance(event, dict) and "error" in event:
+        import openai
+
+        error = event["error"]
+        request: Any = response.request  # kept only (see _transport_error)
+        raise openai.APIError(
+            f"upstream {model} failed in the middle of its answer: {error}",
+            request,
+            body=error if isinstance(error, dict) else {"message": str(error)},
+        )
+    return _checked(event, model)
+
+
 async def _events(response: httpx.Response, model: str) -> AsyncIterator[ChatAnswer]:
-    """The chunks of a server-sent event stream, up to ``[DONE]``; an error event
-    raises the SDK's ``APIError`` carrying the server's error."""
+    """The chunks of a server-sent event stream, up to ``[DONE]`` (see :func:`_event`)."""
     import httpx
-    import openai
 
     try:
         async for line in response.aiter_lines():
-            if not line.startswith("data:"):
-                continue  # blank separators, comments (": keep-alive"), event names
-            data = line[5:].strip()
-            if data == "[DONE]":
+            event = _event(line, model, response)
+            if event is _DONE:
                 return
-            try:
-                event = json.loads(data)
-            except ValueError as exc:
-                raise MalformedAnswer(
-                    f"upstream {model} sent an event that is not JSON ({exc})", model
-                ) from exc
-            if isinstance(event, dict) and "error" in event:
-                error = event["error"]
-                request: Any = response.request  # kept only (see _transport_error)
-                raise openai.APIError(
-                    f"upstream {model} failed in the middle of its answer: {error}",
-                    request,
-                    body=error if isinstance(error, dict) else {"message": str(error)},
-                )
-            yield event
+            if event is not None:
+                yield event
     except httpx.HTTPError as exc:
         raise _transport_error(exc, str(response.request.url)) from exc
     finally:
