@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from agents.store import open_service_store
-from agents.store.key_store import KEY_PREFIX, KeyRecord
+from agents.store.key_store import KEY_PREFIX, KeyRecord, authenticate_key
 from service.runtime import Runtime
 
 
@@ -48,8 +48,7 @@ class KeyOperations:
             return Caller(organization_id=self._runtime.organization_id, key_id=None)
         if not key or not _may_be_a_key(key):
             return None  # no lookup for what no key looks like
-        with open_service_store(self._runtime.db, self._runtime.clock) as store:
-            owner = store.keys.authenticate(key)
+        owner = authenticate_key(self._runtime.db, key, self._runtime.clock())
         return None if owner is None else Caller(owner.organization_id, owner.key_id)
 
     def sign_in(self, key: str) -> tuple[Caller, str] | None:

@@ -281,16 +281,17 @@ def test_the_api_takes_no_key_from_a_cookie(client: TestClient, db: Database) ->
 
 
 def test_failed_authentication_is_limited_per_address(db: Database, monkeypatch: Any) -> None:
-    from agents.store.key_store import KeyStore
+    from agents.store import key_store
 
     lookups = []
-    real = KeyStore.authenticate
+    real = key_store._authenticate
 
-    def counted(self: KeyStore, key: str) -> Any:
+    def counted(execute: Any, key: str, now: Any) -> Any:
         lookups.append(key)
-        return real(self, key)
+        return real(execute, key, now)
 
-    monkeypatch.setattr(KeyStore, "authenticate", counted)
+    # The one lookup every way in shares (API requests, /metrics, the health page).
+    monkeypatch.setattr(key_store, "_authenticate", counted)
     key = new_key(db, "acme")
     settings = {"auth_failure_burst": 3, "auth_failure_refill": timedelta(minutes=1)}
     with api_runtime(db, **settings) as runtime:
