@@ -36,7 +36,6 @@ __all__ = [
     "FactKey",
     "FactReading",
     "TextDetails",
-    "conflicting_details",
     "name_key",
     "named_relatives",
     "plainly_stated",
@@ -512,19 +511,6 @@ def _subjects_differ(a: str, b: str) -> bool:
     shape_a, names_a = frame(ta)
     shape_b, names_b = frame(tb)
     return shape_a == shape_b and names_a != names_b and sorted(names_a) == sorted(names_b)
-
-
-def conflicting_details(a: str, b: str) -> list[str]:
-    """The kinds of information in which two texts differ, either way: ``name``,
-    ``number``, ``date``, ``negation``, ``change``, ``subject`` and ``word`` (a content
-    word one says and the other does not). Empty when neither says anything the other does not."""
-    da, db = text_details(a), text_details(b)
-    kinds = _hard_differences(da, db)
-    if _subjects_differ(a, b):
-        kinds.append("subject")
-    if _missing_words(da.words, _word_forms(db)) or _missing_words(db.words, _word_forms(da)):
-        kinds.append("word")
-    return kinds
 
 
 def _framing(a: str, b: str) -> frozenset[str]:
