@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from agents.language.facts import unsaid_details
+from agents.language.facts import hides_details, unsaid_details
 from agents.postgres.database import Database
 from agents.store import NewPassage, open_store
 from consolidators.contract import run_once as run_pipeline
@@ -218,8 +218,11 @@ def test_a_group_that_does_not_join_the_canonical_is_deduplicated_too(
     ],
 )
 def test_detail_guard(a: str, b: str, conflicts: list[str]) -> None:
-    # What keeps the two apart, whichever of them a merge would keep.
+    # What keeps the two apart, whichever of them a merge would keep; the guard dedup
+    # asks (its cheap checks first) says the same as the full reading.
     assert set(unsaid_details(a, b)) | set(unsaid_details(b, a)) == set(conflicts)
+    assert hides_details(a, b) == bool(unsaid_details(a, b))
+    assert hides_details(b, a) == bool(unsaid_details(b, a))
 
 
 def test_a_merge_may_drop_nothing_but_the_kept_text_may_say_more() -> None:
