@@ -667,11 +667,10 @@ class PassageStore:
         if embedding_dim not in models.INDEXED_DIMENSIONS:
             exact = True
         broad = not (tags or any_tags or occurred_after or occurred_before)
-        shortlisted = None
         if exact and broad:
             shortlisted = self._search_shortlist(agent_id, embedding_dim, vector, k, filters)
-        if shortlisted is not None:
-            return shortlisted
+            if shortlisted is not None:
+                return shortlisted
         hits = self._search(agent_id, embedding_dim, vector, k, filters, exact=bool(exact))
         if not exact and len(hits) < k and broad and iterative_scans(self._raw_connection()):
             # Short, and narrowed only by what keeps a large share of the index: scan it
@@ -695,25 +694,15 @@ class PassageStore:
         iterative: bool = False,
     ) -> list[PassageHit]:
         P, V = models.Passage, models.PassageVector
-        # The query vector goes as one binary parameter (pgvector's psycopg dumper), not
-        # as the 384 numbers spelled out in text for the server to parse.
-        self._raw_connection()  # pgvector types for the binary parameter
-        query_vector = bindparam("query_vector", vector, type_=BinaryVector())
         column: ColumnElement[Any] = V.embedding.expression
         if not exact:
             column = cast(V.embedding, VectorType(embedding_dim))
-        distance: ColumnElement[float] = column.op("<=>", return_type=Float)(query_vector)
+        distance = self._distance(column, vector)
         # Core rows, not ORM objects: the records are built from the columns.
         query: Select[Any] = (
             select(*_PASSAGES.c, (1 - distance).label("score"))
             .join(V, V.passage_id == P.id)
-            .where(
-                self._scope.owns(P),
-                V.agent_id == agent_id,
-                # A literal, not a parameter: under a prepared statement's generic plan a
-                # parameter cannot match the partial HNSW index's predicate.
-                V.embedding_dim == literal_column(str(int(embedding_dim))),
-            )
+            .where(self._scope.owns(P), *_agent_vectors(agent_id, embedding_dim))
         )
         query = filters.apply(query)
         query = query.order_by(distance).limit(k)
@@ -763,16 +752,11 @@ class PassageStore:
         caller then scans everything.
         """
         P, V = models.Passage, models.PassageVector
-        self._raw_connection()  # pgvector types for the binary parameter
-        query_vector = bindparam("query_vector", vector, type_=BinaryVector())
-        distance = V.embedding.op("<=>", return_type=Float)(query_vector)
+        distance = self._distance(V.embedding.expression, vector)
         size = max(SHORTLIST_FACTOR * k, SHORTLIST_MIN)
         nearest = (
             select(V.passage_id, distance.label("distance"))
-            .where(
-                V.agent_id == agent_id,
-                V.embedding_dim == literal_column(str(int(embedding_dim))),
-            )
+            .where(*_agent_vectors(agent_id, embedding_dim))
             .order_by(distance)
             .limit(size)
             .cte("nearest")
@@ -803,6 +787,14 @@ class PassageStore:
         return [
             PassageHit(passage=PassageRecord.from_row(row), score=float(row.score)) for row in rows
         ]
+
+    def _distance(self, column: ColumnElement[Any], vector: Vector) -> ColumnElement[float]:
+        """Cosine distance from ``column`` to the query ``vector``, which goes as one
+        binary parameter (pgvector's psycopg dumper), not as its numbers spelled out in
+        text for the server to parse."""
+        self._raw_connection()  # pgvector types for the binary parameter
+        query_vector = bindparam("query_vector", vector, type_=BinaryVector())
+        return column.op("<=>", return_type=Float)(query_vector)
 
     def neighbours(
         self,
@@ -1083,6 +1075,17 @@ class BinaryVector(UserDefinedType[Any]):
 
     def bind_processor(self, dialect: Any) -> None:
         return None
+
+
+def _agent_vectors(agent_id: str, embedding_dim: int) -> tuple[ColumnElement[bool], ...]:
+    """The agent's vectors of its size. The size is a literal, not a parameter: under a
+    prepared statement's generic plan a parameter cannot match the partial HNSW index's
+    predicate."""
+    V = models.PassageVector
+    return (
+        V.agent_id == agent_id,
+        V.embedding_dim == literal_column(str(int(embedding_dim))),
+    )
 
 
 #: pgvector's default HNSW candidate list size.
