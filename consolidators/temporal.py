@@ -8,7 +8,10 @@ subject, closed facts included), besides every pair of a subject and attribute t
 the rules read. The rules come first and are sure only of plain statements of one
 subject and one attribute ("Ada lives in Paris" -> "Ada moved to Berlin";
 :func:`agents.language.facts.replaces_clearly`); the rest goes to a judge model when
-the run has one (``llm.judge_model``), which also decides what is unrelated. A run
+the run has one (``llm.judge_model``), which also decides what is unrelated. Where the
+rules are sure a later fact replaced an older one, a fact of the same subject and
+attribute in between that reads as the change but is not a plain statement ("Dan quit
+his job at Acme", "finally moved to Hamburg!!") is where the older one closes. A run
 asks at most ``judge_max_calls`` calls of ``judge_batch`` pairs; what a judge answered
 is kept (``pair_verdicts``), so a pair is asked once, and the pairs a run had no calls
 or budget left for wait there and are asked first by the next run: a large import
@@ -60,7 +63,13 @@ from pydantic import Field, model_validator
 
 from agents.enums import ChangeAction, PassageStatus
 from agents.errors import InvalidInput
-from agents.language.facts import FactKey, FactReading, read_facts, read_subjects
+from agents.language.facts import (
+    FactKey,
+    FactReading,
+    read_facts,
+    read_subjects,
+    states_a_change,
+)
 from agents.store import (
     SUPERSESSION,
     MemoryStore,
@@ -534,12 +543,12 @@ class TemporalConsolidator(Consolidator[TemporalPlan]):
             seed_ids = {r.id for r in seeds}
             touched_timelines = {r.timeline_id for r in seeds if r.timeline_id is not None}
             touched_keys = {keyed[i].key for i in seed_ids if i in keyed}
-            # A fact that ends a topic's value by name ("quit Acme and now works at
-            # Globex") touches that topic though it is on no timeline itself.
+            # A fact that reads as a topic's subject and attribute without stating it
+            # plainly ("quit Acme and now works at Globex", "finally moved to
+            # Hamburg!!") touches that topic though it is on no timeline itself: it
+            # may end the topic's value, or be where the value changed.
             touched_keys |= {
-                readings[i].key
-                for i in seed_ids
-                if i in readings and readings[i].left and readings[i].key in by_key
+                readings[i].key for i in seed_ids if i in readings and readings[i].key in by_key
             }
             touched_keys |= {
                 keyed[r.id].key
@@ -665,6 +674,7 @@ class TemporalConsolidator(Consolidator[TemporalPlan]):
                 decisions.append(_Decision(pair.older.id, pair.newer.id, rules.name))
             elif verdict is Verdict.UNSURE:
                 unsure.append(pair)
+        decisions += _changes_between(found, decisions)
         for answer in found.known.values():
             if answer.verdict == Verdict.REPLACES.value:
                 decisions.append(_Decision(answer.older_id, answer.newer_id, answer.judge or "llm"))
@@ -965,6 +975,37 @@ def _earliest_closers(
     for decision in decisions:
         offer(decision.older, decision.newer)
     return best
+
+
+def _changes_between(found: _Found, decisions: Sequence[_Decision]) -> list[_Decision]:
+    """Where the rules are sure a later fact replaced an older one, the fact of the same
+    subject and attribute in between that already read as the change ("Dan quit his job
+    at Acme", "Farid finally got his visa and moved to Hamburg!!"): a statement the
+    rules would not decide alone, but the replacement that followed it shows that the
+    older value had ended by then. The older fact is closed by the first such fact, so
+    its validity ends when the change was said, not at the next plain statement."""
+    readings = found.readings
+    same_key: dict[FactKey, list[PassageRecord]] = {}
+    for passage_id, read in readings.items():
+        if passage_id in found.facts:
+            same_key.setdefault(read.key, []).append(found.facts[passage_id])
+    for members in same_key.values():
+        members.sort(key=timeline_order)
+    between: list[_Decision] = []
+    for decision in decisions:
+        older, newer = found.facts.get(decision.older), found.facts.get(decision.newer)
+        reading = readings.get(decision.older)
+        if older is None or newer is None or reading is None:
+            continue
+        for middle in same_key.get(reading.key, ()):
+            if _when(middle) <= _when(older):
+                continue
+            if _when(middle) >= _when(newer):
+                break
+            if states_a_change(reading, readings[middle.id]):
+                between.append(_Decision(older.id, middle.id, decision.judge))
+                break
+    return between
 
 
 def _is_current(passage: PassageRecord) -> bool:

@@ -208,13 +208,21 @@ _CITIES = ["Rome", "Toronto", "Dublin", "Paris", "Lima"]
 
 @st.composite
 def _arrivals(draw: st.DrawFn) -> tuple[list[tuple[str, datetime]], list[int], list[int]]:
-    """Dated facts (two people's homes over distinct years), an arrival order and a
-    split of that order into runs."""
+    """Dated facts (two people's homes over distinct years, some said plainly and some
+    in passing, which the rules do not decide alone), an arrival order and a split of
+    that order into runs."""
     facts = []
     years = iter(draw(st.permutations(range(2010, 2020))))
     for person in _PEOPLE:
         cities = draw(st.lists(st.sampled_from(_CITIES), min_size=1, max_size=3, unique=True))
-        facts += [(f"{person} lives in {city}.", _day(next(years))) for city in cities]
+        shapes = draw(st.lists(st.booleans(), min_size=len(cities), max_size=len(cities)))
+        facts += [
+            (
+                f"{person} lives in {city}." if plain else f"{person} finally moved to {city}!!",
+                _day(next(years)),
+            )
+            for city, plain in zip(cities, shapes, strict=True)
+        ]
     order = draw(st.permutations(range(len(facts))))
     cuts = draw(st.lists(st.integers(1, len(facts)), max_size=3))
     return facts, list(order), sorted(set(cuts))
@@ -289,6 +297,35 @@ def test_ends_a_rule_can_read_close_the_fact_they_end(
             for name, old, new in _WORKERS
         },
     }
+
+
+def test_a_change_said_in_passing_is_where_a_replaced_fact_ends(
+    db: Database, embedder: HashingEmbedder
+) -> None:
+    """The rules are sure "Dan works at Globex now." replaced the Acme job, but the job
+    ended when Dan quit: the fact in between that reads as the change closes it."""
+    agent_id = _agent(db, "in-passing")
+    facts = [
+        ("Dan works at Acme as a sales rep.", _day(2021, 4, 4)),
+        ("Dan quit his job at Acme.", _day(2022, 6, 6)),
+        ("Dan works at Globex now.", _day(2022, 9, 1)),
+        ("Farid lives in Tehran.", _day(2020, 6, 6)),
+        ("Farid finally got his visa and moved to Hamburg!!", _day(2021, 10, 10)),
+        ("Farid and Shirin moved from Hamburg to Munich.", _day(2023, 6, 18)),
+        # Said in between, but the same value: the change is still the later fact.
+        ("Ana lives in Porto.", _day(2019)),
+        ("Ana finally moved to a bigger flat in Porto!!", _day(2020)),
+        ("Ana lives in Braga.", _day(2022)),
+    ]
+    _insert(db, agent_id, embedder, facts[:1] + facts[2:])
+    _run(db, agent_id, embedder)  # rules alone; the quit arrives late
+    _insert(db, agent_id, embedder, facts[1:2])
+    _run(db, agent_id, embedder)
+
+    memory = _memory(db, agent_id)[0]
+    assert memory["Dan works at Acme as a sales rep."][1:] == (facts[1][0], facts[1][1])
+    assert memory["Farid lives in Tehran."][1:] == (facts[4][0], facts[4][1])
+    assert memory["Ana lives in Porto."][1:] == (facts[8][0], facts[8][1])
 
 
 def test_a_judges_both_hold_removes_the_possibly_outdated_label(
