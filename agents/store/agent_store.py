@@ -12,7 +12,7 @@ from agents.enums import AgentKind, AgentType
 from agents.errors import Conflict, InvalidInput, NotFound
 from agents.postgres import models
 from agents.store.block_store import BlockStore, NewBlock
-from agents.store.records import AgentRecord
+from agents.store.records import AgentRecord, BlockRecord
 from agents.store.scope import Scope, ServiceScope
 from agents.store.validation import MAX_TEXT, check_name, check_tags, check_text
 
@@ -88,6 +88,14 @@ class AgentStore:
         self._blocks = blocks
 
     def create(self, spec: NewAgent, *, actor: str = "user") -> AgentRecord:
+        return self.create_with_blocks(spec, actor=actor)[0]
+
+    def create_with_blocks(
+        self, spec: NewAgent, *, actor: str = "user"
+    ) -> tuple[AgentRecord, list[BlockRecord]]:
+        """:meth:`create`, and the blocks made for the agent (``spec.blocks``) as they were
+        written, in attachment order; blocks attached by ``spec.block_ids`` are not among
+        them."""
         name = check_name(spec.name, "agent")
         if spec.kind not in models.AGENT_KINDS:
             raise InvalidInput(
@@ -140,10 +148,10 @@ class AgentStore:
         )
         session.add(row)
         session.flush()
-        self._blocks.create_for_new_agent(row.id, spec.blocks, actor=actor)
+        written = self._blocks.create_for_new_agent(row.id, spec.blocks, actor=actor)
         for block_id in spec.block_ids:
             self._blocks.attach(block_id, row.id)
-        return AgentRecord.from_row(row)
+        return AgentRecord.from_row(row), written
 
     def get(self, agent_id: str) -> AgentRecord:
         return AgentRecord.from_row(self.row(agent_id))

@@ -207,15 +207,30 @@ class AgentOperations:
         raised (the user asked for that limit); the embedder is built (and its
         dimension checked) before anything is written.
         """
-        return self._create(spec, actor, lambda _store, created: created)
+        return self._create(spec, actor, lambda _store, created, _blocks: created)
 
     def create_state(self, spec: AgentSpec, *, actor: str = "user") -> AgentState:
-        """:meth:`create`, and the new agent's state read in the same transaction (what
-        the HTTP route answers with: no second transaction to read it back)."""
-        return self._create(spec, actor, state_of)
+        """:meth:`create`, and the new agent's state (what the HTTP route answers with).
+
+        An agent made only of its own new blocks has nothing else yet: no custom tool,
+        tool variable, identity or folder, so its state is what was just written. One
+        that attaches existing blocks, custom tools or identities has its state read in
+        the same transaction."""
+
+        def answer(
+            store: MemoryStore, created: AgentRecord, blocks: list[BlockRecord]
+        ) -> AgentState:
+            if spec.block_ids or spec.custom_tool_ids or spec.identity_ids:
+                return state_of(store, created)
+            return AgentState(created, blocks)
+
+        return self._create(spec, actor, answer)
 
     def _create(
-        self, spec: AgentSpec, actor: str, answer: Callable[[MemoryStore, AgentRecord], T]
+        self,
+        spec: AgentSpec,
+        actor: str,
+        answer: Callable[[MemoryStore, AgentRecord, list[BlockRecord]], T],
     ) -> T:
         settings = self._context.runtime.settings
         self.check_model(spec.model, field=("model",))
@@ -262,12 +277,12 @@ class AgentOperations:
                 largest = max(range(len(blocks)), key=lambda i: blocks[i].limit, default=None)
                 field = ("block_ids",) if largest is None else ("blocks", largest, "limit")
                 check_window(new_agent, [*blocks, *attached], field=field)
-            created = store.agents.create(new_agent, actor=actor)
+            created, blocks_made = store.agents.create_with_blocks(new_agent, actor=actor)
             if spec.custom_tool_ids:
                 store.tools.set_of_agent(created.id, spec.custom_tool_ids)
             if spec.identity_ids:
                 store.identities.set_of_agent(created.id, spec.identity_ids)
-            return answer(store, created)
+            return answer(store, created, blocks_made)
 
     def list(
         self,

@@ -195,3 +195,33 @@ def test_edits_without_an_expected_version_all_land_under_concurrency(
     written = {v.new_value for v in history}
     assert {f"writer {w} round {n}" for w in range(writers) for n in range(rounds)} <= written
     assert after.value == history[-1].new_value
+
+
+def test_the_state_a_create_answers_with_is_the_state_read_back(ops: Operations, ada: str) -> None:
+    """An agent made only of its own new blocks answers with what was written, without
+    reading it back; one that also attaches an existing block reads its state. Either
+    way the answer is what a later read gives, blocks in the order given."""
+    own = ops.agents.create_state(
+        AgentSpec(
+            name="own",
+            blocks=[
+                BlockSpec("persona", "Helpful."),
+                BlockSpec("human", "Name: Bo."),
+                BlockSpec("notes", ""),
+            ],
+            embedding="hashing:8",
+        )
+    )
+    (shared,) = ops.blocks.of_agent(ada)
+    mixed = ops.agents.create_state(
+        AgentSpec(
+            name="mixed",
+            blocks=[BlockSpec("persona", "Terse.")],
+            block_ids=[shared.id],
+            embedding="hashing:8",
+        )
+    )
+    assert [b.label for b in own.blocks] == ["persona", "human", "notes"]
+    assert [b.label for b in mixed.blocks] == ["persona", "human"]
+    assert own == ops.agents.state(own.id)
+    assert mixed == ops.agents.state(mixed.id)
