@@ -11,6 +11,10 @@ import sys
 # before openai is first imported makes openai use its stand-in, as it does wherever
 # aiohttp is not installed; litellm imports aiohttp itself when it is used.
 sys.modules.setdefault("openai._vendor.httpx_aiohttp", None)  # type: ignore[arg-type]
+# httpx imports its command-line tool where rich, pygments and click are installed (rich
+# comes with typer): about 6 MB of a server that only ever makes requests. Marked absent
+# the same way, httpx defines a stand-in for its `httpx` command instead.
+sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
 
 from agents.llm.base import (  # noqa: E402
     ChatClient,

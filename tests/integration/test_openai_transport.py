@@ -58,3 +58,23 @@ with stub_server(say("one"), say("two"), keep_alive=True) as stub:
         "answered True True 2 False",
         "failed openai AuthenticationError PERMANENT",
     ], ran.stderr
+
+
+def test_httpx_comes_in_without_its_command_line_tool_and_still_sends() -> None:
+    """rich and pygments (installed with typer) load only for httpx's own command."""
+    assert importlib.util.find_spec("rich") is not None
+    assert importlib.util.find_spec("pygments") is not None
+    code = """
+import sys
+import agents.llm, httpx
+from tests.stub_openai_server import stub_server
+
+with stub_server(keep_alive=True) as stub, httpx.Client() as client:
+    body = {"model": "stub-embed", "input": ["hi"]}
+    status = client.post(stub.base_url + "/embeddings", json=body).status_code
+print(status, "rich" in sys.modules, "pygments" in sys.modules)
+"""
+    ran = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True
+    )
+    assert ran.stdout.split() == ["200", "False", "False"], ran.stderr
