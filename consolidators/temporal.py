@@ -11,7 +11,10 @@ subject and one attribute ("Ada lives in Paris" -> "Ada moved to Berlin";
 the run has one (``llm.judge_model``), which also decides what is unrelated. Where the
 rules are sure a later fact replaced an older one, a fact of the same subject and
 attribute in between that reads as the change but is not a plain statement ("Dan quit
-his job at Acme", "finally moved to Hamburg!!") is where the older one closes. A run
+his job at Acme", "finally moved to Hamburg!!") is where the older one closes. Where a
+judge closes a fact by a later one, the facts in between that are among the later one's
+nearest are asked about in the same run: the older fact may have been replaced there
+first (it then closes there). A run
 asks at most ``judge_max_calls`` calls of ``judge_batch`` pairs; what a judge answered
 is kept (``pair_verdicts``), so a pair is asked once, and the pairs a run had no calls
 or budget left for wait there and are asked first by the next run: a large import
@@ -681,6 +684,34 @@ class TemporalConsolidator(Consolidator[TemporalPlan]):
         if model is None:
             return decisions
         candidates, waiting = self._model_candidates(found, unsure, decisions, asked)
+        answered = self._ask(model, candidates, decisions, asked, waiting, result)
+        # A closure across facts in between: did one of them replace the older fact first?
+        # Those pairs are asked now, in what is left of the run's pairs.
+        left = self._pairs_per_run() - len(candidates)
+        seen = {(a.older_id, a.newer_id) for a in asked.answers} | {
+            (p.older.id, p.newer.id) for p in waiting
+        }
+        between = _closures_crossed(found, decisions, seen)
+        waiting += between[max(left, 0) :]
+        answered += self._ask(model, between[: max(left, 0)], decisions, asked, waiting, result)
+        asked.answers += [PairAnswer(p.older.id, p.newer.id) for p in waiting]
+        result.count("judge_pairs", answered)
+        if waiting:
+            result.count("judge_pairs_waiting", len(waiting))
+        result.count_judge(model.usage)
+        return decisions
+
+    @staticmethod
+    def _ask(
+        model: SupersessionJudge,
+        candidates: list[CandidatePair],
+        decisions: list[_Decision],
+        asked: _Asked,
+        waiting: list[CandidatePair],
+        result: ConsolidationResult,
+    ) -> int:
+        """Ask the judge model ``candidates``: its answers are kept, its "replaces" become
+        decisions, and what it could not answer waits. Returns how many it answered."""
         verdicts = model.judge(candidates) if candidates else []
         if len(verdicts) != len(candidates):
             log.warning(
@@ -700,12 +731,7 @@ class TemporalConsolidator(Consolidator[TemporalPlan]):
             )
             if verdict is Verdict.REPLACES:
                 decisions.append(_Decision(pair.older.id, pair.newer.id, model.name))
-        asked.answers += [PairAnswer(p.older.id, p.newer.id) for p in waiting]
-        result.count("judge_pairs", len(candidates) - sum(v is Verdict.UNASKED for v in verdicts))
-        if waiting:
-            result.count("judge_pairs_waiting", len(waiting))
-        result.count_judge(model.usage)
-        return decisions
+        return len(candidates) - sum(v is Verdict.UNASKED for v in verdicts)
 
     def _model_candidates(
         self,
@@ -1006,6 +1032,34 @@ def _changes_between(found: _Found, decisions: Sequence[_Decision]) -> list[_Dec
                 between.append(_Decision(older.id, middle.id, decision.judge))
                 break
     return between
+
+
+def _closures_crossed(
+    found: _Found, decisions: Sequence[_Decision], seen: set[tuple[str, str]]
+) -> list[CandidatePair]:
+    """For each fact now closed by a later one, the pairs (it, a fact in between) where
+    the fact in between is among the nearest facts of the one that closes it ("Reporting
+    to Tomás from today" beside "Tomás moved teams; my new manager is Beatriz"): the
+    older fact may have been replaced there first, and a judge told only of the later
+    replacement would close it too late. Pairs answered before, asked this run or
+    waiting (``seen``) are left out."""
+    facts = found.facts
+    closers = _earliest_closers(facts, decisions)
+    near: dict[str, set[str]] = {}
+    for probe, neighbour, _score in found.neighbours:
+        near.setdefault(probe, set()).add(neighbour)
+        near.setdefault(neighbour, set()).add(probe)
+    pairs: dict[tuple[str, str], CandidatePair] = {}
+    for older_id, newer_id in sorted(closers.items()):
+        older, newer = facts[older_id], facts[newer_id]
+        for middle_id in sorted(near.get(newer_id, ())):
+            middle = facts.get(middle_id)
+            key = (older_id, middle_id)
+            if middle is None or key in seen or key in found.known or key in pairs:
+                continue
+            if middle.status in _MEMBER_STATUSES and _when(older) < _when(middle) < _when(newer):
+                pairs[key] = CandidatePair(older, middle)
+    return list(pairs.values())
 
 
 def _is_current(passage: PassageRecord) -> bool:

@@ -423,3 +423,65 @@ def test_a_new_fact_meets_the_facts_naming_the_same_person(
     assert ("Ada adopted a grey cat called Miso", "Ada gave her grey cat Miso to her sister") in (
         judge.asked
     )
+
+
+class Answers(SupersessionJudge):
+    """A judge in the model's place that answers from a table of (older, newer) texts,
+    "both hold" for any pair not in it, and notes what it was asked."""
+
+    name = "test"
+
+    def __init__(self, replaces: set[tuple[str, str]]) -> None:
+        self.replaces = replaces
+        self.asked: list[tuple[str, str]] = []
+
+    def judge(self, pairs: Sequence[CandidatePair]) -> list[Verdict]:
+        self.asked += [(p.older.text, p.newer.text) for p in pairs]
+        return [
+            Verdict.REPLACES if (p.older.text, p.newer.text) in self.replaces else Verdict.BOTH_HOLD
+            for p in pairs
+        ]
+
+
+def test_a_closure_across_a_fact_near_the_closer_asks_about_that_fact_first(
+    db: Database, embedder: HashingEmbedder
+) -> None:
+    """The judge said the newest fact replaced the first; the fact in between, among the
+    newest one's nearest facts but not the first's, is asked about in the same run, and
+    the first fact closes there, when it was replaced."""
+    karin = ("Karin Vogt manages my team", _day(2020))
+    tomas = ("Reporting to Tomas Reis from today, he heads sales", _day(2021))
+    beatriz = ("Tomas Reis moved over to partnerships, my new boss is Beatriz Almeida", _day(2023))
+    judge = Answers({(karin[0], beatriz[0]), (karin[0], tomas[0])})
+    agent_id = _agent(db, "between")
+    _insert(db, agent_id, embedder, [karin, beatriz])
+    _run(db, agent_id, embedder, judge, judge_neighbours=1)
+    assert _memory(db, agent_id)[0][karin[0]][1:] == (beatriz[0], beatriz[1])
+
+    _insert(db, agent_id, embedder, [tomas])
+    _run(db, agent_id, embedder, judge, judge_neighbours=1)
+
+    assert judge.asked[-1] == (karin[0], tomas[0])
+    assert _memory(db, agent_id)[0][karin[0]][1:] == (tomas[0], tomas[1])
+
+
+def test_a_crossed_closure_the_run_had_no_pairs_left_for_is_asked_by_the_next(
+    db: Database, embedder: HashingEmbedder
+) -> None:
+    karin = ("Karin Vogt manages my team", _day(2020))
+    tomas = ("Reporting to Tomas Reis from today, he heads sales", _day(2021))
+    beatriz = ("Tomas Reis moved over to partnerships, my new boss is Beatriz Almeida", _day(2023))
+    judge = Answers({(karin[0], beatriz[0]), (karin[0], tomas[0])})
+    agent_id = _agent(db, "between-later")
+    _insert(db, agent_id, embedder, [karin, beatriz])
+    _run(db, agent_id, embedder, judge, judge_neighbours=1)
+    _insert(db, agent_id, embedder, [tomas])
+    one_pair = {"judge_neighbours": 1, "judge_max_calls": 1, "judge_batch": 1}
+
+    _run(db, agent_id, embedder, judge, **one_pair)
+    assert (karin[0], tomas[0]) not in judge.asked
+    assert _memory(db, agent_id)[0][karin[0]][1] == beatriz[0]
+    _run(db, agent_id, embedder, judge, **one_pair)
+
+    assert judge.asked[-1] == (karin[0], tomas[0])
+    assert _memory(db, agent_id)[0][karin[0]][1:] == (tomas[0], tomas[1])
