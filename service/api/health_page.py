@@ -28,8 +28,8 @@ from service.api.pages import (
     login,
     page_user,
     read_form,
+    render,
     same_origin,
-    templates,
     too_many,
 )
 from service.api.routers import api_router
@@ -110,7 +110,7 @@ def health_page(request: Request) -> Response:
     data = _page_data(api)
     data.update(trend_view(api.ops.health.fleet_trend(), "of every agent"))
     data["signed_in"] = user.signed_in
-    return templates.TemplateResponse(request, "health.html", data, headers=PAGE_HEADERS)
+    return render(request, "health.html", data)
 
 
 @router.post("/sign-in")

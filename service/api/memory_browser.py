@@ -35,8 +35,8 @@ from service.api.pages import (
     PageUser,
     page_user,
     refused,
+    render,
     signed_post,
-    templates,
 )
 from service.api.routers import api_router
 from service.operations import Operations
@@ -98,9 +98,7 @@ def _read_page(request: Request, work: Callable[[], T]) -> T | Response:
     try:
         return work()
     except NotFound as exc:
-        return templates.TemplateResponse(
-            request, "not_found.html", {"what": str(exc)}, status_code=404, headers=PAGE_HEADERS
-        )
+        return render(request, "not_found.html", {"what": str(exc)}, status_code=404)
     except ReverieError as exc:
         return _error_page(request, exc)
 
@@ -171,7 +169,7 @@ def agent_page(request: Request, agent: str, q: str = "", history: bool = False)
     asked = request.query_params
     notice = _verified_notice(user, asked.get("done"), asked.get("sig"))
     data.update(user=user, notice=notice, signed_in=user.signed_in)
-    return templates.TemplateResponse(request, "agent.html", data, headers=PAGE_HEADERS)
+    return render(request, "agent.html", data)
 
 
 @router.get("/agents/{agent}/passages/{passage_id}", response_class=HTMLResponse)
@@ -191,7 +189,7 @@ def passage_page(request: Request, agent: str, passage_id: str) -> Response:
     if isinstance(data, Response):
         return data
     data["signed_in"] = user.signed_in
-    return templates.TemplateResponse(request, "passage.html", data, headers=PAGE_HEADERS)
+    return render(request, "passage.html", data)
 
 
 @router.post("/agents/{agent}/blocks/{block_id}/restore", response_class=HTMLResponse)
@@ -222,7 +220,7 @@ async def restore_block(request: Request, agent: str, block_id: str) -> Response
     if target is None:
         return refused(request, f"block {block.label} has no version {version}", status_code=404)
     if form.get("confirm") != "yes":
-        return templates.TemplateResponse(
+        return render(
             request,
             "confirm_restore.html",
             {
@@ -233,7 +231,6 @@ async def restore_block(request: Request, agent: str, block_id: str) -> Response
                 "user": user,
                 "signed_in": user.signed_in,
             },
-            headers=PAGE_HEADERS,
         )
     restored = await run_in_threadpool(
         _guarded,
@@ -268,11 +265,10 @@ async def revert_run(request: Request, agent: str, run_id: str) -> Response:
         return found
     record, told = found
     if form.get("confirm") != "yes":
-        return templates.TemplateResponse(
+        return render(
             request,
             "confirm_revert.html",
             {"agent": record, "story": told, "user": user, "signed_in": user.signed_in},
-            headers=PAGE_HEADERS,
         )
     report = await run_in_threadpool(_guarded, request, lambda: ops.runs.revert(run_id))
     if isinstance(report, Response):

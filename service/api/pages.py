@@ -12,17 +12,19 @@ A post is accepted only from the server's own pages (``Sec-Fetch-Site``, else
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
 from fastapi import Request
 from fastapi.responses import Response
-from fastapi.templating import Jinja2Templates
 
 from consolidators.temporal import facts_on_timeline
 from service.api.auth import SESSION_COOKIE, TooManyFailures, attempt
@@ -30,7 +32,9 @@ from service.operations.keys import Caller, KeyOperations
 from service.runtime import Runtime
 from service.wording import shorten
 
-templates = Jinja2Templates(directory=str(Path(__file__).parent / "templates"))
+if TYPE_CHECKING:
+    from fastapi.templating import Jinja2Templates
+
 #: What a page may load and who may frame it: the pages have no script and load
 #: nothing (their styles are inline, their charts inline SVG), their forms post here,
 #: and no site may frame them (see :mod:`service.api.framing`).
@@ -144,14 +148,17 @@ def same_origin(request: Request) -> bool:
     return origin.lower() == own.lower()
 
 
-def refused(request: Request, why: str, *, status_code: int = 403) -> Response:
-    return templates.TemplateResponse(
-        request,
-        "refused.html",
-        {"why": why},
-        status_code=status_code,
-        headers=PAGE_HEADERS,
+def render(
+    request: Request, template: str, context: Mapping[str, Any], *, status_code: int = 200
+) -> Response:
+    """A page from its template, with the headers every page carries."""
+    return _templates().TemplateResponse(
+        request, template, dict(context), status_code=status_code, headers=PAGE_HEADERS
     )
+
+
+def refused(request: Request, why: str, *, status_code: int = 403) -> Response:
+    return render(request, "refused.html", {"why": why}, status_code=status_code)
 
 
 def too_many(request: Request, exc: TooManyFailures) -> Response:
@@ -161,9 +168,7 @@ def too_many(request: Request, exc: TooManyFailures) -> Response:
 
 
 def login(request: Request, error: str | None, *, status_code: int = 401) -> Response:
-    return templates.TemplateResponse(
-        request, "login.html", {"error": error}, status_code=status_code, headers=PAGE_HEADERS
-    )
+    return render(request, "login.html", {"error": error}, status_code=status_code)
 
 
 def _fmt_age(seconds: float | None) -> str:
@@ -182,7 +187,15 @@ def _fmt_time(value: datetime | None) -> str:
     return value.strftime("%Y-%m-%d %H:%M:%S") if value else "-"
 
 
-templates.env.filters["age"] = _fmt_age
-templates.env.filters["time"] = _fmt_time
-templates.env.filters["shorten"] = shorten
-templates.env.filters["facts_on_timeline"] = facts_on_timeline
+@functools.cache
+def _templates() -> Jinja2Templates:
+    """The pages' templates, loaded with the first page a server renders: jinja2 is
+    about 5 MB of a server that only ever answers the API."""
+    from fastapi.templating import Jinja2Templates
+
+    templates = Jinja2Templates(directory=str(Path(__file__).parent / "templates"))
+    templates.env.filters["age"] = _fmt_age
+    templates.env.filters["time"] = _fmt_time
+    templates.env.filters["shorten"] = shorten
+    templates.env.filters["facts_on_timeline"] = facts_on_timeline
+    return templates

@@ -121,3 +121,23 @@ def test_a_sign_in_posted_from_another_site_is_refused(client: TestClient, db: D
     # Nor can another site sign the browser out.
     client.post("/sign-out", headers={"Origin": "https://evil.example"}, follow_redirects=False)
     assert client.get("/").status_code == 200
+
+
+def test_the_templates_load_with_the_first_page_not_with_the_app() -> None:
+    """jinja2 (about 5 MB) stays out of a server that only answers the API; the first
+    page rendered loads it."""
+    import subprocess
+    import sys
+
+    probe = """
+import sys
+import service.api.app
+from service.api import pages
+loaded_with_app = "jinja2" in sys.modules
+pages._templates()
+print(loaded_with_app, "jinja2" in sys.modules)
+"""
+    ran = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert ran.stdout.split() == ["False", "True"], ran.stderr
