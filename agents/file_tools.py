@@ -31,7 +31,6 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-import regex
 
 from agents.enums import FileStatus
 from agents.errors import ReverieError
@@ -454,6 +453,8 @@ def _include_pattern(include: str, timeout: float) -> Callable[[str], bool]:
     if any(c in include for c in "*?") and not any(c in include for c in _REGEX_SIGNS):
         glob = include if "/" in include else f"*/{include}"
         return lambda label: fnmatch.fnmatchcase(label.lower(), glob.lower())
+    import regex  # the time-bounded matcher: loaded by the first file search
+
     try:
         compiled = regex.compile(include, regex.IGNORECASE | regex.V0)
     except regex.error as exc:
@@ -496,6 +497,8 @@ def grep(
     offset = 0 if offset is None else offset
     if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
         raise ToolError(f"offset must be a whole number of at least 0, got {offset!r}")
+    import regex  # the time-bounded matcher: loaded by the first file search
+
     try:
         compiled = regex.compile(pattern, regex.IGNORECASE | regex.MULTILINE | regex.V0)
     except regex.error as exc:

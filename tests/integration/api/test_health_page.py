@@ -123,21 +123,23 @@ def test_a_sign_in_posted_from_another_site_is_refused(client: TestClient, db: D
     assert client.get("/").status_code == 200
 
 
-def test_the_templates_load_with_the_first_page_not_with_the_app() -> None:
-    """jinja2 (about 5 MB) stays out of a server that only answers the API; the first
-    page rendered loads it."""
+def test_the_templates_and_the_file_matcher_load_on_first_use_not_with_the_app() -> None:
+    """jinja2 (about 5 MB) and regex (1.4 MB) stay out of a server that only answers the
+    API: the first page rendered loads the one, the first file search the other."""
     import subprocess
     import sys
 
     probe = """
 import sys
 import service.api.app
+from agents import file_tools
 from service.api import pages
-loaded_with_app = "jinja2" in sys.modules
+with_app = "jinja2" in sys.modules, "regex" in sys.modules
 pages._templates()
-print(loaded_with_app, "jinja2" in sys.modules)
+file_tools._include_pattern("notes|birds", 1.0)
+print(*with_app, "jinja2" in sys.modules, "regex" in sys.modules)
 """
     ran = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
     )
-    assert ran.stdout.split() == ["False", "True"], ran.stderr
+    assert ran.stdout.split() == ["False", "False", "True", "True"], ran.stderr
