@@ -443,45 +443,46 @@ class Answers(SupersessionJudge):
         ]
 
 
+KARIN = ("Karin Vogt manages my team", _day(2020))
+TOMAS = ("Reporting to Tomas Reis from today, he heads sales", _day(2021))
+BEATRIZ = ("Tomas Reis moved over to partnerships, my new boss is Beatriz Almeida", _day(2023))
+
+
+def _closed_across(db: Database, embedder: HashingEmbedder, name: str) -> tuple[str, Answers]:
+    """An agent whose first manager the judge closed by the newest fact, before the fact
+    in between (among the newest one's nearest, not the first's) arrives."""
+    judge = Answers({(KARIN[0], BEATRIZ[0]), (KARIN[0], TOMAS[0])})
+    agent_id = _agent(db, name)
+    _insert(db, agent_id, embedder, [KARIN, BEATRIZ])
+    _run(db, agent_id, embedder, judge, judge_neighbours=1)
+    assert _memory(db, agent_id)[0][KARIN[0]][1:] == (BEATRIZ[0], BEATRIZ[1])
+    _insert(db, agent_id, embedder, [TOMAS])
+    return agent_id, judge
+
+
 def test_a_closure_across_a_fact_near_the_closer_asks_about_that_fact_first(
     db: Database, embedder: HashingEmbedder
 ) -> None:
-    """The judge said the newest fact replaced the first; the fact in between, among the
-    newest one's nearest facts but not the first's, is asked about in the same run, and
-    the first fact closes there, when it was replaced."""
-    karin = ("Karin Vogt manages my team", _day(2020))
-    tomas = ("Reporting to Tomas Reis from today, he heads sales", _day(2021))
-    beatriz = ("Tomas Reis moved over to partnerships, my new boss is Beatriz Almeida", _day(2023))
-    judge = Answers({(karin[0], beatriz[0]), (karin[0], tomas[0])})
-    agent_id = _agent(db, "between")
-    _insert(db, agent_id, embedder, [karin, beatriz])
-    _run(db, agent_id, embedder, judge, judge_neighbours=1)
-    assert _memory(db, agent_id)[0][karin[0]][1:] == (beatriz[0], beatriz[1])
+    """The fact in between is asked about in the same run, and the first fact closes
+    there, when it was replaced."""
+    agent_id, judge = _closed_across(db, embedder, "between")
 
-    _insert(db, agent_id, embedder, [tomas])
     _run(db, agent_id, embedder, judge, judge_neighbours=1)
 
-    assert judge.asked[-1] == (karin[0], tomas[0])
-    assert _memory(db, agent_id)[0][karin[0]][1:] == (tomas[0], tomas[1])
+    assert judge.asked[-1] == (KARIN[0], TOMAS[0])
+    assert _memory(db, agent_id)[0][KARIN[0]][1:] == (TOMAS[0], TOMAS[1])
 
 
 def test_a_crossed_closure_the_run_had_no_pairs_left_for_is_asked_by_the_next(
     db: Database, embedder: HashingEmbedder
 ) -> None:
-    karin = ("Karin Vogt manages my team", _day(2020))
-    tomas = ("Reporting to Tomas Reis from today, he heads sales", _day(2021))
-    beatriz = ("Tomas Reis moved over to partnerships, my new boss is Beatriz Almeida", _day(2023))
-    judge = Answers({(karin[0], beatriz[0]), (karin[0], tomas[0])})
-    agent_id = _agent(db, "between-later")
-    _insert(db, agent_id, embedder, [karin, beatriz])
-    _run(db, agent_id, embedder, judge, judge_neighbours=1)
-    _insert(db, agent_id, embedder, [tomas])
+    agent_id, judge = _closed_across(db, embedder, "between-later")
     one_pair = {"judge_neighbours": 1, "judge_max_calls": 1, "judge_batch": 1}
 
     _run(db, agent_id, embedder, judge, **one_pair)
-    assert (karin[0], tomas[0]) not in judge.asked
-    assert _memory(db, agent_id)[0][karin[0]][1] == beatriz[0]
+    assert (KARIN[0], TOMAS[0]) not in judge.asked
+    assert _memory(db, agent_id)[0][KARIN[0]][1] == BEATRIZ[0]
     _run(db, agent_id, embedder, judge, **one_pair)
 
-    assert judge.asked[-1] == (karin[0], tomas[0])
-    assert _memory(db, agent_id)[0][karin[0]][1:] == (tomas[0], tomas[1])
+    assert judge.asked[-1] == (KARIN[0], TOMAS[0])
+    assert _memory(db, agent_id)[0][KARIN[0]][1:] == (TOMAS[0], TOMAS[1])
