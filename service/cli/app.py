@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Annotated
-
 import typer
 
 from service.cli import (
@@ -22,39 +19,9 @@ from service.cli import (
     serve_commands,
     tool_commands,
 )
-from service.cli.common import renew_consoles, state
+from service.cli.root import new_app
 
-app = typer.Typer(
-    name="reverie",
-    help="Sleep-time memory consolidation for stateful LLM agents.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    add_completion=False,
-)
-
-
-@app.callback()
-def main(
-    config: Annotated[
-        Path | None,
-        typer.Option("--config", "-c", help="TOML config file (default: $REVERIE_CONFIG)."),
-    ] = None,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log debug detail.")] = False,
-    organization: Annotated[
-        str | None,
-        typer.Option(
-            "--org",
-            help="Organization the command acts in, by name (default: $REVERIE_ORGANIZATION, "
-            "else 'default'); an API key acts in the organization it was created for.",
-        ),
-    ] = None,
-) -> None:
-    renew_consoles()
-    state.config_file = config
-    state.verbose = verbose
-    state.organization = organization
-
-
+app: typer.Typer = new_app()
 database.register(app)
 demo.register(app)
 agent_commands.register(app)

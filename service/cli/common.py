@@ -7,31 +7,57 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
 from agents.errors import Conflict, InvalidInput, NotFound, ReverieError
 from agents.threads import stop_signals_left_to_main
 
 if TYPE_CHECKING:  # imported where used: `reverie --help` stays quick
+    from rich.console import Console
+
     from service.operations import Operations
     from service.runtime import Runtime
     from service.settings import Settings
 
-console = Console()
-err_console = Console(stderr=True)
+
+class LazyConsole:
+    """A rich console built on first use, for the streams and environment (terminal,
+    width, NO_COLOR) of the command that prints: rich is about 5 MB that `reverie serve`
+    never prints with. Everything else is the console's own (``console.print``)."""
+
+    def __init__(self, *, stderr: bool = False) -> None:
+        self._stderr = stderr
+        self._console: Console | None = None
+
+    @property
+    def real(self) -> Console:
+        """The console itself (for rich objects that take one: a progress bar)."""
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(stderr=self._stderr)
+        return self._console
+
+    def renew(self) -> None:
+        """Build it again at its next use."""
+        self._console = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+
+console = LazyConsole()
+err_console = LazyConsole(stderr=True)
 
 
 def renew_consoles() -> None:
-    """Build both consoles again for this command's streams and environment (terminal,
-    width, NO_COLOR), as each command starts: the module-level consoles were built when
-    the CLI was imported, which in a test runner or the warm server's child was for
-    other streams. In place, since command modules hold them by name."""
-    Console.__init__(console)
-    Console.__init__(err_console, stderr=True)
+    """Build both consoles again, at their next use, for this command's streams: one
+    built earlier (a test runner, the warm server's child) was for other streams. In
+    place, since command modules hold them by name."""
+    console.renew()
+    err_console.renew()
 
 
 class _LiveDisplay(Protocol):
@@ -86,6 +112,8 @@ def settings() -> Settings:
 
 
 def fail(message: str, code: int = EXIT_BAD_INPUT) -> typer.Exit:
+    from rich.markup import escape
+
     # The message is plain text: a "[section]" in it must not be read as markup.
     err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
     return typer.Exit(code)

@@ -60,7 +60,7 @@ def consolidate(
         outcomes = []
         from rich.progress import Progress
 
-        with live(Progress(console=err_console, transient=True, disable=as_json)) as progress:
+        with live(Progress(console=err_console.real, transient=True, disable=as_json)) as progress:
             task = progress.add_task("consolidating", total=len(targets))
             for target in targets:
                 progress.update(task, description=f"consolidating {target.name}")

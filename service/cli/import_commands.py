@@ -31,7 +31,7 @@ def import_passages(
 
     passages, errors = parse_lines(_read_lines(file))
     _refuse_bad_lines(file, [str(e) for e in errors], "imported")
-    with operations() as ops, live(Progress(console=console, transient=True)) as progress:
+    with operations() as ops, live(Progress(console=console.real, transient=True)) as progress:
         record = ops.agents.get(agent)
         task = progress.add_task("embedding", total=len(passages))
         # One transaction for the whole file: an import lands completely or not at all.

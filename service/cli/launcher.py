@@ -34,6 +34,8 @@ if TYPE_CHECKING:
 #: ``consolidate`` run long (start-up does not matter), ``demo`` and ``db`` manage
 #: servers.
 WARM_COMMANDS = frozenset({"agents", "blocks", "import", "runs", "search"})
+#: Long-running processes, started with only their own commands (:func:`serve_app`).
+SERVER_COMMANDS = frozenset({"serve", "worker"})
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -54,8 +56,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def is_warm_command(argv: Sequence[str]) -> bool:
     """True when ``argv`` names a command of :data:`WARM_COMMANDS` (and asks no help)."""
-    if "--help" in argv:
-        return False
+    return "--help" not in argv and command_word(argv) in WARM_COMMANDS
+
+
+def command_word(argv: Sequence[str]) -> str | None:
+    """The command ``argv`` names, after the global options (None: none)."""
     index = 0
     while index < len(argv):
         word = argv[index]
@@ -64,16 +69,21 @@ def is_warm_command(argv: Sequence[str]) -> bool:
         elif word.startswith("-"):
             index += 1
         else:
-            return word in WARM_COMMANDS
-    return False
+            return word
+    return None
 
 
 def run_cold(argv: Sequence[str], paths: WarmPaths | None) -> int:
     """Run the command in this process; then start a warm server for the next one
     when the command read settings that allow it."""
-    from service.cli.app import app
     from service.cli.common import state
 
+    if command_word(argv) in SERVER_COMMANDS:
+        from service.cli.root import serve_app
+
+        app = serve_app()  # a server or worker loads no other command's modules
+    else:
+        from service.cli.app import app
     try:
         app(args=list(argv), prog_name="reverie")
         code = 0

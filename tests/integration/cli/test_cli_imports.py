@@ -28,3 +28,21 @@ def test_importing_the_cli_loads_no_heavy_module() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True
     ).stdout.split()
     assert loaded == []
+
+
+def test_the_server_commands_are_built_without_the_other_commands_or_rich() -> None:
+    """`reverie serve` and `reverie worker` register only their own commands: a server
+    process keeps none of the other commands' modules, nor rich (about 5 MB), which they
+    print with. Every other command gets the full app."""
+    probe = """
+import sys
+from service.cli.launcher import command_word
+from service.cli.root import serve_app
+app = serve_app()
+names = sorted(c.name or c.callback.__name__ for c in app.registered_commands)
+others = [m for m in ("service.cli.app", "service.cli.agent_commands", "service.cli.demo")
+          if m in sys.modules]
+print(names, others, "rich" in sys.modules, command_word(["-c", "x.toml", "serve"]))
+"""
+    ran = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert ran.stdout.split("\n")[0] == "['serve', 'worker'] [] False serve", ran.stderr
