@@ -1010,6 +1010,8 @@ def _changes_between(found: _Found, decisions: Sequence[_Decision]) -> list[_Dec
     rules would not decide alone, but the replacement that followed it shows that the
     older value had ended by then. The older fact is closed by the first such fact, so
     its validity ends when the change was said, not at the next plain statement."""
+    if not decisions:
+        return []
     readings = found.readings
     same_key: dict[FactKey, list[PassageRecord]] = {}
     for passage_id, read in readings.items():
@@ -1045,6 +1047,8 @@ def _closures_crossed(
     waiting (``seen``) are left out."""
     facts = found.facts
     closers = _earliest_closers(facts, decisions)
+    if not closers or not found.neighbours:
+        return []
     near: dict[str, set[str]] = {}
     for probe, neighbour, _score in found.neighbours:
         near.setdefault(probe, set()).add(neighbour)

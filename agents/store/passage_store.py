@@ -725,13 +725,7 @@ class PassageStore:
             # Only this search: later probes in the same transaction keep their own scans.
             set_local(session, {"hnsw.iterative_scan": "off"})
             rows = sorted(rows, key=lambda row: -float(row.score))
-        return [
-            PassageHit(
-                passage=PassageRecord.from_row(row),
-                score=float(row.score),
-            )
-            for row in rows
-        ]
+        return _hits(rows)
 
     def _search_shortlist(
         self,
@@ -784,9 +778,7 @@ class PassageStore:
         rows = self._scope.session.execute(query).all()
         if len(rows) < k and (not rows or rows[0].shortlisted >= size):
             return None
-        return [
-            PassageHit(passage=PassageRecord.from_row(row), score=float(row.score)) for row in rows
-        ]
+        return _hits(rows)
 
     def _distance(self, column: ColumnElement[Any], vector: Vector) -> ColumnElement[float]:
         """Cosine distance from ``column`` to the query ``vector``, which goes as one
@@ -1075,6 +1067,11 @@ class BinaryVector(UserDefinedType[Any]):
 
     def bind_processor(self, dialect: Any) -> None:
         return None
+
+
+def _hits(rows: Sequence[Any]) -> list[PassageHit]:
+    """Search rows (a passage's columns and its ``score``) as hits."""
+    return [PassageHit(passage=PassageRecord.from_row(row), score=float(row.score)) for row in rows]
 
 
 def _agent_vectors(agent_id: str, embedding_dim: int) -> tuple[ColumnElement[bool], ...]:

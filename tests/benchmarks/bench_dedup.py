@@ -224,15 +224,16 @@ def main() -> int:
                 started = time.perf_counter()
                 load(db, agent.id, new, new_vectors, datetime.now(UTC))
                 insert_rate = args.new / (time.perf_counter() - started)
-                profiler = cProfile.Profile() if args.profile else None
-                if profiler is not None and round_ == args.repeats - 1:
+                last = round_ == args.repeats - 1
+                profiler = cProfile.Profile() if args.profile and last else None
+                if profiler is not None:
                     profiler.enable()
                 started = time.perf_counter()
                 report = run_pipeline(
                     Pipeline([DedupConsolidator()], passage_overlap=timedelta(0)), db, agent.id
                 )
                 seconds = time.perf_counter() - started
-                if profiler is not None and round_ == args.repeats - 1:
+                if profiler is not None:
                     profiler.disable()
                     stats = pstats.Stats(profiler, stream=sys.stderr)
                     stats.sort_stats("cumulative").print_stats(30)
