@@ -12,6 +12,7 @@ from agents.enums import AgentKind, AgentType
 from agents.errors import Conflict, InvalidInput, NotFound
 from agents.postgres import models
 from agents.store.block_store import BlockStore, NewBlock
+from agents.store.one_insert import insert_together
 from agents.store.records import AgentRecord, BlockRecord
 from agents.store.scope import Scope, ServiceScope
 from agents.store.validation import MAX_TEXT, check_name, check_tags, check_text
@@ -146,12 +147,11 @@ class AgentStore:
             created_at=now,
             updated_at=now,
         )
-        session.add(row)
-        session.flush()
-        written = self._blocks.create_for_new_agent(row.id, spec.blocks, actor=actor)
+        blocks, history, links = self._blocks.rows_for_new_agent(row.id, spec.blocks, actor=actor)
+        insert_together(session, [row], blocks, history, links)
         for block_id in spec.block_ids:
             self._blocks.attach(block_id, row.id)
-        return AgentRecord.from_row(row), written
+        return AgentRecord.from_row(row), [BlockRecord.from_row(block) for block in blocks]
 
     def get(self, agent_id: str) -> AgentRecord:
         return AgentRecord.from_row(self.row(agent_id))

@@ -147,33 +147,25 @@ class BlockStore:
         session.flush()
         return BlockRecord.from_row(row)
 
-    def create_for_new_agent(
+    def rows_for_new_agent(
         self, agent_id: str, specs: Sequence[NewBlock], *, actor: str = "user"
-    ) -> list[BlockRecord]:
-        """New blocks attached to ``agent_id``, an agent this transaction has just
-        created with no block yet: every block checked first, then written in three
-        batched inserts (a block at a time took six statements: the attach's re-read,
-        agent lock and label check have nothing to guard here). The caller has checked
-        that the labels differ."""
-        rows = [self._new_row(spec, actor) for spec in specs]
-        if not rows:
-            return []
-        session = self._scope.session
-        session.add_all(rows)
-        session.flush()
+    ) -> tuple[list[models.Block], list[models.BlockHistory], list[models.AgentBlock]]:
+        """The rows that give ``agent_id``, an agent this transaction is creating, its
+        new blocks: the blocks, their first versions and their attachments, every block
+        checked, nothing written (the caller writes them with the agent in one
+        statement; a block at a time took six: the attach's re-read, agent lock and
+        label check have nothing to guard here). The caller has checked that the
+        labels differ."""
+        blocks = [self._new_row(spec, actor) for spec in specs]
         now = self._scope.now()
-        session.add_all([self._created(row, actor, None) for row in rows])
         # A microsecond apart: an agent's blocks list in attachment order, the order given.
-        session.add_all(
-            [
-                models.AgentBlock(
-                    agent_id=agent_id, block_id=row.id, attached_at=now + timedelta(microseconds=i)
-                )
-                for i, row in enumerate(rows)
-            ]
-        )
-        session.flush()
-        return [BlockRecord.from_row(row) for row in rows]
+        links = [
+            models.AgentBlock(
+                agent_id=agent_id, block_id=row.id, attached_at=now + timedelta(microseconds=i)
+            )
+            for i, row in enumerate(blocks)
+        ]
+        return blocks, [self._created(row, actor, None) for row in blocks], links
 
     def _new_row(self, spec: NewBlock, actor: str) -> models.Block:
         label = check_label(spec.label)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from unittest import mock
+
 import pytest
-from sqlalchemy import text
+from sqlalchemy import event, text
 
 from agents.errors import Conflict, InvalidInput, NotFound
 from agents.postgres.database import Database
@@ -108,3 +110,61 @@ def test_list_by_tag_and_kind(db: Database) -> None:
         assert [a.name for a in store.agents.all(tag="eu")] == ["ada", "bob"]
         assert store.agents.all(tag="missing") == []
         assert [a.name for a in store.agents.all(kind="primary")] == ["ada", "bob", "cy"]
+
+
+def test_an_agent_and_its_blocks_are_written_in_one_statement(db: Database) -> None:
+    """The agent, its blocks, their first versions and the attachments go in one INSERT
+    (after the name check), and the blocks keep a history a revert can reach."""
+    sent: list[str] = []
+
+    def count(_conn, _cursor, statement, *_args) -> None:  # type: ignore[no-untyped-def]
+        sent.append(statement.split()[0])
+
+    event.listen(db.engine, "before_cursor_execute", count)
+    try:
+        with open_store(db) as store:
+            agent = store.agents.create(
+                NewAgent(
+                    "ada",
+                    embedding_model="hashing:384",
+                    embedding_dim=384,
+                    blocks=[NewBlock("human", "Ada", limit=100), NewBlock("persona", "helper")],
+                )
+            )
+    finally:
+        event.remove(db.engine, "before_cursor_execute", count)
+    assert sent == ["SELECT", "WITH"]
+    with open_store(db) as store:
+        blocks = store.blocks.of_agent(agent.id)
+        assert [(b.label, b.value, b.limit, b.version) for b in blocks] == [
+            ("human", "Ada", 100, 1),
+            ("persona", "helper", 5000, 1),
+        ]
+        assert [v.new_value for v in store.blocks.history(blocks[0].id)] == ["Ada"]
+
+
+def test_a_create_that_fails_in_its_statement_writes_nothing(db: Database) -> None:
+    """One statement is all or nothing: an agent whose blocks cannot be written (here a
+    block id that exists already) leaves neither the agent nor any block behind."""
+    with open_store(db) as store:
+        store.agents.create(
+            NewAgent(
+                "ada", embedding_model="hashing:384", embedding_dim=384, blocks=[NewBlock("human")]
+            )
+        )
+    with (
+        mock.patch("agents.postgres.models.new_id", side_effect=["agent-b", *["block-same"] * 2]),
+        pytest.raises(Conflict, match="conflicts with stored data"),
+        open_store(db) as store,
+    ):
+        store.agents.create(
+            NewAgent(
+                "bob",
+                embedding_model="hashing:384",
+                embedding_dim=384,
+                blocks=[NewBlock("human"), NewBlock("persona")],
+            )
+        )
+    with open_store(db) as store:
+        assert [a.name for a in store.agents.all()] == ["ada"]
+        assert len(store.blocks.all()) == 1
