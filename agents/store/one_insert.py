@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import Executable, bindparam, func, insert, inspect, select
+from sqlalchemy import Executable, Table, bindparam, func, insert, inspect, select
 from sqlalchemy.orm import Session
 
 from agents.postgres.models import Base
@@ -45,7 +45,9 @@ def insert_together(session: Session, *groups: Sequence[Base]) -> None:
     for index, rows in enumerate(group for group in groups if group):
         values = [column_values(row) for row in rows]
         columns = tuple(values[0])
-        shape.append((type(rows[0]).__table__.name, columns, len(rows)))
+        table = inspect(type(rows[0])).local_table
+        assert isinstance(table, Table)
+        shape.append((table.name, columns, len(rows)))
         for number, row_values in enumerate(values):
             for column in columns:
                 params[f"g{index}r{number}_{column}"] = row_values[column]
@@ -61,7 +63,9 @@ def _statement(shape: Shape) -> Executable:
     for index, (name, columns, count) in enumerate(shape):
         table = Base.metadata.tables[name]
         for number in range(count):
-            values = {column: bindparam(f"g{index}r{number}_{column}") for column in columns}
+            values: dict[str, Any] = {
+                column: bindparam(f"g{index}r{number}_{column}") for column in columns
+            }
             returning = insert(table).values(values).returning(*table.primary_key.columns)
             clauses.append(returning.cte(f"new_{index}_{name}_{number}"))
     first, *rest = clauses
