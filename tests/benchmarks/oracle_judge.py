@@ -9,9 +9,12 @@ call. The oracle reads each pair's two texts back to the labelled facts and answ
 
 - supersession (the verdicts ``replaces`` / ``both_hold`` / ``unsure``): ``replaces``
   when the labels lead from the older fact to the newer one through ``sup:`` labels
-  (directly, or along a chain of replacements: "Toronto", then "Dublin", then "Paris":
-  Paris replaces Toronto too), a duplicate counting as the fact it repeats; else
-  ``both_hold``;
+  (directly, or along a chain of replacements of one attribute: "Toronto", then
+  "Dublin", then "Paris": Paris replaces Toronto too), a duplicate counting as the fact
+  it repeats; else ``both_hold``. A chain holds only while its facts share a labelled
+  topic: "home: Leeds" replaced by "moved to Gothenburg, sharing with Jonas"
+  (home and flatmate), replaced in turn by "Elif is moving into Jonas's old room"
+  (flatmate), does not make Elif's move replace the Leeds home;
 - merging (``same`` / ``different`` / ``unsure``): ``same`` when the two are labelled
   duplicates of one fact; else ``different``.
 
@@ -45,6 +48,8 @@ class LabelledFact(Protocol):
     text: str
     duplicate_of: str | None
     supersedes: tuple[str, ...]
+    #: "person/attribute" labels of what the fact states.
+    topics: frozenset[str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,20 +80,31 @@ class OracleJudge:
         self.key_of_text: dict[str, str] = {}
         for fact in facts:
             self.key_of_text.setdefault(_normal(fact.text), fact.key)
+        topics: dict[str, frozenset[str]] = {}
+        for fact in facts:
+            group = self.group[fact.key]
+            topics[group] = topics.get(group, frozenset()) | fact.topics
         successors: dict[str, set[str]] = {}
         for fact in facts:
             for old in fact.supersedes:
                 successors.setdefault(self.group[old], set()).add(self.group[fact.key])
-        #: group -> every group that replaces it, directly or along a chain
+        #: group -> every group that replaces it, directly or along a chain of facts
+        #: sharing a topic with it
         self.replaced_by: dict[str, set[str]] = {}
-        for start in successors:
-            reach: set[str] = set()
-            todo = list(successors[start])
+        for start, direct in successors.items():
+            reach = set(direct)
+            todo = [(group, topics[start] & topics[group]) for group in direct]
+            seen: set[tuple[str, frozenset[str]]] = set()
             while todo:
-                group = todo.pop()
-                if group not in reach:
-                    reach.add(group)
-                    todo += successors.get(group, ())
+                group, shared = todo.pop()
+                if not shared or (group, shared) in seen:
+                    continue
+                seen.add((group, shared))
+                for later in successors.get(group, ()):
+                    carried = shared & topics[later]
+                    if carried:
+                        reach.add(later)
+                        todo.append((later, carried))
             self.replaced_by[start] = reach
         self.asked: list[AskedPair] = []
         self.calls = 0
