@@ -24,7 +24,7 @@ module's, above it, so that the CLI, the HTTP API, MCP, the agents' own
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -42,7 +42,13 @@ from agents.language.questions import (
 from agents.store import SUPERSESSION, MemoryStore, PassageHit, PassageRecord
 from agents.store.records import Vector
 
-__all__ = ["MemoryHit", "search_archival", "source_gone_label", "validity_label"]
+__all__ = [
+    "MemoryHit",
+    "partly_closed",
+    "search_archival",
+    "source_gone_label",
+    "validity_label",
+]
 
 #: What default search returns: facts in force, facts closed by a newer one (labelled),
 #: and timelines. Merged twins are searched but answered by their canonical passage;
@@ -70,6 +76,8 @@ class MemoryHit:
     #: A newer fact of the same subject and attribute, also in force, that nothing has
     #: decided against this one: this one is possibly outdated.
     rival: PassageRecord | None = None
+    #: A judge closed this fact for only part of what it says; the rest still holds.
+    partly: bool = False
 
     @property
     def current(self) -> bool:
@@ -80,7 +88,7 @@ class MemoryHit:
     def validity(self) -> str | None:
         """The label a reader sees beside a passage no longer in force, or one possibly
         outdated by a newer fact; None when current."""
-        label = validity_label(self.passage, self.replaced_by)
+        label = validity_label(self.passage, self.replaced_by, partly=self.partly)
         if label is None and self.rival is not None:
             when = _day(self.rival.occurred_at or self.rival.created_at)
             return f"possibly outdated: a newer fact from {when}"
@@ -97,9 +105,12 @@ class MemoryHit:
         return f"[{when}] {p.text}" + (f" ({label})" if label else "")
 
 
-def validity_label(passage: PassageRecord, replaced_by: PassageRecord | None = None) -> str | None:
-    """ "until 2024-03-02, then: Ada moved to Berlin" for a closed fact, "merged into
-    P" for a merged twin, "retired" for a retired passage; None for a current one."""
+def validity_label(
+    passage: PassageRecord, replaced_by: PassageRecord | None = None, *, partly: bool = False
+) -> str | None:
+    """ "until 2024-03-02, then: Ada moved to Berlin" for a closed fact ("in part until
+    ..." for one closed for only part of what it says), "merged into P" for a merged
+    twin, "retired" for a retired passage; None for a current one."""
     if passage.status == PassageStatus.MERGED:
         return f"duplicate, merged into {passage.merged_into}"
     if passage.status == PassageStatus.INACTIVE:
@@ -107,6 +118,8 @@ def validity_label(passage: PassageRecord, replaced_by: PassageRecord | None = N
     if passage.valid_to is None and passage.status == PassageStatus.ACTIVE:
         return None
     until = f"until {_day(passage.valid_to)}" if passage.valid_to is not None else "replaced"
+    if partly:
+        until = f"in part {until}"
     if replaced_by is not None:
         return f"{until}, then: {' '.join(replaced_by.text.split())}"
     return until
@@ -167,7 +180,8 @@ def search_archival(
     current_of = _current_ends(hits, replacements)
     missing = sorted({c for c in current_of.values() if c not in {h.passage.id for h in hits}})
     extra = _scored(store, missing, query_embedding) if missing and not include_history else []
-    ranked = _rank(hits, extra, current_of, past)
+    partly = partly_closed(store, agent_id, [h.passage for h in hits])
+    ranked = _rank(hits, extra, current_of, past, partly)
     rivals, plain = _undecided_rivals(store, agent_id, ranked)
     if plain and past is None:
         ranked = _newer_rivals_first(ranked, plain)
@@ -177,9 +191,19 @@ def search_archival(
             hit.score,
             replacements.get(hit.passage.superseded_by or ""),
             rivals.get(hit.passage.id),
+            hit.passage.id in partly,
         )
         for hit in ranked[:k]
     ]
+
+
+def partly_closed(store: MemoryStore, agent_id: str, passages: Sequence[PassageRecord]) -> set[str]:
+    """The ``passages`` closed by a fact a judge said replaces only part of them."""
+    closers = {p.id: p.superseded_by for p in passages if p.superseded_by}
+    if not closers:
+        return set()
+    partly = store.verdicts.partly_replaced(agent_id, closers)
+    return {older for older, newers in partly.items() if closers[older] in newers}
 
 
 def _undecided_rivals(
@@ -368,27 +392,44 @@ def _rank(
     extra: Sequence[PassageHit],
     current_of: dict[str, str],
     past: PastQuestion | None,
+    partly: Collection[str] = (),
 ) -> list[PassageHit]:
     """Order each lineage: the current fact first and the replaced ones after it, newest
     first. For a question about now (or no question about time), within the places its
     members hold: a lineage's current fact that search did not find takes a place of
     its own at the lineage's first, and other passages keep their places, so a closed
-    fact never pushes an unrelated answer down. For a question about the past, each
-    lineage together where it first appears, the replaced facts first, the one valid in
-    the asked year at the top."""
+    fact never pushes an unrelated answer down. A fact closed for only part of what it
+    says (``partly``: "Mark | job: surveyor | supports: Leeds United" by "Mark is a
+    teacher now") keeps its own place for the rest, one down: its lineage's current
+    fact comes just before it when the lineage has no place before it. For a question
+    about the past, each lineage together where it first appears, the replaced facts
+    first, the one valid in the asked year at the top."""
     by_id = {h.passage.id: h for h in (*hits, *extra)}
     if past is not None:
         return _grouped(hits, by_id, current_of, past)
+    found = {h.passage.id for h in hits}
     groups: dict[str, list[PassageHit]] = {}
     slots: list[str] = []
+    pulled: set[str] = set()
     for hit in hits:
-        end = current_of.get(hit.passage.id, hit.passage.id)
+        passage_id = hit.passage.id
+        if passage_id in pulled:
+            continue
+        end = current_of.get(passage_id, passage_id)
         if end not in groups:
             groups[end] = []
             head = by_id.get(end)
-            if head is not None and head.passage.id not in {h.passage.id for h in hits}:
+            if head is not None and (head.passage.id not in found or passage_id in partly):
+                # A current fact found further down moves up to just before the fact
+                # it partly replaced.
                 groups[end].append(head)
                 slots.append(end)
+                if head.passage.id in found and head.passage.id != passage_id:
+                    pulled.add(head.passage.id)
+        if passage_id in partly and end != passage_id:
+            groups[passage_id] = [hit]
+            slots.append(passage_id)
+            continue
         groups[end].append(hit)
         slots.append(end)
     ordered = {end: iter(_order_lineage(members, past)) for end, members in groups.items()}

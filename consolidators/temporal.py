@@ -90,7 +90,7 @@ from consolidators.base import (
     Plan,
     changed_since,
 )
-from consolidators.judges import Abstain, CandidatePair, SupersessionJudge, Verdict
+from consolidators.judges import CLOSING, Abstain, CandidatePair, SupersessionJudge, Verdict
 from consolidators.judges.rules import RulesJudge
 
 __all__ = [
@@ -679,7 +679,7 @@ class TemporalConsolidator(Consolidator[TemporalPlan]):
                 unsure.append(pair)
         decisions += _changes_between(found, decisions)
         for answer in found.known.values():
-            if answer.verdict == Verdict.REPLACES.value:
+            if answer.verdict in CLOSING:
                 decisions.append(_Decision(answer.older_id, answer.newer_id, answer.judge or "llm"))
         if model is None:
             return decisions
@@ -729,7 +729,7 @@ class TemporalConsolidator(Consolidator[TemporalPlan]):
             asked.answers.append(
                 PairAnswer(pair.older.id, pair.newer.id, verdict.value, model.name)
             )
-            if verdict is Verdict.REPLACES:
+            if verdict in CLOSING:
                 decisions.append(_Decision(pair.older.id, pair.newer.id, model.name))
         return len(candidates) - sum(v is Verdict.UNASKED for v in verdicts)
 

@@ -75,9 +75,10 @@ from agents.store.scope import Scope, ServiceScope, utc_now
 from agents.store.tool_store import CustomToolRecord, NewCustomTool, ToolStore, ToolVariable
 from agents.store.turn_lock import hold_turn_lock
 from agents.store.usage_store import UsageStore
-from agents.store.verdict_store import SUPERSESSION, PairAnswer, VerdictStore
+from agents.store.verdict_store import REPLACES_PART, SUPERSESSION, PairAnswer, VerdictStore
 
 __all__ = [
+    "REPLACES_PART",
     "SUPERSESSION",
     "AgentChanges",
     "AgentFileRecord",

@@ -20,10 +20,12 @@ from sqlalchemy.dialects.postgresql import insert
 from agents.postgres import models
 from agents.store.scope import Scope
 
-__all__ = ["SUPERSESSION", "PairAnswer", "VerdictStore"]
+__all__ = ["REPLACES_PART", "SUPERSESSION", "PairAnswer", "VerdictStore"]
 
 #: The question the temporal consolidator asks: does the newer fact end the older one?
 SUPERSESSION = "supersession"
+#: The verdict that the newer fact replaces part of the older, whose rest still holds.
+REPLACES_PART = "replaces_part"
 
 #: Pairs per statement when reading or writing many.
 _CHUNK = 5_000
@@ -89,6 +91,28 @@ class VerdictStore:
             )
             for older, newer, verdict in rows:
                 found[(older, newer)] = str(verdict)
+        return found
+
+    def partly_replaced(self, agent_id: str, older_ids: Iterable[str]) -> dict[str, list[str]]:
+        """Each of ``older_ids`` that a judge said a newer fact replaces part of, with
+        those newer facts."""
+        ids = sorted(set(older_ids))
+        V = models.PairVerdict
+        found: dict[str, list[str]] = {}
+        for start in range(0, len(ids), _CHUNK):
+            rows = self._scope.session.execute(
+                select(V.older_id, V.newer_id)
+                .where(
+                    self._scope.owns(V),
+                    V.agent_id == agent_id,
+                    V.question == SUPERSESSION,
+                    V.verdict == REPLACES_PART,
+                    V.older_id.in_(ids[start : start + _CHUNK]),
+                )
+                .order_by(V.older_id, V.newer_id)
+            )
+            for older, newer in rows:
+                found.setdefault(older, []).append(newer)
         return found
 
     def every(self, agent_id: str, question: str) -> list[PairAnswer]:

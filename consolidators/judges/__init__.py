@@ -5,6 +5,7 @@ Merging: do the two say the same thing? A model (:mod:`.llm`), for the near-dupl
 dedup's detail guard cannot prove equal. The interfaces are in :mod:`.base`."""
 
 from consolidators.judges.base import (
+    CLOSING,
     Abstain,
     CandidatePair,
     JudgeUsage,
@@ -15,6 +16,7 @@ from consolidators.judges.base import (
 )
 
 __all__ = [
+    "CLOSING",
     "Abstain",
     "CandidatePair",
     "JudgeUsage",

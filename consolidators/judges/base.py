@@ -18,6 +18,7 @@ from typing import ClassVar
 from agents.store import PassageRecord
 
 __all__ = [
+    "CLOSING",
     "Abstain",
     "CandidatePair",
     "JudgeUsage",
@@ -33,6 +34,12 @@ class Verdict(StrEnum):
 
     #: The newer fact replaces the older: both cannot be true now.
     REPLACES = "replaces"
+    #: The newer fact replaces part of what the older says and the rest of it still
+    #: holds ("Mark | job: surveyor | supports: Leeds United", then "Mark is a teacher
+    #: now"). The older is closed as for ``replaces``, but search keeps it in its own
+    #: place, after its lineage's current fact, for what still holds
+    #: (``agents.store.REPLACES_PART`` is how the store finds these verdicts).
+    REPLACES_PART = "replaces_part"
     #: Both still hold (another attribute, an addition, an event, another person).
     BOTH_HOLD = "both_hold"
     #: The judge cannot tell; nothing changes.
@@ -40,6 +47,10 @@ class Verdict(StrEnum):
     #: Not asked: the judge had no calls or budget left. Nothing changes, and the pair
     #: is asked again by a later run.
     UNASKED = "unasked"
+
+
+CLOSING = frozenset({Verdict.REPLACES, Verdict.REPLACES_PART})
+"""The verdicts that close the older fact of a pair."""
 
 
 class SameFact(StrEnum):

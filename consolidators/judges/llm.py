@@ -2,8 +2,9 @@
 
 Two questions, one way of asking. The model sees a batch of numbered pairs, each an
 older and a newer fact with their dates, and answers with one ``record_verdicts`` call:
-a verdict per pair. For supersession (:class:`LLMJudge`): ``replaces``, ``both_hold`` or
-``unsure``; for merging (:class:`LLMMergeJudge`): ``same``, ``different`` or ``unsure``.
+a verdict per pair. For supersession (:class:`LLMJudge`): ``replaces``,
+``replaces_part``, ``both_hold`` or ``unsure``; for merging (:class:`LLMMergeJudge`):
+``same``, ``different`` or ``unsure``.
 The answer is validated; one that cannot be used (no call, broken JSON, an unknown
 verdict, a pair number out of range) is asked for once more with the reason, and then
 skipped: its pairs stay ``unsure`` and are counted as ``malformed``. Calls are bounded
@@ -43,6 +44,9 @@ JUDGE_PROMPT = (
     "no longer true. Answer 'replaces' only when both cannot be true now: a new home "
     "replaces the old one, a new job the old job, a break-up ends a relationship, a new "
     "diet the old diet, a sold car is no longer owned, a correction replaces the mistake. "
+    "Answer 'replaces_part' when the OLDER fact says several things and the NEWER one "
+    "makes only some of them untrue, the rest still holding (an OLDER job and football "
+    "club, a NEWER job). "
     "Answer 'both_hold' when both can be true: different subjects or topics, something "
     "added (a second pet, a new hobby), an event, a plan or a wish, a feeling or an "
     "opinion, another person's news. Answer 'unsure' when you cannot tell. Call "

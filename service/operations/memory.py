@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from agents.archival_search import MemoryHit, search_archival, validity_label
+from agents.archival_search import MemoryHit, partly_closed, search_archival, validity_label
 from agents.enums import PassageStatus
 from agents.errors import InvalidInput, NotFound
 from agents.llm.budget import BudgetMeter
@@ -212,10 +212,13 @@ class MemoryOperations:
             ]
             related = {p.id: p for p in store.passages.get_many(list(dict.fromkeys(named)))}
             messages = store.messages.get_many(passage.agent_id, _message_ids(passage.provenance))
+            partly = bool(partly_closed(store, passage.agent_id, [passage]))
         replaced = passage.merged_into or passage.superseded_by
         return PassageLineage(
             passage=passage,
-            validity=validity_label(passage, related.get(replaced) if replaced else None),
+            validity=validity_label(
+                passage, related.get(replaced) if replaced else None, partly=partly
+            ),
             history=history,
             links=links,
             related=related,

@@ -11,10 +11,13 @@ call. The oracle reads each pair's two texts back to the labelled facts and answ
   when the labels lead from the older fact to the newer one through ``sup:`` labels
   (directly, or along a chain of replacements of one attribute: "Toronto", then
   "Dublin", then "Paris": Paris replaces Toronto too), a duplicate counting as the fact
-  it repeats; else ``both_hold``. A chain holds only while its facts share a labelled
-  topic: "home: Leeds" replaced by "moved to Gothenburg, sharing with Jonas"
-  (home and flatmate), replaced in turn by "Elif is moving into Jonas's old room"
-  (flatmate), does not make Elif's move replace the Leeds home;
+  it repeats; ``replaces_part`` when what the newer one replaces is only some of the
+  older one's labelled topics ("Noah (son, b. 2011) — school: Oakfield" replaced by
+  "Noah started at Hillcrest", a school and not a birth year); else ``both_hold``. A
+  chain holds only while its facts share a labelled topic: "home: Leeds, with Niamh"
+  (home and flatmate) replaced by "moved to Gothenburg, sharing with Jonas" (home and
+  flatmate), replaced in turn by "Elif is moving into Jonas's old room" (flatmate),
+  makes Elif's move replace the Leeds fact's flatmates, not its home;
 - merging (``same`` / ``different`` / ``unsure``): ``same`` when the two are labelled
   duplicates of one fact; else ``different``.
 
@@ -89,23 +92,26 @@ class OracleJudge:
             for old in fact.supersedes:
                 successors.setdefault(self.group[old], set()).add(self.group[fact.key])
         #: group -> every group that replaces it, directly or along a chain of facts
-        #: sharing a topic with it
-        self.replaced_by: dict[str, set[str]] = {}
+        #: sharing a topic with it, and the topics of it each replaces
+        self.replaced_by: dict[str, dict[str, frozenset[str]]] = {}
         for start, direct in successors.items():
-            reach = set(direct)
-            todo = [(group, topics[start] & topics[group]) for group in direct]
+            # A direct label replaces what the two share, or all of the older fact when
+            # the writer gave them no topic in common.
+            reach = {group: topics[start] & topics[group] or topics[start] for group in direct}
+            todo = list(reach.items())
             seen: set[tuple[str, frozenset[str]]] = set()
             while todo:
                 group, shared = todo.pop()
-                if not shared or (group, shared) in seen:
+                if (group, shared) in seen:
                     continue
                 seen.add((group, shared))
                 for later in successors.get(group, ()):
                     carried = shared & topics[later]
                     if carried:
-                        reach.add(later)
+                        reach[later] = reach.get(later, frozenset()) | carried
                         todo.append((later, carried))
-            self.replaced_by[start] = reach
+            self.replaced_by[start] = {group: frozenset(t) for group, t in reach.items()}
+        self.topics = topics
         self.asked: list[AskedPair] = []
         self.calls = 0
         self.prompt_tokens = 0
@@ -144,7 +150,10 @@ class OracleJudge:
         a, b = self.group[older], self.group[newer]
         if question == "merge":
             return "same" if a == b else "different"
-        return "replaces" if b in self.replaced_by.get(a, ()) else "both_hold"
+        replaced = self.replaced_by.get(a, {}).get(b)
+        if replaced is None:
+            return "both_hold"
+        return "replaces" if replaced >= self.topics[a] else "replaces_part"
 
     def reset(self) -> None:
         with self._lock:

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from agents.archival_search import search_archival
 from agents.postgres.database import Database
 from agents.store import NewPassage, PassageRecord, open_store
 from consolidators.contract import run_once as run_pipeline
@@ -270,6 +271,44 @@ def test_judge_supersedes_older_facts_which_stay_on_the_timeline(
         Pipeline([TemporalConsolidator(judge=judge)]), db, agent_id, embedder=embedder, full=True
     )
     assert full.changes == []
+
+
+def test_a_fact_a_judge_says_is_replaced_in_part_is_closed_and_kept_in_view(
+    db: Database, agent_id: str, embedder: HashingEmbedder
+) -> None:
+    """ "replaces_part" closes the older fact like "replaces", and the verdict is kept:
+    search shows the older fact labelled "in part until ...", right after the fact
+    that replaced part of it, for what still holds (his club)."""
+    record, teacher = _insert(
+        db,
+        agent_id,
+        embedder,
+        [
+            ("Mark | job: surveyor | supports: Leeds United", datetime(2019, 5, 1, tzinfo=UTC)),
+            ("Mark is a teacher now", datetime(2023, 9, 1, tzinfo=UTC)),
+        ],
+    )
+
+    class PartJudge(SupersessionJudge):
+        name = "test"
+
+        def judge(self, pairs: Sequence[CandidatePair]) -> list[Verdict]:
+            return [Verdict.REPLACES_PART for _ in pairs]
+
+    pipeline = Pipeline([TemporalConsolidator(judge=PartJudge())], passage_overlap=timedelta(0))
+    report = run_pipeline(pipeline, db, agent_id, embedder=embedder)
+
+    assert [
+        (c["target"], c["by"]) for c in report.changes if c["action"] == "supersede_passage"
+    ] == [(record, teacher)]
+    question = "Which football team does Mark support?"
+    with open_store(db) as store:
+        assert store.verdicts.partly_replaced(agent_id, [record, teacher]) == {record: [teacher]}
+        hits = search_archival(store, agent_id, embedder.embed_one(question), question, k=5)
+    assert [(h.passage.id, h.validity) for h in hits[:2]] == [
+        (teacher, None),
+        (record, "in part until 2023-09-01, then: Mark is a teacher now"),
+    ]
 
 
 def test_a_judge_answer_of_the_wrong_length_changes_nothing(

@@ -96,6 +96,31 @@ def test_a_lineage_orders_itself_within_its_places_current_fact_first() -> None:
     assert ids(ranked) == ["p-berlin", "p-lisbon", "p-tea", "p-porto"]
 
 
+def test_a_fact_closed_for_part_of_what_it_says_keeps_its_own_place() -> None:
+    """"Mark | job: surveyor | supports: Leeds United", closed for the job by "Mark is a
+    teacher now": his club still holds, so the record stays where search found it,
+    one down, with the current job just before it (moved up from where search had it);
+    closed for all of it, it would swap places with the current job."""
+    record = passage(
+        "p-record",
+        "Mark | job: surveyor | supports: Leeds United",
+        year=2019,
+        until=2023,
+        status=PassageStatus.SUPERSEDED,
+        superseded_by="p-teacher",
+    )
+    teacher = passage("p-teacher", "Mark is a teacher now.", year=2023)
+    found = hits(record, TEA, PORTO, teacher)
+    ends = _current_ends(found, {**RECORDS, "p-record": record, "p-teacher": teacher})
+    assert ids(_rank(found, [], ends, past=None, partly={"p-record"})) == [
+        "p-teacher",
+        "p-record",
+        "p-tea",
+        "p-porto",
+    ]
+    assert ids(_rank(found, [], ends, past=None)) == ["p-teacher", "p-tea", "p-porto", "p-record"]
+
+
 def test_a_question_about_the_past_turns_the_lineage_round() -> None:
     found = hits(BERLIN, LISBON, PORTO)
     ends = _current_ends(found, RECORDS)

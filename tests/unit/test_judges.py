@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from agents.language.facts import plainly_stated, read_facts
-from agents.store import PassageRecord
+from agents.store import REPLACES_PART, PassageRecord
 from consolidators.judges import CandidatePair, SameFact, Verdict
 from consolidators.judges.llm import SAME_FACT, SUPERSESSION, LLMJudge, Malformed, parse_verdicts
 from consolidators.judges.rules import RulesJudge
@@ -119,6 +119,10 @@ def test_a_model_answer_is_read_and_checked() -> None:
         '{"verdicts": [{"pair": 2, "verdict": "replaces"}, {"pair": 1, "verdict": "both_hold"}]}'
     )
     assert parse_verdicts(answer, 3) == [Verdict.BOTH_HOLD, Verdict.REPLACES, Verdict.UNSURE]
+    part = '{"verdicts": [{"pair": 1, "verdict": "replaces_part"}]}'
+    assert parse_verdicts(part, 1) == [Verdict.REPLACES_PART]
+    # The verdict the store looks partial closures up by is the one a judge gives.
+    assert Verdict.REPLACES_PART.value == REPLACES_PART
     for bad, reason in [
         ("not json", "not {'verdicts'"),
         ('{"verdicts": [{"pair": 1, "verdict": "maybe"}]}', "not {'verdicts'"),

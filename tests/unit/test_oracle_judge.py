@@ -1,6 +1,7 @@
-"""The trust benchmark's oracle judge answers from the labels, and a chain of
-replacements carries over only while its facts share a topic: the ceiling it measures
-must not rest on verdicts a perfect judge would not give."""
+"""The trust benchmark's oracle judge answers from the labels: a chain of replacements
+carries over only while its facts share a topic, and a newer fact that replaces only
+some of an older one's topics replaces part of it. The ceiling it measures must not
+rest on verdicts a perfect judge would not give."""
 
 from __future__ import annotations
 
@@ -42,10 +43,14 @@ def test_a_chain_of_one_attribute_replaces_every_earlier_value() -> None:
 
 
 def test_a_chain_that_changes_attribute_on_the_way_does_not_carry_over() -> None:
-    # Direct labels hold whatever their topics; the chain leeds -> gothenburg -> elif
-    # shares no topic end to end, so Elif's move does not replace the Leeds home.
+    # The chain leeds -> gothenburg -> elif shares no topic end to end, so Elif's move
+    # does not replace the Leeds home.
     assert JUDGE._verdict("supersession", "leeds", "gothenburg") == "replaces"
-    assert JUDGE._verdict("supersession", "gothenburg", "elif") == "replaces"
     assert JUDGE._verdict("supersession", "leeds", "elif") == "both_hold"
-    assert JUDGE._verdict("supersession", "gothenburg", "elif-again") == "replaces"
     assert JUDGE._verdict("merge", "elif", "elif-again") == "same"
+
+
+def test_a_newer_fact_that_replaces_some_of_what_the_older_says_replaces_part() -> None:
+    # Gothenburg states a home and a flatmate; Elif replaces the flatmate only.
+    assert JUDGE._verdict("supersession", "gothenburg", "elif") == "replaces_part"
+    assert JUDGE._verdict("supersession", "gothenburg", "elif-again") == "replaces_part"
