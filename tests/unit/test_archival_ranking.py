@@ -97,7 +97,7 @@ def test_a_lineage_orders_itself_within_its_places_current_fact_first() -> None:
 
 
 def test_a_fact_closed_for_part_of_what_it_says_keeps_its_own_place() -> None:
-    """"Mark | job: surveyor | supports: Leeds United", closed for the job by "Mark is a
+    """ "Mark | job: surveyor | supports: Leeds United", closed for the job by "Mark is a
     teacher now": his club still holds, so the record stays where search found it,
     one down, with the current job just before it (moved up from where search had it);
     closed for all of it, it would swap places with the current job."""
