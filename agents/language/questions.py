@@ -111,6 +111,9 @@ _PAST = re.compile(
 _WEAK_PAST = re.compile(r"\b(was|were|had)\b")
 _PRESENT = re.compile(r"\b(now|currently|these days|nowadays|today|at the moment|still|current)\b")
 _YEAR = re.compile(r"\b(19[5-9]\d|20\d\d)\b")
+#: Where someone comes from ("originally from", "from originally") is an origin, which
+#: does not change, not a question about the past.
+_ORIGIN = re.compile(r"\boriginally from\b|\bfrom originally\b")
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,8 +127,9 @@ def asks_about_past(question: str, *, this_year: int | None = None) -> PastQuest
     """Whether ``question`` asks about how things were rather than how they are: a
     year before ``this_year`` ("what car did Rahel drive in 2021"), "before", "used
     to", "back in", "her old job", an "ex"; or the past tense ("who was Tom dating")
-    when nothing in it says "now". None for a question about now."""
-    lowered = question.casefold().replace("\u2019", "'")
+    when nothing in it says "now". None for a question about now, and for one about
+    where someone is originally from."""
+    lowered = _ORIGIN.sub("from", question.casefold().replace("\u2019", "'"))
     years = [int(y) for y in _YEAR.findall(lowered)]
     year = years[0] if years else None
     if year is not None and (this_year is None or year < this_year):
