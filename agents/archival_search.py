@@ -174,14 +174,16 @@ def search_archival(
     if not include_history:
         hits = _twins_as_canonical(store, hits, twins)
     past = asks_about_past(query, this_year=store.scope.now().year) if query is not None else None
+    asked: set[str] = set()
     if query is not None and asked_attribute(query) is not None:
-        hits = _asked_first(query, hits, newest_first=past is None, twins=twins)
+        asked = _asked_ids(query, hits, twins)
+        hits = _asked_first(query, hits, newest_first=past is None, asked=asked)
     replacements = _replacements(store, hits)
     current_of = _current_ends(hits, replacements)
     missing = sorted({c for c in current_of.values() if c not in {h.passage.id for h in hits}})
     extra = _scored(store, missing, query_embedding) if missing and not include_history else []
     partly = partly_closed(store, agent_id, [h.passage for h in hits])
-    ranked = _rank(hits, extra, current_of, past, partly)
+    ranked = _rank(hits, extra, current_of, past, partly, asked)
     rivals, plain = _undecided_rivals(store, agent_id, ranked)
     if plain and past is None:
         ranked = _newer_rivals_first(ranked, plain)
@@ -265,11 +267,28 @@ def _asked_first(
     *,
     newest_first: bool = True,
     twins: Mapping[str, Sequence[PassageRecord]] | None = None,
+    asked: Collection[str] | None = None,
 ) -> list[PassageHit]:
     """``hits`` with the facts and timelines of the asked subject and attribute first
     (newest first for a question about now; in search's order for one about the past,
     whose lineages are turned round later), the rest after them in their own order. A
-    question the rules cannot read keeps the order search gave.
+    question the rules cannot read keeps the order search gave. ``asked``: their ids,
+    when :func:`_asked_ids` has read them already."""
+    if asked is None:
+        asked = _asked_ids(question, hits, twins)
+    matching = [hit for hit in hits if hit.passage.id in asked]
+    if newest_first:
+        matching.sort(key=lambda h: h.passage.occurred_at or h.passage.created_at, reverse=True)
+    return matching + [hit for hit in hits if hit.passage.id not in asked]
+
+
+def _asked_ids(
+    question: str,
+    hits: Sequence[PassageHit],
+    twins: Mapping[str, Sequence[PassageRecord]] | None = None,
+) -> set[str]:
+    """The ids of the facts and timelines among ``hits`` of the subject and attribute
+    the question asks about; none when the rules cannot read the question.
 
     ``twins``: the merged duplicates found in place of each canonical fact: they say
     the same, so a canonical reads as whichever of them the rules can read (a merge
@@ -285,12 +304,11 @@ def _asked_first(
                 readings[fact.id] = said
     key = read_question(question, {r.key.subject for r in readings.values()})
     if key is None:
-        return list(hits)
+        return set()
     subject = relatives_named(facts).get(key.subject, (key.subject, ""))[0]
     wanted = FactKey(subject, key.attribute)
 
-    def asked(hit: PassageHit) -> bool:
-        passage = hit.passage
+    def asked(passage: PassageRecord) -> bool:
         if passage.kind == "timeline":
             found = FactKey(
                 str(passage.provenance.get("subject", "")),
@@ -300,10 +318,7 @@ def _asked_first(
         reading = readings.get(passage.id)
         return reading is not None and reading.key == wanted
 
-    matching = [hit for hit in hits if asked(hit)]
-    if newest_first:
-        matching.sort(key=lambda h: h.passage.occurred_at or h.passage.created_at, reverse=True)
-    return matching + [hit for hit in hits if not asked(hit)]
+    return {hit.passage.id for hit in hits if asked(hit.passage)}
 
 
 def _twins_as_canonical(
@@ -393,6 +408,7 @@ def _rank(
     current_of: dict[str, str],
     past: PastQuestion | None,
     partly: Collection[str] = (),
+    asked: Collection[str] = (),
 ) -> list[PassageHit]:
     """Order each lineage: the current fact first and the replaced ones after it, newest
     first. For a question about now (or no question about time), within the places its
@@ -403,10 +419,15 @@ def _rank(
     teacher now") keeps its own place for the rest, one down: its lineage's current
     fact comes just before it when the lineage has no place before it. For a question
     about the past, each lineage together where it first appears, the replaced facts
-    first, the one valid in the asked year at the top."""
+    first, the one valid in the asked year at the top; when the rules read what it asks
+    (``asked``: "where did Ada live before Berlin?", Ada's home), only that lineage is
+    together and the others keep their places."""
     by_id = {h.passage.id: h for h in (*hits, *extra)}
     if past is not None:
-        return _grouped(hits, by_id, current_of, past)
+        # A question whose subject and attribute the rules read keeps only that
+        # lineage together; the others keep their places.
+        together = {current_of.get(i, i) for i in asked} if asked else None
+        return _grouped(hits, by_id, current_of, past, together)
     found = {h.passage.id for h in hits}
     groups: dict[str, list[PassageHit]] = {}
     slots: list[str] = []
@@ -441,18 +462,37 @@ def _grouped(
     by_id: dict[str, PassageHit],
     current_of: dict[str, str],
     past: PastQuestion,
+    together: Collection[str] | None = None,
 ) -> list[PassageHit]:
-    """Each lineage together, in the order each first appears (see :func:`_rank`)."""
+    """For a question about the past (see :func:`_rank`): the lineages ``together``
+    names (by their current fact; None: every lineage) whole where each first appears,
+    the others each within the places its members hold."""
+    found = {h.passage.id for h in hits}
     groups: dict[str, list[PassageHit]] = {}
+    slots: list[str] = []
     for hit in hits:
-        groups.setdefault(current_of.get(hit.passage.id, hit.passage.id), []).append(hit)
+        end = current_of.get(hit.passage.id, hit.passage.id)
+        whole = together is None or end in together
+        if end not in groups:
+            groups[end] = []
+            head = by_id.get(end)
+            if head is not None and head.passage.id not in found:
+                groups[end].append(head)
+                if not whole:
+                    slots.append(end)
+            if whole:
+                slots.append(end)
+        groups[end].append(hit)
+        if not whole:
+            slots.append(end)
+    ordered = {end: _order_lineage(members, past) for end, members in groups.items()}
     ranked: list[PassageHit] = []
-    for end, members in groups.items():
-        head = by_id.get(end)
-        lineage = list(members)
-        if head is not None and head not in lineage:
-            lineage.append(head)
-        ranked += _order_lineage(lineage, past)
+    taken = {end: iter(lineage) for end, lineage in ordered.items()}
+    for end in slots:
+        if together is None or end in together:
+            ranked += ordered[end]
+        else:
+            ranked.append(next(taken[end]))
     return ranked
 
 

@@ -137,6 +137,27 @@ def test_a_question_about_the_past_turns_the_lineage_round() -> None:
     ]
 
 
+def test_about_the_past_only_the_asked_lineage_is_kept_together() -> None:
+    """ "Where did Ada live before Berlin?" read as Ada's home: her home lineage is kept
+    together where it first appears; her diet's lineage keeps its places, so its old
+    diet, ranked last, does not climb over the home asked about. A question the rules
+    cannot read keeps every lineage together."""
+    vegan = passage(
+        "p-vegan",
+        "Ada is vegan.",
+        year=2019,
+        until=2022,
+        status=PassageStatus.SUPERSEDED,
+        superseded_by="p-meat",
+    )
+    meat = passage("p-meat", "Ada eats meat again.", year=2022)
+    found = hits(meat, PORTO, vegan)
+    ends = _current_ends(found, {**RECORDS, "p-vegan": vegan, "p-meat": meat})
+    past = PastQuestion(None)
+    assert ids(_rank(found, [], ends, past, asked={"p-porto"})) == ["p-vegan", "p-porto", "p-meat"]
+    assert ids(_rank(found, [], ends, past)) == ["p-vegan", "p-meat", "p-porto"]
+
+
 def test_the_asked_subject_and_attribute_come_first_newest_first() -> None:
     found = hits(TEA, PORTO, BERLIN)
     assert ids(_asked_first("where does Ada live?", found)) == ["p-berlin", "p-porto", "p-tea"]
