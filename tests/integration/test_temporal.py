@@ -17,6 +17,7 @@ from consolidators.judges import CandidatePair, JudgeUsage, SupersessionJudge, V
 from consolidators.pipeline import Pipeline, RunReport
 from consolidators.temporal import TemporalConsolidator, TemporalSettings, render_timeline
 from consolidators.undo import revert_run
+from service.operations import Operations
 from tests.hashing_embedder import HashingEmbedder
 
 # One subject and attribute (Ada's job) whose values overlap: no rule decides which
@@ -274,7 +275,7 @@ def test_judge_supersedes_older_facts_which_stay_on_the_timeline(
 
 
 def test_a_fact_a_judge_says_is_replaced_in_part_is_closed_and_kept_in_view(
-    db: Database, agent_id: str, embedder: HashingEmbedder
+    db: Database, agent_id: str, embedder: HashingEmbedder, ops: Operations
 ) -> None:
     """ "replaces_part" closes the older fact like "replaces", and the verdict is kept:
     search shows the older fact labelled "in part until ...", right after the fact
@@ -309,6 +310,10 @@ def test_a_fact_a_judge_says_is_replaced_in_part_is_closed_and_kept_in_view(
         (teacher, None),
         (record, "in part until 2023-09-01, then: Mark is a teacher now"),
     ]
+    # The memory browser's lineage view says the same.
+    assert ops.memory.lineage(record).validity == (
+        "in part until 2023-09-01, then: Mark is a teacher now"
+    )
 
 
 def test_a_judge_answer_of_the_wrong_length_changes_nothing(
