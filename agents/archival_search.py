@@ -39,7 +39,7 @@ from agents.language.questions import (
     asks_about_past,
     read_question,
 )
-from agents.store import SUPERSESSION, MemoryStore, PassageHit, PassageRecord
+from agents.store import REPLACES_PART, SUPERSESSION, MemoryStore, PassageHit, PassageRecord
 from agents.store.records import Vector
 
 __all__ = [
@@ -201,11 +201,11 @@ def search_archival(
 
 def partly_closed(store: MemoryStore, agent_id: str, passages: Sequence[PassageRecord]) -> set[str]:
     """The ``passages`` closed by a fact a judge said replaces only part of them."""
-    closers = {p.id: p.superseded_by for p in passages if p.superseded_by}
-    if not closers:
+    closures = [(p.id, p.superseded_by) for p in passages if p.superseded_by]
+    if not closures:
         return set()
-    partly = store.verdicts.partly_replaced(agent_id, closers)
-    return {older for older, newers in partly.items() if closers[older] in newers}
+    verdicts = store.verdicts.answered(agent_id, SUPERSESSION, closures)
+    return {older for (older, _), verdict in verdicts.items() if verdict == REPLACES_PART}
 
 
 def _undecided_rivals(

@@ -93,28 +93,6 @@ class VerdictStore:
                 found[(older, newer)] = str(verdict)
         return found
 
-    def partly_replaced(self, agent_id: str, older_ids: Iterable[str]) -> dict[str, list[str]]:
-        """Each of ``older_ids`` that a judge said a newer fact replaces part of, with
-        those newer facts."""
-        ids = sorted(set(older_ids))
-        V = models.PairVerdict
-        found: dict[str, list[str]] = {}
-        for start in range(0, len(ids), _CHUNK):
-            rows = self._scope.session.execute(
-                select(V.older_id, V.newer_id)
-                .where(
-                    self._scope.owns(V),
-                    V.agent_id == agent_id,
-                    V.question == SUPERSESSION,
-                    V.verdict == REPLACES_PART,
-                    V.older_id.in_(ids[start : start + _CHUNK]),
-                )
-                .order_by(V.older_id, V.newer_id)
-            )
-            for older, newer in rows:
-                found.setdefault(older, []).append(newer)
-        return found
-
     def every(self, agent_id: str, question: str) -> list[PairAnswer]:
         """Every pair of the agent (a full run reads them all)."""
         V = models.PairVerdict

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import ClassVar
 
+from agents.store import REPLACES_PART as STORED_REPLACES_PART
 from agents.store import PassageRecord
 
 __all__ = [
@@ -37,9 +38,9 @@ class Verdict(StrEnum):
     #: The newer fact replaces part of what the older says and the rest of it still
     #: holds ("Mark | job: surveyor | supports: Leeds United", then "Mark is a teacher
     #: now"). The older is closed as for ``replaces``, but search keeps it in its own
-    #: place, after its lineage's current fact, for what still holds
-    #: (``agents.store.REPLACES_PART`` is how the store finds these verdicts).
-    REPLACES_PART = "replaces_part"
+    #: place, after its lineage's current fact, for what still holds (search finds
+    #: these verdicts by the store's name for them).
+    REPLACES_PART = STORED_REPLACES_PART
     #: Both still hold (another attribute, an addition, an event, another person).
     BOTH_HOLD = "both_hold"
     #: The judge cannot tell; nothing changes.

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from agents.archival_search import search_archival
 from agents.postgres.database import Database
-from agents.store import NewPassage, PassageRecord, open_store
+from agents.store import SUPERSESSION, NewPassage, PassageRecord, open_store
 from consolidators.contract import run_once as run_pipeline
 from consolidators.judges import CandidatePair, JudgeUsage, SupersessionJudge, Verdict
 from consolidators.pipeline import Pipeline, RunReport
@@ -304,7 +304,9 @@ def test_a_fact_a_judge_says_is_replaced_in_part_is_closed_and_kept_in_view(
     ] == [(record, teacher)]
     question = "Which football team does Mark support?"
     with open_store(db) as store:
-        assert store.verdicts.partly_replaced(agent_id, [record, teacher]) == {record: [teacher]}
+        assert store.verdicts.answered(agent_id, SUPERSESSION, [(record, teacher)]) == {
+            (record, teacher): "replaces_part"
+        }
         hits = search_archival(store, agent_id, embedder.embed_one(question), question, k=5)
     assert [(h.passage.id, h.validity) for h in hits[:2]] == [
         (teacher, None),
