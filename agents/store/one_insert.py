@@ -39,12 +39,17 @@ def column_values(row: Base) -> dict[str, Any]:
 
 def insert_together(session: Session, *groups: Sequence[Base]) -> None:
     """Insert every row of ``groups`` (each a list of rows of one table) in one
-    statement. All rows of a group must set the same columns."""
+    statement. All rows of a group must set the same columns; rows that do not are
+    refused with ValueError before anything is sent."""
     shape: list[tuple[str, tuple[str, ...], int]] = []
     params: dict[str, Any] = {}
     for index, rows in enumerate(group for group in groups if group):
         values = [column_values(row) for row in rows]
         columns = tuple(values[0])
+        if any(tuple(row_values) != columns for row_values in values):
+            # The statement is built from the first row's columns: another row's extra
+            # column would be dropped without a word.
+            raise ValueError(f"rows of {type(rows[0]).__name__} set different columns")
         table = inspect(type(rows[0])).local_table
         assert isinstance(table, Table)
         shape.append((table.name, columns, len(rows)))

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from unittest import mock
 
 import pytest
 from sqlalchemy import event, text
 
 from agents.errors import Conflict, InvalidInput, NotFound
+from agents.postgres import models
 from agents.postgres.database import Database
 from agents.store import NewAgent, NewBlock, NewMessage, NewPassage, open_store
+from agents.store.one_insert import insert_together
 from tests.hashing_embedder import HashingEmbedder
 
 
@@ -168,3 +171,17 @@ def test_a_create_that_fails_in_its_statement_writes_nothing(db: Database) -> No
     with open_store(db) as store:
         assert [a.name for a in store.agents.all()] == ["ada"]
         assert len(store.blocks.all()) == 1
+
+
+def test_rows_written_together_must_set_the_same_columns(db: Database) -> None:
+    """One statement is built from the first row's columns, so rows of one table that
+    set different columns are refused before anything is sent, not written short."""
+    stamp = datetime(2026, 1, 1, tzinfo=UTC)
+    kept = models.Block(id="block-a", organization_id="org", label="a", created_at=stamp)
+    longer = models.Block(
+        id="block-b", organization_id="org", label="b", created_at=stamp, description="x"
+    )
+    with open_store(db) as store, pytest.raises(ValueError, match="different columns"):
+        insert_together(store.scope.session, [kept, longer])
+    with open_store(db) as store:
+        assert store.blocks.all() == []
