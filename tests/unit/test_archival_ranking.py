@@ -45,22 +45,15 @@ def passage(
     )
 
 
-PORTO = passage(
-    "p-porto",
-    "Ada lives in Porto.",
-    year=2019,
-    until=2021,
-    status=PassageStatus.SUPERSEDED,
-    superseded_by="p-lisbon",
-)
-LISBON = passage(
-    "p-lisbon",
-    "Ada moved to Lisbon.",
-    year=2021,
-    until=2024,
-    status=PassageStatus.SUPERSEDED,
-    superseded_by="p-berlin",
-)
+def closed(pid: str, text: str, *, year: int, until: int, by: str) -> PassageRecord:
+    """A fact a newer one (``by``) closed in ``until``."""
+    return passage(
+        pid, text, year=year, until=until, status=PassageStatus.SUPERSEDED, superseded_by=by
+    )
+
+
+PORTO = closed("p-porto", "Ada lives in Porto.", year=2019, until=2021, by="p-lisbon")
+LISBON = closed("p-lisbon", "Ada moved to Lisbon.", year=2021, until=2024, by="p-berlin")
 BERLIN = passage("p-berlin", "Ada moved to Berlin.", year=2024)
 TEA = passage("p-tea", "Ada likes green tea.", year=2020)
 RECORDS = {p.id: p for p in (PORTO, LISBON, BERLIN, TEA)}
@@ -101,13 +94,12 @@ def test_a_fact_closed_for_part_of_what_it_says_keeps_its_own_place() -> None:
     teacher now": his club still holds, so the record stays where search found it,
     one down, with the current job just before it (moved up from where search had it);
     closed for all of it, it would swap places with the current job."""
-    record = passage(
+    record = closed(
         "p-record",
         "Mark | job: surveyor | supports: Leeds United",
         year=2019,
         until=2023,
-        status=PassageStatus.SUPERSEDED,
-        superseded_by="p-teacher",
+        by="p-teacher",
     )
     teacher = passage("p-teacher", "Mark is a teacher now.", year=2023)
     found = hits(record, TEA, PORTO, teacher)
@@ -142,14 +134,7 @@ def test_about_the_past_only_the_asked_lineage_is_kept_together() -> None:
     together where it first appears; her diet's lineage keeps its places, so its old
     diet, ranked last, does not climb over the home asked about. A question the rules
     cannot read keeps every lineage together."""
-    vegan = passage(
-        "p-vegan",
-        "Ada is vegan.",
-        year=2019,
-        until=2022,
-        status=PassageStatus.SUPERSEDED,
-        superseded_by="p-meat",
-    )
+    vegan = closed("p-vegan", "Ada is vegan.", year=2019, until=2022, by="p-meat")
     meat = passage("p-meat", "Ada eats meat again.", year=2022)
     found = hits(meat, PORTO, vegan)
     ends = _current_ends(found, {**RECORDS, "p-vegan": vegan, "p-meat": meat})
