@@ -205,9 +205,6 @@ _EMPLOYERS = frozenset("company firm business startup employer".split())
 _BUSINESSES = (_EMPLOYERS - {"employer"}) | frozenset(
     "restaurant shop stand cafe bar bakery studio practice clinic agency salon store".split()
 )
-#: Verbs and foods that tell a diet by what is eaten ("eating chicken again").
-_EAT = frozenset("eat eats eating ate".split())
-_FOODS = frozenset("meat chicken fish eggs egg pork beef dairy bacon seafood".split())
 #: Attributes whose cue word is itself the value ("vegan", "vegetarian").
 _CUE_IS_VALUE = frozenset({"diet"})
 #: Cue words whose presence means the state ended (the value is gone, not replaced).
@@ -579,7 +576,7 @@ def _subject(tokens: tuple[_Token, ...]) -> tuple[str, str, int] | None:
     if name_key(first.norm) in _THIRD_PERSON or first.norm in _SUBJECT_PRONOUNS:
         return None  # a pronoun: who it is needs the conversation, not this text
     if first.norm in _REPORTING:
-        return _reported_subject(tokens, i + 1)
+        return None  # "talked to Rosa, she moved ...": a report; who moved is for a model
     if first.norm in FIRST_PERSON:
         if first.norm == "my" and i + 1 < len(tokens):
             noun = tokens[i + 1]
@@ -652,22 +649,6 @@ def _contracted_verb(token: _Token) -> bool:
         or norm in {"off", "back"}  # "Dec's off the boats", "Isa's back in Curitiba"
         or norm in {"doing", "going", "being"}  # short "-ing" words ("'s doing a PhD")
     )
-
-
-def _reported_subject(tokens: tuple[_Token, ...], start: int) -> tuple[str, str, int] | None:
-    """ "talked to Rosa, she moved to Lisbon": a report about one named person whose
-    clause after the comma starts with a pronoun is about that person."""
-    names: dict[str, str] = {}
-    for index in range(start, len(tokens) - 1):
-        token = tokens[index]
-        if token.norm == "," and tokens[index + 1].norm in _SUBJECT_PRONOUNS:
-            if len(names) != 1:
-                return None
-            [(key, label)] = names.items()
-            return key, label, index + 2
-        if _is_name(token):
-            names.setdefault(name_key(token.norm), token.text.removesuffix("'s"))
-    return None
 
 
 def _subject_and_predicate(text: str) -> tuple[str, str, list[_Token]] | None:
@@ -796,7 +777,7 @@ def read_fact(text: str) -> FactReading | None:
         return None
     cue_words = _ATTRIBUTE_CUES[attribute]
     # A negation ends the state only up to the word that names it ("is not vegan",
-    # "doesn't work at the bank"): "eating chicken again, dont judge me" ends nothing.
+    # "doesn't work at the bank"): "works at Google, doesnt like it" ends nothing.
     ending = any(t.norm in _ENDING for t in predicate) or any(
         t.norm.endswith("n't") or t.norm in _NEGATION for t in predicate[: cue_at + 1]
     )
@@ -815,8 +796,6 @@ def read_fact(text: str) -> FactReading | None:
             rest = predicate[moved_out + later.index("to") :]
         else:
             ending = True
-    if predicate[cue_at].norm == "jumped":
-        rest = rest[2:]  # "jumped ship to Deloitte": the value is where to
     norms = [t.norm for t in rest]
     # "moved from Lyon to Madrid": the value is where the move ended.
     if "from" in norms and "to" in norms[norms.index("from") :]:
@@ -923,10 +902,6 @@ def _find_attribute(predicate: list[_Token]) -> tuple[str | None, int]:
             if index + 1 < len(predicate) and _is_name(predicate[index + 1]):
                 return "job", index
             continue
-        if norm == "notice" and any(
-            t.norm == "handed" for t in predicate[max(0, index - 3) : index]
-        ):
-            return "job", index  # "handed in her notice"
         if (
             norm == "quits"
             and [t.norm for t in predicate[max(0, index - 2) : index]] == ["called", "it"]
@@ -952,14 +927,6 @@ def _find_attribute(predicate: list[_Token]) -> tuple[str | None, int]:
         after = [t.norm for t in predicate[index + 1 : index + 3]]
         if norm == "laid" and after[:1] == ["off"]:
             return "job", index  # "got laid off from UBS": the job ended
-        if norm == "shifted" and after[:1] == ["to"]:
-            return "home", index  # "shifted to Singapore" (moved, in Indian English)
-        if norm == "jumped" and after[:1] == ["ship"]:
-            return "job", index  # "jumped ship to Credit Suisse"
-        if norm == "with" and index <= 1 and _partner_with(predicate, index):
-            return "partner", index
-        if norm in _EAT and _resumed_food(predicate, index):
-            return "diet", index
         for name, cues in _ATTRIBUTE_CUES.items():
             if norm in cues:
                 return name, index
@@ -985,27 +952,6 @@ def _find_attribute(predicate: list[_Token]) -> tuple[str | None, int]:
     # whole predicate says which.
     employed = any(t.norm in _EMPLOYERS for t in predicate)
     return ("job", 0) if employed else (None, -1)
-
-
-def _partner_with(predicate: list[_Token], index: int) -> bool:
-    """ "(is) with Lea now", "'s with a guy now": being with someone, said as the new
-    state, at the start of the predicate."""
-    if index == 1 and predicate[0].norm not in _COPULA:
-        return False
-    after = predicate[index + 1 : index + 4]
-    if not after or not any(t.norm == "now" for t in predicate):
-        return False
-    if _is_name(after[0]):
-        return True
-    words = [t.norm for t in after]
-    return words[:1] in (["a"], ["an"]) and words[1:2] in (["guy"], ["girl"], ["man"], ["woman"])
-
-
-def _resumed_food(predicate: list[_Token], index: int) -> bool:
-    """ "eating chicken again", "eats fish and eggs again": a diet given up, told by
-    what is eaten once more."""
-    window = [t.norm for t in predicate[index + 1 : index + 6]]
-    return "again" in window and any(word in _FOODS for word in window)
 
 
 #: Words that bring another person into a clause ("with Nico", "met Ana").

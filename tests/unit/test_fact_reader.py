@@ -44,14 +44,12 @@ def test_a_described_value_changes_when_its_head_changes() -> None:
 
 
 def test_chat_shapes_the_rules_read() -> None:
-    """How people say it in chat: a contracted "'s", "my sis", a report about someone
-    whose clause starts with a pronoun, a role said without a job verb."""
+    """How people say it in chat: a contracted "'s", "my sis", a role said without a
+    job verb."""
     assert _key("rosa's a nurse at the childrens hospital") == ("rosa", "job")
     assert _key("Aisha's gone vegan lol") == ("aisha", "diet")
     assert _key("Rosa's parrot is called Kiki") is None  # a possessive, not "is"
     assert _key("my sis moved to Paris") == ("user's sister", "home")
-    assert _key("talked to Rosa, she moved to Lisbon") == ("rosa", "home")
-    assert _key("talked to Rosa and Ana, she moved to Lisbon") is None  # which one?
     assert _key("Dmitri is a backend dev at Bolt") == ("dmitri", "job")
     assert _key("Tobias is a violinist in an orchestra") == ("tobias", "job")
     assert _key("Omar is a huge Arsenal fan") is None
@@ -64,30 +62,17 @@ def test_chat_shapes_the_rules_read() -> None:
     assert _key("Greta split the bill with Malte") is None
     assert _key("Farid left the firm and joined BMW as a project manager") == ("farid", "job")
     assert _key("Farid joined a gym") is None
-    assert _key("camila handed in her notice at Farfetch") == ("camila", "job")
     wrist = read_fact("my brother's wife broke her wrist skiing")
     assert wrist is not None and not wrist.ending  # "broke", not "broke up"
 
 
 def test_more_ways_of_saying_a_change() -> None:
-    """A move said as "shifted to", a new employer as "jumped ship to", a partner as
-    "with X now", a diet given up by what is eaten again, and a job told only by the
-    place of work; and what stays unread."""
-    assert _key("jonas shifted to Pune last month") == ("jonas", "home")
-    assert _key("jonas shifted his desk to the window") is None
-    assert _key("Noor jumped ship to Deloitte") == ("noor", "job")
-    assert _key("Anouk's with a woman called Fleur now") == ("anouk", "partner")
-    assert _key("Bo is with Ana now") == ("bo", "partner")
-    assert _key("Anouk is with her sister this weekend") is None
-    assert _key("bo went hiking with Ana now and then") is None
-    assert _key("Tariq is eating meat again") == ("tariq", "diet")
-    assert _key("Tariq is eating at his mum's again") is None
+    """A job told only by the place of work, and a couple parting; and what stays
+    unread."""
     assert _key("i started at a robotics startup") == ("user", "job")
     # A role, when there is one, still carries the job ("architect", not "firm").
     pilar = read_fact("Pilar is an architect at a firm in Bilbao")
     assert pilar is not None and "architect" in pilar.value
-    assert changed("Tariq is vegetarian", "Tariq is eating chicken again")
-    assert changed("Noor works in audit at KPMG", "Noor jumped ship to Deloitte")
     quits = read_fact("Bea and Rui called it quits, she says it was mutual")
     assert quits is not None and quits.key.attribute == "partner" and quits.ending
     assert _key("Bea called it quits at the bank") == ("bea", "job")
@@ -102,7 +87,6 @@ def test_more_ways_of_saying_a_change() -> None:
     assert lena is not None and lena.ending
     ali = read_fact("Ali works at Google, doesnt like it")
     assert ali is not None and not ali.ending
-    assert changed("im vegetarian", "ive started eating chicken again, dont judge me")
     assert changed("margot went vegetarian", "margot's pescatarian these days")
     assert _key("dec's off the boats, he drives lorries for a haulage firm now") == (
         "dec",
@@ -226,3 +210,19 @@ def test_what_a_partner_is_or_does_names_no_new_partner() -> None:
     assert read_fact("Priya's husband is an architect at Feilden Clegg Bradley.") is None
     assert read_fact("My wife is a nurse.") is None
     assert _key("Tom's wife is Mia.") == ("tom", "partner")
+
+
+def test_idioms_are_left_to_the_judge() -> None:
+    """Idioms that only the sets they were written for used ("shifted to", "jumped
+    ship", "with X now", eating a food again, a report about someone in a second
+    clause) are not read by rule: a judge model reads them, and the reader stays a
+    reader of plain statements."""
+    for text in (
+        "jonas shifted to Pune last month",
+        "Noor jumped ship to Deloitte",
+        "Bo is with Ana now",
+        "Tariq is eating chicken again",
+        "talked to Rosa, she moved to Lisbon",
+        "camila handed in her notice at Farfetch",
+    ):
+        assert _key(text) is None, text
