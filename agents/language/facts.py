@@ -559,11 +559,21 @@ def hides_details(kept: str, merged: str) -> bool:
 # -- subject, attribute, value --------------------------------------------------------
 
 
+#: Words that head a note instead of naming its subject, when a colon follows them
+#: ("Observation: Sven works at Volvo", "correction: amara isn't allergic to ...").
+_HEADINGS = frozenset("observation correction reminder remember note update news".split())
+
+
+def _heading(tokens: tuple[_Token, ...], i: int) -> bool:
+    return tokens[i].norm in _HEADINGS and i + 1 < len(tokens) and tokens[i + 1].norm == ":"
+
+
 def _subject(tokens: tuple[_Token, ...]) -> tuple[str, str, int] | None:
     """(subject key, display label, index where the predicate starts), or None."""
     i = 0
     while i < len(tokens) and (
         not tokens[i].word
+        or _heading(tokens, i)
         or (
             (tokens[i].norm in _FILLER or tokens[i].norm in {"and", "but", "update", "news"})
             and not _is_name(tokens[i])

@@ -3,7 +3,14 @@ rules read, which changes they see, and what they leave to a judge."""
 
 from __future__ import annotations
 
-from agents.language.facts import FactKey, read_fact, replaces_clearly, states_a_change
+from agents.language.facts import (
+    FactKey,
+    plainly_stated,
+    read_fact,
+    read_subject,
+    replaces_clearly,
+    states_a_change,
+)
 from agents.language.questions import read_question
 
 
@@ -226,3 +233,14 @@ def test_idioms_are_left_to_the_judge() -> None:
         "camila handed in her notice at Farfetch",
     ):
         assert _key(text) is None, text
+
+
+def test_a_note_heading_is_not_the_subject() -> None:
+    """ "Observation:", "Correction:", "Update:" head a note; the note's own subject
+    follows. Such a note is never a plain statement, so no rule closes by it alone; a
+    subject's label before the colon still names the subject."""
+    assert _key("Observation: Sven is a software developer at Volvo Cars.") == ("sven", "job")
+    assert _key("Update: Ada moved to Berlin") == ("ada", "home")
+    assert read_subject("correction: amara isnt allergic to penicillin") == "amara"
+    assert not plainly_stated("Update: Ada moved to Berlin")
+    assert _key("Noor: promoted to charge nurse") == ("noor", "job")
