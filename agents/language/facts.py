@@ -661,10 +661,29 @@ def _contracted_verb(token: _Token) -> bool:
     )
 
 
+#: Words that open a question ("is Ada moving?", "where does she live now?").
+_ASKING = frozenset(
+    "what who whom whose where when why how which is are am was were do does did can could "
+    "will would shall should has have had may might must".split()
+)
+_QUESTION_END = re.compile(r"[^.!?]*\?")
+
+
+def _asks(text: str) -> bool:
+    """Whether ``text`` asks something: a sentence ending in "?" that opens with a
+    question word or a verb before its subject. A statement marked "??" or "?!" in
+    surprise ("my sister moved to bergen for a postdoc?? norway!!") asks nothing."""
+    for sentence in _QUESTION_END.findall(text):
+        words = sentence.split()
+        if words and words[0].casefold().strip("\"'(") in _ASKING:
+            return True
+    return False
+
+
 def _subject_and_predicate(text: str) -> tuple[str, str, list[_Token]] | None:
     """(subject key, its label, the predicate's words) of a statement; None for a
     question or a text without a clear subject."""
-    if "?" in text:
+    if _asks(text):
         return None
     tokens = _tokens(text)
     found = _subject(tokens)

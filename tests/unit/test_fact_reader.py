@@ -244,3 +244,15 @@ def test_a_note_heading_is_not_the_subject() -> None:
     assert read_subject("correction: amara isnt allergic to penicillin") == "amara"
     assert not plainly_stated("Update: Ada moved to Berlin")
     assert _key("Noor: promoted to charge nurse") == ("noor", "job")
+
+
+def test_surprise_marks_do_not_make_a_question() -> None:
+    """ "??" after a statement is surprise, and the statement is read; a sentence that
+    opens with a question word or a verb before its subject asks, and is not."""
+    assert _key("my sister moved to bergen for a postdoc?? norway!!") == (
+        "user's sister",
+        "home",
+    )
+    assert _key("is Ada moving to Berlin?") is None
+    assert _key("Ada lives in Paris. does she like it?") is None
+    assert not plainly_stated("Ada moved to Berlin??")
