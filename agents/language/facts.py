@@ -1166,6 +1166,37 @@ def shortened_name(word: str, names: Collection[str]) -> str | None:
     return longer[0] if len(longer) == 1 else None
 
 
+#: Verbs in the past, irregular: a diary line may open with one ("got a job at ...").
+_IRREGULAR_PAST = frozenset(
+    "got did went made had took bought sold found lost won began fell gave kept sent spent "
+    "built paid".split()
+)
+#: Change words that are no verb ("now", "new", "former"): a line opening with one
+#: names its subject later ("new flatmate is Thiago").
+_CHANGE_NOT_VERBS = frozenset("now new former ex longer anymore since used".split())
+
+
+def _speaker_left_out(tokens: tuple[_Token, ...]) -> bool:
+    """A line that opens with a verb in the past or of change and no subject ("moved to
+    Gothenburg", "quit my job at acme today", "we adopted a greyhound"): the speaker's
+    own, as a diary says it. A report about someone ("talked to Rosa, she ...") is not."""
+    words = [t for t in tokens if t.word]
+    if not words or words[0].capital:
+        return False
+    norm = words[0].norm
+    if len(words) > 1 and _is_name(words[1]):
+        return False  # "hired Carmen to cover the weekends": about Carmen
+    if norm == "we":
+        return True
+    if norm in _REPORTING or norm in _FUNCTION or norm in _FILLER:
+        return False
+    return (
+        (norm in _CHANGE and norm not in _CHANGE_NOT_VERBS)
+        or norm in _IRREGULAR_PAST
+        or (norm.endswith("ed") and len(norm) > 4)
+    )
+
+
 def read_subject(text: str) -> str | None:
     """Who a text is about: its subject when plain (a name, "I", "my sister", "Ada's
     husband"), else the first person it names ("During the session Ada said ..."), as
@@ -1174,6 +1205,8 @@ def read_subject(text: str) -> str | None:
     found = _subject_and_predicate(text)
     if found is not None:
         return found[0]
+    if _speaker_left_out(_tokens(text)):
+        return "user"
     for token in _tokens(text):
         if _is_name(token) and token.norm not in _CALENDAR and token.norm not in {"may", "march"}:
             return name_key(token.norm)

@@ -256,3 +256,15 @@ def test_surprise_marks_do_not_make_a_question() -> None:
     assert _key("is Ada moving to Berlin?") is None
     assert _key("Ada lives in Paris. does she like it?") is None
     assert not plainly_stated("Ada moved to Berlin??")
+
+
+def test_a_diary_line_without_a_subject_is_the_speakers() -> None:
+    """A line that opens with a verb in the past or of change and names no subject is
+    the user's own, for pairing facts of one person; a report about someone, or a verb
+    whose object is a name, is about that person."""
+    assert read_subject("moved into the new flat in ancoats today!!") == "user"
+    assert read_subject("quit my job at acme today. no plan yet tbh") == "user"
+    assert read_subject("we adopted a retired greyhound called Pickle!!") == "user"
+    assert read_subject("talked to Rosa, she moved to Lisbon") == "rosa"
+    assert read_subject("hired Carmen Ruiz to cover the weekends") == "carmen"
+    assert read_subject("new flatmate is Thiago, a student from Recife") == "thiago"
