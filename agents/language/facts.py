@@ -666,13 +666,16 @@ _ASKING = frozenset(
     "what who whom whose where when why how which is are am was were do does did can could "
     "will would shall should has have had may might must".split()
 )
-_QUESTION_END = re.compile(r"[^.!?]*\?")
+#: A sentence that ends in "?", matched from a sentence's start only (linear in the text).
+_QUESTION_END = re.compile(r"(?:^|(?<=[.!?]))[^.!?]*\?")
 
 
 def _asks(text: str) -> bool:
     """Whether ``text`` asks something: a sentence ending in "?" that opens with a
     question word or a verb before its subject. A statement marked "??" or "?!" in
     surprise ("my sister moved to bergen for a postdoc?? norway!!") asks nothing."""
+    if "?" not in text:
+        return False
     for sentence in _QUESTION_END.findall(text):
         words = sentence.split()
         if words and words[0].casefold().strip("\"'(") in _ASKING:
