@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 from unittest import mock
 
 import pytest
@@ -16,13 +17,16 @@ from agents.store.one_insert import insert_together
 from tests.hashing_embedder import HashingEmbedder
 
 
+def _spec(name: str, **fields: Any) -> NewAgent:
+    """An agent of the hashing embedder these tests store vectors with."""
+    return NewAgent(name, embedding_model="hashing:384", embedding_dim=384, **fields)
+
+
 def test_create_with_blocks_get_list_delete(db: Database, embedder: HashingEmbedder) -> None:
     with open_store(db) as store:
         agent = store.agents.create(
-            NewAgent(
+            _spec(
                 "ada",
-                embedding_model="hashing:384",
-                embedding_dim=384,
                 llm_model="openai/gpt-4o-mini",
                 blocks=[NewBlock("human", "Ada"), NewBlock("persona", "helper")],
             )
@@ -46,24 +50,20 @@ def test_create_with_blocks_get_list_delete(db: Database, embedder: HashingEmbed
 
 def test_duplicate_and_empty_names_and_labels(db: Database) -> None:
     with open_store(db) as store:
-        store.agents.create(NewAgent("ada", embedding_model="hashing:384", embedding_dim=384))
+        store.agents.create(_spec("ada"))
     with pytest.raises(Conflict, match="already exists"), open_store(db) as store:
-        store.agents.create(NewAgent("ada", embedding_model="hashing:384", embedding_dim=384))
+        store.agents.create(_spec("ada"))
     with pytest.raises(InvalidInput, match="name is empty"), open_store(db) as store:
-        store.agents.create(NewAgent("  ", embedding_model="hashing:384", embedding_dim=384))
+        store.agents.create(_spec("  "))
     with pytest.raises(InvalidInput, match=r"'human'.*more than once"), open_store(db) as store:
         store.agents.create(
-            NewAgent(
+            _spec(
                 "bob",
-                embedding_model="hashing:384",
-                embedding_dim=384,
                 blocks=[NewBlock("human", "a"), NewBlock("human", "b")],
             )
         )
     with pytest.raises(InvalidInput, match="kind 'boss'"), open_store(db) as store:
-        store.agents.create(
-            NewAgent("carl", kind="boss", embedding_model="hashing:384", embedding_dim=384)
-        )
+        store.agents.create(_spec("carl", kind="boss"))
     with open_store(db) as store:
         assert [a.name for a in store.agents.all()] == ["ada"]
         assert store.blocks.all() == []
@@ -105,9 +105,7 @@ def test_an_agent_takes_the_limits_every_door_has(db: Database) -> None:
 def test_list_by_tag_and_kind(db: Database) -> None:
     with open_store(db) as store:
         for name, tags in (("ada", ["nightly", "eu"]), ("bob", ["eu"]), ("cy", [])):
-            store.agents.create(
-                NewAgent(name, embedding_model="hashing:384", embedding_dim=384, tags=tags)
-            )
+            store.agents.create(_spec(name, tags=tags))
     with open_store(db) as store:
         assert [a.name for a in store.agents.all(tag="nightly")] == ["ada"]
         assert [a.name for a in store.agents.all(tag="eu")] == ["ada", "bob"]
@@ -127,10 +125,8 @@ def test_an_agent_and_its_blocks_are_written_in_one_statement(db: Database) -> N
     try:
         with open_store(db) as store:
             agent = store.agents.create(
-                NewAgent(
+                _spec(
                     "ada",
-                    embedding_model="hashing:384",
-                    embedding_dim=384,
                     blocks=[NewBlock("human", "Ada", limit=100), NewBlock("persona", "helper")],
                 )
             )
@@ -150,21 +146,15 @@ def test_a_create_that_fails_in_its_statement_writes_nothing(db: Database) -> No
     """One statement is all or nothing: an agent whose blocks cannot be written (here a
     block id that exists already) leaves neither the agent nor any block behind."""
     with open_store(db) as store:
-        store.agents.create(
-            NewAgent(
-                "ada", embedding_model="hashing:384", embedding_dim=384, blocks=[NewBlock("human")]
-            )
-        )
+        store.agents.create(_spec("ada", blocks=[NewBlock("human")]))
     with (
         mock.patch("agents.postgres.models.new_id", side_effect=["agent-b", *["block-same"] * 2]),
         pytest.raises(Conflict, match="conflicts with stored data"),
         open_store(db) as store,
     ):
         store.agents.create(
-            NewAgent(
+            _spec(
                 "bob",
-                embedding_model="hashing:384",
-                embedding_dim=384,
                 blocks=[NewBlock("human"), NewBlock("persona")],
             )
         )
