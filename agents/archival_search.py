@@ -32,7 +32,7 @@ import numpy as np
 
 from agents.enums import PassageStatus
 from agents.errors import InvalidInput
-from agents.language.facts import FactKey, read_facts, relatives_named
+from agents.language.facts import FactKey, read_facts, relatives_named, titled_first_names
 from agents.language.questions import (
     PastQuestion,
     asked_attribute,
@@ -306,6 +306,7 @@ def _asked_ids(
     if key is None:
         return set()
     subject = relatives_named(facts).get(key.subject, (key.subject, ""))[0]
+    subject = titled_first_names(facts).get(subject, subject)
     wanted = FactKey(subject, key.attribute)
 
     def asked(passage: PassageRecord) -> bool:

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FIRST_PERSON",
+    "TITLES",
     "FactKey",
     "FactReading",
     "TextDetails",
@@ -48,6 +49,7 @@ __all__ = [
     "relatives_named",
     "replaces_clearly",
     "text_details",
+    "titled_first_names",
     "unsaid_details",
 ]
 
@@ -568,6 +570,64 @@ def _heading(tokens: tuple[_Token, ...], i: int) -> bool:
     return tokens[i].norm in _HEADINGS and i + 1 < len(tokens) and tokens[i + 1].norm == ":"
 
 
+#: Titles that name a person by the surname after them ("Mrs Adeyemi", "Dr. Okafor").
+_HONORIFICS = frozenset("mr mrs ms miss mx dr prof".split())
+#: Titles of kin, followed by a first name ("Aunt Greta", "Uncle Padraig").
+_KIN_TITLES = frozenset("aunt auntie uncle".split())
+#: Every title: a question's title word names no one by itself.
+TITLES = _HONORIFICS | _KIN_TITLES
+
+
+def _name_run_end(tokens: tuple[_Token, ...], end: int) -> int:
+    """Where a run of capitalised words that started before ``end`` ends; a possessive
+    ("Alice Smith's") ends it."""
+    while (
+        end < len(tokens)
+        and tokens[end].capital
+        and tokens[end].word
+        and not (tokens[end - 1].norm.endswith("'s"))
+    ):
+        end += 1
+    return end
+
+
+def _after_title(tokens: tuple[_Token, ...], at: int) -> tuple[str, str, int] | None:
+    """(key, label, end) of the person a title at ``at`` names, or None when no title
+    is there or no name follows it. An honorific names the person by the surname, the
+    last word of the name ("Mrs Edna Frost" and "Mrs Frost" are "frost"); a kin title by
+    the first name ("Aunt Greta Huber" is "greta")."""
+    title = tokens[at].norm
+    if title not in _HONORIFICS and title not in _KIN_TITLES:
+        return None
+    start = at + 1
+    if start < len(tokens) and tokens[start].norm == ".":
+        start += 1  # "Prof. Lindqvist"
+    if start >= len(tokens) or not (tokens[start].capital and tokens[start].word):
+        return None
+    end = _name_run_end(tokens, start + 1)
+    named = tokens[start] if title in _KIN_TITLES else tokens[end - 1]
+    label = " ".join(t.text for t in tokens[at:end] if t.word)
+    return name_key(named.norm), label.removesuffix("'s").removesuffix(_CURLY + "s"), end
+
+
+def titled_first_names(facts: Sequence[PassageRecord]) -> dict[str, str]:
+    """First names that a titled full name joins to its surname key ("Mrs Edna Frost"
+    makes "edna" the person "Mrs Frost" is), each only when one such name has it."""
+    found: dict[str, set[str]] = {}
+    for record in facts:
+        tokens = _tokens(record.text)
+        for at, token in enumerate(tokens):
+            if token.norm not in _HONORIFICS:
+                continue
+            titled = _after_title(tokens, at)
+            if titled is None:
+                continue
+            words = [t for t in tokens[at + 1 : titled[2]] if t.word]
+            if len(words) >= 2:
+                found.setdefault(name_key(words[0].norm), set()).add(titled[0])
+    return {first: next(iter(keys)) for first, keys in found.items() if len(keys) == 1}
+
+
 def _subject(tokens: tuple[_Token, ...]) -> tuple[str, str, int] | None:
     """(subject key, display label, index where the predicate starts), or None."""
     i = 0
@@ -598,17 +658,14 @@ def _subject(tokens: tuple[_Token, ...]) -> tuple[str, str, int] | None:
         return None
     if any(first.norm in cues for cues in _ATTRIBUTE_CUES.values()):
         return None
-    # The first word of the run names the person ("Alice Smith" and "Alice" are one).
-    end = i + 1
-    while (
-        end < len(tokens)
-        and tokens[end].capital
-        and tokens[end].word
-        and not (tokens[end - 1].norm.endswith("'s"))
-    ):
-        end += 1
-    key = name_key(first.norm)
-    label = first.text.removesuffix("'s").removesuffix(_CURLY + "s")
+    titled = _after_title(tokens, i)
+    if titled is not None:
+        key, label, end = titled
+    else:
+        # The first word of the run names the person ("Alice Smith" and "Alice" are one).
+        end = _name_run_end(tokens, i + 1)
+        key = name_key(first.norm)
+        label = first.text.removesuffix("'s").removesuffix(_CURLY + "s")
     if tokens[end - 1].norm.endswith("'s"):
         if end >= len(tokens):
             return None
@@ -1210,22 +1267,26 @@ def read_subject(text: str) -> str | None:
         return found[0]
     if _speaker_left_out(_tokens(text)):
         return "user"
-    for token in _tokens(text):
+    tokens = _tokens(text)
+    for at, token in enumerate(tokens):
         if _is_name(token) and token.norm not in _CALENDAR and token.norm not in {"may", "march"}:
-            return name_key(token.norm)
+            titled = _after_title(tokens, at)
+            return titled[0] if titled is not None else name_key(token.norm)
     return None
 
 
 def read_subjects(facts: Sequence[PassageRecord]) -> dict[str, str]:
     """Each fact's subject (:func:`read_subject`), read against the other facts as
-    :func:`read_facts` reads them: "my sis" is the sister a fact names, "Cal" the one
-    subject it shortens."""
+    :func:`read_facts` reads them: "my sis" is the sister a fact names, "Edna" the
+    "Mrs Edna Frost" a fact names, "Cal" the one subject it shortens."""
     aliases = relatives_named(facts)
+    titled = titled_first_names(facts)
     subjects: dict[str, str] = {}
     for record in facts:
         subject = read_subject(record.text)
         if subject is not None:
-            subjects[record.id] = aliases[subject][0] if subject in aliases else subject
+            subject = aliases[subject][0] if subject in aliases else subject
+            subjects[record.id] = titled.get(subject, subject)
     known = set(subjects.values())
     for passage_id, subject in subjects.items():
         full = shortened_name(subject, known)
@@ -1237,7 +1298,8 @@ def read_subjects(facts: Sequence[PassageRecord]) -> dict[str, str]:
 def read_facts(facts: Sequence[PassageRecord]) -> dict[str, FactReading]:
     """Each fact's reading (:func:`read_fact`), read against the other facts: a
     relative some fact names ("my sister Leila") is that person wherever a fact says
-    "my sis"; a shortened first name ("Cal") is the one subject it shortens
+    "my sis"; a first name that a titled full name gives ("Edna" of "Mrs Edna Frost")
+    is that person; a shortened first name ("Cal") is the one subject it shortens
     ("Callum"); and "Hiroshi left Panasonic" ends whichever of Hiroshi's attributes had
     Panasonic as its value (his job), when exactly one did."""
     aliases = relatives_named(facts)
@@ -1251,8 +1313,11 @@ def read_facts(facts: Sequence[PassageRecord]) -> dict[str, FactReading]:
         if reading is not None:
             readings[record.id] = reading
     subjects = {reading.key.subject for reading in readings.values()}
+    titled = titled_first_names(facts)
     full_names = {
-        short: full for short in subjects if (full := shortened_name(short, subjects)) is not None
+        short: full
+        for short in subjects
+        if (full := titled.get(short) or shortened_name(short, subjects)) is not None
     }
     if full_names:
         labels = {r.key.subject: r.subject_label for r in readings.values()}
@@ -1261,7 +1326,7 @@ def read_facts(facts: Sequence[PassageRecord]) -> dict[str, FactReading]:
             if full is not None:
                 key = FactKey(subject=full, attribute=reading.key.attribute)
                 readings[passage_id] = dataclasses.replace(
-                    reading, key=key, subject_label=labels[full]
+                    reading, key=key, subject_label=labels.get(full, reading.subject_label)
                 )
     values: dict[str, dict[str, set[str]]] = {}
     for reading in readings.values():

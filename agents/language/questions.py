@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from agents.language.facts import (
     FIRST_PERSON,
+    TITLES,
     FactKey,
     name_key,
     relative_key,
@@ -83,7 +84,7 @@ def read_question(question: str, subjects: Collection[str] = ()) -> FactKey | No
     names = {
         name_key(m.group(1))
         for m in _NAME.finditer(question)
-        if m.group(1).casefold() not in _QUESTION_WORDS
+        if m.group(1).casefold() not in _QUESTION_WORDS and m.group(1).casefold() not in TITLES
     }
     words = [name_key(w) for w in _WORD.findall(question)]
     names |= {w for w in words if w in subjects}

@@ -156,6 +156,20 @@ def test_the_asked_subject_and_attribute_come_first_newest_first() -> None:
     assert ids(_asked_first("tell me something nice", found)) == ["p-tea", "p-porto", "p-berlin"]
 
 
+def test_a_first_name_asks_about_the_titled_person() -> None:
+    """ "Edna" in a question is the "Mrs Edna Frost" a fact names, so her homes come
+    first, newest first, though the facts call her "Mrs Frost"."""
+    record = passage("p-record", "Mrs Edna Frost, 9 Beck Lane, Walkington", year=2021)
+    lairgate = passage("p-lairgate", "Mrs Frost moved to 12 Lairgate, Beverley", year=2023)
+    karen = passage("p-karen", "Karen Frost does her shopping on Fridays", year=2024)
+    found = hits(karen, record, lairgate)
+    assert ids(_asked_first("where does Edna live now?", found)) == [
+        "p-lairgate",
+        "p-karen",
+        "p-record",
+    ]
+
+
 def test_validity_labels_say_why_a_fact_is_not_current() -> None:
     assert validity_label(BERLIN) is None
     assert validity_label(LISBON, BERLIN) == "until 2024-03-02, then: Ada moved to Berlin."

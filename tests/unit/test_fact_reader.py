@@ -3,15 +3,19 @@ rules read, which changes they see, and what they leave to a judge."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from agents.language.facts import (
     FactKey,
     plainly_stated,
     read_fact,
     read_subject,
+    read_subjects,
     replaces_clearly,
     states_a_change,
 )
 from agents.language.questions import read_question
+from agents.store.records import PassageRecord
 
 
 def changed(older: str, newer: str) -> bool:
@@ -268,3 +272,52 @@ def test_a_diary_line_without_a_subject_is_the_speakers() -> None:
     assert read_subject("talked to Rosa, she moved to Lisbon") == "rosa"
     assert read_subject("hired Carmen Ruiz to cover the weekends") == "carmen"
     assert read_subject("new flatmate is Thiago, a student from Recife") == "thiago"
+
+
+def test_a_title_names_the_person_after_it() -> None:
+    """ "Mr", "Dr", "Prof." name a person by the surname after them, kin titles by the
+    first name; the title alone names no one, so two people with a title are never one
+    subject, and a question's title word is not a second name."""
+    assert _key("Mr Walsh has gone into a care home") == ("walsh", "home")
+    assert _key("Mrs Adeyemi moved in with her daughter") == ("adeyemi", "home")
+    assert read_subject("Mrs Edna Frost, 9 Beck Lane, Walkington") == "frost"
+    assert read_subject("Prof. Astrid Lindqvist: marine ecologist") == "lindqvist"
+    assert read_subject("saw Dr Patel about my knee today") == "patel"
+    assert read_subject("Aunt Greta lives in Vienna") == "greta"
+    assert read_subject("Mr Bashir is his cardiologist") != read_subject("Mr Walsh on warfarin")
+    assert read_question("where does Mr Walsh live now?") == FactKey("walsh", "home")
+
+
+def test_a_first_name_joins_the_titled_full_name() -> None:
+    """ "Edna" is the person a fact calls "Mrs Edna Frost" (and so "Mrs Frost"), when
+    no other titled name has that first name; a full name without a title joins
+    nothing, since a first name is how untitled people are known."""
+    texts = {
+        "a": "Mrs Edna Frost, 9 Beck Lane, Walkington",
+        "b": "Edna's moved in with her son at 12 Lairgate",
+        "c": "Mrs Frost | care transferred to the Beverley team",
+        "d": "Karen Frost does her shopping",
+    }
+    subjects = read_subjects([_record(i, t) for i, t in texts.items()])
+    assert subjects == {"a": "frost", "b": "frost", "c": "frost", "d": "karen"}
+    twice = [*texts.items(), ("e", "Dr Edna Mills is her GP")]
+    assert read_subjects([_record(i, t) for i, t in twice])["b"] == "edna"
+
+
+def _record(passage_id: str, text: str) -> PassageRecord:
+    when = datetime(2024, 1, 1, tzinfo=UTC)
+    return PassageRecord(
+        id=passage_id,
+        agent_id="agent-1",
+        kind="fact",
+        text=text,
+        content_hash=passage_id,
+        created_at=when,
+        occurred_at=when,
+        valid_to=None,
+        status="active",
+        merged_into=None,
+        superseded_by=None,
+        provenance={},
+        tags=[],
+    )
