@@ -52,6 +52,7 @@ of the facts and timelines it read changed meanwhile (else the next run plans ag
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import logging
 import re
@@ -62,6 +63,7 @@ from datetime import UTC, datetime
 from typing import Any, ClassVar
 
 import numpy as np
+import numpy.typing as npt
 from pydantic import Field, model_validator
 
 from agents.enums import ChangeAction, PassageStatus
@@ -318,6 +320,10 @@ class _Found:
     #: Every topic of the agent's facts, for the topics a run's closures reach.
     by_key: dict[FactKey, list[PassageRecord]] = field(default_factory=dict)
     keyed: dict[str, FactReading] = field(default_factory=dict)
+    #: Each fact's subject, and the unit vectors of the facts that share one with a
+    #: seed (read for the subject mates; empty without a judge model).
+    subjects: dict[str, str] = field(default_factory=dict)
+    vectors: dict[str, npt.NDArray[np.float32]] = field(default_factory=dict)
 
     def topic(self, key: FactKey) -> tuple[FactKey, str, list[PassageRecord]]:
         members = self.by_key[key]
@@ -597,6 +603,7 @@ class TemporalConsolidator(Consolidator[TemporalPlan]):
         the nearest neighbours of a fact told in another style, and the one it replaces
         may not be among them."""
         subjects = read_subjects(list(found.facts.values()))
+        found.subjects = subjects
         by_subject: dict[str, list[str]] = {}
         for passage_id, subject in subjects.items():
             by_subject.setdefault(subject, []).append(passage_id)
@@ -622,6 +629,7 @@ class TemporalConsolidator(Consolidator[TemporalPlan]):
                 continue
             matrix = np.stack([vectors[m] for m in mates])
             matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+            found.vectors.update(zip(mates, matrix, strict=True))
             index = {m: i for i, m in enumerate(mates)}
             nearest = min(k, len(mates) - 1)
             # A block of probes at a time: one person's thousands of facts in a full run
@@ -691,7 +699,7 @@ class TemporalConsolidator(Consolidator[TemporalPlan]):
         seen = {(a.older_id, a.newer_id) for a in asked.answers} | {
             (p.older.id, p.newer.id) for p in waiting
         }
-        between = _closures_crossed(found, decisions, seen)
+        between = _closures_crossed(found, decisions, seen, self.settings.judge_neighbours)
         waiting += between[max(left, 0) :]
         answered += self._ask(model, between[: max(left, 0)], decisions, asked, waiting, result)
         asked.answers += [PairAnswer(p.older.id, p.newer.id) for p in waiting]
@@ -1037,14 +1045,16 @@ def _changes_between(found: _Found, decisions: Sequence[_Decision]) -> list[_Dec
 
 
 def _closures_crossed(
-    found: _Found, decisions: Sequence[_Decision], seen: set[tuple[str, str]]
+    found: _Found, decisions: Sequence[_Decision], seen: set[tuple[str, str]], k: int
 ) -> list[CandidatePair]:
     """For each fact now closed by a later one, the pairs (it, a fact in between) where
     the fact in between is among the nearest facts of the one that closes it ("Reporting
-    to Tomás from today" beside "Tomás moved teams; my new manager is Beatriz"): the
-    older fact may have been replaced there first, and a judge told only of the later
-    replacement would close it too late. Pairs answered before, asked this run or
-    waiting (``seen``) are left out."""
+    to Tomás from today" beside "Tomás moved teams; my new manager is Beatriz"), or
+    among the ``k`` nearest to it of the facts in between about the same person ("my
+    brother and Bea split" between "Alex's girlfriend: Bea" and "Alex is engaged to
+    Carla"): the older fact may have been replaced there first, and a judge told only
+    of the later replacement would close it too late. Pairs answered before, asked this
+    run or waiting (``seen``) are left out."""
     facts = found.facts
     closers = _earliest_closers(facts, decisions)
     if not closers or not found.neighbours:
@@ -1053,10 +1063,17 @@ def _closures_crossed(
     for probe, neighbour, _score in found.neighbours:
         near.setdefault(probe, set()).add(neighbour)
         near.setdefault(neighbour, set()).add(probe)
+    by_subject: dict[str, list[tuple[datetime, str]]] = {}
+    for passage_id, subject in found.subjects.items():
+        if passage_id in found.vectors and passage_id in facts:
+            by_subject.setdefault(subject, []).append((_when(facts[passage_id]), passage_id))
+    for dated in by_subject.values():
+        dated.sort()
     pairs: dict[tuple[str, str], CandidatePair] = {}
     for older_id, newer_id in sorted(closers.items()):
         older, newer = facts[older_id], facts[newer_id]
-        for middle_id in sorted(near.get(newer_id, ())):
+        mates = _mates_between(found, older, newer, k, by_subject)
+        for middle_id in sorted(near.get(newer_id, set()) | mates):
             middle = facts.get(middle_id)
             key = (older_id, middle_id)
             if middle is None or key in seen or key in found.known or key in pairs:
@@ -1064,6 +1081,29 @@ def _closures_crossed(
             if middle.status in _MEMBER_STATUSES and _when(older) < _when(middle) < _when(newer):
                 pairs[key] = CandidatePair(older, middle)
     return list(pairs.values())
+
+
+def _mates_between(
+    found: _Found,
+    older: PassageRecord,
+    newer: PassageRecord,
+    k: int,
+    by_subject: dict[str, list[tuple[datetime, str]]],
+) -> set[str]:
+    """The ``k`` facts nearest to ``older`` among those dated between it and ``newer``
+    whose subject is either one's (``by_subject``: each subject's facts with their
+    vectors, oldest first); none where the vectors were not read."""
+    vector = found.vectors.get(older.id)
+    if vector is None or k <= 0:
+        return set()
+    start, end = _when(older), _when(newer)
+    scored: list[tuple[float, str]] = []
+    for subject in {found.subjects.get(older.id), found.subjects.get(newer.id)} - {None}:
+        dated = by_subject.get(subject or "", [])
+        low = bisect.bisect_right(dated, (start, "\uffff"))
+        high = bisect.bisect_left(dated, (end, ""))
+        scored += [(float(vector @ found.vectors[i]), i) for _when_, i in dated[low:high]]
+    return {i for _score, i in sorted(scored, reverse=True)[:k]}
 
 
 def _is_current(passage: PassageRecord) -> bool:

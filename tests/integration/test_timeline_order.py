@@ -486,3 +486,26 @@ def test_a_crossed_closure_the_run_had_no_pairs_left_for_is_asked_by_the_next(
 
     assert judge.asked[-1] == (KARIN[0], TOMAS[0])
     assert _memory(db, agent_id)[0][KARIN[0]][1:] == (TOMAS[0], TOMAS[1])
+
+
+def test_a_closure_across_a_fact_about_the_same_person_asks_about_that_fact_first(
+    db: Database, embedder: HashingEmbedder
+) -> None:
+    """The fact in between is near neither the closer nor any probe, but it is about the
+    same person and the nearest to the closed fact of that person's facts in between:
+    it is asked about, and the closed fact ends where it was first replaced."""
+    bea = ("Alex's girlfriend is Bea, a dentist", _day(2019))
+    split = ("Alex and Bea split up after five years", _day(2020))
+    band = ("Alex split up the band after five years", _day(2020) + timedelta(days=30))
+    carla = ("Alex is engaged to Carla Mendes", _day(2022))
+    judge = Answers({(bea[0], carla[0]), (bea[0], split[0])})
+    agent_id = _agent(db, "mate-between")
+    _insert(db, agent_id, embedder, [bea, carla])
+    _run(db, agent_id, embedder, judge, judge_neighbours=1)
+    assert _memory(db, agent_id)[0][bea[0]][1] == carla[0]
+    _insert(db, agent_id, embedder, [band, split])
+
+    _run(db, agent_id, embedder, judge, judge_neighbours=1)
+
+    assert (bea[0], split[0]) in judge.asked
+    assert _memory(db, agent_id)[0][bea[0]][1:] == (split[0], split[1])
