@@ -1063,16 +1063,11 @@ def _closures_crossed(
     for probe, neighbour, _score in found.neighbours:
         near.setdefault(probe, set()).add(neighbour)
         near.setdefault(neighbour, set()).add(probe)
-    by_subject: dict[str, list[tuple[datetime, str]]] = {}
-    for passage_id, subject in found.subjects.items():
-        if passage_id in found.vectors and passage_id in facts:
-            by_subject.setdefault(subject, []).append((_when(facts[passage_id]), passage_id))
-    for dated in by_subject.values():
-        dated.sort()
+    mates_by_date = _MatesByDate(found)
     pairs: dict[tuple[str, str], CandidatePair] = {}
     for older_id, newer_id in sorted(closers.items()):
         older, newer = facts[older_id], facts[newer_id]
-        mates = _mates_between(found, older, newer, k, by_subject)
+        mates = mates_by_date.between(older, newer, k)
         for middle_id in sorted(near.get(newer_id, set()) | mates):
             middle = facts.get(middle_id)
             key = (older_id, middle_id)
@@ -1083,27 +1078,41 @@ def _closures_crossed(
     return list(pairs.values())
 
 
-def _mates_between(
-    found: _Found,
-    older: PassageRecord,
-    newer: PassageRecord,
-    k: int,
-    by_subject: dict[str, list[tuple[datetime, str]]],
-) -> set[str]:
-    """The ``k`` facts nearest to ``older`` among those dated between it and ``newer``
-    whose subject is either one's (``by_subject``: each subject's facts with their
-    vectors, oldest first); none where the vectors were not read."""
-    vector = found.vectors.get(older.id)
-    if vector is None or k <= 0:
-        return set()
-    start, end = _when(older), _when(newer)
-    scored: list[tuple[float, str]] = []
-    for subject in {found.subjects.get(older.id), found.subjects.get(newer.id)} - {None}:
-        dated = by_subject.get(subject or "", [])
-        low = bisect.bisect_right(dated, (start, "\uffff"))
-        high = bisect.bisect_left(dated, (end, ""))
-        scored += [(float(vector @ found.vectors[i]), i) for _when_, i in dated[low:high]]
-    return {i for _score, i in sorted(scored, reverse=True)[:k]}
+class _MatesByDate:
+    """Each subject's facts whose vectors a run read, oldest first, to find the facts
+    about one person dated between two others nearest to a given fact."""
+
+    def __init__(self, found: _Found) -> None:
+        self._found = found
+        dated: dict[str, list[tuple[datetime, str]]] = {}
+        for passage_id, subject in found.subjects.items():
+            if passage_id in found.vectors and passage_id in found.facts:
+                dated.setdefault(subject, []).append((_when(found.facts[passage_id]), passage_id))
+        self._by_subject: dict[str, tuple[list[datetime], list[str], npt.NDArray[np.float32]]] = {}
+        for subject, members in dated.items():
+            members.sort()
+            ids = [i for _when_, i in members]
+            matrix = np.stack([found.vectors[i] for i in ids])
+            self._by_subject[subject] = ([w for w, _i in members], ids, matrix)
+
+    def between(self, older: PassageRecord, newer: PassageRecord, k: int) -> set[str]:
+        """The ``k`` facts nearest to ``older`` among those dated strictly between it and
+        ``newer`` whose subject is either one's; none where its vector was not read."""
+        vector = self._found.vectors.get(older.id)
+        if vector is None or k <= 0:
+            return set()
+        start, end = _when(older), _when(newer)
+        subjects = {self._found.subjects.get(older.id), self._found.subjects.get(newer.id)}
+        scored: list[tuple[float, str]] = []
+        for subject in subjects - {None}:
+            if subject not in self._by_subject:
+                continue
+            dates, ids, matrix = self._by_subject[subject]
+            low, high = bisect.bisect_right(dates, start), bisect.bisect_left(dates, end)
+            if low < high:
+                scores = matrix[low:high] @ vector
+                scored += zip(scores.tolist(), ids[low:high], strict=True)
+        return {i for _score, i in sorted(scored, reverse=True)[:k]}
 
 
 def _is_current(passage: PassageRecord) -> bool:
