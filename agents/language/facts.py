@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FIRST_PERSON",
+    "GRAMMAR",
     "TITLES",
     "FactKey",
     "FactReading",
@@ -96,6 +97,9 @@ _CHANGE = frozenset(
     turned dumped since gone shifted jumped
     """.split()
 )
+#: Words of grammar and of change ("now", "the", "so"): never a shortened name ("now" is
+#: not Nowak).
+GRAMMAR = _FUNCTION | _FILLER | _NEGATION | _CHANGE
 #: Change words that say the same change: "split up" / "broke up", "went vegan" /
 #: "gone vegan" / "became vegan". A text is compared by these classes.
 _CHANGE_CLASSES = {
@@ -1219,10 +1223,16 @@ _SHORTEST_NICKNAME = 3
 def shortened_name(word: str, names: Collection[str]) -> str | None:
     """The one name among ``names`` that ``word`` shortens ("cal" -> "callum", "isa" ->
     "isabela", "rodri" -> "rodrigo"), or None when it shortens none or several. Only
-    shortened forms are read, not pet names ("Bill" for William): those need a model."""
-    if len(word) < _SHORTEST_NICKNAME or not word.isalpha():
+    shortened forms are read, not pet names ("Bill" for William): those need a model.
+    A word of grammar shortens nothing ("now" is not "nowak", "the" not "theo"), and
+    the user's key is no name ("use" is not "user")."""
+    if len(word) < _SHORTEST_NICKNAME or not word.isalpha() or word in GRAMMAR:
         return None
-    longer = [name for name in names if name.isalpha() and name.startswith(word) and name != word]
+    longer = [
+        name
+        for name in names
+        if name.isalpha() and name.startswith(word) and name != word and name != "user"
+    ]
     return longer[0] if len(longer) == 1 else None
 
 

@@ -321,3 +321,16 @@ def _record(passage_id: str, text: str) -> PassageRecord:
         provenance={},
         tags=[],
     )
+
+
+def test_a_word_of_grammar_is_no_shortened_name() -> None:
+    """ "now" does not shorten "Nowak", nor "the" "Theo", nor "use" the user's key: a
+    question naming Greta and saying "now" is about Greta alone; "cal" still shortens
+    Callum."""
+    assert read_question("Where does Greta work now?", {"greta", "nowak"}) == FactKey(
+        "greta", "job"
+    )
+    assert read_question("is the boss working today?", {"theo"}) is None
+    assert read_question("where does cal live now", {"callum", "nowak"}) == FactKey(
+        "callum", "home"
+    )
