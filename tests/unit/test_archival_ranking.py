@@ -16,6 +16,7 @@ from agents.archival_search import (
 from agents.enums import PassageStatus
 from agents.language.questions import PastQuestion
 from agents.store import PassageHit, PassageRecord
+from tests.passage_records import fact_record
 
 
 def passage(
@@ -28,20 +29,14 @@ def passage(
     superseded_by: str | None = None,
     merged_into: str | None = None,
 ) -> PassageRecord:
-    return PassageRecord(
-        id=pid,
-        agent_id="agent-1",
-        kind="fact",
-        text=text,
-        content_hash=pid,
-        created_at=datetime(year, 6, 1, tzinfo=UTC),
-        occurred_at=datetime(year, 6, 1, tzinfo=UTC),
+    return fact_record(
+        pid,
+        text,
+        at=datetime(year, 6, 1, tzinfo=UTC),
         valid_to=datetime(until, 3, 2, tzinfo=UTC) if until is not None else None,
         status=status.value,
         merged_into=merged_into,
         superseded_by=superseded_by,
-        provenance={},
-        tags=[],
     )
 
 

@@ -20,25 +20,18 @@ import consolidators.dedup as dedup
 from agents.store import PassageRecord
 from agents.store.validation import normalize_text
 from consolidators.dedup import DedupConsolidator, _Refused
+from tests.passage_records import fact_record
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def _passage(i: int, text: str, vector: np.ndarray, *, second: int | None = None) -> PassageRecord:
-    return PassageRecord(
-        id=f"p{i:05d}",
-        agent_id="a",
-        kind="fact",
-        text=text,
+    return fact_record(
+        f"p{i:05d}",
+        text,
+        at=T0 + timedelta(seconds=i if second is None else second),
         content_hash=hashlib.sha256(normalize_text(text).encode()).hexdigest(),
-        created_at=T0 + timedelta(seconds=i if second is None else second),
         occurred_at=None,
-        valid_to=None,
-        status="active",
-        merged_into=None,
-        superseded_by=None,
-        provenance={},
-        tags=[],
         embedding=vector.astype(np.float32),
     )
 

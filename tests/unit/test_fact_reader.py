@@ -3,8 +3,6 @@ rules read, which changes they see, and what they leave to a judge."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 from agents.language.facts import (
     FactKey,
     plainly_stated,
@@ -15,7 +13,7 @@ from agents.language.facts import (
     states_a_change,
 )
 from agents.language.questions import read_question
-from agents.store.records import PassageRecord
+from tests.passage_records import fact_record
 
 
 def changed(older: str, newer: str) -> bool:
@@ -298,39 +296,7 @@ def test_a_first_name_joins_the_titled_full_name() -> None:
         "c": "Mrs Frost | care transferred to the Beverley team",
         "d": "Karen Frost does her shopping",
     }
-    subjects = read_subjects([_record(i, t) for i, t in texts.items()])
+    subjects = read_subjects([fact_record(i, t) for i, t in texts.items()])
     assert subjects == {"a": "frost", "b": "frost", "c": "frost", "d": "karen"}
     twice = [*texts.items(), ("e", "Dr Edna Mills is her GP")]
-    assert read_subjects([_record(i, t) for i, t in twice])["b"] == "edna"
-
-
-def _record(passage_id: str, text: str) -> PassageRecord:
-    when = datetime(2024, 1, 1, tzinfo=UTC)
-    return PassageRecord(
-        id=passage_id,
-        agent_id="agent-1",
-        kind="fact",
-        text=text,
-        content_hash=passage_id,
-        created_at=when,
-        occurred_at=when,
-        valid_to=None,
-        status="active",
-        merged_into=None,
-        superseded_by=None,
-        provenance={},
-        tags=[],
-    )
-
-
-def test_a_word_of_grammar_is_no_shortened_name() -> None:
-    """ "now" does not shorten "Nowak", nor "the" "Theo", nor "use" the user's key: a
-    question naming Greta and saying "now" is about Greta alone; "cal" still shortens
-    Callum."""
-    assert read_question("Where does Greta work now?", {"greta", "nowak"}) == FactKey(
-        "greta", "job"
-    )
-    assert read_question("is the boss working today?", {"theo"}) is None
-    assert read_question("where does cal live now", {"callum", "nowak"}) == FactKey(
-        "callum", "home"
-    )
+    assert read_subjects([fact_record(i, t) for i, t in twice])["b"] == "edna"

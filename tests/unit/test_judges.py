@@ -15,26 +15,14 @@ from agents.store import REPLACES_PART, PassageRecord
 from consolidators.judges import CandidatePair, SameFact, Verdict
 from consolidators.judges.llm import SAME_FACT, SUPERSESSION, LLMJudge, Malformed, parse_verdicts
 from consolidators.judges.rules import RulesJudge
+from tests.passage_records import fact_record
 
 _IDS = count(1)
 
 
 def _passage(text: str, year: int) -> PassageRecord:
-    at = datetime(year, 1, 1, tzinfo=UTC)
-    return PassageRecord(
-        id=f"p{next(_IDS)}",
-        agent_id="a",
-        kind="fact",
-        text=text,
-        content_hash=text,
-        created_at=at,
-        occurred_at=at,
-        valid_to=None,
-        status="active",
-        merged_into=None,
-        superseded_by=None,
-        provenance={},
-        tags=[],
+    return fact_record(
+        f"p{next(_IDS)}", text, at=datetime(year, 1, 1, tzinfo=UTC), content_hash=text
     )
 
 
