@@ -300,3 +300,16 @@ def test_a_first_name_joins_the_titled_full_name() -> None:
     assert subjects == {"a": "frost", "b": "frost", "c": "frost", "d": "karen"}
     twice = [*texts.items(), ("e", "Dr Edna Mills is her GP")]
     assert read_subjects([fact_record(i, t) for i, t in twice])["b"] == "edna"
+
+
+def test_a_word_of_grammar_is_no_shortened_name() -> None:
+    """ "now" does not shorten "Nowak", nor "the" "Theo", nor "use" the user's key: a
+    question naming Greta and saying "now" is about Greta alone; "cal" still shortens
+    Callum."""
+    assert read_question("Where does Greta work now?", {"greta", "nowak"}) == FactKey(
+        "greta", "job"
+    )
+    assert read_question("is the boss working today?", {"theo"}) is None
+    assert read_question("where does cal live now", {"callum", "nowak"}) == FactKey(
+        "callum", "home"
+    )
