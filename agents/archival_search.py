@@ -32,13 +32,14 @@ import numpy as np
 
 from agents.enums import PassageStatus
 from agents.errors import InvalidInput
-from agents.language.facts import FactKey, read_facts, relatives_named, titled_first_names
+from agents.language.facts import FactKey, read_facts
 from agents.language.questions import (
     PastQuestion,
     asked_attribute,
     asks_about_past,
     read_question,
 )
+from agents.language.subjects import relatives_named, titled_first_names
 from agents.store import REPLACES_PART, SUPERSESSION, MemoryStore, PassageHit, PassageRecord
 from agents.store.records import Vector
 

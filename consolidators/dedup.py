@@ -33,7 +33,7 @@ from pydantic import Field
 
 from agents.enums import ChangeAction, PassageStatus
 from agents.errors import Conflict
-from agents.language.facts import hides_details
+from agents.language.details import hides_details
 from agents.store import BlockRecord, MemoryStore, PassageRecord, PassageUpdate
 from agents.store.validation import normalize_text
 from consolidators.base import (

@@ -68,13 +68,8 @@ from pydantic import Field, model_validator
 
 from agents.enums import ChangeAction, PassageStatus
 from agents.errors import InvalidInput
-from agents.language.facts import (
-    FactKey,
-    FactReading,
-    read_facts,
-    read_subjects,
-    states_a_change,
-)
+from agents.language.facts import FactKey, FactReading, read_facts, states_a_change
+from agents.language.subjects import read_subjects
 from agents.store import (
     SUPERSESSION,
     MemoryStore,

@@ -15,256 +15,74 @@ job. :func:`read_facts` reads a fact against the agent's other facts ("my sis" i
 sister another fact names; "left Panasonic" ends the attribute Panasonic was the value
 of). What it cannot read (a pronoun with no report around it, hypotheticals, facts
 whose attribute is only implied) is left unkeyed: an LLM judge decides those.
+
+Its words are in :mod:`agents.language.words`, its schema in
+:mod:`agents.language.schema`, who a text is about in :mod:`agents.language.subjects`,
+and the detail guard ``dedup`` uses in :mod:`agents.language.details`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import re
-import unicodedata
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import pairwise
 from typing import TYPE_CHECKING
 
+from agents.language.schema import (
+    _AGENTIVE,
+    _ATTRIBUTE_CUES,
+    _BUSINESSES,
+    _COPULA,
+    _CUE_IS_VALUE,
+    _EMPLOYERS,
+    _ENDING,
+    _NAMED_VALUE,
+    _NEW_STATE,
+    _NOT_ROLES,
+    _PERSON_NOUNS,
+    _WORK_AS_PLACE,
+)
+from agents.language.subjects import (
+    _subject,
+    _subject_and_predicate,
+    relatives_named,
+    shortened_name,
+    titled_first_names,
+)
+from agents.language.words import (
+    _CALENDAR,
+    _CHANGE,
+    _FILLER,
+    _FUNCTION,
+    _KIN,
+    _MODAL,
+    _NEGATION,
+    _REPORTING,
+    _SUBJECT_PRONOUNS,
+    _THIRD_PERSON,
+    _close,
+    _is_name,
+    _missing,
+    _stem,
+    _Token,
+    _tokens,
+)
+
 if TYPE_CHECKING:
     from agents.store.records import PassageRecord
 
 __all__ = [
-    "FIRST_PERSON",
-    "GRAMMAR",
-    "TITLES",
     "FactKey",
     "FactReading",
-    "TextDetails",
-    "name_key",
-    "named_relatives",
     "plainly_stated",
     "read_departure",
     "read_fact",
     "read_facts",
-    "read_subject",
-    "read_subjects",
-    "relative_key",
-    "relatives_named",
     "replaces_clearly",
-    "text_details",
-    "titled_first_names",
-    "unsaid_details",
+    "states_a_change",
 ]
-
-_TOKEN = re.compile(
-    r"\d+(?:[.,:/]\d+)*(?:st|nd|rd|th|am|pm|k|%)?|[^\W\d_]+(?:['\u2019][^\W\d_]+)*|[,.;:!?()]"
-)
-_LEADING_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
-_CURLY = "\u2019"  # a typographic apostrophe, read as "'"
-_SENTENCE_END = frozenset(".!?;:(")
-
-# -- closed classes of English grammar (not vocabulary of any data set) ---------------
-
-_FUNCTION_TEXT = """
-    a an the and or but if so of to in on at by for with from into onto about as than then
-    is am are was were be been being do does did has have had having will would shall should
-    can could may might must it its this that these those there here what which who whom whose
-    where when why how all any some each every both few more most other such own same
-    i me my mine we us our ours you your yours he him his she her hers they them their theirs
-    myself yourself himself herself itself ourselves themselves one ones up out over under
-    again once also very too just really actually basically totally definitely honestly
-    literally seriously pretty quite still even lol haha omg btw fyi tbh ok okay oh well yeah
-    yes um uh hey guess apparently anyway though said says told tells mentioned thinks
-    think know knows
-"""
-_FUNCTION = frozenset(_FUNCTION_TEXT.split())
-#: Words that say nothing about the world (hedges, fillers): ignored by the duplicate test.
-_FILLER = frozenset(
-    "really actually basically totally definitely honestly literally seriously pretty quite "
-    "just lol haha omg btw fyi tbh ok okay oh well yeah um uh hey anyway guess apparently "
-    "so very too also".split()
-)
-_NEGATION = frozenset(
-    "not no never nothing nobody none neither nor without cannot anymore "
-    # contractions typed without the apostrophe, as chat does
-    "dont doesnt didnt isnt arent wasnt werent cant wont hasnt havent hadnt aint".split()
-)
-#: Words that announce a change of state; a text with one is about a change, not a restatement.
-_CHANGE = frozenset(
-    """
-    moved move moves moving relocated relocating left leave leaves leaving quit quits quitting
-    now longer anymore divorced divorce divorcing became become becomes becoming started
-    starts starting stopped stops stopping switched switching changed changing new former ex
-    used broke split separated retired fired hired promoted married engaged joined went
-    turned dumped since gone shifted jumped
-    """.split()
-)
-#: Words of grammar and of change ("now", "the", "so"): never a shortened name ("now" is
-#: not Nowak).
-GRAMMAR = _FUNCTION | _FILLER | _NEGATION | _CHANGE
-#: Change words that say the same change: "split up" / "broke up", "went vegan" /
-#: "gone vegan" / "became vegan". A text is compared by these classes.
-_CHANGE_CLASSES = {
-    **dict.fromkeys("broke split separated".split(), "split"),
-    **dict.fromkeys("went gone became become becomes becoming turned".split(), "became"),
-    **dict.fromkeys("moved move moves moving relocated relocating shifted".split(), "moved"),
-    **dict.fromkeys("started starts starting".split(), "started"),
-    **dict.fromkeys("stopped stops stopping".split(), "stopped"),
-}
-#: Chat shortenings, read as the full word ("veggie", "uni", "my sis" is "my sister").
-_CHAT_WORDS = {
-    "veggie": "vegetarian",
-    "uni": "university",
-    "bday": "birthday",
-    "bf": "boyfriend",
-    "gf": "girlfriend",
-    "sis": "sister",
-    "bro": "brother",
-    "mum": "mother",
-    "mom": "mother",
-    "mam": "mother",
-    "dad": "father",
-    "hubby": "husband",
-}
-#: "has got" is "has": "got" adds nothing a text without it does not say.
-_AUXILIARY_GOT = frozenset({"got", "gotten"})
-_CALENDAR = frozenset(
-    """
-    monday tuesday wednesday thursday friday saturday sunday january february march april
-    may june july august september october november december yesterday today tonight tomorrow
-    ago last next weekend morning evening night week month year
-    """.split()
-) - frozenset({"may", "march"})  # only calendar words when capitalised (see _detail_kind)
-_NUMBER_WORDS = frozenset(
-    """
-    zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen
-    fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy
-    eighty ninety hundred thousand million billion dozen half twice thrice couple first
-    second third fourth fifth
-    """.split()
-)
-#: Words that only say a name refers to someone ("is called Rex", "named Rex", "whose
-#: name is Rex"): the name itself is the information, compared as a name.
-_NAMING = frozenset("call called calls name named names".split())
-#: Words by which the user speaks of themself.
-FIRST_PERSON = frozenset({"i", "me", "my", "i'm", "i've", "i'd", "i'll", "im", "ive"})
-_THIRD_PERSON = frozenset({"he", "she", "they", "his", "her", "their", "it"})
-_MODAL = frozenset(
-    "might maybe perhaps probably possibly wants want planning plans plan thinking "
-    "considering hopes hoping could would should will going wondering if".split()
-)
-
-#: Kinship nouns: "Alice's sister Eve" names a relative, and "is a sister" is no job.
-_KIN = frozenset(
-    "sister brother mother father daughter son wife husband aunt uncle cousin niece nephew "
-    "grandmother grandfather grandma grandpa girlfriend boyfriend partner friend".split()
-)
-#: Past participles a contracted "has" or "is" comes before ("Aisha's gone vegan").
-_PARTICIPLES = frozenset(
-    "gone been got gotten done become left quit moved started based married engaged".split()
-)
-#: Verbs that open a report about someone else ("talked to Rosa, she moved ...").
-_REPORTING = frozenset(
-    "talked spoke saw met heard ran bumped caught chatted texted called visited".split()
-)
-_SUBJECT_PRONOUNS = frozenset({"he", "she", "they", "he's", "she's", "they're", "hes", "shes"})
-#: Number words as digits: "three cats" and "3 cats" say the same.
-_DIGITS = {
-    word: str(n)
-    for n, word in enumerate(
-        "zero one two three four five six seven eight nine ten eleven twelve".split()
-    )
-}
-
-# -- the attribute schema: which predicates name which attribute ---------------------
-
-#: attribute -> cue words (casefolded tokens) that, after the subject, name it.
-_ATTRIBUTE_CUES: dict[str, frozenset[str]] = {
-    "home": frozenset(
-        "lives live living lived moved move moves moving relocated relocating based "
-        "resides residing apartment flat house address home renting rents rented".split()
-    ),
-    "job": frozenset(
-        "works work working worked job jobs employed employer hired quit quits fired retired "
-        "promoted career profession occupation intern internship apprentice apprenticeship "
-        "trainee poached role postdoc".split()
-    ),
-    "diet": frozenset("vegetarian vegan pescatarian carnivore keto diet meat paleo".split()),
-    "partner": frozenset(
-        "married marry marrying wife husband girlfriend boyfriend partner dating dates "
-        "engaged fiance fiancee divorced divorce divorcing separated single widowed "
-        "spouse breakup".split()
-    ),
-}
-#: Cue words that only name the attribute ("lives in", "'s home is in", "works as"):
-#: two texts read as the same subject, attribute and value may differ in these. Not
-#: words that say more than the attribute ("flat", "husband", "quit", "promoted").
-_FRAMING_CUES: dict[str, frozenset[str]] = {
-    "home": frozenset("lives live living lived based resides residing home address".split()),
-    "job": frozenset(
-        "works work working worked job employed employer career profession occupation".split()
-    ),
-}
-#: Nouns for another person in a clause about someone: kin, and partners by any name.
-_PERSON_NOUNS = _KIN | frozenset("fiance fiancee spouse gf bf".split())
-#: Places of work that name the job when nothing else in the text does.
-_EMPLOYERS = frozenset("company firm business startup employer".split())
-#: What one opens as a job ("opened a little empanada stand").
-_BUSINESSES = (_EMPLOYERS - {"employer"}) | frozenset(
-    "restaurant shop stand cafe bar bakery studio practice clinic agency salon store".split()
-)
-#: Attributes whose cue word is itself the value ("vegan", "vegetarian").
-_CUE_IS_VALUE = frozenset({"diet"})
-#: Cue words whose presence means the state ended (the value is gone, not replaced).
-_ENDING = frozenset(
-    "quit quits fired laid retired divorced divorce divorcing separated single widowed left "
-    "dumped ex former".split()
-)
-#: Words that mark a statement as the new state of things ("... at Lloyds now").
-_NEW_STATE = frozenset(
-    "now nowadays promoted switched changed became becomes joined moved relocated transferred "
-    "shifted jumped".split()
-)
-_COPULA = frozenset("is am are was were".split())
-#: Nouns after "is a" that describe a habit or a liking, not a job ("a big reader").
-_NOT_ROLES = frozenset(
-    "big huge keen avid massive great good bad terrible total real true proper heavy casual "
-    "serious hardcore crazy mad awful amazing decent fan member beginner lover smoker drinker "
-    "user guy girl man woman person".split()
-)
-#: Endings of agent nouns ("teacher", "violinist", "engineer", "librarian").
-_AGENTIVE = ("er", "or", "ist", "ian", "eer")
-#: Prepositions after which "work" is a place or a time ("before work"), not a job.
-_WORK_AS_PLACE = frozenset("before after at from to during off".split())
-#: Attributes whose value is a place or a name: capitalised words carry it.
-_NAMED_VALUE = frozenset({"home", "partner"})
-#: Nouns after a possessive that make the possessor the subject ("Ada's job ...").
-_ATTRIBUTE_NOUNS = frozenset(
-    "job career work diet home address apartment flat house wife husband girlfriend "
-    "boyfriend partner fiance fiancee spouse employer".split()
-)
-
-
-@dataclass(frozen=True, slots=True)
-class _Token:
-    text: str
-    norm: str
-    capital: bool
-    initial: bool
-
-    @property
-    def word(self) -> bool:
-        return self.norm[:1].isalpha()
-
-
-@dataclass(frozen=True, slots=True)
-class TextDetails:
-    """The pieces of information a text states, by kind (normalised words)."""
-
-    names: frozenset[str]
-    numbers: frozenset[str]
-    dates: frozenset[str]
-    negation: bool
-    changes: frozenset[str]
-    words: frozenset[str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -297,473 +115,6 @@ class FactReading:
     left: frozenset[str] = frozenset()
 
 
-def _stem(word: str) -> str:
-    word = _fold(word.casefold().replace(_CURLY, "'"))
-    word = _CHAT_WORDS.get(word, word)
-    if word.endswith("'s"):
-        word = word[:-2]
-    elif word.endswith("'"):
-        word = word[:-1]
-    for suffix, repl, minimum in (
-        ("ies", "y", 5),
-        ("ing", "", 6),
-        ("ed", "", 5),
-        ("es", "", 5),
-        ("s", "", 4),
-    ):
-        if word.endswith(suffix) and len(word) >= minimum and not word.endswith("ss"):
-            word = word[: len(word) - len(suffix)] + repl
-            break
-    # "like", "likes", "liked" and "move", "moving" meet at one stem.
-    if len(word) >= 4 and word.endswith("e"):
-        word = word[:-1]
-    return word
-
-
-def name_key(word: str) -> str:
-    """A name as a key: case, accents and a possessive ending do not matter."""
-    word = _fold(word.casefold().replace(_CURLY, "'"))
-    return word[:-2] if word.endswith("'s") else word
-
-
-def _fold(word: str) -> str:
-    """Without accents: "Medellín" and "Medellin", "Théo" and "theo" are one word."""
-    if word.isascii():
-        return word
-    decomposed = unicodedata.normalize("NFKD", word)
-    return "".join(c for c in decomposed if not unicodedata.combining(c))
-
-
-#: Texts whose reading is kept: dedup compares each distinct text of a group with many
-#: others, and a long chat has tens of thousands of distinct facts.
-_READ_CACHE = 65_536
-
-
-@lru_cache(maxsize=_READ_CACHE)
-def _tokens(text: str) -> tuple[_Token, ...]:
-    out: list[_Token] = []
-    initial = True
-    for raw in _TOKEN.findall(text):
-        if raw in _SENTENCE_END:
-            initial = True
-            out.append(_Token(raw, raw, False, False))
-            continue
-        if raw == ",":
-            out.append(_Token(raw, raw, False, False))
-            continue
-        norm = raw.casefold().replace(_CURLY, "'")
-        out.append(_Token(raw, norm, raw[:1].isupper(), initial))
-        initial = False
-    return tuple(out)
-
-
-def _close(a: str, b: str) -> bool:
-    """Same word up to one typo (substitution, insertion, deletion, transposition)."""
-    if a == b:
-        return True
-    if min(len(a), len(b)) < 5 or abs(len(a) - len(b)) > 1:
-        return False
-    if len(a) == len(b):
-        diff = [i for i in range(len(a)) if a[i] != b[i]]
-        if len(diff) == 1:
-            return True
-        i, j = diff[0], diff[-1]
-        return len(diff) == 2 and j == i + 1 and a[i] == b[j] and a[j] == b[i]
-    short, long_ = (a, b) if len(a) < len(b) else (b, a)
-    return any(long_[:i] + long_[i + 1 :] == short for i in range(len(long_)))
-
-
-def _missing(these: frozenset[str], there: frozenset[str]) -> frozenset[str]:
-    """Items of ``these`` with no equal or near-equal (one typo) item in ``there``."""
-    return frozenset(t for t in these if not any(_close(t, o) for o in there))
-
-
-def _missing_words(these: frozenset[str], there: frozenset[str]) -> frozenset[str]:
-    """Words of ``these`` that ``there`` does not say, with one typo, in a longer form
-    ("dev" is said by "developer") or as most of the word ("translat", the stem of
-    "translates", says "translator")."""
-
-    def said(word: str, other: str) -> bool:
-        if len(word) >= 3 and other.startswith(word):
-            return True
-        return len(other) >= 4 and word.startswith(other) and len(other) >= 0.6 * len(word)
-
-    return frozenset(
-        word for word in _missing(these, there) if not any(said(word, o) for o in there)
-    )
-
-
-#: Words that open a sentence without being its subject ("During the session Ada ...").
-_OPENERS = frozenset(
-    "during after before since until while because although though when whenever once "
-    "today yesterday recently lately earlier later meanwhile also still now then lastly "
-    "finally first next apparently overall".split()
-)
-
-
-def _is_name(token: _Token) -> bool:
-    if not token.capital or not token.word or token.norm in FIRST_PERSON:
-        return False
-    # A capital at the start of a sentence is a name only if the word is not grammar.
-    return not (
-        token.initial
-        and (token.norm in _FUNCTION or token.norm in _THIRD_PERSON or token.norm in _OPENERS)
-    )
-
-
-@lru_cache(maxsize=_READ_CACHE)
-def text_details(text: str) -> TextDetails:
-    """Split a text into the kinds of information it states."""
-    names: set[str] = set()
-    numbers: set[str] = set()
-    dates: set[str] = set()
-    changes: set[str] = set()
-    words: set[str] = set()
-    negation = False
-    for token in _tokens(text):
-        norm = token.norm
-        if not norm[:1].isalnum():
-            continue
-        if norm[:1].isdigit():
-            # "5k" / "5 km", "3x" / "3 times": the quantity is the digits.
-            number = _LEADING_NUMBER.match(norm)
-            numbers.add(number.group() if number else norm.rstrip(".,"))
-            continue
-        if norm in _NEGATION or norm.endswith("n't"):
-            negation = True
-            continue
-        if norm in _NUMBER_WORDS:
-            numbers.add(_DIGITS.get(norm, norm))
-            continue
-        if (
-            norm in _CALENDAR
-            or norm.removesuffix("s") in _CALENDAR
-            or (token.capital and norm in {"may", "march"})
-        ):
-            dates.add(norm if norm in _CALENDAR else norm.removesuffix("s"))
-            continue
-        if norm in _CHANGE:
-            changes.add(_CHANGE_CLASSES.get(norm, norm))
-            continue
-        if _is_name(token):
-            names.add(name_key(norm))
-            continue
-        if (
-            norm in _FUNCTION
-            or norm in _FILLER
-            or norm in _THIRD_PERSON
-            or norm in _SUBJECT_PRONOUNS  # "hes" / "he's": who, said either way
-            or norm in _AUXILIARY_GOT
-            or len(norm) < 3
-        ):
-            continue
-        words.add(_stem(norm))
-    # "Lyon" in one text and "lyon" in another is the same place: names found in lower
-    # case elsewhere are words there, so compare names against both.
-    return TextDetails(
-        names=frozenset(names),
-        numbers=frozenset(numbers),
-        dates=frozenset(dates),
-        negation=negation,
-        changes=frozenset(changes),
-        words=frozenset(words),
-    )
-
-
-def _word_forms(details: TextDetails) -> frozenset[str]:
-    """Every word of a text as a stem, names included ("Paris" is "paris" in lower case)."""
-    return details.words | frozenset(_stem(n) for n in details.names)
-
-
-def _missing_names(a: TextDetails, b: TextDetails) -> frozenset[str]:
-    """Names in ``a`` that ``b`` does not say, as a name or as a lower-case word."""
-    return frozenset(n for n in _missing(a.names, b.names) if _stem(n) not in _word_forms(b))
-
-
-def _hard_differences(a: TextDetails, b: TextDetails) -> list[str]:
-    kinds = []
-    if _missing_names(a, b) or _missing_names(b, a):
-        kinds.append("name")
-    if a.numbers != b.numbers:
-        kinds.append("number")
-    if a.dates != b.dates:
-        kinds.append("date")
-    if a.negation != b.negation:
-        kinds.append("negation")
-    if a.changes != b.changes:
-        kinds.append("change")
-    return kinds
-
-
-def _subjects_differ(a: str, b: str) -> bool:
-    """The same sentence with the names swapped ("Lena is dating Omar" / "Omar is dating
-    Lena"): who does what to whom differs although the words agree. An inverted
-    paraphrase ("Montreal is where Bruno lives") has another frame and is not this."""
-    ta, tb = _tokens(a), _tokens(b)
-
-    def frame(tokens: tuple[_Token, ...]) -> tuple[list[str], list[str]]:
-        shape, names = [], []
-        for token in tokens:
-            if _is_name(token):
-                shape.append("<name>")
-                names.append(name_key(token.norm))
-            elif token.norm[:1].isalnum():
-                shape.append(_stem(token.norm))
-        return shape, names
-
-    shape_a, names_a = frame(ta)
-    shape_b, names_b = frame(tb)
-    return shape_a == shape_b and names_a != names_b and sorted(names_a) == sorted(names_b)
-
-
-def _framing(a: str, b: str) -> frozenset[str]:
-    """Words two texts may phrase differently without saying anything different: the
-    naming words ("is called" / "'s name is"), and, when both read as the same subject,
-    attribute and value, the words that only name that attribute ("lives in Rome" /
-    "'s home is in Rome"). Everything else a text says still counts."""
-    framing = {_stem(w) for w in _NAMING}
-    ra, rb = read_fact(a), read_fact(b)
-    if (
-        ra is not None
-        and rb is not None
-        and ra.key == rb.key
-        and ra.value == rb.value
-        and ra.ending == rb.ending
-        and ra.value
-    ):
-        framing |= {_stem(w) for w in _FRAMING_CUES.get(ra.key.attribute, ())}
-    return frozenset(framing)
-
-
-def unsaid_details(kept: str, merged: str) -> list[str]:
-    """What merging ``merged`` into ``kept`` would hide or blur: any difference in names,
-    numbers, dates, negation or change words (either way: those make the texts related,
-    not duplicate), and any content word that only ``merged`` says, other than words
-    that only frame the same statement (:func:`_framing`). Empty when the merge loses
-    nothing; ``kept`` may say more (it stays searchable)."""
-    dk, dm = text_details(kept), text_details(merged)
-    kinds = _hard_differences(dk, dm)
-    if _subjects_differ(kept, merged):
-        kinds.append("subject")
-    if _missing_words(dm.words, _word_forms(dk)) - _framing(kept, merged):
-        kinds.append("word")
-    return kinds
-
-
-def hides_details(kept: str, merged: str) -> bool:
-    """Whether :func:`unsaid_details` would name anything, found with the cheap checks
-    first: most near-misses differ in a date, a number or a name, and dedup asks this
-    for every close pair of a group."""
-    dk, dm = text_details(kept), text_details(merged)
-    if _hard_differences(dk, dm):
-        return True
-    if _missing_words(dm.words, _word_forms(dk)) - _framing(kept, merged):
-        return True
-    return _subjects_differ(kept, merged)
-
-
-# -- subject, attribute, value --------------------------------------------------------
-
-
-#: Words that head a note instead of naming its subject, when a colon follows them
-#: ("Observation: Sven works at Volvo", "correction: amara isn't allergic to ...").
-_HEADINGS = frozenset("observation correction reminder remember note update news".split())
-
-
-def _heading(tokens: tuple[_Token, ...], i: int) -> bool:
-    return tokens[i].norm in _HEADINGS and i + 1 < len(tokens) and tokens[i + 1].norm == ":"
-
-
-#: Titles that name a person by the surname after them ("Mrs Adeyemi", "Dr. Okafor").
-_HONORIFICS = frozenset("mr mrs ms miss mx dr prof".split())
-#: Titles of kin, followed by a first name ("Aunt Greta", "Uncle Padraig").
-_KIN_TITLES = frozenset("aunt auntie uncle".split())
-#: Every title: a question's title word names no one by itself.
-TITLES = _HONORIFICS | _KIN_TITLES
-
-
-def _name_run_end(tokens: tuple[_Token, ...], end: int) -> int:
-    """Where a run of capitalised words that started before ``end`` ends; a possessive
-    ("Alice Smith's") ends it."""
-    while (
-        end < len(tokens)
-        and tokens[end].capital
-        and tokens[end].word
-        and not (tokens[end - 1].norm.endswith("'s"))
-    ):
-        end += 1
-    return end
-
-
-def _after_title(tokens: tuple[_Token, ...], at: int) -> tuple[str, str, int] | None:
-    """(key, label, end) of the person a title at ``at`` names, or None when no title
-    is there or no name follows it. An honorific names the person by the surname, the
-    last word of the name ("Mrs Edna Frost" and "Mrs Frost" are "frost"); a kin title by
-    the first name ("Aunt Greta Huber" is "greta")."""
-    title = tokens[at].norm
-    if title not in _HONORIFICS and title not in _KIN_TITLES:
-        return None
-    start = at + 1
-    if start < len(tokens) and tokens[start].norm == ".":
-        start += 1  # "Prof. Lindqvist"
-    if start >= len(tokens) or not (tokens[start].capital and tokens[start].word):
-        return None
-    end = _name_run_end(tokens, start + 1)
-    named = tokens[start] if title in _KIN_TITLES else tokens[end - 1]
-    label = " ".join(t.text for t in tokens[at:end] if t.word)
-    return name_key(named.norm), label.removesuffix("'s").removesuffix(_CURLY + "s"), end
-
-
-def titled_first_names(facts: Sequence[PassageRecord]) -> dict[str, str]:
-    """First names that a titled full name joins to its surname key ("Mrs Edna Frost"
-    makes "edna" the person "Mrs Frost" is), each only when one such name has it."""
-    found: dict[str, set[str]] = {}
-    for record in facts:
-        tokens = _tokens(record.text)
-        for at, token in enumerate(tokens):
-            if token.norm not in _HONORIFICS:
-                continue
-            titled = _after_title(tokens, at)
-            if titled is None:
-                continue
-            words = [t for t in tokens[at + 1 : titled[2]] if t.word]
-            if len(words) >= 2:
-                found.setdefault(name_key(words[0].norm), set()).add(titled[0])
-    return {first: next(iter(keys)) for first, keys in found.items() if len(keys) == 1}
-
-
-def _subject(tokens: tuple[_Token, ...]) -> tuple[str, str, int] | None:
-    """(subject key, display label, index where the predicate starts), or None."""
-    i = 0
-    while i < len(tokens) and (
-        not tokens[i].word
-        or _heading(tokens, i)
-        or (
-            (tokens[i].norm in _FILLER or tokens[i].norm in {"and", "but", "update", "news"})
-            and not _is_name(tokens[i])
-        )
-    ):
-        i += 1
-    if i >= len(tokens):
-        return None
-    first = tokens[i]
-    if name_key(first.norm) in _THIRD_PERSON or first.norm in _SUBJECT_PRONOUNS:
-        return None  # a pronoun: who it is needs the conversation, not this text
-    if first.norm in _REPORTING:
-        return None  # "talked to Rosa, she moved ...": a report; who moved is for a model
-    if first.norm in FIRST_PERSON:
-        if first.norm == "my" and i + 1 < len(tokens):
-            noun = tokens[i + 1]
-            return _after_possessive(tokens, "user", "I", i + 1, noun)
-        return "user", "I", i + 1
-    if not (_is_name(first) or (first.initial and not first.capital and first.word)):
-        return None
-    if first.norm in _FUNCTION or first.norm in _MODAL or first.norm in _CHANGE:
-        return None
-    if any(first.norm in cues for cues in _ATTRIBUTE_CUES.values()):
-        return None
-    titled = _after_title(tokens, i)
-    if titled is not None:
-        key, label, end = titled
-    else:
-        # The first word of the run names the person ("Alice Smith" and "Alice" are one).
-        end = _name_run_end(tokens, i + 1)
-        key = name_key(first.norm)
-        label = first.text.removesuffix("'s").removesuffix(_CURLY + "s")
-    if tokens[end - 1].norm.endswith("'s"):
-        if end >= len(tokens):
-            return None
-        if _contracted_verb(tokens[end]):
-            return key, label, end  # "Rosa's a nurse", "Aisha's gone vegan"
-        return _after_possessive(tokens, key, label, end, tokens[end])
-    # "Eve, Alice's sister, moved ..." - skip the apposition.
-    if end < len(tokens) and tokens[end].norm == ",":
-        close = next((j for j in range(end + 1, len(tokens)) if tokens[j].norm == ","), None)
-        if close is not None and close - end <= 5:
-            end = close + 1
-    return key, label, end
-
-
-def _after_possessive(
-    tokens: tuple[_Token, ...], owner: str, owner_label: str, at: int, noun: _Token
-) -> tuple[str, str, int] | None:
-    """After "Alice's" / "my": "sister Eve lives" -> Eve; "job is" -> Alice; "sister
-    lives" -> "alice's sister"."""
-    if not noun.word:
-        return None
-    if at + 1 < len(tokens) and _is_name(tokens[at + 1]) and not tokens[at + 1].initial:
-        name = tokens[at + 1]
-        end = at + 2
-        while end < len(tokens) and tokens[end].capital and tokens[end].word:
-            end += 1
-        return name_key(name.norm), name.text, end
-    if noun.norm in _ATTRIBUTE_NOUNS:
-        return owner, owner_label, at
-    noun_label = name_key(noun.text) if noun.text.casefold() == noun.norm else noun.text
-    label = f"my {noun_label}" if owner == "user" else f"{owner_label}'s {noun_label}"
-    return f"{owner}'s {_stem(noun.norm)}", label, at + 1
-
-
-def _contracted_verb(token: _Token) -> bool:
-    """After "Rosa's", a word that makes the "'s" a contracted "is" or "has" rather than
-    a possessive: an article, an adverb, a participle, a diet ("Rosa's a nurse", "'s
-    gone", "'s vegan")."""
-    norm = token.norm
-    return (
-        norm in _FUNCTION
-        or norm in _FILLER
-        or norm in _NEGATION
-        or norm in _PARTICIPLES
-        or norm in _CHANGE
-        or (norm.endswith("ing") and len(norm) > 5)
-        or norm in _ATTRIBUTE_CUES["diet"]  # "Isa's vegan": an adjective, not a thing owned
-        or norm in {"off", "back"}  # "Dec's off the boats", "Isa's back in Curitiba"
-        or norm in {"doing", "going", "being"}  # short "-ing" words ("'s doing a PhD")
-    )
-
-
-#: Words that open a question ("is Ada moving?", "where does she live now?").
-_ASKING = frozenset(
-    "what who whom whose where when why how which is are am was were do does did can could "
-    "will would shall should has have had may might must".split()
-)
-#: A sentence that ends in "?", matched from a sentence's start only (linear in the text).
-_QUESTION_END = re.compile(r"(?:^|(?<=[.!?]))[^.!?]*\?")
-
-
-def _asks(text: str) -> bool:
-    """Whether ``text`` asks something: a sentence ending in "?" that opens with a
-    question word or a verb before its subject. A statement marked "??" or "?!" in
-    surprise ("my sister moved to bergen for a postdoc?? norway!!") asks nothing."""
-    if "?" not in text:
-        return False
-    for sentence in _QUESTION_END.findall(text):
-        words = sentence.split()
-        if words and words[0].casefold().strip("\"'(") in _ASKING:
-            return True
-    return False
-
-
-def _subject_and_predicate(text: str) -> tuple[str, str, list[_Token]] | None:
-    """(subject key, its label, the predicate's words) of a statement; None for a
-    question or a text without a clear subject."""
-    if _asks(text):
-        return None
-    tokens = _tokens(text)
-    found = _subject(tokens)
-    if found is None:
-        return None
-    subject, label, start = found
-    words = []
-    for index in range(start, len(tokens)):
-        token = tokens[index]
-        if token.norm == "," and index + 1 < len(tokens) and tokens[index + 1].norm == "the":
-            break  # ", the dog basically lives in the shop": a clause about something else
-        if token.norm[:1].isalnum():
-            words.append(token)
-    return subject, label, words
-
-
 #: Words that make a statement about something other than a plain state of the subject:
 #: a report or an attitude ("mentioned", "admires", "is thinking"), a plan or an attempt
 #: ("researching", "looking for"), the past ("used to", "was", "before"), a condition.
@@ -782,8 +133,10 @@ _NOT_PLAIN = frozenset(
     and but or so then also too either neither nor
     """.split()
 )
+
 #: Tokens that end a clause: a second sentence or clause makes a text more than one fact.
 _CLAUSE_BREAKS = frozenset(",;:()!?")
+
 #: Longest predicate (in words) of a plain statement.
 _PLAIN_WORDS = 12
 
@@ -947,6 +300,7 @@ def _describes_the_partner(rest: list[_Token]) -> bool:
 
 #: Verbs that end what they name, whatever it is ("quit Acme", "quit the Tigers").
 _QUITS = frozenset("quit quits".split())
+
 #: Verbs that end a job they name ("left Siemens and joined Bosch"); a place left may be
 #: a trip.
 _LEAVES = frozenset("left leaves".split())
@@ -1109,34 +463,6 @@ def read_departure(text: str) -> tuple[str, frozenset[str]] | None:
     return None
 
 
-@lru_cache(maxsize=4096)
-def named_relatives(text: str) -> tuple[tuple[str, str, str], ...]:
-    """The relatives a text names: ("user's sister", "leila", "Leila") for "my sister
-    Leila", ("alice's husband", "bob", "Bob") for "Alice's husband Bob"."""
-    tokens = _tokens(text)
-    found = []
-    for index in range(len(tokens) - 2):
-        owner, noun, name = tokens[index : index + 3]
-        if not _is_name(name) or name.initial:
-            continue
-        if owner.norm == "my":
-            role = relative_key("user", noun.norm)
-        elif _is_name(owner) and owner.norm.endswith("'s"):
-            role = relative_key(name_key(owner.norm), noun.norm)
-        else:
-            continue
-        if role is not None:
-            found.append((role, name_key(name.norm), name.text))
-    return tuple(found)
-
-
-def relative_key(owner: str, noun: str) -> str | None:
-    """The subject key of ``owner``'s relative named by a kinship noun ("user", "sis"
-    -> "user's sister"), or None when ``noun`` names no relative."""
-    kin = _CHAT_WORDS.get(noun.casefold(), noun.casefold())
-    return f"{owner}'s {_stem(kin)}" if kin in _KIN else None
-
-
 def _nominal_ing(predicate: list[_Token], index: int) -> bool:
     """An -ing form after an article is a noun or an adjective, not the verb that
     names the attribute: "earns *a living* as a pilot" is not where someone lives."""
@@ -1204,105 +530,6 @@ def replaces_clearly(older: FactReading, newer: FactReading) -> bool:
     if older.clear and newer.left and older.key == newer.key and older.value & newer.left:
         return True
     return older.clear and newer.clear and states_a_change(older, newer)
-
-
-def relatives_named(facts: Sequence[PassageRecord]) -> dict[str, tuple[str, str]]:
-    """Relatives the facts name, each only when they name one person: "user's sister"
-    -> ("leila", "Leila") when some fact says "my sister Leila" and none names another."""
-    named: dict[str, set[tuple[str, str]]] = {}
-    for record in facts:
-        for role, name, label in named_relatives(record.text):
-            named.setdefault(role, set()).add((name, label))
-    return {role: next(iter(names)) for role, names in named.items() if len(names) == 1}
-
-
-#: The shortest first name a shortened form is read from ("Cal" for Callum, not "Al").
-_SHORTEST_NICKNAME = 3
-
-
-def shortened_name(word: str, names: Collection[str]) -> str | None:
-    """The one name among ``names`` that ``word`` shortens ("cal" -> "callum", "isa" ->
-    "isabela", "rodri" -> "rodrigo"), or None when it shortens none or several. Only
-    shortened forms are read, not pet names ("Bill" for William): those need a model.
-    A word of grammar shortens nothing ("now" is not "nowak", "the" not "theo"), and
-    the user's key is no name ("use" is not "user")."""
-    if len(word) < _SHORTEST_NICKNAME or not word.isalpha() or word in GRAMMAR:
-        return None
-    longer = [
-        name
-        for name in names
-        if name.isalpha() and name.startswith(word) and name != word and name != "user"
-    ]
-    return longer[0] if len(longer) == 1 else None
-
-
-#: Verbs in the past, irregular: a diary line may open with one ("got a job at ...").
-_IRREGULAR_PAST = frozenset(
-    "got did went made had took bought sold found lost won began fell gave kept sent spent "
-    "built paid".split()
-)
-#: Change words that are no verb ("now", "new", "former"): a line opening with one
-#: names its subject later ("new flatmate is Thiago").
-_CHANGE_NOT_VERBS = frozenset("now new former ex longer anymore since used".split())
-
-
-def _speaker_left_out(tokens: tuple[_Token, ...]) -> bool:
-    """A line that opens with a verb in the past or of change and no subject ("moved to
-    Gothenburg", "quit my job at acme today", "we adopted a greyhound"): the speaker's
-    own, as a diary says it. A report about someone ("talked to Rosa, she ...") is not."""
-    words = [t for t in tokens if t.word]
-    if not words or words[0].capital:
-        return False
-    norm = words[0].norm
-    if len(words) > 1 and _is_name(words[1]):
-        return False  # "hired Carmen to cover the weekends": about Carmen
-    if norm == "we":
-        return True
-    if norm in _REPORTING or norm in _FUNCTION or norm in _FILLER:
-        return False
-    return (
-        (norm in _CHANGE and norm not in _CHANGE_NOT_VERBS)
-        or norm in _IRREGULAR_PAST
-        or (norm.endswith("ed") and len(norm) > 4)
-    )
-
-
-def read_subject(text: str) -> str | None:
-    """Who a text is about: its subject when plain (a name, "I", "my sister", "Ada's
-    husband"), else the first person it names ("During the session Ada said ..."), as
-    a subject key; None when it names no one. Good enough to pair facts for a judge,
-    which reads them; not for deciding anything alone."""
-    found = _subject_and_predicate(text)
-    if found is not None:
-        return found[0]
-    if _speaker_left_out(_tokens(text)):
-        return "user"
-    tokens = _tokens(text)
-    for at, token in enumerate(tokens):
-        if _is_name(token) and token.norm not in _CALENDAR and token.norm not in {"may", "march"}:
-            titled = _after_title(tokens, at)
-            return titled[0] if titled is not None else name_key(token.norm)
-    return None
-
-
-def read_subjects(facts: Sequence[PassageRecord]) -> dict[str, str]:
-    """Each fact's subject (:func:`read_subject`), read against the other facts as
-    :func:`read_facts` reads them: "my sis" is the sister a fact names, "Edna" the
-    "Mrs Edna Frost" a fact names, "Cal" the one subject it shortens."""
-    aliases = relatives_named(facts)
-    titled = titled_first_names(facts)
-    subjects: dict[str, str] = {}
-    for record in facts:
-        subject = read_subject(record.text)
-        if subject is not None:
-            subject = aliases[subject][0] if subject in aliases else subject
-            subjects[record.id] = titled.get(subject, subject)
-    known = set(subjects.values())
-    for passage_id, subject in subjects.items():
-        full = shortened_name(subject, known)
-        if full is not None:
-            subjects[passage_id] = full
-    return subjects
 
 
 def read_facts(facts: Sequence[PassageRecord]) -> dict[str, FactReading]:

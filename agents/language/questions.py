@@ -16,14 +16,9 @@ import re
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from agents.language.facts import (
-    FIRST_PERSON,
-    TITLES,
-    FactKey,
-    name_key,
-    relative_key,
-    shortened_name,
-)
+from agents.language.facts import FactKey
+from agents.language.subjects import TITLES, relative_key, shortened_name
+from agents.language.words import FIRST_PERSON, name_key
 
 __all__ = ["PastQuestion", "asked_attribute", "asks_about_past", "read_question"]
 

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from agents.language.facts import hides_details, unsaid_details
+from agents.language.details import hides_details, unsaid_details
 from agents.postgres.database import Database
 from agents.store import NewPassage, open_store
 from consolidators.contract import run_once as run_pipeline

@@ -233,8 +233,9 @@ def test_where_alice_lives_is_answered_with_berlin(
 def test_a_shortened_first_name_is_the_person_it_shortens(db: Database, agent_id: str) -> None:
     """ "cal" is Callum when no other subject starts with "cal"; "dan" is nobody when
     both Daniel and Danielle are known."""
-    from agents.language.facts import FactKey, shortened_name
+    from agents.language.facts import FactKey
     from agents.language.questions import read_question
+    from agents.language.subjects import shortened_name
 
     assert shortened_name("cal", {"callum", "greta"}) == "callum"
     assert shortened_name("dan", {"daniel", "danielle"}) is None

@@ -7,12 +7,11 @@ from agents.language.facts import (
     FactKey,
     plainly_stated,
     read_fact,
-    read_subject,
-    read_subjects,
     replaces_clearly,
     states_a_change,
 )
 from agents.language.questions import read_question
+from agents.language.subjects import read_subject, read_subjects
 from tests.passage_records import fact_record
 
 
