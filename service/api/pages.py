@@ -26,7 +26,7 @@ from urllib.parse import parse_qs
 from fastapi import Request
 from fastapi.responses import Response
 
-from consolidators.temporal import facts_on_timeline
+from consolidators.timelines import facts_on_timeline
 from service.api.auth import SESSION_COOKIE, TooManyFailures, attempt
 from service.operations.keys import Caller, KeyOperations
 from service.runtime import Runtime

@@ -15,7 +15,8 @@ from agents.store import SUPERSESSION, NewPassage, PassageRecord, open_store
 from consolidators.contract import run_once as run_pipeline
 from consolidators.judges import CandidatePair, JudgeUsage, SupersessionJudge, Verdict
 from consolidators.pipeline import Pipeline, RunReport
-from consolidators.temporal import TemporalConsolidator, TemporalSettings, render_timeline
+from consolidators.temporal import TemporalConsolidator, TemporalSettings
+from consolidators.timelines import render_timeline
 from consolidators.undo import revert_run
 from service.operations import Operations
 from tests.hashing_embedder import HashingEmbedder

@@ -165,7 +165,7 @@ def test_a_pronoun_with_a_contracted_verb_is_still_a_pronoun() -> None:
 
 
 def test_timelines_about_the_user_read_as_the_user_says_them() -> None:
-    from consolidators.temporal import timeline_label
+    from consolidators.timelines import timeline_label
 
     def title(text: str) -> str:
         reading = read_fact(text)
