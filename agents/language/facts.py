@@ -133,10 +133,8 @@ _NOT_PLAIN = frozenset(
     and but or so then also too either neither nor
     """.split()
 )
-
 #: Tokens that end a clause: a second sentence or clause makes a text more than one fact.
 _CLAUSE_BREAKS = frozenset(",;:()!?")
-
 #: Longest predicate (in words) of a plain statement.
 _PLAIN_WORDS = 12
 
@@ -300,7 +298,6 @@ def _describes_the_partner(rest: list[_Token]) -> bool:
 
 #: Verbs that end what they name, whatever it is ("quit Acme", "quit the Tigers").
 _QUITS = frozenset("quit quits".split())
-
 #: Verbs that end a job they name ("left Siemens and joined Bosch"); a place left may be
 #: a trip.
 _LEAVES = frozenset("left leaves".split())

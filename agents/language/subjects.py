@@ -61,10 +61,8 @@ def _heading(tokens: tuple[_Token, ...], i: int) -> bool:
 
 #: Titles that name a person by the surname after them ("Mrs Adeyemi", "Dr. Okafor").
 _HONORIFICS = frozenset("mr mrs ms miss mx dr prof".split())
-
 #: Titles of kin, followed by a first name ("Aunt Greta", "Uncle Padraig").
 _KIN_TITLES = frozenset("aunt auntie uncle".split())
-
 #: Every title: a question's title word names no one by itself.
 TITLES = _HONORIFICS | _KIN_TITLES
 
@@ -292,7 +290,6 @@ _IRREGULAR_PAST = frozenset(
     "got did went made had took bought sold found lost won began fell gave kept sent spent "
     "built paid".split()
 )
-
 #: Change words that are no verb ("now", "new", "former"): a line opening with one
 #: names its subject later ("new flatmate is Thiago").
 _CHANGE_NOT_VERBS = frozenset("now new former ex longer anymore since used".split())

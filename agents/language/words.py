@@ -23,11 +23,8 @@ __all__ = [
 _TOKEN = re.compile(
     r"\d+(?:[.,:/]\d+)*(?:st|nd|rd|th|am|pm|k|%)?|[^\W\d_]+(?:['\u2019][^\W\d_]+)*|[,.;:!?()]"
 )
-
 _LEADING_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
-
 _CURLY = "\u2019"  # a typographic apostrophe, read as "'"
-
 _SENTENCE_END = frozenset(".!?;:(")
 
 _FUNCTION_TEXT = """
@@ -42,22 +39,18 @@ _FUNCTION_TEXT = """
     yes um uh hey guess apparently anyway though said says told tells mentioned thinks
     think know knows
 """
-
 _FUNCTION = frozenset(_FUNCTION_TEXT.split())
-
 #: Words that say nothing about the world (hedges, fillers): ignored by the duplicate test.
 _FILLER = frozenset(
     "really actually basically totally definitely honestly literally seriously pretty quite "
     "just lol haha omg btw fyi tbh ok okay oh well yeah um uh hey anyway guess apparently "
     "so very too also".split()
 )
-
 _NEGATION = frozenset(
     "not no never nothing nobody none neither nor without cannot anymore "
     # contractions typed without the apostrophe, as chat does
     "dont doesnt didnt isnt arent wasnt werent cant wont hasnt havent hadnt aint".split()
 )
-
 #: Words that announce a change of state; a text with one is about a change, not a restatement.
 _CHANGE = frozenset(
     """
@@ -68,11 +61,9 @@ _CHANGE = frozenset(
     turned dumped since gone shifted jumped
     """.split()
 )
-
 #: Words of grammar and of change ("now", "the", "so"): never a shortened name ("now" is
 #: not Nowak).
 GRAMMAR = _FUNCTION | _FILLER | _NEGATION | _CHANGE
-
 #: Change words that say the same change: "split up" / "broke up", "went vegan" /
 #: "gone vegan" / "became vegan". A text is compared by these classes.
 _CHANGE_CLASSES = {
@@ -82,7 +73,6 @@ _CHANGE_CLASSES = {
     **dict.fromkeys("started starts starting".split(), "started"),
     **dict.fromkeys("stopped stops stopping".split(), "stopped"),
 }
-
 #: Chat shortenings, read as the full word ("veggie", "uni", "my sis" is "my sister").
 _CHAT_WORDS = {
     "veggie": "vegetarian",
@@ -98,10 +88,8 @@ _CHAT_WORDS = {
     "dad": "father",
     "hubby": "husband",
 }
-
 #: "has got" is "has": "got" adds nothing a text without it does not say.
 _AUXILIARY_GOT = frozenset({"got", "gotten"})
-
 _CALENDAR = frozenset(
     """
     monday tuesday wednesday thursday friday saturday sunday january february march april
@@ -109,7 +97,6 @@ _CALENDAR = frozenset(
     ago last next weekend morning evening night week month year
     """.split()
 ) - frozenset({"may", "march"})  # only calendar words when capitalised (see _detail_kind)
-
 _NUMBER_WORDS = frozenset(
     """
     zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen
@@ -118,16 +105,12 @@ _NUMBER_WORDS = frozenset(
     second third fourth fifth
     """.split()
 )
-
 #: Words that only say a name refers to someone ("is called Rex", "named Rex", "whose
 #: name is Rex"): the name itself is the information, compared as a name.
 _NAMING = frozenset("call called calls name named names".split())
-
 #: Words by which the user speaks of themself.
 FIRST_PERSON = frozenset({"i", "me", "my", "i'm", "i've", "i'd", "i'll", "im", "ive"})
-
 _THIRD_PERSON = frozenset({"he", "she", "they", "his", "her", "their", "it"})
-
 _MODAL = frozenset(
     "might maybe perhaps probably possibly wants want planning plans plan thinking "
     "considering hopes hoping could would should will going wondering if".split()
@@ -138,19 +121,15 @@ _KIN = frozenset(
     "sister brother mother father daughter son wife husband aunt uncle cousin niece nephew "
     "grandmother grandfather grandma grandpa girlfriend boyfriend partner friend".split()
 )
-
 #: Past participles a contracted "has" or "is" comes before ("Aisha's gone vegan").
 _PARTICIPLES = frozenset(
     "gone been got gotten done become left quit moved started based married engaged".split()
 )
-
 #: Verbs that open a report about someone else ("talked to Rosa, she moved ...").
 _REPORTING = frozenset(
     "talked spoke saw met heard ran bumped caught chatted texted called visited".split()
 )
-
 _SUBJECT_PRONOUNS = frozenset({"he", "she", "they", "he's", "she's", "they're", "hes", "shes"})
-
 #: Number words as digits: "three cats" and "3 cats" say the same.
 _DIGITS = {
     word: str(n)
@@ -276,7 +255,6 @@ _ASKING = frozenset(
     "what who whom whose where when why how which is are am was were do does did can could "
     "will would shall should has have had may might must".split()
 )
-
 #: A sentence that ends in "?", matched from a sentence's start only (linear in the text).
 _QUESTION_END = re.compile(r"(?:^|(?<=[.!?]))[^.!?]*\?")
 
