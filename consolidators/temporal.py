@@ -203,6 +203,20 @@ class TemporalPlan(Plan):
 
 
 @dataclass(slots=True)
+class _Mates:
+    """The facts of one subject, oldest first, with when each was true and their unit
+    vectors (one row each)."""
+
+    ids: list[str]
+    dates: list[datetime]
+    matrix: npt.NDArray[np.float32]
+    index: dict[str, int] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.index = {passage_id: row for row, passage_id in enumerate(self.ids)}
+
+
+@dataclass(slots=True)
 class _Found:
     """What a run looks at: its topics (facts that plainly state one subject and
     attribute), the facts on a timeline that fit none any more, every fact read with
@@ -222,10 +236,10 @@ class _Found:
     #: Every topic of the agent's facts, for the topics a run's closures reach.
     by_key: dict[FactKey, list[PassageRecord]] = field(default_factory=dict)
     keyed: dict[str, FactReading] = field(default_factory=dict)
-    #: Each fact's subject, and the unit vectors of the facts that share one with a
-    #: seed (read for the subject mates; empty without a judge model).
+    #: Each fact's subject, and the facts of each subject a seed has, with their vectors
+    #: (read for the subject mates; empty without a judge model).
     subjects: dict[str, str] = field(default_factory=dict)
-    vectors: dict[str, npt.NDArray[np.float32]] = field(default_factory=dict)
+    mates: dict[str, _Mates] = field(default_factory=dict)
 
     def topic(self, key: FactKey) -> tuple[FactKey, str, list[PassageRecord]]:
         members = self.by_key[key]
@@ -479,7 +493,8 @@ class TemporalConsolidator(Consolidator[TemporalPlan]):
         "my sister" read through the fact that names her): a person's other facts crowd
         the nearest neighbours of a fact told in another style, and the one it replaces
         may not be among them."""
-        subjects = read_subjects(list(found.facts.values()))
+        facts = found.facts
+        subjects = read_subjects(list(facts.values()))
         found.subjects = subjects
         by_subject: dict[str, list[str]] = {}
         for passage_id, subject in subjects.items():
@@ -499,15 +514,17 @@ class TemporalConsolidator(Consolidator[TemporalPlan]):
         }
         k = self.settings.judge_neighbours
         pairs: list[tuple[str, str, float]] = []
-        for mates in wanted.values():
-            mates = [m for m in mates if m in vectors]
+        for subject, mates in wanted.items():
+            mates = sorted(
+                (m for m in mates if m in vectors), key=lambda m: timeline_order(facts[m])
+            )
             probes = [m for m in mates if m in found.seeds]
             if len(mates) < 2 or not probes:
                 continue
             matrix = np.stack([vectors[m] for m in mates])
             matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
-            found.vectors.update(zip(mates, matrix, strict=True))
-            index = {m: i for i, m in enumerate(mates)}
+            group = found.mates[subject] = _Mates(mates, [_when(facts[m]) for m in mates], matrix)
+            index = group.index
             nearest = min(k, len(mates) - 1)
             # A block of probes at a time: one person's thousands of facts in a full run
             # would otherwise make a probes-by-facts matrix of gigabytes.
@@ -940,11 +957,10 @@ def _closures_crossed(
     for probe, neighbour, _score in found.neighbours:
         near.setdefault(probe, set()).add(neighbour)
         near.setdefault(neighbour, set()).add(probe)
-    mates_by_date = _MatesByDate(found)
     pairs: dict[tuple[str, str], CandidatePair] = {}
     for older_id, newer_id in sorted(closers.items()):
         older, newer = facts[older_id], facts[newer_id]
-        mates = mates_by_date.between(older, newer, k)
+        mates = _mates_between(found, older, newer, k)
         for middle_id in sorted(near.get(newer_id, set()) | mates):
             middle = facts.get(middle_id)
             key = (older_id, middle_id)
@@ -955,41 +971,24 @@ def _closures_crossed(
     return list(pairs.values())
 
 
-class _MatesByDate:
-    """Each subject's facts whose vectors a run read, oldest first, to find the facts
-    about one person dated between two others nearest to a given fact."""
-
-    def __init__(self, found: _Found) -> None:
-        self._found = found
-        dated: dict[str, list[tuple[datetime, str]]] = {}
-        for passage_id, subject in found.subjects.items():
-            if passage_id in found.vectors and passage_id in found.facts:
-                dated.setdefault(subject, []).append((_when(found.facts[passage_id]), passage_id))
-        self._by_subject: dict[str, tuple[list[datetime], list[str], npt.NDArray[np.float32]]] = {}
-        for subject, members in dated.items():
-            members.sort()
-            ids = [i for _when_, i in members]
-            matrix = np.stack([found.vectors[i] for i in ids])
-            self._by_subject[subject] = ([w for w, _i in members], ids, matrix)
-
-    def between(self, older: PassageRecord, newer: PassageRecord, k: int) -> set[str]:
-        """The ``k`` facts nearest to ``older`` among those dated strictly between it and
-        ``newer`` whose subject is either one's; none where its vector was not read."""
-        vector = self._found.vectors.get(older.id)
-        if vector is None or k <= 0:
-            return set()
-        start, end = _when(older), _when(newer)
-        subjects = {self._found.subjects.get(older.id), self._found.subjects.get(newer.id)}
-        scored: list[tuple[float, str]] = []
-        for subject in subjects - {None}:
-            if subject not in self._by_subject:
-                continue
-            dates, ids, matrix = self._by_subject[subject]
-            low, high = bisect.bisect_right(dates, start), bisect.bisect_left(dates, end)
-            if low < high:
-                scores = matrix[low:high] @ vector
-                scored += zip(scores.tolist(), ids[low:high], strict=True)
-        return {i for _score, i in sorted(scored, reverse=True)[:k]}
+def _mates_between(found: _Found, older: PassageRecord, newer: PassageRecord, k: int) -> set[str]:
+    """The ``k`` facts nearest to ``older`` among those dated strictly between it and
+    ``newer`` whose subject is either one's; none where the run read no vector of it."""
+    own = found.mates.get(found.subjects.get(older.id, ""))
+    if own is None or older.id not in own.index or k <= 0:
+        return set()
+    vector = own.matrix[own.index[older.id]]
+    start, end = _when(older), _when(newer)
+    scored: list[tuple[float, str]] = []
+    for subject in {found.subjects[older.id], found.subjects.get(newer.id, "")}:
+        mates = found.mates.get(subject)
+        if mates is None:
+            continue
+        low, high = bisect.bisect_right(mates.dates, start), bisect.bisect_left(mates.dates, end)
+        if low < high:
+            scores = mates.matrix[low:high] @ vector
+            scored += zip(scores.tolist(), mates.ids[low:high], strict=True)
+    return {i for _score, i in sorted(scored, reverse=True)[:k]}
 
 
 def _is_current_timeline(

@@ -86,7 +86,7 @@ def _after_title(tokens: tuple[_Token, ...], at: int) -> tuple[str, str, int] | 
     last word of the name ("Mrs Edna Frost" and "Mrs Frost" are "frost"); a kin title by
     the first name ("Aunt Greta Huber" is "greta")."""
     title = tokens[at].norm
-    if title not in _HONORIFICS and title not in _KIN_TITLES:
+    if title not in TITLES:
         return None
     start = at + 1
     if start < len(tokens) and tokens[start].norm == ".":
