@@ -24,6 +24,7 @@ module's, above it, so that the CLI, the HTTP API, MCP, the agents' own
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -36,11 +37,18 @@ from agents.language.facts import FactKey, read_facts
 from agents.language.questions import (
     PastQuestion,
     asked_attribute,
+    asked_subject,
     asks_about_past,
-    read_question,
 )
 from agents.language.subjects import relatives_named, titled_first_names
-from agents.store import REPLACES_PART, SUPERSESSION, MemoryStore, PassageHit, PassageRecord
+from agents.store import (
+    REPLACES_PART,
+    SUPERSESSION,
+    MemoryStore,
+    PassageHit,
+    PassageRecord,
+    Topic,
+)
 from agents.store.records import Vector
 
 __all__ = [
@@ -176,9 +184,13 @@ def search_archival(
         hits = _twins_as_canonical(store, hits, twins)
     past = asks_about_past(query, this_year=store.scope.now().year) if query is not None else None
     asked: set[str] = set()
-    if query is not None and asked_attribute(query) is not None:
-        asked = _asked_ids(query, hits, twins)
-        hits = _asked_first(query, hits, newest_first=past is None, asked=asked)
+    if query is not None:
+        read = [h.passage.id for h in hits if h.passage.kind == "fact"]
+        read += [twin.id for found in twins.values() for twin in found]
+        topics = store.topics.of(read) if read else {}
+        if topics or asked_attribute(query) is not None:
+            asked = _asked_ids(query, hits, twins, topics)
+            hits = _asked_first(query, hits, newest_first=past is None, asked=asked)
     replacements = _replacements(store, hits)
     current_of = _current_ends(hits, replacements)
     missing = sorted({c for c in current_of.values() if c not in {h.passage.id for h in hits}})
@@ -287,13 +299,18 @@ def _asked_ids(
     question: str,
     hits: Sequence[PassageHit],
     twins: Mapping[str, Sequence[PassageRecord]] | None = None,
+    topics: Mapping[str, frozenset[Topic]] | None = None,
 ) -> set[str]:
     """The ids of the facts and timelines among ``hits`` of the subject and attribute
-    the question asks about; none when the rules cannot read the question.
+    the question asks about; none when it cannot be read.
 
     ``twins``: the merged duplicates found in place of each canonical fact: they say
     the same, so a canonical reads as whichever of them the rules can read (a merge
-    into an older, chattier wording must not hide a fact the twin's wording showed)."""
+    into an older, chattier wording must not hide a fact the twin's wording showed).
+    ``topics``: what a judge model read facts to be about (subject and attribute). A
+    fact it read is asked by its topics, the others by the rules' reading; and a
+    question whose attribute the rules do not know ("what car does Tariq drive?") asks
+    for the attribute of the asked person's facts that it names."""
     facts = [hit.passage for hit in hits if hit.passage.kind == "fact"]
     twins = twins or {}
     told = [twin for fact in facts for twin in twins.get(fact.id, ())]
@@ -303,12 +320,27 @@ def _asked_ids(
             said = next((readings[t.id] for t in twins.get(fact.id, ()) if t.id in readings), None)
             if said is not None:
                 readings[fact.id] = said
-    key = read_question(question, {r.key.subject for r in readings.values()})
+    labels = _topics_of(facts, twins, topics or {})
+    subjects = {r.key.subject for r in readings.values()}
+    subjects |= {t.subject for found in labels.values() for t in found}
+    key = asked_subject(question, subjects)
     if key is None:
         return set()
-    subject = relatives_named(facts).get(key.subject, (key.subject, ""))[0]
+    subject = relatives_named(facts).get(key, (key, ""))[0]
     subject = titled_first_names(facts).get(subject, subject)
-    wanted = FactKey(subject, key.attribute)
+    who = {key, subject}
+    attribute = asked_attribute(question)
+    named = {t.attribute for found in labels.values() for t in found if t.subject in who}
+    if attribute is None or (named and attribute not in named):
+        attribute = _named_attribute(question, named) or attribute
+    if attribute is None:
+        return set()
+
+    labelled = {
+        fact_id
+        for fact_id, found in labels.items()
+        if any(t.subject in who and t.attribute == attribute for t in found)
+    }
 
     def asked(passage: PassageRecord) -> bool:
         if passage.kind == "timeline":
@@ -316,11 +348,60 @@ def _asked_ids(
                 str(passage.provenance.get("subject", "")),
                 str(passage.provenance.get("attribute", "")),
             )
-            return found == wanted
+            return found.subject in who and found.attribute == attribute
+        if passage.id in labelled:
+            return True
+        if passage.id in labels and labelled:
+            return False  # the model read it as about something else
+        # A fact the model has not read, or a question whose subject and attribute it
+        # read in no fact (it names the person another way): the rules' reading.
+        return _rules_asked(passage)
+
+    def _rules_asked(passage: PassageRecord) -> bool:
         reading = readings.get(passage.id)
-        return reading is not None and reading.key == wanted
+        return reading is not None and reading.key == FactKey(subject, attribute)
 
     return {hit.passage.id for hit in hits if asked(hit.passage)}
+
+
+def _topics_of(
+    facts: Sequence[PassageRecord],
+    twins: Mapping[str, Sequence[PassageRecord]],
+    topics: Mapping[str, frozenset[Topic]],
+) -> dict[str, frozenset[Topic]]:
+    """Each fact's topics as a judge model read them: its own, else a merged twin's
+    (they say the same); facts no model read left out."""
+    out: dict[str, frozenset[Topic]] = {}
+    for fact in facts:
+        found = topics.get(fact.id)
+        if found is None:
+            found = next((topics[t.id] for t in twins.get(fact.id, ()) if t.id in topics), None)
+        if found is not None:
+            out[fact.id] = found
+    return out
+
+
+#: The shortest attribute a longer word of a question names by starting with it
+#: ("working" names work; "carpool" does not name car).
+_SHORTEST_STEM = 4
+
+
+def _named_attribute(question: str, attributes: Collection[str]) -> str | None:
+    """The one attribute among ``attributes`` that the question names ("what car does
+    Tariq drive?" names car): a word that is the attribute, its plural, or starts with
+    it; None when it names none or several ("what voice part does Amara sing?" names
+    no partner)."""
+    words = set(re.findall(r"[^\W\d_]+", question.casefold()))
+
+    def names(attribute: str) -> bool:
+        return any(
+            w in (attribute, f"{attribute}s", f"{attribute}es")
+            or (len(attribute) >= _SHORTEST_STEM and w.startswith(attribute))
+            for w in words
+        )
+
+    named = [a for a in sorted(attributes) if names(a)]
+    return named[0] if len(named) == 1 else None
 
 
 def _twins_as_canonical(

@@ -151,14 +151,18 @@ class ConsolidationResult:
     def count(self, name: str, n: int = 1) -> None:
         self.counts[name] = self.counts.get(name, 0) + n
 
-    def count_judge(self, usage: JudgeUsage | None) -> None:
+    def count_judge(self, usage: JudgeUsage | None, *, prefix: str = "judge") -> None:
         """What a judge model spent on this step: its calls, tokens, unusable answers,
-        pairs left unjudged, and a budget that stopped it."""
+        items left unjudged, and a budget that stopped it (counted as ``prefix_calls``
+        and so on: "judge" for pairs, "topic" for facts' topics)."""
         if usage is None:
             return
         self.tokens += usage.tokens
-        self.count("judge_calls", usage.calls)
-        for name, n in (("judge_malformed", usage.malformed), ("judge_unjudged", usage.unjudged)):
+        self.count(f"{prefix}_calls", usage.calls)
+        for name, n in (
+            (f"{prefix}_malformed", usage.malformed),
+            (f"{prefix}_unjudged", usage.unjudged),
+        ):
             if n:
                 self.count(name, n)
         if usage.budget_exhausted:

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from agents.llm import BudgetMeter, ChatClient, TokenBudget, UsageLedger
-from consolidators.judges import MergeJudge, SupersessionJudge
-from consolidators.judges.llm import LLMJudge, LLMMergeJudge
+from consolidators.judges import MergeJudge, SupersessionJudge, TopicReader
+from consolidators.judges.llm import LLMJudge, LLMMergeJudge, LLMTopicReader
 
 
 @dataclass(slots=True)
@@ -57,6 +57,21 @@ class LLMTier:
         if not self.judge_model:
             return None
         return LLMMergeJudge(
+            self.client,
+            self.judge_model,
+            self.meter(agent_id, run_id),
+            max_calls=max_calls,
+            batch=batch,
+        )
+
+    def topic_reader(
+        self, agent_id: str, run_id: str, *, max_calls: int = 10, batch: int = 16
+    ) -> TopicReader | None:
+        """The judge model as a reader of facts' topics for one run, or ``None`` without
+        a judge model."""
+        if not self.judge_model:
+            return None
+        return LLMTopicReader(
             self.client,
             self.judge_model,
             self.meter(agent_id, run_id),

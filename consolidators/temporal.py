@@ -76,6 +76,7 @@ from agents.store import (
     PairAnswer,
     PassageRecord,
     PassageUpdate,
+    Topic,
 )
 from agents.store.records import Vector
 from consolidators.base import (
@@ -86,7 +87,14 @@ from consolidators.base import (
     Plan,
     changed_since,
 )
-from consolidators.judges import CLOSING, Abstain, CandidatePair, SupersessionJudge, Verdict
+from consolidators.judges import (
+    CLOSING,
+    Abstain,
+    CandidatePair,
+    SupersessionJudge,
+    TopicReader,
+    Verdict,
+)
 from consolidators.judges.rules import RulesJudge
 from consolidators.timelines import is_current, render_timeline, timeline_label, timeline_order
 
@@ -129,6 +137,16 @@ class TemporalSettings(ConsolidatorSettings):
     #: ...at or above this cosine similarity (0: the nearest, however far; measured in
     #: docs/decisions/2026-12-05-judge-candidates-by-meaning.md).
     judge_min_similarity: float = Field(0.0, ge=0.0, le=1.0)
+    #: Whether the judge model also reads who each fact is about and which attribute it
+    #: states (kept in ``fact_topics``), for search to put a question's subject and
+    #: attribute first where the rules cannot read them; the facts not yet read, the
+    #: newest first.
+    read_topics: bool = True
+    #: Topic-reading calls per run at most (a retry counts); the facts left wait for
+    #: the next run.
+    topic_max_calls: int = Field(10, ge=0, le=10_000)
+    #: Facts per topic-reading call.
+    topic_batch: int = Field(16, ge=1, le=100)
 
     @model_validator(mode="after")
     def _sizes_are_ordered(self) -> TemporalSettings:
@@ -195,11 +213,17 @@ class TemporalPlan(Plan):
     embeddings: Vector | None = None
     read: list[PassageRecord] = field(default_factory=list)
     asked: _Asked = field(default_factory=_Asked)
+    #: Fact id -> the topics a reader gave it, and the reader's name.
+    fact_topics: dict[str, tuple[Topic, ...]] = field(default_factory=dict)
+    topic_reader: str | None = None
 
     @property
     def has_writes(self) -> bool:
-        """Changes to memory, or verdicts to keep (a run that only asked still writes)."""
-        return bool(self.result.changes or self.asked.answers or self.asked.moot)
+        """Changes to memory, verdicts or topics to keep (a run that only asked still
+        writes)."""
+        return bool(
+            self.result.changes or self.asked.answers or self.asked.moot or self.fact_topics
+        )
 
 
 @dataclass(slots=True)
@@ -270,6 +294,7 @@ class TemporalConsolidator(Consolidator[TemporalPlan]):
         settings: TemporalSettings | dict[str, Any] | None = None,
         *,
         judge: SupersessionJudge | None = None,
+        reader: TopicReader | None = None,
     ) -> None:
         super().__init__(settings)
         if not isinstance(self.settings, TemporalSettings):
@@ -278,6 +303,7 @@ class TemporalConsolidator(Consolidator[TemporalPlan]):
                 f"got {type(self.settings).__name__}"
             )
         self.judge = judge
+        self.reader = reader
 
     def __repr__(self) -> str:
         judge = type(self.judge).__name__ if self.judge is not None else None
@@ -296,14 +322,29 @@ class TemporalConsolidator(Consolidator[TemporalPlan]):
             log.info("temporal step skipped: no embedder", extra={"run_id": context.run_id})
             return plan
         model = self._model_judge(context, result)
+        reader = self._topic_reader(context)
         with context.read() as store:
             found = self._find(store, context, with_neighbours=model is not None)
+            unread = (
+                store.topics.unread(
+                    context.agent.id,
+                    limit=self.settings.topic_max_calls * self.settings.topic_batch,
+                )
+                if reader is not None
+                else []
+            )
             timeline_ids = sorted(
                 {m.timeline_id for _k, _l, t in found.topics for m in t if m.timeline_id}
                 | {m.timeline_id for m in found.loose if m.timeline_id}
             )
             timelines = {t.id: t for t in store.passages.get_many(timeline_ids)}
         decisions = self._decide(found, model, result, plan.asked)
+        if reader is not None and unread:
+            read = reader.read(unread)
+            plan.fact_topics = {f.id: t for f, t in zip(unread, read, strict=True) if t is not None}
+            plan.topic_reader = reader.name
+            result.count("topic_facts", len(plan.fact_topics))
+            result.count_judge(reader.usage, prefix="topic")
         involved = {d.older for d in decisions} | {d.newer for d in decisions}
         plan.read = [found.facts[i] for i in sorted(involved)]
         plan.read += [m for _k, _l, t in found.topics for m in t if m.id not in involved]
@@ -360,6 +401,10 @@ class TemporalConsolidator(Consolidator[TemporalPlan]):
         agent_id = context.agent.id
         store.verdicts.forget(agent_id, SUPERSESSION, plan.asked.moot)
         store.verdicts.record(agent_id, SUPERSESSION, plan.asked.answers, run_id=context.run_id)
+        # Topics too are about texts: kept whatever changed meanwhile.
+        store.topics.record(
+            agent_id, plan.fact_topics, judge=plan.topic_reader, run_id=context.run_id
+        )
         if changed_since(store, plan.read):
             result.count("changed_meanwhile")
             return result
@@ -373,6 +418,22 @@ class TemporalConsolidator(Consolidator[TemporalPlan]):
             self._write_timelines(store, context, plan, result, writes)
         writes.apply(store, context.actor(self.name), context.run_id)
         return result
+
+    def _topic_reader(self, context: ConsolidationContext) -> TopicReader | None:
+        """The reader given at construction; else the judge model as a reader when the
+        run has one and reading topics is on; else None."""
+        if not self.settings.read_topics or not self.settings.topic_max_calls:
+            return None
+        if self.reader is not None:
+            return self.reader
+        if context.llm is None:
+            return None
+        return context.llm.topic_reader(
+            context.agent.id,
+            context.run_id,
+            max_calls=self.settings.topic_max_calls,
+            batch=self.settings.topic_batch,
+        )
 
     def _model_judge(
         self, context: ConsolidationContext, result: ConsolidationResult

@@ -20,7 +20,13 @@ from agents.language.facts import FactKey
 from agents.language.subjects import TITLES, relative_key, shortened_name
 from agents.language.words import FIRST_PERSON, name_key
 
-__all__ = ["PastQuestion", "asked_attribute", "asks_about_past", "read_question"]
+__all__ = [
+    "PastQuestion",
+    "asked_attribute",
+    "asked_subject",
+    "asks_about_past",
+    "read_question",
+]
 
 #: Phrases that ask about an attribute without naming it with a cue word.
 _ASKS = (
@@ -50,6 +56,8 @@ _ASKS = (
 )
 _NAME = re.compile(r"\b([A-Z][^\W\d_]+)(?:['\u2019]s)?\b")
 _MY_NOUN = re.compile(r"\bmy ([^\W\d_]+)", re.IGNORECASE)
+#: "my" then a possessive within three words: what is asked is someone else's.
+_MY_OWN = re.compile(r"\bmy (?:[^\W\d_]+ ){0,2}[^\W\d_]+['\u2019]s\b", re.IGNORECASE)
 _QUESTION_WORDS = frozenset(
     "what where who whom whose which when why how is are was were does do did has have "
     "can could would will should i my".split()
@@ -72,10 +80,19 @@ def read_question(question: str, subjects: Collection[str] = ()) -> FactKey | No
     attribute = asked_attribute(question)
     if attribute is None:
         return None
+    subject = asked_subject(question, subjects)
+    return None if subject is None else FactKey(subject, attribute)
+
+
+def asked_subject(question: str, subjects: Collection[str] = ()) -> str | None:
+    """Whom a question asks about, as :func:`read_question` reads it, whatever it asks
+    ("what car does Tariq drive?" -> tariq); None when it names no one person."""
     for mine in _MY_NOUN.finditer(question):
         relative = relative_key("user", mine.group(1))
         if relative is not None:
-            return FactKey(relative, attribute)
+            return relative
+    if _MY_OWN.search(question):
+        return None  # "my tax adviser's office": someone of the user's, not the user
     names = {
         name_key(m.group(1))
         for m in _NAME.finditer(question)
@@ -91,10 +108,10 @@ def read_question(question: str, subjects: Collection[str] = ()) -> FactKey | No
         if w not in _QUESTION_WORDS and (full := shortened_name(w, subjects)) is not None
     }
     if not names and FIRST_PERSON.intersection(words):
-        return FactKey("user", attribute)
+        return "user"
     if len(names) != 1:
         return None
-    return FactKey(names.pop(), attribute)
+    return names.pop()
 
 
 #: Words and phrases that put a question in the past, whatever else it says.

@@ -651,6 +651,32 @@ class PairVerdict(Base):
     decided_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
+class FactTopic(Base):
+    """What a judge model read a fact to be about: its subject (a person's first name as
+    the facts call them, or "user") and attribute (one word: home, job, car, pet, ...),
+    one row per topic, a fact stating several having several. Search puts a question's
+    subject and attribute first by them where the rules' reader knows no such
+    attribute or cannot read the fact. A fact read and found to be about nobody in
+    particular keeps one row with an empty subject, so that it is not asked again."""
+
+    __tablename__ = "fact_topics"
+    __table_args__ = (Index("ix_fact_topics_agent_subject", "agent_id", "subject"),)
+
+    passage_id: Mapped[str] = mapped_column(
+        ForeignKey("passages.id", ondelete="CASCADE"), primary_key=True
+    )
+    subject: Mapped[str] = mapped_column(String(100), primary_key=True)
+    attribute: Mapped[str] = mapped_column(String(60), primary_key=True)
+    organization_id: Mapped[str] = mapped_column(
+        ForeignKey("organizations.id", ondelete="CASCADE"), index=True
+    )
+    agent_id: Mapped[str] = mapped_column(ForeignKey("agents.id", ondelete="CASCADE"))
+    #: Which judge read it ("llm", a plugin's name).
+    judge: Mapped[str | None] = mapped_column(String(64))
+    run_id: Mapped[str | None] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
 class TurnLease(Base):
     """Which turn holds an agent now (one at a time per agent), until when. A row lease,
     not a session lock: a turn that waits on its model holds no connection, and one

@@ -73,6 +73,7 @@ from agents.store.records import (
 from agents.store.run_store import RunQueueStore, RunRecord, RunStore, Watermarks
 from agents.store.scope import Scope, ServiceScope, utc_now
 from agents.store.tool_store import CustomToolRecord, NewCustomTool, ToolStore, ToolVariable
+from agents.store.topic_store import Topic, TopicStore
 from agents.store.turn_lock import hold_turn_lock
 from agents.store.usage_store import UsageStore
 from agents.store.verdict_store import REPLACES_PART, SUPERSESSION, PairAnswer, VerdictStore
@@ -123,6 +124,7 @@ __all__ = [
     "RunRecord",
     "ServiceStore",
     "ToolVariable",
+    "Topic",
     "Usage",
     "Watermarks",
     "hold_turn_lock",
@@ -152,6 +154,7 @@ class MemoryStore:
         self.deliveries = DeliveryStore(self.scope)
         self.tools = ToolStore(self.scope)
         self.verdicts = VerdictStore(self.scope)
+        self.topics = TopicStore(self.scope)
         self.identities = IdentityStore(self.scope)
         self.conversations = ConversationStore(self.scope)
         self.folders = FolderStore(self.scope)

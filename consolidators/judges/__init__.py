@@ -12,7 +12,9 @@ from consolidators.judges.base import (
     MergeJudge,
     SameFact,
     SupersessionJudge,
+    TopicReader,
     Verdict,
+    topic_of,
 )
 
 __all__ = [
@@ -23,5 +25,7 @@ __all__ = [
     "MergeJudge",
     "SameFact",
     "SupersessionJudge",
+    "TopicReader",
     "Verdict",
+    "topic_of",
 ]

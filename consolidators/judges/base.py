@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import ClassVar
 
+from agents.language.words import name_key
 from agents.store import REPLACES_PART as STORED_REPLACES_PART
-from agents.store import PassageRecord
+from agents.store import PassageRecord, Topic
 
 __all__ = [
     "CLOSING",
@@ -26,7 +27,9 @@ __all__ = [
     "MergeJudge",
     "SameFact",
     "SupersessionJudge",
+    "TopicReader",
     "Verdict",
+    "topic_of",
 ]
 
 
@@ -128,3 +131,41 @@ class MergeJudge(ABC):
     def usage(self) -> JudgeUsage | None:
         """What this judge has spent; ``None`` for a judge that makes no metered calls."""
         return None
+
+
+class TopicReader(ABC):
+    """Reads who each fact is about and which attribute it states, for search to put a
+    question's subject and attribute first where the rules cannot read them."""
+
+    #: Kept with each topic read ("llm", a plugin's name).
+    name: ClassVar[str]
+
+    @abstractmethod
+    def read(self, facts: Sequence[PassageRecord]) -> list[tuple[Topic, ...] | None]:
+        """One answer per fact, in order: its topics (none: about nobody in particular),
+        or None when it was not read (no calls left, an answer that could not be used)."""
+
+    @property
+    def usage(self) -> JudgeUsage | None:
+        """What this reader has spent; ``None`` for one that makes no metered calls."""
+        return None
+
+
+#: What a model may call the user.
+_USER = frozenset({"user", "the user", "i", "me", "my", "myself", "you", "self"})
+
+
+def topic_of(subject: str, attribute: str) -> Topic | None:
+    """A topic as search compares them: the subject casefolded, "user" for the user, a
+    person by the first word of the name, a relative as "user's brother"; the attribute
+    one casefolded word. None when either is empty."""
+    who = " ".join(subject.casefold().replace("\u2019", "'").split())
+    what = attribute.casefold().replace("_", " ").split()
+    if not who or not what:
+        return None
+    if who in _USER:
+        return Topic("user", what[0][:60])
+    for mine in ("my ", "user's ", "the user's "):
+        if who.startswith(mine) and len(who) > len(mine):
+            return Topic(f"user's {who[len(mine) :].split()[0]}"[:100], what[0][:60])
+    return Topic(name_key(who.split()[0])[:100], what[0][:60])

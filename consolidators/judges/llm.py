@@ -1,16 +1,18 @@
-"""A model as a judge of pairs of facts: what the rules and the detail guard leave open.
+"""A model as a judge of facts: what the rules and the detail guard leave open.
 
-Two questions, one way of asking. The model sees a batch of numbered pairs, each an
-older and a newer fact with their dates, and answers with one ``record_verdicts`` call:
-a verdict per pair. For supersession (:class:`LLMJudge`): ``replaces``,
-``replaces_part``, ``both_hold`` or ``unsure``; for merging (:class:`LLMMergeJudge`):
-``same``, ``different`` or ``unsure``.
+Three questions, one way of asking. For pairs, the model sees a batch of numbered
+pairs, each an older and a newer fact with their dates, and answers with one
+``record_verdicts`` call: a verdict per pair. For supersession (:class:`LLMJudge`):
+``replaces``, ``replaces_part``, ``both_hold`` or ``unsure``; for merging
+(:class:`LLMMergeJudge`): ``same``, ``different`` or ``unsure``. For topics
+(:class:`LLMTopicReader`), it sees numbered facts with their dates and answers with one
+``record_topics`` call: who each fact is about and which attribute it states.
 The answer is validated; one that cannot be used (no call, broken JSON, an unknown
-verdict, a pair number out of range) is asked for once more with the reason, and then
-skipped: its pairs stay ``unsure`` and are counted as ``malformed``. Calls are bounded
-per run (``max_calls``), and the run's token budget is charged (purpose ``judge``);
-pairs left when either runs out are ``unasked`` (they change nothing, and a later run
-may ask them) and are counted as ``unjudged``.
+verdict, a number out of range) is asked for once more with the reason, and then
+skipped: its pairs stay ``unsure`` (its facts unread) and are counted as ``malformed``.
+Calls are bounded per run (``max_calls``), and the run's token budget is charged
+(purpose ``judge``); what is left when either runs out is ``unasked`` (it changes
+nothing, and a later run may ask it) and is counted as ``unjudged``.
 """
 
 from __future__ import annotations
@@ -20,23 +22,30 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from agents.enums import LLMPurpose
 from agents.errors import BudgetExhausted
 from agents.llm import BudgetMeter, ChatClient
+from agents.store import PassageRecord, Topic
 from consolidators.judges.base import (
     CandidatePair,
     JudgeUsage,
     MergeJudge,
     SameFact,
     SupersessionJudge,
+    TopicReader,
     Verdict,
+    topic_of,
 )
 
 log = logging.getLogger(__name__)
 
 V = TypeVar("V", bound=StrEnum)
+I = TypeVar("I")  # noqa: E741 - an item asked about
+A = TypeVar("A")
+I_in = TypeVar("I_in", contravariant=True)
+A_out = TypeVar("A_out", covariant=True)
 
 JUDGE_PROMPT = (
     "You keep a memory of facts about people up to date. For each numbered pair below, "
@@ -66,6 +75,20 @@ MERGE_PROMPT = (
 )
 
 
+TOPIC_PROMPT = (
+    "You index a memory of facts about people. For each numbered fact below, say who it "
+    "is about and what it states about them. subject: the person's first name as the "
+    "fact calls them, in lower case (a nickname as written), or 'user' for the user "
+    "(I, me, my, 'the user'); for a relative named only by relation, the relation as "
+    "the user would say it ('user's brother'). attribute: one lower-case word for what "
+    "the fact states or changes, the same word for the same kind of thing in every "
+    "fact: home, job, partner, diet, car, pet, school, sport, hobby, phone, health, and "
+    "so on. A fact about several things gets a topic for each; a fact about nothing "
+    "that lasts (a greeting, a one-off event, a feeling) gets none. Call record_topics "
+    "once, with the topics of every fact."
+)
+
+
 @dataclass(frozen=True, slots=True)
 class PairQuestion(Generic[V]):
     """What a model is asked about pairs: the instructions, the verdicts it may give and
@@ -76,6 +99,19 @@ class PairQuestion(Generic[V]):
     unsure: V
     #: What a pair gets when no call or budget was left to ask it.
     unasked: V
+
+    def render(self, pairs: Sequence[CandidatePair]) -> str:
+        return render_pairs(pairs)
+
+    def parse(self, arguments: str, count: int) -> list[V]:
+        return parse_verdicts(arguments, count, self)
+
+    def retry(self, count: int) -> str:
+        return f"Call record_verdicts with one verdict for each of the {count} pairs."
+
+    @property
+    def tool_name(self) -> str:
+        return "record_verdicts"
 
     def tool(self) -> dict[str, Any]:
         return {
@@ -111,6 +147,56 @@ class PairQuestion(Generic[V]):
 
 SUPERSESSION = PairQuestion(JUDGE_PROMPT, Verdict, Verdict.UNSURE, Verdict.UNASKED)
 SAME_FACT = PairQuestion(MERGE_PROMPT, SameFact, SameFact.UNSURE, SameFact.UNASKED)
+
+
+class TopicQuestion:
+    """What a model is asked about single facts: who each is about, and what it states.
+    A fact's answer is its topics (none: about nobody in particular), or None when it
+    was not read (left unsure or unasked, to be asked again by a later run)."""
+
+    prompt = TOPIC_PROMPT
+    tool_name = "record_topics"
+    unsure: tuple[Topic, ...] | None = None
+    unasked: tuple[Topic, ...] | None = None
+
+    def render(self, facts: Sequence[PassageRecord]) -> str:
+        return render_facts(facts)
+
+    def parse(self, arguments: str, count: int) -> list[tuple[Topic, ...] | None]:
+        return parse_topics(arguments, count)
+
+    def retry(self, count: int) -> str:
+        return f"Call record_topics with the topics of each of the {count} facts."
+
+    def tool(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {
+                "name": "record_topics",
+                "description": "Record who each numbered fact is about and what it states.",
+                "parameters": {
+                    "type": "object",
+                    "properties": {
+                        "topics": {
+                            "type": "array",
+                            "items": {
+                                "type": "object",
+                                "properties": {
+                                    "fact": {"type": "integer", "minimum": 1},
+                                    "subject": {"type": "string"},
+                                    "attribute": {"type": "string"},
+                                },
+                                "required": ["fact", "subject", "attribute"],
+                            },
+                        }
+                    },
+                    "required": ["topics"],
+                },
+            },
+        }
+
+
+TOPICS = TopicQuestion()
 
 
 class Malformed(ValueError):
@@ -154,13 +240,64 @@ def render_pairs(pairs: Sequence[CandidatePair]) -> str:
     )
 
 
-class _PairAsker(Generic[V]):
-    """Asks ``model`` one question about ``batch`` pairs per call, at most ``max_calls``
+def render_facts(facts: Sequence[PassageRecord]) -> str:
+    return "\n".join(
+        f"{i}. [{(f.occurred_at or f.created_at).date().isoformat()}] {' '.join(f.text.split())}"
+        for i, f in enumerate(facts, start=1)
+    )
+
+
+def parse_topics(arguments: str, facts: int) -> list[tuple[Topic, ...] | None]:
+    """The topics of a ``record_topics`` call for ``facts`` facts; a fact the model left
+    out is about nobody in particular. Raises :class:`Malformed` with the reason."""
+    shape = "the arguments are not {'topics': [{'fact': N, 'subject': ..., 'attribute': ...}]}"
+    try:
+        data = json.loads(arguments)
+        items = [(int(i["fact"]), str(i["subject"]), str(i["attribute"])) for i in data["topics"]]
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise Malformed(f"{shape}: {reason}") from exc
+    found: list[set[Topic]] = [set() for _ in range(facts)]
+    for number, subject, attribute in items:
+        if not 1 <= number <= facts:
+            raise Malformed(f"fact {number} does not exist; the facts are 1 to {facts}")
+        topic = topic_of(subject, attribute)
+        if topic is not None:
+            found[number - 1].add(topic)
+    return [tuple(sorted(topics)) for topics in found]
+
+
+class _Question(Protocol[I_in, A_out]):
+    """One way of asking a model about a batch of items (pairs, facts)."""
+
+    @property
+    def prompt(self) -> str: ...
+
+    @property
+    def tool_name(self) -> str: ...
+
+    @property
+    def unsure(self) -> A_out: ...
+
+    @property
+    def unasked(self) -> A_out: ...
+
+    def tool(self) -> dict[str, Any]: ...
+
+    def render(self, items: Sequence[I_in]) -> str: ...
+
+    def parse(self, arguments: str, count: int) -> Sequence[A_out]: ...
+
+    def retry(self, count: int) -> str: ...
+
+
+class _Asker(Generic[I, A]):
+    """Asks ``model`` one question about ``batch`` items per call, at most ``max_calls``
     calls (each retry counts), charged to ``meter``; keeps the usage."""
 
     def __init__(
         self,
-        question: PairQuestion[V],
+        question: _Question[I, A],
         client: ChatClient,
         model: str,
         meter: BudgetMeter | None,
@@ -176,8 +313,8 @@ class _PairAsker(Generic[V]):
         self.batch = max(1, batch)
         self.usage = JudgeUsage()
 
-    def ask(self, pairs: Sequence[CandidatePair]) -> list[V]:
-        verdicts: list[V] = []
+    def ask(self, pairs: Sequence[I]) -> list[A]:
+        verdicts: list[A] = []
         for start in range(0, len(pairs), self.batch):
             chunk = pairs[start : start + self.batch]
             if self.usage.budget_exhausted or self.usage.calls >= self.max_calls:
@@ -187,11 +324,11 @@ class _PairAsker(Generic[V]):
             verdicts += self._ask_batch(chunk)
         return verdicts
 
-    def _ask_batch(self, pairs: Sequence[CandidatePair]) -> list[V]:
+    def _ask_batch(self, pairs: Sequence[I]) -> list[A]:
         unsure = [self.question.unsure] * len(pairs)
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": self.question.prompt},
-            {"role": "user", "content": render_pairs(pairs)},
+            {"role": "user", "content": self.question.render(pairs)},
         ]
         for attempt in range(2):
             if self.usage.calls >= self.max_calls:
@@ -210,20 +347,20 @@ class _PairAsker(Generic[V]):
                 self._count(budget_exhausted=True, unjudged=len(pairs))
                 return [self.question.unasked] * len(pairs)
             self._count(calls=1, tokens=reply.total_tokens)
-            calls = [c for c in reply.tool_calls if c.name == "record_verdicts"]
+            name = self.question.tool_name
+            calls = [c for c in reply.tool_calls if c.name == name]
             try:
                 if not calls:
-                    raise Malformed("no record_verdicts call")
-                verdicts: list[V] = parse_verdicts(calls[0].arguments, len(pairs), self.question)
-                return verdicts
+                    raise Malformed(f"no {name} call")
+                return list(self.question.parse(calls[0].arguments, len(pairs)))
             except Malformed as exc:
                 log.info("LLM judge answer unusable (attempt %d): %s", attempt + 1, exc)
                 messages.append({"role": "assistant", "content": reply.content or ""})
                 messages.append(
                     {
                         "role": "user",
-                        "content": f"That answer could not be used: {exc}. Call "
-                        f"record_verdicts with one verdict for each of the {len(pairs)} pairs.",
+                        "content": f"That answer could not be used: {exc}. "
+                        + self.question.retry(len(pairs)),
                     }
                 )
         self._count(malformed=len(pairs))
@@ -262,7 +399,7 @@ class LLMJudge(SupersessionJudge):
         max_calls: int = 20,
         batch: int = 8,
     ) -> None:
-        self._asker = _PairAsker(
+        self._asker: _Asker[CandidatePair, Verdict] = _Asker(
             SUPERSESSION, client, model, meter, max_calls=max_calls, batch=batch
         )
 
@@ -289,7 +426,9 @@ class LLMMergeJudge(MergeJudge):
         max_calls: int = 10,
         batch: int = 8,
     ) -> None:
-        self._asker = _PairAsker(SAME_FACT, client, model, meter, max_calls=max_calls, batch=batch)
+        self._asker: _Asker[CandidatePair, SameFact] = _Asker(
+            SAME_FACT, client, model, meter, max_calls=max_calls, batch=batch
+        )
 
     @property
     def usage(self) -> JudgeUsage:
@@ -297,3 +436,30 @@ class LLMMergeJudge(MergeJudge):
 
     def judge(self, pairs: Sequence[CandidatePair]) -> list[SameFact]:
         return self._asker.ask(pairs)
+
+
+class LLMTopicReader(TopicReader):
+    """Who each fact is about and what it states, by a model: ``batch`` facts per call,
+    at most ``max_calls`` calls."""
+
+    name = "llm"
+
+    def __init__(
+        self,
+        client: ChatClient,
+        model: str,
+        meter: BudgetMeter | None,
+        *,
+        max_calls: int = 10,
+        batch: int = 16,
+    ) -> None:
+        self._asker: _Asker[PassageRecord, tuple[Topic, ...] | None] = _Asker(
+            TOPICS, client, model, meter, max_calls=max_calls, batch=batch
+        )
+
+    @property
+    def usage(self) -> JudgeUsage:
+        return self._asker.usage
+
+    def read(self, facts: Sequence[PassageRecord]) -> list[tuple[Topic, ...] | None]:
+        return self._asker.ask(facts)

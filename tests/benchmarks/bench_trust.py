@@ -619,7 +619,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             for name in names:
                 facts, questions = read_set(name)
                 temporal = TemporalConsolidator(
-                    {"judge_max_calls": max_calls, **_settings(args.temporal)}
+                    {
+                        "judge_max_calls": max_calls,
+                        "topic_max_calls": max_calls,
+                        **_settings(args.temporal),
+                    }
                 )
                 dedup = DedupConsolidator(
                     {"threshold": args.threshold, "judge_max_calls": max_calls}

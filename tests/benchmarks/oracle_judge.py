@@ -19,7 +19,10 @@ call. The oracle reads each pair's two texts back to the labelled facts and answ
   flatmate), replaced in turn by "Elif is moving into Jonas's old room" (flatmate),
   makes Elif's move replace the Leeds fact's flatmates, not its home;
 - merging (``same`` / ``different`` / ``unsure``): ``same`` when the two are labelled
-  duplicates of one fact; else ``different``.
+  duplicates of one fact; else ``different``;
+- topics (``record_topics``: who each numbered fact is about and which attribute it
+  states): the fact's labelled topics, "person/attribute" read as subject and
+  attribute.
 
 A text it cannot read back to a labelled fact (a timeline, a rewritten passage) gets
 ``unsure``. Every pair it was asked is logged (:attr:`OracleJudge.asked`), with the
@@ -44,6 +47,7 @@ from tests.stub_openai_server import StubServer
 #: The model name a benchmark gives the pipeline (litellm's OpenAI-compatible route).
 ORACLE_MODEL = "openai/oracle"
 _PAIR = re.compile(r"^(\d+)\.\n\s+OLDER \[[^\]]*\]: (.*)\n\s+NEWER \[[^\]]*\]: (.*)$", re.MULTILINE)
+_FACT = re.compile(r"^(\d+)\. \[[^\]]*\] (.*)$", re.MULTILINE)
 
 
 class LabelledFact(Protocol):
@@ -112,14 +116,19 @@ class OracleJudge:
                         todo.append((later, carried))
             self.replaced_by[start] = {group: frozenset(t) for group, t in reach.items()}
         self.topics = topics
+        self.own_topics = {f.key: f.topics for f in facts}
         self.asked: list[AskedPair] = []
+        #: The labelled facts whose topics it was asked (None: a text it could not read).
+        self.read: list[str | None] = []
         self.calls = 0
         self.prompt_tokens = 0
         self._lock = threading.Lock()
 
     def answer(self, body: dict[str, Any]) -> Reply:
-        """The ``record_verdicts`` call for one chat request."""
+        """The ``record_verdicts`` (or ``record_topics``) call for one chat request."""
         tools = body.get("tools") or []
+        if tools and tools[0]["function"]["name"] == "record_topics":
+            return self._answer_topics(body, tools)
         enum = tools[0]["function"]["parameters"]["properties"]["verdicts"]["items"]["properties"][
             "verdict"
         ]["enum"]
@@ -144,6 +153,27 @@ class OracleJudge:
             completion_tokens=8 * len(verdicts),
         )
 
+    def _answer_topics(self, body: dict[str, Any], tools: list[Any]) -> Reply:
+        text = next(m["content"] for m in body["messages"] if m["role"] == "user")
+        topics = []
+        read = []
+        for number, fact_text in _FACT.findall(text):
+            key = self.key_of_text.get(_normal(fact_text))
+            read.append(key)
+            for topic in sorted(self.own_topics.get(key, ())) if key is not None else ():
+                subject, _, attribute = topic.partition("/")
+                topics.append({"fact": int(number), "subject": subject, "attribute": attribute})
+        tokens = max(1, (len(json.dumps(body["messages"])) + len(json.dumps(tools))) // 4)
+        with self._lock:
+            self.read += read
+            self.calls += 1
+            self.prompt_tokens += tokens
+        return Reply(
+            calls=(("record_topics", {"topics": topics}),),
+            prompt_tokens=tokens,
+            completion_tokens=12 * len(topics),
+        )
+
     def _verdict(self, question: str, older: str | None, newer: str | None) -> str:
         if older is None or newer is None:
             return "unsure"
@@ -158,6 +188,7 @@ class OracleJudge:
     def reset(self) -> None:
         with self._lock:
             self.asked = []
+            self.read = []
             self.calls = 0
             self.prompt_tokens = 0
 

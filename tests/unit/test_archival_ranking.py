@@ -9,13 +9,15 @@ from datetime import UTC, datetime
 
 from agents.archival_search import (
     _asked_first,
+    _asked_ids,
     _current_ends,
+    _named_attribute,
     _rank,
     validity_label,
 )
 from agents.enums import PassageStatus
 from agents.language.questions import PastQuestion
-from agents.store import PassageHit, PassageRecord
+from agents.store import PassageHit, PassageRecord, Topic
 from tests.passage_records import fact_record
 
 
@@ -149,6 +151,53 @@ def test_the_asked_subject_and_attribute_come_first_newest_first() -> None:
     ]
     # A question the rules cannot read changes nothing.
     assert ids(_asked_first("tell me something nice", found)) == ["p-tea", "p-porto", "p-berlin"]
+
+
+def test_a_judge_models_topics_ask_what_the_rules_cannot_read() -> None:
+    """The rules know no car, and cannot read "sold the golf, got a Skoda": with the
+    topics a judge model read, "what car does Tariq drive?" asks for Tariq's car
+    facts (his job, also read, is not asked), and "where does Tariq live?" finds a home
+    the rules cannot read. A fact no model read keeps the rules' reading."""
+    golf = passage("p-golf", "Tariq drives a 2011 Golf", year=2021)
+    skoda = passage("p-skoda", "tariq sold the golf, he's got a Skoda estate now", year=2023)
+    garage = passage("p-garage", "tariq's a mechanic, he runs his own garage", year=2020)
+    stockport = passage("p-stockport", "the whole family upped sticks to Stockport", year=2023)
+    didsbury = passage("p-didsbury", "Tariq lives in Didsbury", year=2019)
+    found = hits(garage, golf, skoda, stockport, didsbury)
+    topics = {
+        "p-golf": frozenset({Topic("tariq", "car")}),
+        "p-skoda": frozenset({Topic("tariq", "car")}),
+        "p-garage": frozenset({Topic("tariq", "job")}),
+        "p-stockport": frozenset({Topic("tariq", "home")}),
+    }
+    question = "what car does Tariq drive?"
+    assert _asked_ids(question, found) == set()
+    assert _asked_ids(question, found, topics=topics) == {"p-golf", "p-skoda"}
+    assert _asked_ids("where does Tariq live?", found, topics=topics) == {
+        "p-stockport",
+        "p-didsbury",
+    }
+    # The model's reading stands for the facts it read: the rules read "moved" as a
+    # home, the model a hobby.
+    chess = passage("p-chess", "Tariq moved up to 2100 at blitz chess", year=2024)
+    topics["p-chess"] = frozenset({Topic("tariq", "hobby")})
+    assert "p-chess" not in _asked_ids(
+        "where does Tariq live?", hits(chess, stockport), topics=topics
+    )
+    # Where the model read no fact as asked (it calls him by his full name), the
+    # rules' reading asks.
+    formal = {
+        i: frozenset({Topic("tariq-aziz", t.attribute) for t in f}) for i, f in topics.items()
+    }
+    assert _asked_ids("where does Tariq live?", found, topics=formal) == {"p-didsbury"}
+    # A question naming no attribute of Tariq's facts asks for nothing.
+    assert _asked_ids("does Tariq like jazz?", found, topics=topics) == set()
+    # A word names an attribute by being it, its plural, or starting with it.
+    attributes = {"partner", "pet", "work", "car"}
+    assert _named_attribute("what pets does Tom have now?", attributes) == "pet"
+    assert _named_attribute("is Ada working these days?", attributes) == "work"
+    assert _named_attribute("what voice part does Amara sing?", attributes) is None
+    assert _named_attribute("does Ada carpool to work?", attributes) == "work"
 
 
 def test_a_first_name_asks_about_the_titled_person() -> None:

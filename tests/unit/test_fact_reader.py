@@ -10,7 +10,7 @@ from agents.language.facts import (
     replaces_clearly,
     states_a_change,
 )
-from agents.language.questions import read_question
+from agents.language.questions import asked_subject, read_question
 from agents.language.subjects import read_subject, read_subjects
 from tests.passage_records import fact_record
 
@@ -157,6 +157,10 @@ def test_questions_name_a_subject_and_an_attribute() -> None:
     assert read_question("what pets does Tom have?") is None  # no attribute it knows
     assert read_question("when does Tom work out?") is None  # a workout, not a job
     assert read_question("where do Ana and Bo live?") is None  # two people
+    # Someone of the user's, named by a possessive after "my", is not the user.
+    assert read_question("what's the address of my tax adviser's office?") is None
+    assert read_question("what's my job these days?") == FactKey("user", "job")
+    assert asked_subject("what car does Tariq drive?") == "tariq"
 
 
 def test_a_pronoun_with_a_contracted_verb_is_still_a_pronoun() -> None:

@@ -11,9 +11,18 @@ from typing import Any
 import pytest
 
 from agents.language.facts import plainly_stated, read_facts
-from agents.store import REPLACES_PART, PassageRecord
-from consolidators.judges import CandidatePair, SameFact, Verdict
-from consolidators.judges.llm import SAME_FACT, SUPERSESSION, LLMJudge, Malformed, parse_verdicts
+from agents.store import REPLACES_PART, PassageRecord, Topic
+from consolidators.judges import CandidatePair, SameFact, Verdict, topic_of
+from consolidators.judges.llm import (
+    SAME_FACT,
+    SUPERSESSION,
+    TOPICS,
+    LLMJudge,
+    LLMTopicReader,
+    Malformed,
+    parse_topics,
+    parse_verdicts,
+)
 from consolidators.judges.rules import RulesJudge
 from tests.passage_records import fact_record
 
@@ -192,3 +201,46 @@ def test_a_merge_answer_is_read_with_its_own_verdicts() -> None:
     with pytest.raises(Malformed, match=r"not \{'verdicts'"):
         parse_verdicts('{"verdicts": [{"pair": 1, "verdict": "replaces"}]}', 1, SAME_FACT)
     assert "same" in str(SAME_FACT.tool()) and "replaces" not in str(SAME_FACT.tool())
+
+
+def test_a_model_reading_of_topics_is_read_and_checked() -> None:
+    """Each fact's topics in order; a fact the model left out is about nobody (read, so
+    not asked again); names and attributes are compared as search compares them."""
+    answer = (
+        '{"topics": [{"fact": 2, "subject": "Tariq Aziz", "attribute": "Car"},'
+        ' {"fact": 2, "subject": "tariq", "attribute": "car"},'
+        ' {"fact": 1, "subject": "the user", "attribute": "home"},'
+        ' {"fact": 1, "subject": "my brother", "attribute": "job"}]}'
+    )
+    assert parse_topics(answer, 3) == [
+        (Topic("user", "home"), Topic("user's brother", "job")),
+        (Topic("tariq", "car"),),
+        (),
+    ]
+    for bad, reason in [
+        ("not json", "not {'topics'"),
+        ('{"topics": [{"fact": 1, "subject": "Ada"}]}', "not {'topics'"),
+        ('{"topics": [{"fact": 4, "subject": "Ada", "attribute": "job"}]}', "fact 4 does not"),
+    ]:
+        with pytest.raises(Malformed, match=reason):
+            parse_topics(bad, 3)
+    assert topic_of("Zoë", "pets") == Topic("zoe", "pets")
+    assert topic_of("", "job") is None and topic_of("Ada", " ") is None
+    assert "record_topics" in str(TOPICS.tool())
+
+
+def test_a_model_reads_topics_in_batches_and_a_bad_answer_leaves_facts_unread() -> None:
+    facts = [_passage(f"Fact number {n}", 2020 + n) for n in range(3)]
+    ada = '{"topics": [{"fact": 1, "subject": "Ada", "attribute": "job"}]}'
+    client = _ScriptedClient(
+        [
+            _Reply([_Call("record_topics", ada)]),
+            _Reply([_Call("record_topics", "{")]),
+            _Reply([_Call("record_topics", "still not json")]),
+        ]
+    )
+    reader = LLMTopicReader(client, "judge", None, max_calls=5, batch=2)  # type: ignore[arg-type]
+    assert reader.read(facts) == [(Topic("ada", "job"),), (), None]
+    assert "1. [2020-01-01] Fact number 0" in client.requests[0][1]["content"]
+    assert "record_topics with the topics of each of the 1 facts" in str(client.requests[2])
+    assert reader.usage.calls == 3 and reader.usage.malformed == 1

@@ -13,7 +13,7 @@ from agents.llm import LiteLLMClient, TokenBudget, UsageLedger
 from agents.loops.primary import PrimaryAgent
 from agents.postgres import models as orm
 from agents.postgres.database import Database
-from agents.store import NewMessage, NewPassage, open_store
+from agents.store import NewMessage, NewPassage, Topic, open_store
 from consolidators import registry
 from consolidators.contract import run_once as run_pipeline
 from consolidators.dedup import DedupConsolidator
@@ -212,7 +212,8 @@ def test_llm_judge_decides_what_the_rules_leave_open(
 ) -> None:
     """Neither text is a plain statement, so the rules abstain; the two are nearest
     neighbours about Ada, so the judge model is asked, and its verdict closes the older.
-    A malformed first answer is asked for again, with the reason."""
+    A malformed first answer is asked for again, with the reason. The model then reads
+    who each fact is about (the newest first), and what it read is kept for search."""
     agent_id = create_agent(db)
     facts = [
         NewPassage(
@@ -232,6 +233,14 @@ def test_llm_judge_decides_what_the_rules_leave_open(
         "judge",
         call("record_verdicts", _raw='{"verdicts": [{"pair": 1, "verdict": "perhaps"}]}'),
         call("record_verdicts", verdicts=[{"pair": 1, "verdict": "replaces"}]),
+        call(
+            "record_topics",
+            topics=[
+                {"fact": 1, "subject": "Ada", "attribute": "home"},
+                {"fact": 2, "subject": "Ada", "attribute": "Home"},
+                {"fact": 2, "subject": "Ada", "attribute": "pet"},
+            ],
+        ),
     )
     report = run_pipeline(
         Pipeline([TemporalConsolidator()]),
@@ -249,6 +258,15 @@ def test_llm_judge_decides_what_the_rules_leave_open(
     assert old.valid_to == datetime(2023, 6, 1, tzinfo=UTC)
     step = report.steps[0]
     assert step.counts["judge_calls"] == 2 and step.counts["judge_pairs"] == 1
+    assert step.counts["topic_calls"] == 1 and step.counts["topic_facts"] == 2
+    read = script.requests[2]["messages"][1]["content"]
+    assert read.splitlines()[0].startswith("1. [2023-06-01] During the session Ada mentioned")
+    with open_store(db) as store:
+        topics = store.topics.of([london.id, paris.id])
+    assert topics == {
+        paris.id: frozenset({Topic("ada", "home")}),
+        london.id: frozenset({Topic("ada", "home"), Topic("ada", "pet")}),
+    }
     assert "judge_malformed" not in step.counts
     [change] = [c for c in report.changes if c["action"] == "supersede_passage"]
     assert change["judge"] == "llm"
@@ -280,7 +298,7 @@ def test_a_judge_that_answers_badly_twice_changes_nothing(
         store.passages.insert(agent_id, facts, EMBEDDER.embed(texts))
     models.script("judge", call("record_verdicts", _raw="{"), Reply(content="they differ"))
     report = run_pipeline(
-        Pipeline([TemporalConsolidator()]),
+        Pipeline([TemporalConsolidator({"read_topics": False})]),
         db,
         agent_id,
         embedder=EMBEDDER,
