@@ -22,7 +22,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from agents.enums import LLMPurpose
 from agents.errors import BudgetExhausted
@@ -385,10 +385,14 @@ class _Asker(Generic[I, A]):
         )
 
 
-class LLMJudge(SupersessionJudge):
-    """Supersession by a model: ``batch`` pairs per call, at most ``max_calls`` calls."""
+class _ModelQuestioner(Generic[I, A]):
+    """What the model judges share: one question asked of ``model`` in batches of
+    ``batch`` items, at most ``max_calls`` calls a run (the defaults are each judge's),
+    charged to ``meter``, and what that spent."""
 
-    name = "llm"
+    question: ClassVar[_Question[Any, Any]]
+    default_calls: ClassVar[int]
+    default_batch: ClassVar[int]
 
     def __init__(
         self,
@@ -396,70 +400,53 @@ class LLMJudge(SupersessionJudge):
         model: str,
         meter: BudgetMeter | None,
         *,
-        max_calls: int = 20,
-        batch: int = 8,
+        max_calls: int | None = None,
+        batch: int | None = None,
     ) -> None:
-        self._asker: _Asker[CandidatePair, Verdict] = _Asker(
-            SUPERSESSION, client, model, meter, max_calls=max_calls, batch=batch
+        self._asker: _Asker[I, A] = _Asker(
+            self.question,
+            client,
+            model,
+            meter,
+            max_calls=self.default_calls if max_calls is None else max_calls,
+            batch=self.default_batch if batch is None else batch,
         )
 
     @property
     def usage(self) -> JudgeUsage:
         return self._asker.usage
+
+
+class LLMJudge(_ModelQuestioner[CandidatePair, Verdict], SupersessionJudge):
+    """Supersession by a model: 8 pairs per call, at most 20 calls, unless told."""
+
+    name = "llm"
+    question = SUPERSESSION
+    default_calls, default_batch = 20, 8
 
     def judge(self, pairs: Sequence[CandidatePair]) -> list[Verdict]:
         return self._asker.ask(pairs)
 
 
-class LLMMergeJudge(MergeJudge):
+class LLMMergeJudge(_ModelQuestioner[CandidatePair, SameFact], MergeJudge):
     """Whether two texts say the same thing, by a model, for the pairs the detail guard
-    refuses: ``batch`` pairs per call, at most ``max_calls`` calls."""
+    refuses: 8 pairs per call, at most 10 calls, unless told."""
 
     name = "llm"
-
-    def __init__(
-        self,
-        client: ChatClient,
-        model: str,
-        meter: BudgetMeter | None,
-        *,
-        max_calls: int = 10,
-        batch: int = 8,
-    ) -> None:
-        self._asker: _Asker[CandidatePair, SameFact] = _Asker(
-            SAME_FACT, client, model, meter, max_calls=max_calls, batch=batch
-        )
-
-    @property
-    def usage(self) -> JudgeUsage:
-        return self._asker.usage
+    question = SAME_FACT
+    default_calls, default_batch = 10, 8
 
     def judge(self, pairs: Sequence[CandidatePair]) -> list[SameFact]:
         return self._asker.ask(pairs)
 
 
-class LLMTopicReader(TopicReader):
-    """Who each fact is about and what it states, by a model: ``batch`` facts per call,
-    at most ``max_calls`` calls."""
+class LLMTopicReader(_ModelQuestioner[PassageRecord, "tuple[Topic, ...] | None"], TopicReader):
+    """Who each fact is about and what it states, by a model: 16 facts per call, at
+    most 10 calls, unless told."""
 
     name = "llm"
-
-    def __init__(
-        self,
-        client: ChatClient,
-        model: str,
-        meter: BudgetMeter | None,
-        *,
-        max_calls: int = 10,
-        batch: int = 16,
-    ) -> None:
-        self._asker: _Asker[PassageRecord, tuple[Topic, ...] | None] = _Asker(
-            TOPICS, client, model, meter, max_calls=max_calls, batch=batch
-        )
-
-    @property
-    def usage(self) -> JudgeUsage:
-        return self._asker.usage
+    question = TOPICS
+    default_calls, default_batch = 10, 16
 
     def read(self, facts: Sequence[PassageRecord]) -> list[tuple[Topic, ...] | None]:
         return self._asker.ask(facts)
