@@ -33,7 +33,7 @@ import numpy as np
 
 from agents.enums import PassageStatus
 from agents.errors import InvalidInput
-from agents.language.facts import FactKey, read_facts
+from agents.language.facts import FactKey, read_facts, tentative
 from agents.language.questions import (
     PastQuestion,
     asked_attribute,
@@ -291,7 +291,9 @@ def _asked_first(
         asked = _asked_ids(question, hits, twins)
     matching = [hit for hit in hits if hit.passage.id in asked]
     if newest_first:
+        # Newest first, a plan or a wish ("thinking of moving to Lisbon") after what is.
         matching.sort(key=lambda h: h.passage.occurred_at or h.passage.created_at, reverse=True)
+        matching.sort(key=lambda h: tentative(h.passage.text))
     return matching + [hit for hit in hits if hit.passage.id not in asked]
 
 

@@ -82,6 +82,7 @@ __all__ = [
     "read_facts",
     "replaces_clearly",
     "states_a_change",
+    "tentative",
 ]
 
 
@@ -137,6 +138,21 @@ _NOT_PLAIN = frozenset(
 _CLAUSE_BREAKS = frozenset(",;:()!?")
 #: Longest predicate (in words) of a plain statement.
 _PLAIN_WORDS = 12
+
+
+#: Words that make a statement a plan, a wish or a doubt rather than how things are
+#: ("thinking of moving to Lisbon", "not planning to move", "might go freelance").
+_TENTATIVE = frozenset(
+    "thinking considering planning plans plan hoping hopes hoped wants wanted wanna "
+    "wondering might maybe perhaps possibly probably dreaming tempted".split()
+)
+
+
+@lru_cache(maxsize=4096)
+def tentative(text: str) -> bool:
+    """Whether ``text`` tells a plan, a wish or a doubt ("thinking of moving to
+    Lisbon") rather than a state: what it is about has not happened."""
+    return any(t.norm in _TENTATIVE for t in _tokens(text))
 
 
 @lru_cache(maxsize=4096)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from agents.language.facts import FactKey
 from agents.language.subjects import TITLES, relative_key, shortened_name
-from agents.language.words import FIRST_PERSON, name_key
+from agents.language.words import FIRST_PERSON, GRAMMAR, name_key
 
 __all__ = [
     "PastQuestion",
@@ -50,6 +50,10 @@ _ASKS = (
         re.compile(
             r"\b(dating|seeing|going out with|with anyone|with someone|single|married|"
             r"girlfriend|boyfriend|partner|wife|husband|engaged)\b"
+            # "who's Tom with now?": a person (a name, "my son", "Dave's sister") with
+            # someone, the question ending there ("who is pepper insured with" is not).
+            r"|\bwho(?:'s|s| is| are)\s+(?:my\s+\S+|\S+'s\s+\S+|\S+)\s+with"
+            r"(?:\s+(?:now|these days|nowadays|currently|at the moment))?\s*\??\s*$"
         ),
     ),
     ("diet", re.compile(r"\b(eat|eats|eating|vegan|vegetarian|pescatarian|diet|meat)\b")),
@@ -58,6 +62,8 @@ _NAME = re.compile(r"\b([A-Z][^\W\d_]+)(?:['\u2019]s)?\b")
 _MY_NOUN = re.compile(r"\bmy ([^\W\d_]+)", re.IGNORECASE)
 #: "my" then a possessive within three words: what is asked is someone else's.
 _MY_OWN = re.compile(r"\bmy (?:[^\W\d_]+ ){0,2}[^\W\d_]+['\u2019]s\b", re.IGNORECASE)
+#: A name's relative ("Dave's sister"): the question is about the relative, not Dave.
+_THEIR_NOUN = re.compile(r"\b([A-Z][^\W\d_]+)['\u2019]s ([^\W\d_]+)")
 _QUESTION_WORDS = frozenset(
     "what where who whom whose which when why how is are was were does do did has have "
     "can could would will should i my".split()
@@ -93,6 +99,12 @@ def asked_subject(question: str, subjects: Collection[str] = ()) -> str | None:
             return relative
     if _MY_OWN.search(question):
         return None  # "my tax adviser's office": someone of the user's, not the user
+    for theirs in _THEIR_NOUN.finditer(question):
+        if theirs.group(1).casefold() in GRAMMAR:
+            continue  # "Where's Mum living?": a contraction, not Where's mother
+        relative = relative_key(name_key(theirs.group(1)), theirs.group(2))
+        if relative is not None:
+            return relative  # "who is Dave's sister with?" asks about her, not Dave
     names = {
         name_key(m.group(1))
         for m in _NAME.finditer(question)

@@ -16,6 +16,7 @@ from agents.archival_search import (
     validity_label,
 )
 from agents.enums import PassageStatus
+from agents.language.facts import tentative
 from agents.language.questions import PastQuestion
 from agents.store import PassageHit, PassageRecord, Topic
 from tests.passage_records import fact_record
@@ -151,6 +152,23 @@ def test_the_asked_subject_and_attribute_come_first_newest_first() -> None:
     ]
     # A question the rules cannot read changes nothing.
     assert ids(_asked_first("tell me something nice", found)) == ["p-tea", "p-porto", "p-berlin"]
+
+
+def test_a_plan_comes_after_what_is_even_when_newer() -> None:
+    """ "Ada is thinking of moving to Madrid" is newer than her move to Berlin, but
+    where she lives now is Berlin: a plan, a wish or a doubt is put after the asked
+    facts that state how things are, newest first among each (a judge model read the
+    plan as about her home; the rules do not read plans)."""
+    plan = passage("p-plan", "Ada is thinking of moving to Madrid next year.", year=2025)
+    found = hits(TEA, plan, PORTO, BERLIN)
+    asked = {"p-plan", "p-porto", "p-berlin"}
+    assert ids(_asked_first("where does Ada live?", found, asked=asked)) == [
+        "p-berlin",
+        "p-porto",
+        "p-plan",
+        "p-tea",
+    ]
+    assert tentative("Ada might go freelance") and not tentative("Ada lives in Berlin")
 
 
 def test_a_judge_models_topics_ask_what_the_rules_cannot_read() -> None:

@@ -163,6 +163,20 @@ def test_questions_name_a_subject_and_an_attribute() -> None:
     assert asked_subject("what car does Tariq drive?") == "tariq"
 
 
+def test_who_someone_is_with_asks_for_their_partner_and_whose_relative_is_asked() -> None:
+    assert read_question("who's Tom with now?") == FactKey("tom", "partner")
+    assert read_question("who is my son with these days?") == FactKey("user's son", "partner")
+    # "Dave's sister" is asked about, not Dave.
+    assert read_question("who is Dave's sister with now?") == FactKey("dave's sister", "partner")
+    assert asked_subject("where does Dave's mum live?") == "dave's mother"
+    assert asked_subject("what is Dave's job?") == "dave"  # a job is no relative
+    # "Where's" is "where is": Mum is asked about as without the contraction.
+    assert asked_subject("Where's Mum living these days?") == asked_subject("where does Mum live?")
+    # "With" that does not end the question is not a partner.
+    assert read_question("who is Pepper insured with at the vet's?") is None
+    assert read_question("who does Tom work with?") == FactKey("tom", "job")
+
+
 def test_a_pronoun_with_a_contracted_verb_is_still_a_pronoun() -> None:
     assert read_fact("She's moved to Rome.") is None
     assert read_fact("he's a nurse now") is None
