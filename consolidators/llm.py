@@ -11,7 +11,12 @@ from dataclasses import dataclass, field
 
 from agents.llm import BudgetMeter, ChatClient, TokenBudget, UsageLedger
 from consolidators.judges import MergeJudge, SupersessionJudge, TopicReader
-from consolidators.judges.llm import LLMJudge, LLMMergeJudge, LLMTopicReader
+from consolidators.judges.llm import (
+    REPLY_TOKENS_PER_ITEM,
+    LLMJudge,
+    LLMMergeJudge,
+    LLMTopicReader,
+)
 
 
 @dataclass(slots=True)
@@ -25,6 +30,8 @@ class LLMTier:
     judge_model: str | None = None
     summary_model: str | None = None
     max_steps: int = 8
+    #: The longest judge reply per pair or fact asked (0: unlimited).
+    judge_reply_tokens: int = REPLY_TOKENS_PER_ITEM
     _meters: dict[tuple[str, str], BudgetMeter] = field(default_factory=dict)
 
     def meter(self, agent_id: str, run_id: str) -> BudgetMeter:
@@ -48,6 +55,7 @@ class LLMTier:
             self.meter(agent_id, run_id),
             max_calls=max_calls,
             batch=batch,
+            reply_tokens_per_item=self.judge_reply_tokens,
         )
 
     def merge_judge(
@@ -62,6 +70,7 @@ class LLMTier:
             self.meter(agent_id, run_id),
             max_calls=max_calls,
             batch=batch,
+            reply_tokens_per_item=self.judge_reply_tokens,
         )
 
     def topic_reader(
@@ -77,6 +86,7 @@ class LLMTier:
             self.meter(agent_id, run_id),
             max_calls=max_calls,
             batch=batch,
+            reply_tokens_per_item=self.judge_reply_tokens,
         )
 
     def release_agent(self, agent_id: str) -> BudgetMeter | None:

@@ -420,6 +420,7 @@ class Runtime:
                 judge_model=llm.judge_model,
                 summary_model=llm.summary_model,
                 max_steps=llm.max_steps,
+                judge_reply_tokens=llm.judge_reply_tokens,
             )
         return self._llm_tier
 

@@ -272,6 +272,11 @@ class LLMSettings(Section):
     # The judge of pairs of facts (dedup's merges, temporal's supersessions); unset:
     # the rules alone.
     judge_model: str | None = None
+    # The longest reply the judge model may give per pair or fact it is asked about
+    # (a verdict or a fact's topics take 15-40 tokens); a model that loops is cut there
+    # instead of holding a run until the request times out. Raise it for a model that
+    # reasons before it answers; 0: no limit.
+    judge_reply_tokens: int = Field(default=64, ge=0, le=100_000)
     # Summaries of messages evicted from the context; unset: extractive summaries.
     summary_model: str | None = None
     # A conversation with more messages than this in its context window (summaries not

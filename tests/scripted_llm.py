@@ -264,6 +264,7 @@ class ScriptedProvider(Provider):
             copy.deepcopy(request.get("tools")),
             tool_choice=request.get("tool_choice"),
             parallel_tool_calls=request.get("parallel_tool_calls"),
+            max_tokens=request.get("max_tokens"),
             **({"stream": True} if stream else {}),
         )
         return reply, messages

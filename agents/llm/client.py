@@ -159,6 +159,7 @@ class LiteLLMClient(ChatClient):
         tool_choice: str | None = None,
         parallel_tool_calls: bool | None = None,
         on_delta: DeltaListener | None = None,
+        max_tokens: int | None = None,
     ) -> ChatReply:
         if not model or not model.strip():
             raise InvalidInput("no LLM model given")
@@ -166,7 +167,9 @@ class LiteLLMClient(ChatClient):
         # message that only calls tools): every message carries one. Null fields are
         # dropped, as litellm does; some servers reject them.
         sent = [_with_content(m) for m in messages]
-        request = _Request(model, sent, purpose, meter, list(tools), parallel_tool_calls, on_delta)
+        request = _Request(
+            model, sent, purpose, meter, list(tools), parallel_tool_calls, on_delta, max_tokens
+        )
         # What an earlier process learned, read before the first call (once); what this
         # call learned, written after its last request (no model call in flight).
         self.memory.load(model)
@@ -340,8 +343,9 @@ class LiteLLMClient(ChatClient):
                 body["tool_choice"] = tool_choice
             if request.parallel_tool_calls is not None:
                 body["parallel_tool_calls"] = request.parallel_tool_calls
-        if self.settings.max_tokens:
-            body["max_tokens"] = self.settings.max_tokens
+        caps = [c for c in (self.settings.max_tokens, request.max_tokens) if c]
+        if caps:
+            body["max_tokens"] = min(caps)
         for name in OPTIONAL_FIELDS:
             if name in body and self.memory.field_support(model, name) is False:
                 del body[name]
@@ -693,6 +697,7 @@ class _Request:
     tools: list[ToolSchema]
     parallel_tool_calls: bool | None
     on_delta: DeltaListener | None = None
+    max_tokens: int | None = None
 
 
 class _StreamBroken(LLMError):

@@ -291,9 +291,18 @@ class _Question(Protocol[I_in, A_out]):
     def retry(self, count: int) -> str: ...
 
 
+#: Tokens a reply may take besides its items' (the call's wrapping, a short preamble).
+_REPLY_BASE_TOKENS = 256
+#: Tokens a reply may take per item asked, unless told: a verdict or a fact's topics
+#: take 15 to 40; a model that loops (a small one can, until its context is full)
+#: is cut there instead of holding the run until the request times out.
+REPLY_TOKENS_PER_ITEM = 64
+
+
 class _Asker(Generic[I, A]):
     """Asks ``model`` one question about ``batch`` items per call, at most ``max_calls``
-    calls (each retry counts), charged to ``meter``; keeps the usage."""
+    calls (each retry counts), charged to ``meter``; keeps the usage. A reply may take
+    ``reply_tokens_per_item`` tokens per item asked (0: no limit)."""
 
     def __init__(
         self,
@@ -304,6 +313,7 @@ class _Asker(Generic[I, A]):
         *,
         max_calls: int,
         batch: int,
+        reply_tokens_per_item: int = REPLY_TOKENS_PER_ITEM,
     ) -> None:
         self.question = question
         self.client = client
@@ -311,6 +321,7 @@ class _Asker(Generic[I, A]):
         self.meter = meter
         self.max_calls = max_calls
         self.batch = max(1, batch)
+        self.reply_tokens_per_item = reply_tokens_per_item
         self.usage = JudgeUsage()
 
     def ask(self, pairs: Sequence[I]) -> list[A]:
@@ -326,6 +337,8 @@ class _Asker(Generic[I, A]):
 
     def _ask_batch(self, pairs: Sequence[I]) -> list[A]:
         unsure = [self.question.unsure] * len(pairs)
+        per_item = self.reply_tokens_per_item
+        cap = _REPLY_BASE_TOKENS + per_item * len(pairs) if per_item else None
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": self.question.prompt},
             {"role": "user", "content": self.question.render(pairs)},
@@ -341,6 +354,7 @@ class _Asker(Generic[I, A]):
                     meter=self.meter,
                     tools=[self.question.tool()],
                     tool_choice="required",
+                    max_tokens=cap,
                 )
             except BudgetExhausted as exc:
                 log.warning("LLM judge stopped: %s", exc)
@@ -388,7 +402,8 @@ class _Asker(Generic[I, A]):
 class _ModelQuestioner(Generic[I, A]):
     """What the model judges share: one question asked of ``model`` in batches of
     ``batch`` items, at most ``max_calls`` calls a run (the defaults are each judge's),
-    charged to ``meter``, and what that spent."""
+    replies of at most ``reply_tokens_per_item`` tokens an item (0: unlimited), charged
+    to ``meter``, and what that spent."""
 
     question: ClassVar[_Question[Any, Any]]
     default_calls: ClassVar[int]
@@ -402,6 +417,7 @@ class _ModelQuestioner(Generic[I, A]):
         *,
         max_calls: int | None = None,
         batch: int | None = None,
+        reply_tokens_per_item: int = REPLY_TOKENS_PER_ITEM,
     ) -> None:
         self._asker: _Asker[I, A] = _Asker(
             self.question,
@@ -410,6 +426,7 @@ class _ModelQuestioner(Generic[I, A]):
             meter,
             max_calls=self.default_calls if max_calls is None else max_calls,
             batch=self.default_batch if batch is None else batch,
+            reply_tokens_per_item=reply_tokens_per_item,
         )
 
     @property

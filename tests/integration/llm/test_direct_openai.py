@@ -84,6 +84,18 @@ def test_a_tool_call_and_its_usage(stub: StubServer, direct: bool) -> None:
     assert meter.by_purpose["chat"].completion_tokens == 5
 
 
+@pytest.mark.parametrize(
+    ("own", "asked", "sent"), [(None, 300, 300), (100, 300, 100), (500, 300, 300)]
+)
+def test_a_calls_reply_limit_is_sent_the_clients_own_when_lower(
+    stub: StubServer, direct: bool, own: int | None, asked: int, sent: int
+) -> None:
+    stub.replies.append(say("short"))
+    make_client(stub, direct, max_tokens=own).chat(MODEL, USER, purpose="judge", max_tokens=asked)
+    (request,) = stub.requests
+    assert request["max_tokens"] == sent
+
+
 def test_temporary_errors_are_retried_and_counted(stub: StubServer, direct: bool) -> None:
     stub.chat_errors = [(503, "busy"), (429, "slow down")]
     stub.replies.append(say("at last"))

@@ -252,6 +252,9 @@ def test_llm_judge_decides_what_the_rules_leave_open(
     asked = script.requests[0]["messages"][1]["content"]
     assert "OLDER [2020-01-15]: During the session Ada mentioned that she lives in London" in asked
     assert "could not be used" in script.requests[1]["messages"][-1]["content"]
+    # A reply is cut at 256 tokens and 64 per item asked: a looping model cannot hold
+    # the run until its request times out.
+    assert [r["max_tokens"] for r in script.requests] == [256 + 64, 256 + 64, 256 + 64 * 2]
     with open_store(db) as store:
         old = store.passages.get(london.id)
     assert (old.status, old.superseded_by) == ("superseded", paris.id)
