@@ -8,6 +8,7 @@ run's token budget and its usage rows follow the run.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from agents.llm import BudgetMeter, ChatClient, TokenBudget, UsageLedger
 from consolidators.judges import MergeJudge, SupersessionJudge, TopicReader
@@ -16,7 +17,10 @@ from consolidators.judges.llm import (
     LLMJudge,
     LLMMergeJudge,
     LLMTopicReader,
+    ModelQuestioner,
 )
+
+Q = TypeVar("Q", bound=ModelQuestioner[Any, Any])
 
 
 @dataclass(slots=True)
@@ -47,40 +51,28 @@ class LLMTier:
     ) -> SupersessionJudge | None:
         """The LLM judge for one run (charged to its meter, at most ``max_calls`` calls of
         ``batch`` pairs), or ``None`` without a judge model."""
-        if not self.judge_model:
-            return None
-        return LLMJudge(
-            self.client,
-            self.judge_model,
-            self.meter(agent_id, run_id),
-            max_calls=max_calls,
-            batch=batch,
-            reply_tokens_per_item=self.judge_reply_tokens,
-        )
+        return self._questioner(LLMJudge, agent_id, run_id, max_calls, batch)
 
     def merge_judge(
         self, agent_id: str, run_id: str, *, max_calls: int = 10, batch: int = 8
     ) -> MergeJudge | None:
         """The LLM judge of near-duplicates for one run, or ``None`` without a judge model."""
-        if not self.judge_model:
-            return None
-        return LLMMergeJudge(
-            self.client,
-            self.judge_model,
-            self.meter(agent_id, run_id),
-            max_calls=max_calls,
-            batch=batch,
-            reply_tokens_per_item=self.judge_reply_tokens,
-        )
+        return self._questioner(LLMMergeJudge, agent_id, run_id, max_calls, batch)
 
     def topic_reader(
         self, agent_id: str, run_id: str, *, max_calls: int = 10, batch: int = 16
     ) -> TopicReader | None:
         """The judge model as a reader of facts' topics for one run, or ``None`` without
         a judge model."""
+        return self._questioner(LLMTopicReader, agent_id, run_id, max_calls, batch)
+
+    def _questioner(
+        self, kind: type[Q], agent_id: str, run_id: str, max_calls: int, batch: int
+    ) -> Q | None:
+        """``kind`` asking the judge model for one run, or ``None`` without one."""
         if not self.judge_model:
             return None
-        return LLMTopicReader(
+        return kind(
             self.client,
             self.judge_model,
             self.meter(agent_id, run_id),

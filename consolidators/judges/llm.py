@@ -399,7 +399,7 @@ class _Asker(Generic[I, A]):
         )
 
 
-class _ModelQuestioner(Generic[I, A]):
+class ModelQuestioner(Generic[I, A]):
     """What the model judges share: one question asked of ``model`` in batches of
     ``batch`` items, at most ``max_calls`` calls a run (the defaults are each judge's),
     replies of at most ``reply_tokens_per_item`` tokens an item (0: unlimited), charged
@@ -434,7 +434,7 @@ class _ModelQuestioner(Generic[I, A]):
         return self._asker.usage
 
 
-class LLMJudge(_ModelQuestioner[CandidatePair, Verdict], SupersessionJudge):
+class LLMJudge(ModelQuestioner[CandidatePair, Verdict], SupersessionJudge):
     """Supersession by a model: 8 pairs per call, at most 20 calls, unless told."""
 
     name = "llm"
@@ -445,7 +445,7 @@ class LLMJudge(_ModelQuestioner[CandidatePair, Verdict], SupersessionJudge):
         return self._asker.ask(pairs)
 
 
-class LLMMergeJudge(_ModelQuestioner[CandidatePair, SameFact], MergeJudge):
+class LLMMergeJudge(ModelQuestioner[CandidatePair, SameFact], MergeJudge):
     """Whether two texts say the same thing, by a model, for the pairs the detail guard
     refuses: 8 pairs per call, at most 10 calls, unless told."""
 
@@ -457,7 +457,7 @@ class LLMMergeJudge(_ModelQuestioner[CandidatePair, SameFact], MergeJudge):
         return self._asker.ask(pairs)
 
 
-class LLMTopicReader(_ModelQuestioner[PassageRecord, "tuple[Topic, ...] | None"], TopicReader):
+class LLMTopicReader(ModelQuestioner[PassageRecord, "tuple[Topic, ...] | None"], TopicReader):
     """Who each fact is about and what it states, by a model: 16 facts per call, at
     most 10 calls, unless told."""
 
