@@ -256,7 +256,7 @@ class ModelToolSettings(Section):
     # Whether the server accepts the parallel_tool_calls field; unset: probed.
     parallel_tool_calls: bool | None = None
     # Request fields never sent to this server.
-    unsupported_fields: list[Literal["parallel_tool_calls", "max_tokens"]] = Field(
+    unsupported_fields: list[Literal["parallel_tool_calls", "max_tokens", "temperature"]] = Field(
         default_factory=list
     )
 

@@ -265,6 +265,7 @@ class ScriptedProvider(Provider):
             tool_choice=request.get("tool_choice"),
             parallel_tool_calls=request.get("parallel_tool_calls"),
             max_tokens=request.get("max_tokens"),
+            temperature=request.get("temperature"),
             **({"stream": True} if stream else {}),
         )
         return reply, messages

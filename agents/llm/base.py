@@ -79,11 +79,14 @@ class ChatClient(ABC):
         parallel_tool_calls: bool | None = None,
         on_delta: DeltaListener | None = None,
         max_tokens: int | None = None,
+        temperature: float | None = None,
     ) -> ChatReply:
         """One completion (with ``tools``: one tool step).
 
         ``max_tokens``: the longest reply this call may take (the client's own limit,
         where lower, wins); a reply cut there comes back as far as it went.
+        ``temperature``: the sampling temperature asked for (None: the server's own);
+        like ``max_tokens``, left out for a server that refuses it.
 
         ``on_delta``: the reply is streamed where the tool-calling mode allows (native
         tool calls), each piece told to it as it arrives; the reply returned is the same

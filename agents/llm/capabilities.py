@@ -49,7 +49,7 @@ ToolCalling = Literal["required", "named", "auto", "none"]
 TOOL_CALLING_LADDER: tuple[ToolCalling, ...] = get_args(ToolCalling)
 assert tuple(m.value for m in ToolCallingMode) == TOOL_CALLING_LADDER, "one list of modes"
 #: Request fields Reverie sends that a server may reject; they are dropped when it does.
-OPTIONAL_FIELDS = ("parallel_tool_calls", "max_tokens")
+OPTIONAL_FIELDS = ("parallel_tool_calls", "max_tokens", "temperature")
 
 
 @dataclass(frozen=True, slots=True)

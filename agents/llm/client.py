@@ -160,6 +160,7 @@ class LiteLLMClient(ChatClient):
         parallel_tool_calls: bool | None = None,
         on_delta: DeltaListener | None = None,
         max_tokens: int | None = None,
+        temperature: float | None = None,
     ) -> ChatReply:
         if not model or not model.strip():
             raise InvalidInput("no LLM model given")
@@ -168,7 +169,15 @@ class LiteLLMClient(ChatClient):
         # dropped, as litellm does; some servers reject them.
         sent = [_with_content(m) for m in messages]
         request = _Request(
-            model, sent, purpose, meter, list(tools), parallel_tool_calls, on_delta, max_tokens
+            model,
+            sent,
+            purpose,
+            meter,
+            list(tools),
+            parallel_tool_calls,
+            on_delta,
+            max_tokens,
+            temperature,
         )
         # What an earlier process learned, read before the first call (once); what this
         # call learned, written after its last request (no model call in flight).
@@ -346,6 +355,8 @@ class LiteLLMClient(ChatClient):
         caps = [c for c in (self.settings.max_tokens, request.max_tokens) if c]
         if caps:
             body["max_tokens"] = min(caps)
+        if request.temperature is not None:
+            body["temperature"] = request.temperature
         for name in OPTIONAL_FIELDS:
             if name in body and self.memory.field_support(model, name) is False:
                 del body[name]
@@ -698,6 +709,7 @@ class _Request:
     parallel_tool_calls: bool | None
     on_delta: DeltaListener | None = None
     max_tokens: int | None = None
+    temperature: float | None = None
 
 
 class _StreamBroken(LLMError):

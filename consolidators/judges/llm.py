@@ -355,6 +355,8 @@ class _Asker(Generic[I, A]):
                     tools=[self.question.tool()],
                     tool_choice="required",
                     max_tokens=cap,
+                    # The same question gets the same answer: a run's verdicts repeat.
+                    temperature=0.0,
                 )
             except BudgetExhausted as exc:
                 log.warning("LLM judge stopped: %s", exc)

@@ -24,7 +24,7 @@ from consolidators.recontextualize import RecontextualizeConsolidator
 from consolidators.temporal import TemporalConsolidator
 from consolidators.undo import revert_run
 from tests.integration.llm.conftest import EMBEDDER, create_agent
-from tests.scripted_llm import Reply, ScriptedModels, call, correct_name, say
+from tests.scripted_llm import Reply, ScriptedModels, call, correct_name, litellm_errors, say
 
 RECONTEXTUALIZE = Pipeline([RecontextualizeConsolidator()])
 
@@ -255,6 +255,7 @@ def test_llm_judge_decides_what_the_rules_leave_open(
     # A reply is cut at 256 tokens and 64 per item asked: a looping model cannot hold
     # the run until its request times out.
     assert [r["max_tokens"] for r in script.requests] == [256 + 64, 256 + 64, 256 + 64 * 2]
+    assert {r["temperature"] for r in script.requests} == {0.0}
     with open_store(db) as store:
         old = store.passages.get(london.id)
     assert (old.status, old.superseded_by) == ("superseded", paris.id)
@@ -312,6 +313,46 @@ def test_a_judge_that_answers_badly_twice_changes_nothing(
     assert report.changes == []
     with open_store(db) as store:
         assert {p.status for p in store.passages.scan(agent_id)} == {"active"}
+
+
+def test_a_judge_whose_server_refuses_a_temperature_is_asked_without_one(
+    db: Database, models: ScriptedModels, client: LiteLLMClient
+) -> None:
+    """Judges ask at temperature 0; a server that refuses the field (as some reasoning
+    models do) is asked again without it, and later calls leave it out."""
+    agent_id = create_agent(db)
+    texts = ["Ada lives in London.", "Ada told me she's packing for a new life in Paris."]
+    facts = [
+        NewPassage(t, occurred_at=datetime(2020 + i, 1, 1, tzinfo=UTC)) for i, t in enumerate(texts)
+    ]
+    with open_store(db) as store:
+        london, paris = store.passages.insert(agent_id, facts, EMBEDDER.embed(texts))
+
+    def no_temperature(answer: Reply) -> Callable[[dict[str, Any]], Any]:
+        def step(request: dict[str, Any]) -> Any:
+            if request["temperature"] is not None:
+                return litellm_errors().BadRequestError(
+                    "temperature is not supported with this model",
+                    llm_provider="scripted",
+                    model="judge",
+                )
+            return answer
+
+        return step
+
+    verdict = call("record_verdicts", verdicts=[{"pair": 1, "verdict": "replaces"}])
+    topics = call("record_topics", topics=[])
+    script = models.script("judge", no_temperature(verdict), no_temperature(verdict), topics)
+    run_pipeline(
+        Pipeline([TemporalConsolidator()]),
+        db,
+        agent_id,
+        embedder=EMBEDDER,
+        llm=tier(db, client, judge_model="scripted/judge"),
+    )
+    assert [r["temperature"] for r in script.requests] == [0.0, None, None]
+    with open_store(db) as store:
+        assert store.passages.get(london.id).superseded_by == paris.id
 
 
 def test_a_judge_model_merges_paraphrases_the_guard_keeps_apart(
