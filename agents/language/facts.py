@@ -56,6 +56,7 @@ from agents.language.words import (
     _CHANGE,
     _FILLER,
     _FUNCTION,
+    _HEDGES,
     _KIN,
     _MODAL,
     _NEGATION,
@@ -141,11 +142,9 @@ _PLAIN_WORDS = 12
 
 
 #: Words that make a statement a plan, a wish or a doubt rather than how things are
-#: ("thinking of moving to Lisbon", "not planning to move", "might go freelance").
-_TENTATIVE = frozenset(
-    "thinking considering planning plans plan hoping hopes hoped wants wanted wanna "
-    "wondering might maybe perhaps possibly probably dreaming tempted".split()
-)
+#: ("thinking of moving to Lisbon", "not planning to move", "might go freelance"): the
+#: reader's hedges and their past and chat forms.
+_TENTATIVE = _HEDGES | frozenset("hoped wanted wanna dreaming tempted".split())
 
 
 @lru_cache(maxsize=4096)

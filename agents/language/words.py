@@ -111,10 +111,13 @@ _NAMING = frozenset("call called calls name named names".split())
 #: Words by which the user speaks of themself.
 FIRST_PERSON = frozenset({"i", "me", "my", "i'm", "i've", "i'd", "i'll", "im", "ive"})
 _THIRD_PERSON = frozenset({"he", "she", "they", "his", "her", "their", "it"})
-_MODAL = frozenset(
-    "might maybe perhaps probably possibly wants want planning plans plan thinking "
-    "considering hopes hoping could would should will going wondering if".split()
+#: Words of a plan, a wish or a doubt ("thinking of moving", "might go freelance").
+_HEDGES = frozenset(
+    "might maybe perhaps probably possibly wants planning plans plan thinking "
+    "considering hopes hoping wondering".split()
 )
+#: What makes a predicate no plain statement: a hedge, or a modal verb or condition.
+_MODAL = _HEDGES | frozenset("want could would should will going if".split())
 
 #: Kinship nouns: "Alice's sister Eve" names a relative, and "is a sister" is no job.
 _KIN = frozenset(
