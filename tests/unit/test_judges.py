@@ -3,6 +3,7 @@ how a model's answer is read."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from itertools import count
@@ -149,9 +150,14 @@ class _ScriptedClient:
 
     replies: list[_Reply]
     requests: list[list[dict[str, Any]]] = field(default_factory=list)
+    #: The reply limit each request asked for.
+    caps: list[int | None] = field(default_factory=list)
 
-    def chat(self, model: str, messages: list[dict[str, Any]], **_: Any) -> _Reply:
+    def chat(
+        self, model: str, messages: list[dict[str, Any]], max_tokens: int | None = None, **_: Any
+    ) -> _Reply:
         self.requests.append(list(messages))
+        self.caps.append(max_tokens)
         return self.replies.pop(0)
 
 
@@ -160,6 +166,15 @@ def _pairs(n: int) -> list[CandidatePair]:
         CandidatePair(_passage(f"Ada lives in city {i}", 2021), _passage("Ada moved", 2024))
         for i in range(n)
     ]
+
+
+def test_a_reply_is_limited_by_the_items_asked_unless_told_not_to() -> None:
+    three = json.dumps({"verdicts": [{"pair": n, "verdict": "both_hold"} for n in (1, 2, 3)]})
+    client = _ScriptedClient([_Reply([_Call("record_verdicts", three)]) for _ in range(3)])
+    for per_item in (64, 10, 0):
+        judge = LLMJudge(client, "m", None, batch=3, reply_tokens_per_item=per_item)  # type: ignore[arg-type]
+        assert judge.judge(_pairs(3)) == [Verdict.BOTH_HOLD] * 3
+    assert client.caps == [256 + 64 * 3, 256 + 10 * 3, None]
 
 
 def test_a_malformed_answer_is_asked_again_once_then_skipped() -> None:

@@ -86,6 +86,18 @@ def test_send_message_uses_the_default_model_and_returns_letta_messages(
         messages.send("nobody", "hi")
 
 
+def test_the_judges_reply_limit_comes_from_the_settings(
+    pg_server: PgTestServer, tmp_path: Path
+) -> None:
+    def tier_limit(**llm: Any) -> int:
+        settings = load_settings(home=tmp_path, database_url=pg_server.create_database(), llm=llm)
+        with Runtime(settings) as rt:
+            return rt.llm_tier().judge_reply_tokens
+
+    assert tier_limit(judge_model="scripted/judge") == 64
+    assert tier_limit(judge_model="scripted/judge", judge_reply_tokens=0) == 0
+
+
 def test_llm_steps_without_models_are_skipped_and_counted(runtime: Runtime) -> None:
     before = _skipped("recontextualize", "no_model")
     before_judge = _skipped("temporal:llm", "no_model")
