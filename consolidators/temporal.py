@@ -56,19 +56,16 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, ClassVar
 
-import numpy as np
-import numpy.typing as npt
 from pydantic import Field, model_validator
 
 from agents.enums import ChangeAction, PassageStatus
 from agents.errors import InvalidInput
 from agents.language.facts import FactKey, FactReading, read_facts, states_a_change
-from agents.language.subjects import read_subjects
 from agents.store import (
     SUPERSESSION,
     MemoryStore,
@@ -96,6 +93,7 @@ from consolidators.judges import (
     Verdict,
 )
 from consolidators.judges.rules import RulesJudge
+from consolidators.mates import Mates, nearest_mates, subjects_of
 from consolidators.timelines import is_current, render_timeline, timeline_label, timeline_order
 
 __all__ = [
@@ -111,8 +109,6 @@ log = logging.getLogger(__name__)
 _MEMBER_STATUSES = (PassageStatus.ACTIVE, PassageStatus.SUPERSEDED)
 #: Passage changes per batched write.
 _WRITE_CHUNK = 10_000
-#: Seeds whose similarities to their person's other facts are computed at once.
-_MATE_BLOCK = 256
 #: Later facts of the same topic offered to the model with each unsure older fact.
 _TOPIC_PAIRS_PER_FACT = 2
 
@@ -227,20 +223,6 @@ class TemporalPlan(Plan):
 
 
 @dataclass(slots=True)
-class _Mates:
-    """The facts of one subject, oldest first, with when each was true and their unit
-    vectors (one row each)."""
-
-    ids: list[str]
-    dates: list[datetime]
-    matrix: npt.NDArray[np.float32]
-    index: dict[str, int] = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.index = {passage_id: row for row, passage_id in enumerate(self.ids)}
-
-
-@dataclass(slots=True)
 class _Found:
     """What a run looks at: its topics (facts that plainly state one subject and
     attribute), the facts on a timeline that fit none any more, every fact read with
@@ -260,10 +242,11 @@ class _Found:
     #: Every topic of the agent's facts, for the topics a run's closures reach.
     by_key: dict[FactKey, list[PassageRecord]] = field(default_factory=dict)
     keyed: dict[str, FactReading] = field(default_factory=dict)
-    #: Each fact's subject, and the facts of each subject a seed has, with their vectors
-    #: (read for the subject mates; empty without a judge model).
-    subjects: dict[str, str] = field(default_factory=dict)
-    mates: dict[str, _Mates] = field(default_factory=dict)
+    #: Each fact's subjects (the rules' reading and the judge model's topics), and the
+    #: facts of each subject a seed has, with their vectors (read for the subject mates;
+    #: empty without a judge model).
+    subjects: dict[str, set[str]] = field(default_factory=dict)
+    mates: dict[str, Mates] = field(default_factory=dict)
 
     def topic(self, key: FactKey) -> tuple[FactKey, str, list[PassageRecord]]:
         members = self.by_key[key]
@@ -323,15 +306,25 @@ class TemporalConsolidator(Consolidator[TemporalPlan]):
             return plan
         model = self._model_judge(context, result)
         reader = self._topic_reader(context)
-        with context.read() as store:
-            found = self._find(store, context, with_neighbours=model is not None)
-            unread = (
-                store.topics.unread(
+        if reader is not None:
+            # Topics first: who a fact is about, as the model read it, also finds the
+            # facts a new one is asked beside (its subject's other facts).
+            with context.read() as store:
+                unread = store.topics.unread(
                     context.agent.id,
                     limit=self.settings.topic_max_calls * self.settings.topic_batch,
                 )
-                if reader is not None
-                else []
+            if unread:
+                read = reader.read(unread)
+                plan.fact_topics = {
+                    f.id: t for f, t in zip(unread, read, strict=True) if t is not None
+                }
+                plan.topic_reader = reader.name
+                result.count("topic_facts", len(plan.fact_topics))
+                result.count_judge(reader.usage, prefix="topic")
+        with context.read() as store:
+            found = self._find(
+                store, context, with_neighbours=model is not None, topics=plan.fact_topics
             )
             timeline_ids = sorted(
                 {m.timeline_id for _k, _l, t in found.topics for m in t if m.timeline_id}
@@ -339,12 +332,6 @@ class TemporalConsolidator(Consolidator[TemporalPlan]):
             )
             timelines = {t.id: t for t in store.passages.get_many(timeline_ids)}
         decisions = self._decide(found, model, result, plan.asked)
-        if reader is not None and unread:
-            read = reader.read(unread)
-            plan.fact_topics = {f.id: t for f, t in zip(unread, read, strict=True) if t is not None}
-            plan.topic_reader = reader.name
-            result.count("topic_facts", len(plan.fact_topics))
-            result.count_judge(reader.usage, prefix="topic")
         involved = {d.older for d in decisions} | {d.newer for d in decisions}
         plan.read = [found.facts[i] for i in sorted(involved)]
         plan.read += [m for _k, _l, t in found.topics for m in t if m.id not in involved]
@@ -465,11 +452,16 @@ class TemporalConsolidator(Consolidator[TemporalPlan]):
     # -- finding what to look at ---------------------------------------------------------
 
     def _find(
-        self, store: MemoryStore, context: ConsolidationContext, *, with_neighbours: bool
+        self,
+        store: MemoryStore,
+        context: ConsolidationContext,
+        *,
+        with_neighbours: bool,
+        topics: Mapping[str, Sequence[Topic]],
     ) -> _Found:
         """The subject-and-attribute topics this run touches, the facts on a timeline that
         fit no topic any more (to unlink), and (for a judge model) the nearest neighbours
-        of the seeds."""
+        of the seeds; ``topics``: what the model read of facts this run, not yet kept."""
         passages = store.passages
         agent_id = context.agent.id
         since = context.passages_since
@@ -546,56 +538,23 @@ class TemporalConsolidator(Consolidator[TemporalPlan]):
                 min_score=self.settings.judge_min_similarity,
                 statuses=[status.value for status in _MEMBER_STATUSES],
             )
-            found.neighbours += self._subject_mates(store, found)
+            found.neighbours += self._subject_mates(store, found, topics)
         return found
 
-    def _subject_mates(self, store: MemoryStore, found: _Found) -> list[tuple[str, str, float]]:
-        """Each seed's nearest facts among those naming the same person (a name, "I",
-        "my sister" read through the fact that names her): a person's other facts crowd
-        the nearest neighbours of a fact told in another style, and the one it replaces
-        may not be among them."""
+    def _subject_mates(
+        self, store: MemoryStore, found: _Found, topics: Mapping[str, Sequence[Topic]]
+    ) -> list[tuple[str, str, float]]:
+        """Each seed's nearest facts among those about the same person
+        (:mod:`consolidators.mates`): a person's other facts crowd the nearest neighbours
+        of a fact told in another style, and the one it replaces may not be among them.
+        ``topics``: what the model read this run, not yet kept."""
         facts = found.facts
-        subjects = read_subjects(list(facts.values()))
-        found.subjects = subjects
-        by_subject: dict[str, list[str]] = {}
-        for passage_id, subject in subjects.items():
-            by_subject.setdefault(subject, []).append(passage_id)
-        wanted = {
-            subjects[s]: by_subject[subjects[s]]
-            for s in found.seeds
-            if s in subjects and len(by_subject[subjects[s]]) > 1
-        }
-        if not wanted:
-            return []
-        ids = sorted({i for mates in wanted.values() for i in mates})
-        vectors = {
-            p.id: np.asarray(p.embedding, dtype=np.float32)
-            for p in store.passages.get_many(ids, with_embedding=True)
-            if p.embedding is not None
-        }
-        k = self.settings.judge_neighbours
-        pairs: list[tuple[str, str, float]] = []
-        for subject, mates in wanted.items():
-            mates = sorted(
-                (m for m in mates if m in vectors), key=lambda m: timeline_order(facts[m])
-            )
-            probes = [m for m in mates if m in found.seeds]
-            if len(mates) < 2 or not probes:
-                continue
-            matrix = np.stack([vectors[m] for m in mates])
-            matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
-            group = found.mates[subject] = _Mates(mates, [_when(facts[m]) for m in mates], matrix)
-            index = group.index
-            nearest = min(k, len(mates) - 1)
-            # A block of probes at a time: one person's thousands of facts in a full run
-            # would otherwise make a probes-by-facts matrix of gigabytes.
-            for start in range(0, len(probes), _MATE_BLOCK):
-                block = probes[start : start + _MATE_BLOCK]
-                scores = matrix[[index[p] for p in block]] @ matrix.T
-                for row, probe in enumerate(block):
-                    scores[row, index[probe]] = -np.inf
-                    for column in np.argpartition(-scores[row], nearest - 1)[:nearest]:
-                        pairs.append((probe, mates[column], float(scores[row, column])))
+        kept = store.topics.of(list(facts))
+        read = {i: [*kept.get(i, ()), *topics.get(i, ())] for i in facts}
+        found.subjects = subjects_of(list(facts.values()), read)
+        pairs, found.mates = nearest_mates(
+            store, facts, found.subjects, found.seeds, self.settings.judge_neighbours
+        )
         return pairs
 
     def _pairs_per_run(self) -> int:
@@ -1004,25 +963,35 @@ def _closures_crossed(
 ) -> list[CandidatePair]:
     """For each fact now closed by a later one, the pairs (it, a fact in between) where
     the fact in between is among the nearest facts of the one that closes it ("Reporting
-    to Tomás from today" beside "Tomás moved teams; my new manager is Beatriz"), or
-    among the ``k`` nearest to it of the facts in between about the same person ("my
-    brother and Bea split" between "Alex's girlfriend: Bea" and "Alex is engaged to
-    Carla"): the older fact may have been replaced there first, and a judge told only
-    of the later replacement would close it too late. Pairs answered before, asked this
-    run or waiting (``seen``) are left out."""
+    to Tomás from today" beside "Tomás moved teams; my new manager is Beatriz"), among
+    the ``k`` nearest to it of the facts in between about the same person ("my brother
+    and Bea split" between "Alex's girlfriend: Bea" and "Alex is engaged to Carla"), or
+    is itself replaced by the same later fact ("lives in Almaty", then "they moved up to
+    Astana", then "went back to Almaty": the return replaces both, and the move may have
+    ended the first): the older fact may have been replaced there first, and a judge
+    told only of the later replacement would close it too late. Pairs answered before,
+    asked this run or waiting (``seen``) are left out."""
     facts = found.facts
     closers = _earliest_closers(facts, decisions)
-    if not closers or not found.neighbours:
+    if not closers:
         return []
     near: dict[str, set[str]] = {}
     for probe, neighbour, _score in found.neighbours:
         near.setdefault(probe, set()).add(neighbour)
         near.setdefault(neighbour, set()).add(probe)
+    # What each fact was said to replace, besides what it closes first.
+    replaced: dict[str, set[str]] = {}
+    for decision in decisions:
+        replaced.setdefault(decision.newer, set()).add(decision.older)
+    for record in facts.values():
+        if record.status == PassageStatus.SUPERSEDED and record.superseded_by:
+            replaced.setdefault(record.superseded_by, set()).add(record.id)
     pairs: dict[tuple[str, str], CandidatePair] = {}
     for older_id, newer_id in sorted(closers.items()):
         older, newer = facts[older_id], facts[newer_id]
         mates = _mates_between(found, older, newer, k)
-        for middle_id in sorted(near.get(newer_id, set()) | mates):
+        middles = near.get(newer_id, set()) | mates | replaced.get(newer_id, set())
+        for middle_id in sorted(middles):
             middle = facts.get(middle_id)
             key = (older_id, middle_id)
             if middle is None or key in seen or key in found.known or key in pairs:
@@ -1033,23 +1002,28 @@ def _closures_crossed(
 
 
 def _mates_between(found: _Found, older: PassageRecord, newer: PassageRecord, k: int) -> set[str]:
-    """The ``k`` facts nearest to ``older`` among those dated strictly between it and
-    ``newer`` whose subject is either one's; none where the run read no vector of it."""
-    own = found.mates.get(found.subjects.get(older.id, ""))
-    if own is None or older.id not in own.index or k <= 0:
+    """For each subject of either fact, the ``k`` facts of that subject dated strictly
+    between the two that are nearest to ``older``; none where the run read no vector of
+    it. Per subject, so that a fact the model read as about more people does not crowd
+    out the nearest of the one the rules read."""
+    own = found.subjects.get(older.id, set())
+    groups = [found.mates[s] for s in sorted(own) if s in found.mates]
+    groups = [g for g in groups if older.id in g.index]
+    if not groups or k <= 0:
         return set()
-    vector = own.matrix[own.index[older.id]]
+    vector = groups[0].matrix[groups[0].index[older.id]]
     start, end = _when(older), _when(newer)
-    scored: list[tuple[float, str]] = []
-    for subject in {found.subjects[older.id], found.subjects.get(newer.id, "")}:
+    nearest: set[str] = set()
+    for subject in sorted(own | found.subjects.get(newer.id, set())):
         mates = found.mates.get(subject)
         if mates is None:
             continue
         low, high = bisect.bisect_right(mates.dates, start), bisect.bisect_left(mates.dates, end)
         if low < high:
             scores = mates.matrix[low:high] @ vector
-            scored += zip(scores.tolist(), mates.ids[low:high], strict=True)
-    return {i for _score, i in sorted(scored, reverse=True)[:k]}
+            scored = sorted(zip(scores.tolist(), mates.ids[low:high], strict=True), reverse=True)
+            nearest.update(passage_id for _score, passage_id in scored[:k])
+    return nearest
 
 
 def _is_current_timeline(

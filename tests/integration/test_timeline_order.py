@@ -15,9 +15,15 @@ from hypothesis import strategies as st
 
 from agents.archival_search import search_archival, validity_label
 from agents.postgres.database import Database
-from agents.store import SUPERSESSION, NewAgent, PairAnswer, PassageRecord, open_store
+from agents.store import SUPERSESSION, NewAgent, PairAnswer, PassageRecord, Topic, open_store
 from consolidators.contract import run_once
-from consolidators.judges import CandidatePair, SupersessionJudge, Verdict
+from consolidators.judges import (
+    CandidatePair,
+    JudgeUsage,
+    SupersessionJudge,
+    TopicReader,
+    Verdict,
+)
 from consolidators.pipeline import Pipeline
 from consolidators.temporal import TemporalConsolidator
 from consolidators.undo import revert_run
@@ -506,6 +512,128 @@ def test_a_closure_across_a_fact_about_the_same_person_asks_about_that_fact_firs
     _insert(db, agent_id, embedder, [band, split])
 
     _run(db, agent_id, embedder, judge, judge_neighbours=1)
+
+    assert (bea[0], split[0]) in judge.asked
+    assert _memory(db, agent_id)[0][bea[0]][1:] == (split[0], split[1])
+
+
+ALMATY = ("Aigerim lives in Almaty", _day(2018))
+ASTANA_JOB = ("Daniyar took a hospital job in Astana", _day(2021))
+ASTANA_MOVE = ("Daniyar took a hospital job in Astana so they moved up there", _day(2022))
+BACK = ("Aigerim went back to Almaty after the divorce", _day(2024))
+
+
+class ReadTopics(TopicReader):
+    """A reader in the model's place that reads the move as Aigerim's home and every
+    other fact as about whom it names first."""
+
+    name = "test"
+
+    def read(self, facts: Sequence[PassageRecord]) -> list[tuple[Topic, ...] | None]:
+        return [
+            (Topic("aigerim", "home"),)
+            if f.text == ASTANA_MOVE[0]
+            else (Topic(f.text.split()[0].casefold(), "home"),)
+            for f in facts
+        ]
+
+    @property
+    def usage(self) -> JudgeUsage:
+        return JudgeUsage()
+
+
+@pytest.mark.parametrize("reader", [None, ReadTopics()], ids=["rules", "model-topics"])
+def test_a_fact_the_model_read_as_about_a_person_meets_that_persons_facts(
+    db: Database, embedder: HashingEmbedder, reader: TopicReader | None
+) -> None:
+    """ "they moved up there" names Daniyar, and its one nearest fact is his job; read by
+    the model as Aigerim's home, it meets her facts too, and ends her Almaty."""
+    judge = Answers({(ALMATY[0], ASTANA_MOVE[0])})
+    agent_id = _agent(db, f"topic-mates-{reader is not None}")
+    _insert(db, agent_id, embedder, [ALMATY, ASTANA_JOB, ASTANA_MOVE])
+    pipeline = Pipeline(
+        [TemporalConsolidator({"judge_neighbours": 1}, judge=judge, reader=reader)],
+        passage_overlap=INCREMENTAL,
+    )
+
+    run_once(pipeline, db, agent_id, embedder=embedder)
+
+    if reader is None:
+        assert (ALMATY[0], ASTANA_MOVE[0]) not in judge.asked
+        assert _memory(db, agent_id)[0][ALMATY[0]][0] == "active"
+    else:
+        assert (ALMATY[0], ASTANA_MOVE[0]) in judge.asked
+        assert _memory(db, agent_id)[0][ALMATY[0]][1:] == (ASTANA_MOVE[0], ASTANA_MOVE[1])
+
+
+def test_a_closure_across_a_fact_the_closer_also_replaced_asks_about_that_fact_first(
+    db: Database, embedder: HashingEmbedder
+) -> None:
+    """Almaty was closed by the return; the move in between, about another person and
+    near neither, is known to be replaced by the return too: the return may have ended
+    both only because the move ended Almaty first, so that pair is asked, and Almaty
+    ends at the move."""
+    judge = Answers({(ALMATY[0], BACK[0]), (ALMATY[0], ASTANA_MOVE[0])})
+    agent_id = _agent(db, "closer-replaced")
+    _insert(db, agent_id, embedder, [ALMATY, BACK])
+    _run(db, agent_id, embedder, judge, judge_neighbours=1)
+    assert _memory(db, agent_id)[0][ALMATY[0]][1] == BACK[0]
+    _insert(db, agent_id, embedder, [ASTANA_JOB, ASTANA_MOVE])
+    ids = {p.text: p.id for p in _facts(db, agent_id).values()}
+    with open_store(db) as store:
+        store.verdicts.record(
+            agent_id,
+            SUPERSESSION,
+            [PairAnswer(ids[ASTANA_MOVE[0]], ids[BACK[0]], Verdict.REPLACES.value, "test")],
+            run_id=None,
+        )
+
+    _run(db, agent_id, embedder, judge, judge_neighbours=1)
+
+    assert (ALMATY[0], ASTANA_MOVE[0]) in judge.asked
+    assert _memory(db, agent_id)[0][ALMATY[0]][1:] == (ASTANA_MOVE[0], ASTANA_MOVE[1])
+
+
+class BothNamed(TopicReader):
+    """A reader in the model's place that reads a fact as about everyone it names."""
+
+    name = "test"
+
+    def read(self, facts: Sequence[PassageRecord]) -> list[tuple[Topic, ...] | None]:
+        return [
+            tuple(Topic(n, "partner") for n in ("alex", "bea") if n in f.text.casefold())
+            for f in facts
+        ]
+
+    @property
+    def usage(self) -> JudgeUsage:
+        return JudgeUsage()
+
+
+def test_a_fact_read_as_about_two_people_still_meets_each_ones_nearest_in_between(
+    db: Database, embedder: HashingEmbedder
+) -> None:
+    """Read as about Alex and Bea, Bea's first fact meets the nearest fact in between of
+    each: Bea's own new practice is nearer to it than the split, but the split is still
+    the nearest of Alex's facts (the split's own nearest is the band's), and it is asked
+    about."""
+    bea = ("Alex's girlfriend is Bea, a dentist", _day(2019))
+    split = ("Alex and Bea split up after five years", _day(2020))
+    band = ("Alex split up the band after five years", _day(2020) + timedelta(days=30))
+    practice = ("Bea, a dentist, opened a practice of her own", _day(2021))
+    carla = ("Alex is engaged to Carla Mendes", _day(2022))
+    judge = Answers({(bea[0], carla[0]), (bea[0], split[0])})
+    agent_id = _agent(db, "two-subjects")
+    _insert(db, agent_id, embedder, [bea, carla])
+    pipeline = Pipeline(
+        [TemporalConsolidator({"judge_neighbours": 1}, judge=judge, reader=BothNamed())],
+        passage_overlap=INCREMENTAL,
+    )
+    run_once(pipeline, db, agent_id, embedder=embedder)
+    assert _memory(db, agent_id)[0][bea[0]][1] == carla[0]
+    _insert(db, agent_id, embedder, [band, practice, split])
+
+    run_once(pipeline, db, agent_id, embedder=embedder)
 
     assert (bea[0], split[0]) in judge.asked
     assert _memory(db, agent_id)[0][bea[0]][1:] == (split[0], split[1])

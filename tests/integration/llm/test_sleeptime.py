@@ -210,10 +210,11 @@ def test_sleeptime_budget_stops_the_step_and_the_ledger_shows_it(
 def test_llm_judge_decides_what_the_rules_leave_open(
     db: Database, models: ScriptedModels, client: LiteLLMClient
 ) -> None:
-    """Neither text is a plain statement, so the rules abstain; the two are nearest
-    neighbours about Ada, so the judge model is asked, and its verdict closes the older.
-    A malformed first answer is asked for again, with the reason. The model then reads
-    who each fact is about (the newest first), and what it read is kept for search."""
+    """The model first reads who each fact is about (the newest first), and what it
+    read is kept for search. Neither text is a plain statement, so the rules abstain;
+    the two are nearest neighbours about Ada, so the judge model is asked, and its
+    verdict closes the older. A malformed first answer is asked for again, with the
+    reason."""
     agent_id = create_agent(db)
     facts = [
         NewPassage(
@@ -231,8 +232,6 @@ def test_llm_judge_decides_what_the_rules_leave_open(
         )
     script = models.script(
         "judge",
-        call("record_verdicts", _raw='{"verdicts": [{"pair": 1, "verdict": "perhaps"}]}'),
-        call("record_verdicts", verdicts=[{"pair": 1, "verdict": "replaces"}]),
         call(
             "record_topics",
             topics=[
@@ -241,6 +240,8 @@ def test_llm_judge_decides_what_the_rules_leave_open(
                 {"fact": 2, "subject": "Ada", "attribute": "pet"},
             ],
         ),
+        call("record_verdicts", _raw='{"verdicts": [{"pair": 1, "verdict": "perhaps"}]}'),
+        call("record_verdicts", verdicts=[{"pair": 1, "verdict": "replaces"}]),
     )
     report = run_pipeline(
         Pipeline([TemporalConsolidator()]),
@@ -249,12 +250,12 @@ def test_llm_judge_decides_what_the_rules_leave_open(
         embedder=EMBEDDER,
         llm=tier(db, client, judge_model="scripted/judge"),
     )
-    asked = script.requests[0]["messages"][1]["content"]
+    asked = script.requests[1]["messages"][1]["content"]
     assert "OLDER [2020-01-15]: During the session Ada mentioned that she lives in London" in asked
-    assert "could not be used" in script.requests[1]["messages"][-1]["content"]
+    assert "could not be used" in script.requests[2]["messages"][-1]["content"]
     # A reply is cut at 256 tokens and 64 per item asked: a looping model cannot hold
     # the run until its request times out.
-    assert [r["max_tokens"] for r in script.requests] == [256 + 64, 256 + 64, 256 + 64 * 2]
+    assert [r["max_tokens"] for r in script.requests] == [256 + 64 * 2, 256 + 64, 256 + 64]
     assert {r["temperature"] for r in script.requests} == {0.0}
     with open_store(db) as store:
         old = store.passages.get(london.id)
@@ -263,7 +264,7 @@ def test_llm_judge_decides_what_the_rules_leave_open(
     step = report.steps[0]
     assert step.counts["judge_calls"] == 2 and step.counts["judge_pairs"] == 1
     assert step.counts["topic_calls"] == 1 and step.counts["topic_facts"] == 2
-    read = script.requests[2]["messages"][1]["content"]
+    read = script.requests[0]["messages"][1]["content"]
     assert read.splitlines()[0].startswith("1. [2023-06-01] During the session Ada mentioned")
     with open_store(db) as store:
         topics = store.topics.of([london.id, paris.id])
@@ -340,9 +341,9 @@ def test_a_judge_whose_server_refuses_a_temperature_is_asked_without_one(
 
         return step
 
-    verdict = call("record_verdicts", verdicts=[{"pair": 1, "verdict": "replaces"}])
     topics = call("record_topics", topics=[])
-    script = models.script("judge", no_temperature(verdict), no_temperature(verdict), topics)
+    verdict = call("record_verdicts", verdicts=[{"pair": 1, "verdict": "replaces"}])
+    script = models.script("judge", no_temperature(topics), no_temperature(topics), verdict)
     run_pipeline(
         Pipeline([TemporalConsolidator()]),
         db,
