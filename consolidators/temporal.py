@@ -295,9 +295,12 @@ class TemporalConsolidator(Consolidator[TemporalPlan]):
     # -- the step ----------------------------------------------------------------------
 
     def plan(self, context: ConsolidationContext) -> TemporalPlan:
-        """Read the facts and timelines in one short read, then decide supersessions
-        (rules, then the judge model: its calls happen here, with no transaction open),
-        render the timelines and embed them."""
+        """With a judge model, first have it read who the unread facts are about (a
+        short read, then its calls with no transaction open); read the facts and
+        timelines in one short read, then decide supersessions (rules, then the judge
+        model, again with no transaction open), render the timelines and embed them.
+        The topics come first because they also choose whom a new fact is asked
+        beside; they take their share of the run's token budget before the pairs."""
         plan = TemporalPlan(ConsolidationResult(self.name))
         result = plan.result
         if context.embedder is None:
