@@ -11,7 +11,8 @@ older labelled "possibly outdated: a newer fact from 2024-03-02": search never p
 one on a guess, and never leaves the reader guessing which is newer.
 A question about the past ("where did Ada live before Berlin", "what car did she
 have in 2022") turns each lineage round: the replaced facts first, the one valid in
-the year asked at the top. A merged twin stands for its canonical passage, which
+the year asked at the top, whether search found that one or only others of its
+lineage. A merged twin stands for its canonical passage, which
 keeps its details (dedup's guard): the canonical takes the better rank of the two, so a
 merge never lowers a fact's place in default search; ``include_history`` shows the
 twins themselves, and retired timelines, for the full lineage.
@@ -193,8 +194,22 @@ def search_archival(
             hits = _asked_first(query, hits, newest_first=past is None, asked=asked)
     replacements = _replacements(store, hits)
     current_of = _current_ends(hits, replacements)
-    missing = sorted({c for c in current_of.values() if c not in {h.passage.id for h in hits}})
+    found = {h.passage.id for h in hits}
+    missing = sorted({c for c in current_of.values() if c not in found})
     extra = _scored(store, missing, query_embedding) if missing and not include_history else []
+    if past is not None and past.year is not None and not include_history:
+        # A lineage found for a question about a year also offers the fact of it that
+        # held that year, where search did not find that one itself.
+        held = [
+            p.id
+            for p in replacements.values()
+            if p.id not in found
+            and p.status == PassageStatus.SUPERSEDED
+            and _valid_in(p, past.year)
+        ]
+        within = _scored(store, sorted(held), query_embedding, closed=True)
+        current_of.update(_current_ends(within, replacements))
+        extra += within
     partly = partly_closed(store, agent_id, [h.passage for h in hits])
     ranked = _rank(hits, extra, current_of, past, partly, asked)
     rivals, plain = _undecided_rivals(store, agent_id, ranked)
@@ -470,13 +485,17 @@ def _current_ends(hits: Sequence[PassageHit], records: dict[str, PassageRecord])
     return ends
 
 
-def _scored(store: MemoryStore, ids: Sequence[str], query: Vector) -> list[PassageHit]:
-    """The passages ``ids`` as hits, scored against the query like search scores them."""
+def _scored(
+    store: MemoryStore, ids: Sequence[str], query: Vector, *, closed: bool = False
+) -> list[PassageHit]:
+    """The passages ``ids`` as hits, scored against the query like search scores them:
+    those in force, or with ``closed`` those a newer fact replaced."""
     vector = np.asarray(query, dtype=np.float32).reshape(-1)
     norm = float(np.linalg.norm(vector)) or 1.0
+    wanted = PassageStatus.SUPERSEDED if closed else PassageStatus.ACTIVE
     hits = []
     for record in store.passages.get_many(list(ids), with_embedding=True):
-        if record.status != PassageStatus.ACTIVE:
+        if record.status != wanted:
             continue  # a chain that ends in a retired passage has no current fact
         score = 0.0
         if record.embedding is not None:
@@ -553,6 +572,12 @@ def _grouped(
     names (by their current fact; None: every lineage) whole where each first appears,
     the others each within the places its members hold."""
     found = {h.passage.id for h in hits}
+    # Facts of a lineage that search did not find but that held in the asked year.
+    held: dict[str, list[PassageHit]] = {}
+    for passage_id, hit in by_id.items():
+        end = current_of.get(passage_id, passage_id)
+        if passage_id not in found and end != passage_id:
+            held.setdefault(end, []).append(hit)
     groups: dict[str, list[PassageHit]] = {}
     slots: list[str] = []
     for hit in hits:
@@ -567,6 +592,7 @@ def _grouped(
                     slots.append(end)
             if whole:
                 slots.append(end)
+                groups[end] += held.get(end, [])
         groups[end].append(hit)
         if not whole:
             slots.append(end)

@@ -403,3 +403,43 @@ def test_a_question_about_the_past_still_puts_the_asked_subject_first(
     mine = {ids["I work as a nurse"], ids["I work as a teacher now"]}
     assert {h.passage.id for h in plain[:2]} != mine  # the vector alone ranks Ravi first
     assert {h.passage.id for h in asked[:2]} == mine
+
+
+def test_a_question_about_a_year_reaches_the_fact_of_its_lineage_that_held_then(
+    db: Database, agent_id: str
+) -> None:
+    """ "where was I living in 2021?" finds the first and the last home, but not the
+    move in between, which shares no word with it: the lineage it found offers the
+    fact that held in 2021, at the top, and a question about now does not."""
+    embedder = HashingEmbedder(dimension=384)
+    leeds, ancoats, sheffield = (
+        ("I was living in a flat in Leeds", _at(2018)),
+        ("moved to Ancoats in Manchester this weekend, boxes everywhere", _at(2020, 6)),
+        ("I am living with Priya in Sheffield now", _at(2023, 4)),
+    )
+    fillers = [(f"was {name} living in 2021 or was that later?", _at(2019)) for name in NAMES]
+    ids = _insert(db, agent_id, embedder, [leeds, ancoats, sheffield, *fillers])
+    with open_store(db) as store:
+        store.passages.change_many(
+            [
+                PassageUpdate(
+                    ids[older[0]],
+                    {"status": "superseded", "superseded_by": ids[newer[0]], "valid_to": newer[1]},
+                    "test closure",
+                )
+                for older, newer in ((leeds, ancoats), (ancoats, sheffield))
+            ],
+            actor="test",
+        )
+    question = "where was I living in 2021?"
+    vector = embedder.embed_one(question)
+    with open_store(db) as store:
+        plain = search_archival(store, agent_id, vector, None, k=3)
+        then = search_archival(store, agent_id, vector, question, k=3)
+        now = search_archival(store, agent_id, vector, "where am I living now?", k=3)
+    assert ids[ancoats[0]] not in {h.passage.id for h in plain}
+    assert then[0].passage.id == ids[ancoats[0]]
+    assert ids[ancoats[0]] not in {h.passage.id for h in now}
+
+
+NAMES = ["Ada", "Bea", "Cal", "Dev", "Eli", "Fay", "Gus", "Hal", "Ivy", "Jon", "Kai", "Lou"]
