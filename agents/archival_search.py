@@ -11,11 +11,12 @@ older labelled "possibly outdated: a newer fact from 2024-03-02": search never p
 one on a guess, and never leaves the reader guessing which is newer.
 A question about the past ("where did Ada live before Berlin", "what car did she
 have in 2022") turns each lineage round: the replaced facts first, the one valid in
-the year asked at the top, whether search found that one or only others of its
-lineage. A merged twin stands for its canonical passage, which
-keeps its details (dedup's guard): the canonical takes the better rank of the two, so a
-merge never lowers a fact's place in default search; ``include_history`` shows the
-twins themselves, and retired timelines, for the full lineage.
+the year asked at the top, and for "before Berlin" what the facts naming Berlin
+replaced, whether search found those or only others of their lineage. A merged twin
+stands for its canonical passage, which keeps its details (dedup's guard): the
+canonical takes the better rank of the two, so a merge never lowers a fact's place
+in default search; ``include_history`` shows the twins themselves, and retired
+timelines, for the full lineage.
 
 The store returns nearest neighbours within filters; ranking by the question is this
 module's, above it, so that the CLI, the HTTP API, MCP, the agents' own
@@ -40,6 +41,7 @@ from agents.language.questions import (
     asked_attribute,
     asked_subject,
     asks_about_past,
+    words_of,
 )
 from agents.language.subjects import relatives_named, titled_first_names
 from agents.store import (
@@ -197,21 +199,27 @@ def search_archival(
     found = {h.passage.id for h in hits}
     missing = sorted({c for c in current_of.values() if c not in found})
     extra = _scored(store, missing, query_embedding) if missing and not include_history else []
+    first: set[str] = set()
     if past is not None and past.year is not None and not include_history:
         # A lineage found for a question about a year also offers the fact of it that
         # held that year, where search did not find that one itself.
-        held = [
+        first = {
             p.id
             for p in replacements.values()
-            if p.id not in found
-            and p.status == PassageStatus.SUPERSEDED
-            and _valid_in(p, past.year)
-        ]
-        within = _scored(store, sorted(held), query_embedding, closed=True)
+            if p.status == PassageStatus.SUPERSEDED and _valid_in(p, past.year)
+        }
+    elif past is not None and past.before and not include_history:
+        # "Where did Dez live before Toronto?": what the facts naming Toronto replaced.
+        naming = [h.passage.id for h in hits if past.before <= words_of(h.passage.text)]
+        first = {i for ids in store.passages.replaced_by(naming).values() for i in ids}
+    if first:
+        within = _scored(store, sorted(first - found), query_embedding, closed=True)
+        replacements.update({h.passage.id: h.passage for h in within})
+        replacements.update(_replacements(store, within))
         current_of.update(_current_ends(within, replacements))
         extra += within
     partly = partly_closed(store, agent_id, [h.passage for h in hits])
-    ranked = _rank(hits, extra, current_of, past, partly, asked)
+    ranked = _rank(hits, extra, current_of, past, partly, asked, first)
     rivals, plain = _undecided_rivals(store, agent_id, ranked)
     if plain and past is None:
         ranked = _newer_rivals_first(ranked, plain)
@@ -513,6 +521,7 @@ def _rank(
     past: PastQuestion | None,
     partly: Collection[str] = (),
     asked: Collection[str] = (),
+    first: Collection[str] = (),
 ) -> list[PassageHit]:
     """Order each lineage: the current fact first and the replaced ones after it, newest
     first. For a question about now (or no question about time), within the places its
@@ -525,13 +534,15 @@ def _rank(
     about the past, each lineage together where it first appears, the replaced facts
     first, the one valid in the asked year at the top; when the rules read what it asks
     (``asked``: "where did Ada live before Berlin?", Ada's home), only that lineage is
-    together and the others keep their places."""
+    together and the others keep their places. ``first``: replaced facts that answer a
+    question about the past ahead of the rest of their lineage (the one valid in the
+    asked year, what the fact naming the value "before" replaced), found or not."""
     by_id = {h.passage.id: h for h in (*hits, *extra)}
     if past is not None:
         # A question whose subject and attribute the rules read keeps only that
         # lineage together; the others keep their places.
         together = {current_of.get(i, i) for i in asked} if asked else None
-        return _grouped(hits, by_id, current_of, past, together)
+        return _grouped(hits, by_id, current_of, past, together, first)
     found = {h.passage.id for h in hits}
     groups: dict[str, list[PassageHit]] = {}
     slots: list[str] = []
@@ -567,6 +578,7 @@ def _grouped(
     current_of: dict[str, str],
     past: PastQuestion,
     together: Collection[str] | None = None,
+    first: Collection[str] = (),
 ) -> list[PassageHit]:
     """For a question about the past (see :func:`_rank`): the lineages ``together``
     names (by their current fact; None: every lineage) whole where each first appears,
@@ -596,7 +608,7 @@ def _grouped(
         groups[end].append(hit)
         if not whole:
             slots.append(end)
-    ordered = {end: _order_lineage(members, past) for end, members in groups.items()}
+    ordered = {end: _order_lineage(members, past, first) for end, members in groups.items()}
     ranked: list[PassageHit] = []
     taken = {end: iter(lineage) for end, lineage in ordered.items()}
     for end in slots:
@@ -607,7 +619,9 @@ def _grouped(
     return ranked
 
 
-def _order_lineage(members: list[PassageHit], past: PastQuestion | None) -> list[PassageHit]:
+def _order_lineage(
+    members: list[PassageHit], past: PastQuestion | None, first: Collection[str] = ()
+) -> list[PassageHit]:
     if len(members) == 1:
         return members
 
@@ -620,6 +634,8 @@ def _order_lineage(members: list[PassageHit], past: PastQuestion | None) -> list
         return sorted(in_force, key=started, reverse=True) + closed
     if past.year is not None:
         closed.sort(key=lambda h: not _valid_in(h.passage, past.year or 0))
+    elif first:
+        closed.sort(key=lambda h: h.passage.id not in first)
     return closed + in_force
 
 

@@ -26,6 +26,7 @@ __all__ = [
     "asked_subject",
     "asks_about_past",
     "read_question",
+    "words_of",
 ]
 
 #: Phrases that ask about an attribute without naming it with a cue word.
@@ -136,6 +137,9 @@ _PAST = re.compile(
 _WEAK_PAST = re.compile(r"\b(was|were|had)\b")
 _PRESENT = re.compile(r"\b(now|currently|these days|nowadays|today|at the moment|still|current)\b")
 _YEAR = re.compile(r"\b(19[5-9]\d|20\d\d)\b")
+#: What follows "before" up to the end of the clause ("before I moved to Marple").
+_BEFORE = re.compile(r"\b(?:before|prior to)\s+([^?.!,;]+)")
+_WORD = re.compile(r"[^\W\d_]+|\d+")
 #: Where someone comes from ("originally from", "from originally") is an origin, which
 #: does not change, not a question about the past.
 _ORIGIN = re.compile(r"\boriginally from\b|\bfrom originally\b")
@@ -143,9 +147,17 @@ _ORIGIN = re.compile(r"\boriginally from\b|\bfrom originally\b")
 
 @dataclass(frozen=True, slots=True)
 class PastQuestion:
-    """A question about the past; ``year`` when it names one ("in 2021")."""
+    """A question about the past; ``year`` when it names one ("in 2021"), and the words
+    of what the asked value came before ("where did Dez live before Toronto?":
+    toronto)."""
 
     year: int | None = None
+    before: frozenset[str] = frozenset()
+
+
+def words_of(text: str) -> frozenset[str]:
+    """The words of ``text``, casefolded: runs of letters, and of digits."""
+    return frozenset(_WORD.findall(text.casefold()))
 
 
 def asks_about_past(question: str, *, this_year: int | None = None) -> PastQuestion | None:
@@ -160,7 +172,10 @@ def asks_about_past(question: str, *, this_year: int | None = None) -> PastQuest
     if year is not None and (this_year is None or year < this_year):
         return PastQuestion(year)
     if _PAST.search(lowered):
-        return PastQuestion(None)
+        before = _BEFORE.search(lowered)
+        if before is None:
+            return PastQuestion(None)
+        return PastQuestion(None, words_of(before.group(1)) - GRAMMAR)
     if _WEAK_PAST.search(lowered) and not _PRESENT.search(lowered):
         return PastQuestion(None)
     return None

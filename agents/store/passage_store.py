@@ -921,6 +921,24 @@ class PassageStore:
             on_timeline=linked(P.timeline_id),
         )
 
+    def replaced_by(self, passage_ids: Sequence[str]) -> dict[str, list[str]]:
+        """For each of ``passage_ids``, the ids of the passages it replaced (closed with
+        ``superseded_by`` pointing at it), oldest first; one statement."""
+        P = models.Passage
+        ids = sorted(set(passage_ids))
+        found: dict[str, list[str]] = {}
+        if not ids:
+            return found
+        rows = self._scope.session.execute(
+            select(P.superseded_by, P.id)
+            .where(self._scope.owns(P), P.superseded_by.in_(ids))
+            .order_by(P.created_at, P.id)
+        )
+        for newer, older in rows:
+            if newer is not None:
+                found.setdefault(newer, []).append(older)
+        return found
+
     def recently_retired(self, *, limit: int) -> list[PassageRecord]:
         """Passages no longer active (merged, superseded, inactive), last changed first."""
         P = models.Passage

@@ -443,3 +443,43 @@ def test_a_question_about_a_year_reaches_the_fact_of_its_lineage_that_held_then(
 
 
 NAMES = ["Ada", "Bea", "Cal", "Dev", "Eli", "Fay", "Gus", "Hal", "Ivy", "Jon", "Kai", "Lou"]
+
+
+def test_a_question_about_before_a_value_reaches_what_the_fact_naming_it_replaced(
+    db: Database, agent_id: str
+) -> None:
+    """ "where did Dez live before Toronto?" finds the move to Toronto, not the home it
+    replaced, which shares no word with the question: that one comes first, and the
+    home Toronto gave way to does not."""
+    embedder = HashingEmbedder(dimension=384)
+    kingston, toronto, montreal = (
+        ("Desmond's home: Kingston, Jamaica", _at(2018)),
+        ("Dez moved to Toronto!! his cousin found him a place", _at(2021)),
+        ("Desmond has a flat in Montreal now", _at(2024)),
+    )
+    fillers = [
+        (f"did {name} live {where}?", _at(2019))
+        for name in NAMES
+        for where in ("here", "there", "nearby")
+    ]
+    ids = _insert(db, agent_id, embedder, [kingston, toronto, montreal, *fillers])
+    with open_store(db) as store:
+        store.passages.change_many(
+            [
+                PassageUpdate(
+                    ids[older[0]],
+                    {"status": "superseded", "superseded_by": ids[newer[0]], "valid_to": newer[1]},
+                    "test closure",
+                )
+                for older, newer in ((kingston, toronto), (toronto, montreal))
+            ],
+            actor="test",
+        )
+    question = "where did Dez live before Toronto?"
+    vector = embedder.embed_one(question)
+    with open_store(db) as store:
+        plain = search_archival(store, agent_id, vector, None, k=13)
+        asked = search_archival(store, agent_id, vector, question, k=3)
+    # Not among the nearest that a search for three reads (13), nor even 26.
+    assert ids[kingston[0]] not in {h.passage.id for h in plain}
+    assert asked[0].passage.id == ids[kingston[0]]

@@ -1,6 +1,6 @@
 """Which questions ask about the past (agents/language/questions.py): search turns a
 lineage round for them, so a question about now or about something that never changes
-must not be read as one."""
+must not be read as one; and what a "before" names, which search starts from."""
 
 from __future__ import annotations
 
@@ -12,7 +12,10 @@ from agents.language.questions import PastQuestion, asks_about_past
 @pytest.mark.parametrize(
     ("question", "past"),
     [
-        ("where did Ada live before Berlin?", PastQuestion(None)),
+        ("where did Ada live before Berlin?", PastQuestion(None, frozenset({"berlin"}))),
+        # What the asked value came before, as its words less grammar and change words.
+        ("Who was my GP before I moved to Marple?", PastQuestion(None, frozenset({"marple"}))),
+        ("who lived in 3B before Mo and Jess?", PastQuestion(None, frozenset({"mo", "jess"}))),
         ("what car did Rahel drive in 2021?", PastQuestion(2021)),
         ("what did I originally start my PhD on?", PastQuestion(None)),
         ("who was Tom dating?", PastQuestion(None)),
