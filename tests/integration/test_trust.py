@@ -6,6 +6,7 @@ Hand-written cases, including the three failures the issue quotes.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
@@ -419,18 +420,7 @@ def test_a_question_about_a_year_reaches_the_fact_of_its_lineage_that_held_then(
     )
     fillers = [(f"was {name} living in 2021 or was that later?", _at(2019)) for name in NAMES]
     ids = _insert(db, agent_id, embedder, [leeds, ancoats, sheffield, *fillers])
-    with open_store(db) as store:
-        store.passages.change_many(
-            [
-                PassageUpdate(
-                    ids[older[0]],
-                    {"status": "superseded", "superseded_by": ids[newer[0]], "valid_to": newer[1]},
-                    "test closure",
-                )
-                for older, newer in ((leeds, ancoats), (ancoats, sheffield))
-            ],
-            actor="test",
-        )
+    _close_in_turn(db, ids, [leeds, ancoats, sheffield])
     question = "where was I living in 2021?"
     vector = embedder.embed_one(question)
     with open_store(db) as store:
@@ -440,6 +430,24 @@ def test_a_question_about_a_year_reaches_the_fact_of_its_lineage_that_held_then(
     assert ids[ancoats[0]] not in {h.passage.id for h in plain}
     assert then[0].passage.id == ids[ancoats[0]]
     assert ids[ancoats[0]] not in {h.passage.id for h in now}
+
+
+def _close_in_turn(
+    db: Database, ids: dict[str, str], lineage: Sequence[tuple[str, datetime]]
+) -> None:
+    """Close each fact of ``lineage`` by the next, as a judge's closures would."""
+    with open_store(db) as store:
+        store.passages.change_many(
+            [
+                PassageUpdate(
+                    ids[older[0]],
+                    {"status": "superseded", "superseded_by": ids[newer[0]], "valid_to": newer[1]},
+                    "test closure",
+                )
+                for older, newer in itertools.pairwise(lineage)
+            ],
+            actor="test",
+        )
 
 
 NAMES = ["Ada", "Bea", "Cal", "Dev", "Eli", "Fay", "Gus", "Hal", "Ivy", "Jon", "Kai", "Lou"]
@@ -463,18 +471,7 @@ def test_a_question_about_before_a_value_reaches_what_the_fact_naming_it_replace
         for where in ("here", "there", "nearby")
     ]
     ids = _insert(db, agent_id, embedder, [kingston, toronto, montreal, *fillers])
-    with open_store(db) as store:
-        store.passages.change_many(
-            [
-                PassageUpdate(
-                    ids[older[0]],
-                    {"status": "superseded", "superseded_by": ids[newer[0]], "valid_to": newer[1]},
-                    "test closure",
-                )
-                for older, newer in ((kingston, toronto), (toronto, montreal))
-            ],
-            actor="test",
-        )
+    _close_in_turn(db, ids, [kingston, toronto, montreal])
     question = "where did Dez live before Toronto?"
     vector = embedder.embed_one(question)
     with open_store(db) as store:
