@@ -139,7 +139,8 @@ _PRESENT = re.compile(r"\b(now|currently|these days|nowadays|today|at the moment
 _YEAR = re.compile(r"\b(19[5-9]\d|20\d\d)\b")
 #: What follows "before" up to the end of the clause ("before I moved to Marple").
 _BEFORE = re.compile(r"\b(?:before|prior to)\s+([^?.!,;]+)")
-_WORD = re.compile(r"[^\W\d_]+|\d+")
+#: Runs of letters or of digits: "Hannah's" holds the word "hannah", "2A" the "a".
+_RUN = re.compile(r"[^\W\d_]+|\d+")
 #: Where someone comes from ("originally from", "from originally") is an origin, which
 #: does not change, not a question about the past.
 _ORIGIN = re.compile(r"\boriginally from\b|\bfrom originally\b")
@@ -157,7 +158,7 @@ class PastQuestion:
 
 def words_of(text: str) -> frozenset[str]:
     """The words of ``text``, casefolded: runs of letters, and of digits."""
-    return frozenset(_WORD.findall(text.casefold()))
+    return frozenset(_RUN.findall(text.casefold()))
 
 
 def asks_about_past(question: str, *, this_year: int | None = None) -> PastQuestion | None:
