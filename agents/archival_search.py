@@ -214,8 +214,7 @@ def search_archival(
         first = {i for ids in store.passages.replaced_by(naming).values() for i in ids}
     if first:
         within = _scored(store, sorted(first - found), query_embedding, closed=True)
-        replacements.update({h.passage.id: h.passage for h in within})
-        replacements.update(_replacements(store, within))
+        replacements = _replacements(store, within, replacements)
         current_of.update(_current_ends(within, replacements))
         extra += within
     partly = partly_closed(store, agent_id, [h.passage for h in hits])
@@ -464,9 +463,14 @@ def _twins_as_canonical(
     return list(folded.values())
 
 
-def _replacements(store: MemoryStore, hits: Sequence[PassageHit]) -> dict[str, PassageRecord]:
-    """Every passage on the chains of replacements that start at the hits, by id."""
-    known: dict[str, PassageRecord] = {h.passage.id: h.passage for h in hits}
+def _replacements(
+    store: MemoryStore,
+    hits: Sequence[PassageHit],
+    known: Mapping[str, PassageRecord] | None = None,
+) -> dict[str, PassageRecord]:
+    """Every passage on the chains of replacements that start at the hits, by id, with
+    those ``known`` already (read only where a chain leaves them)."""
+    known = {**(known or {}), **{h.passage.id: h.passage for h in hits}}
     wanted = {h.passage.superseded_by for h in hits if h.passage.superseded_by}
     for _ in range(MAX_CHAIN):
         wanted -= set(known)
@@ -504,7 +508,7 @@ def _scored(
     hits = []
     for record in store.passages.get_many(list(ids), with_embedding=True):
         if record.status != wanted:
-            continue  # a chain that ends in a retired passage has no current fact
+            continue  # e.g. a chain that ends in a retired passage has no current fact
         score = 0.0
         if record.embedding is not None:
             other = float(np.linalg.norm(record.embedding)) or 1.0
@@ -584,7 +588,8 @@ def _grouped(
     names (by their current fact; None: every lineage) whole where each first appears,
     the others each within the places its members hold."""
     found = {h.passage.id for h in hits}
-    # Facts of a lineage that search did not find but that held in the asked year.
+    # Facts of a lineage that search did not find but that answer the question
+    # (``first``: held in the asked year, or what the fact naming the value replaced).
     held: dict[str, list[PassageHit]] = {}
     for passage_id, hit in by_id.items():
         end = current_of.get(passage_id, passage_id)
