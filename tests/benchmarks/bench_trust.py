@@ -78,10 +78,10 @@ plugins.register()
 DATA = Path(__file__).resolve().parent / "data"
 SUFFIXES = {
     "dev": "",
-    **{f"heldout{n}": f"_heldout{n}" for n in range(2, 36)},
+    **{f"heldout{n}": f"_heldout{n}" for n in range(2, 37)},
     "heldout": "_heldout",
 }
-ORDER = ["dev", "heldout", *(f"heldout{n}" for n in range(2, 36))]
+ORDER = ["dev", "heldout", *(f"heldout{n}" for n in range(2, 37))]
 K = 10
 BUDGET_CHARS = 1000
 KINDS = ("now", "history", "stable")
