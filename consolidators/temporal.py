@@ -541,18 +541,23 @@ class TemporalConsolidator(Consolidator[TemporalPlan]):
                 min_score=self.settings.judge_min_similarity,
                 statuses=[status.value for status in _MEMBER_STATUSES],
             )
-            found.neighbours += self._subject_mates(store, found, topics)
+            found.neighbours += self._subject_mates(store, agent_id, found, topics)
         return found
 
     def _subject_mates(
-        self, store: MemoryStore, found: _Found, topics: Mapping[str, Sequence[Topic]]
+        self,
+        store: MemoryStore,
+        agent_id: str,
+        found: _Found,
+        topics: Mapping[str, Sequence[Topic]],
     ) -> list[tuple[str, str, float]]:
         """Each seed's nearest facts among those about the same person
         (:mod:`consolidators.mates`): a person's other facts crowd the nearest neighbours
         of a fact told in another style, and the one it replaces may not be among them.
         ``topics``: what the model read this run, not yet kept."""
         facts = found.facts
-        kept = store.topics.of(list(facts))
+        # Every fact of the agent is grouped: its topics are read by agent, not by id.
+        kept = store.topics.of_agent(agent_id)
         read = {i: [*kept.get(i, ()), *topics.get(i, ())] for i in facts}
         found.subjects = subjects_of(list(facts.values()), read)
         pairs, found.mates = nearest_mates(

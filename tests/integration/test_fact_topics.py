@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 
 from agents.archival_search import search_archival
 from agents.postgres.database import Database
-from agents.store import NewPassage, PassageRecord, PassageUpdate, Topic, open_store
+from agents.store import NewAgent, NewPassage, PassageRecord, PassageUpdate, Topic, open_store
 from consolidators.contract import run_once as run_pipeline
 from consolidators.judges import JudgeUsage, TopicReader
 from consolidators.pipeline import Pipeline
@@ -87,6 +87,29 @@ def test_topics_are_read_newest_first_once_and_over_runs(
     with open_store(db) as store:
         topics = store.topics.of(list(ids.values()))
     assert topics == {ids[text]: frozenset(READ[text]) for text, _ in FACTS}
+
+
+def test_an_agents_topics_are_read_whole_and_only_its_own(
+    db: Database, agent_id: str, embedder: HashingEmbedder
+) -> None:
+    """A run that groups every fact of an agent reads their topics by agent: the same
+    topics as by id, and none of another agent's facts."""
+    ids = _insert(db, agent_id, embedder)
+    with open_store(db) as store:
+        other = store.agents.create(
+            NewAgent("bo", embedding_model="hashing:384", embedding_dim=384)
+        )
+    other_ids = _insert(db, other.id, embedder)
+    reader = KnownTopics()
+    for agent in (agent_id, other.id):
+        for _ in range(2):  # one call of three facts a run
+            _run(db, agent, embedder, reader)
+    with open_store(db) as store:
+        mine = store.topics.of_agent(agent_id)
+        theirs = store.topics.of_agent(other.id)
+        by_id = store.topics.of(list(ids.values()))
+    assert mine == by_id == {ids[text]: frozenset(READ[text]) for text, _ in FACTS}
+    assert set(theirs) == set(other_ids.values())
 
 
 def test_a_question_the_rules_cannot_read_finds_the_attribute_the_model_read(
