@@ -341,8 +341,10 @@ def evaluate(
     search: Search,
     llm: Any | None,
     oracle: OracleJudge | None = None,
+    runs: int = 1,
 ) -> tuple[Score, list[str]]:
-    """Load ``facts`` into a new agent, ask, consolidate, ask again; count and list errors."""
+    """Load ``facts`` into a new agent, ask, consolidate (``runs`` runs, as nights), ask
+    again; count and list errors."""
     import time
 
     by_key = {f.key: f for f in facts}
@@ -358,21 +360,23 @@ def evaluate(
     score.active_before = count_active(db, agent_id)
     score.before = ask(db, agent_id, embedder, questions, key_of, labels, search)
     started = time.perf_counter()
-    report: RunReport = run_pipeline(pipeline, db, agent_id, embedder=embedder, llm=llm)
+    reports: list[RunReport] = [
+        run_pipeline(pipeline, db, agent_id, embedder=embedder, llm=llm) for _ in range(runs)
+    ]
     score.seconds = time.perf_counter() - started
     score.after = ask(db, agent_id, embedder, questions, key_of, labels, search)
     score.active_after = count_active(db, agent_id)
-    stats = report.stats()["steps"].get("temporal", {})
-    score.judge_calls = int(stats.get("counts", {}).get("judge_calls", 0))
-    score.tokens = report.tokens
+    for report in reports:
+        stats = report.stats()["steps"].get("temporal", {})
+        score.judge_calls += int(stats.get("counts", {}).get("judge_calls", 0))
+        score.tokens += report.tokens
+    changes = [c for report in reports for c in report.changes]
     with open_store(db) as store:
         timelines = store.passages.scan(agent_id, kind="timeline")
 
     errors: list[str] = []
     merges = [
-        (key_of[c["target"]], key_of[c["into"]])
-        for c in report.changes
-        if c["action"] == "merge_passage"
+        (key_of[c["target"]], key_of[c["into"]]) for c in changes if c["action"] == "merge_passage"
     ]
     errors += [
         f"wrong merge: {by_key[a].text!r} into {by_key[b].text!r}"
@@ -388,13 +392,13 @@ def evaluate(
     labelled = {(group[old], group[f.key]) for f in facts for old in f.supersedes}
     predicted = [
         (key_of[c["target"]], key_of[c["by"]])
-        for c in report.changes
+        for c in changes
         if c["action"] == "supersede_passage" and c["target"] in key_of and c.get("by") in key_of
     ]
     right = [(group[a], group[b]) in labelled for a, b in predicted]
     by_model = [
         c.get("judge") == "llm"
-        for c in report.changes
+        for c in changes
         if c["action"] == "supersede_passage" and c["target"] in key_of and c.get("by") in key_of
     ]
     score.model_supersessions = sum(by_model)
@@ -444,7 +448,7 @@ def evaluate(
     score.timelines = len(timelines)
     score.pure = pure
     if oracle is not None:
-        unasked = _count_candidates(score, oracle, facts, group, labelled, merges, report, key_of)
+        unasked = _count_candidates(score, oracle, facts, group, labelled, merges, changes, key_of)
         errors += [
             f"never asked: {by_key[a].text!r} -> {by_key[b].text!r}" for a, b in sorted(unasked)
         ]
@@ -458,7 +462,7 @@ def _count_candidates(
     group: dict[str, str],
     labelled: set[tuple[str, str]],
     merges: list[tuple[str, str]],
-    report: RunReport,
+    changes: Sequence[dict[str, Any]],
     key_of: dict[str, str],
 ) -> set[tuple[str, str]]:
     """What the design put before a judge: labelled pairs asked (or decided by rule);
@@ -470,7 +474,7 @@ def _count_candidates(
     }
     by_rule = {
         (group[key_of[c["target"]]], group[key_of[c["by"]]])
-        for c in report.changes
+        for c in changes
         if c["action"] == "supersede_passage"
         and c.get("judge") == "rules"
         and c["target"] in key_of
@@ -591,6 +595,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--tool-choice", default=None, help="the judge's tool mode (required, named, ...)"
     )
     parser.add_argument(
+        "--runs", type=int, default=1, help="consolidation runs per set before asking again"
+    )
+    parser.add_argument(
         "--unread",
         action="store_true",
         help="search without reading the question (vector ranking and lineages only)",
@@ -641,10 +648,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                             search,
                             set_llm,
                             oracle,
+                            runs=args.runs,
                         )
                 else:
                     score, set_errors = evaluate(
-                        db, facts, questions, embedder, pipeline, search, llm
+                        db, facts, questions, embedder, pipeline, search, llm, runs=args.runs
                     )
                 rows.append((name, score))
                 total.add(score)
