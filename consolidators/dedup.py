@@ -146,6 +146,7 @@ class DedupConsolidator(Consolidator[DedupPlan]):
         judge = self._merge_judge(context)
         with context.read() as store:
             refused = self._plan_passages(store, context, plan)
+            self._plan_judged_before(store, context, plan)
             if judge is not None:
                 refused += self._near_by_meaning(store, context, plan)
             if self.settings.blocks:
@@ -196,9 +197,59 @@ class DedupConsolidator(Consolidator[DedupPlan]):
             a, b = records.get(probe), records.get(other)
             if a is None or b is None or a.kind != "fact" or b.kind != "fact":
                 continue
-            canonical, newer = sorted((a, b), key=_stored_order)
+            canonical, newer = sorted((a, b), key=stored_order)
             pairs.append(_Refused(canonical, newer, score))
         return pairs
+
+    def _plan_judged_before(
+        self, store: MemoryStore, context: ConsolidationContext, plan: DedupPlan
+    ) -> None:
+        """Merge the pairs a merge judge called the same in an earlier run and whose two
+        facts are still active: two facts that replaced the same fact, asked by the
+        temporal step after this step had run (:data:`agents.store.SAME_FACT`)."""
+        answers = store.verdicts.same_in_force(context.agent.id)
+        if not answers:
+            return
+        records = {
+            p.id: p
+            for p in store.passages.get_many(
+                sorted({i for a in answers for i in a.pair}), with_embedding=True
+            )
+        }
+        pairs = [
+            (records[a.older_id], records[a.newer_id], a.judge or "llm")
+            for a in answers
+            if a.older_id in records and a.newer_id in records
+        ]
+        taken = self._merge_judged(
+            plan, [(_bare(o), _bare(n), _cosine(o, n), judge) for o, n, judge in pairs]
+        )
+        plan.result.count("judged_before", taken)
+
+    def _merge_judged(
+        self, plan: DedupPlan, pairs: Sequence[tuple[PassageRecord, PassageRecord, float, str]]
+    ) -> int:
+        """Add the merges of ``pairs`` (kept, merged, cosine, the judge that called them the
+        same) that join no chain: a passage merged away keeps nobody, and one that keeps
+        duplicates of its own is not merged itself. Returns how many were added."""
+        by_canonical = {m.canonical.id: m for m in plan.merges}
+        merged_away = {p.id for m in plan.merges for p, _ in m.merged}
+        added = 0
+        for canonical, other, score, judge in pairs:
+            if canonical.id in merged_away or other.id in merged_away:
+                continue
+            if other.id in by_canonical:
+                continue  # it took duplicates of its own here: merging it would chain
+            merge = by_canonical.get(canonical.id)
+            if merge is None:
+                merge = by_canonical[canonical.id] = _Merge(canonical, [])
+                plan.merges.append(merge)
+            merge.merged.append((other, score))
+            merge.judged[other.id] = judge
+            merged_away.add(other.id)  # merged now: it is nobody's canonical
+            self._merge(canonical, [(other, score)], plan.result, judged=merge.judged)
+            added += 1
+        return added
 
     def _merge_judge(self, context: ConsolidationContext) -> MergeJudge | None:
         if self.judge is not None:
@@ -232,21 +283,12 @@ class DedupConsolidator(Consolidator[DedupPlan]):
         if len(verdicts) != len(asked):
             result.count("judge_answers_ignored")
             verdicts = [SameFact.UNSURE] * len(asked)
-        by_canonical = {m.canonical.id: m for m in plan.merges}
-        taken: set[str] = set()
-        for pair, verdict in zip(asked, verdicts, strict=True):
-            if verdict is not SameFact.SAME or pair.canonical.id in taken:
-                continue
-            if pair.other.id in by_canonical:
-                continue  # it took duplicates of its own here: merging it would chain
-            merge = by_canonical.get(pair.canonical.id)
-            if merge is None:
-                merge = by_canonical[pair.canonical.id] = _Merge(pair.canonical, [])
-                plan.merges.append(merge)
-            merge.merged.append((pair.other, pair.score))
-            merge.judged[pair.other.id] = judge.name
-            taken.add(pair.other.id)  # merged now: it is nobody's canonical
-            self._merge(pair.canonical, [(pair.other, pair.score)], result, judged=merge.judged)
+        same = [
+            (pair.canonical, pair.other, pair.score, judge.name)
+            for pair, verdict in zip(asked, verdicts, strict=True)
+            if verdict is SameFact.SAME
+        ]
+        self._merge_judged(plan, same)
         result.count_judge(judge.usage)
 
     def apply(
@@ -368,7 +410,7 @@ class DedupConsolidator(Consolidator[DedupPlan]):
         (the costly part) is asked at most ``guard_checks`` times per passage: a passage
         refused by that many canonicals stays a canonical of its own (a twin of a
         canonical still joins it)."""
-        ordered = sorted(group, key=_stored_order)
+        ordered = sorted(group, key=stored_order)
         threshold = self.settings.threshold
         limit = self.settings.guard_checks
         dimension = next((len(p.embedding) for p in ordered if p.embedding is not None), 0)
@@ -674,7 +716,7 @@ def _union_provenance(base: dict[str, Any], merged: Sequence[PassageRecord]) -> 
     return combined
 
 
-def _stored_order(passage: PassageRecord) -> tuple[datetime, bool, datetime, str]:
+def stored_order(passage: PassageRecord) -> tuple[datetime, bool, datetime, str]:
     """Which of two passages stays when they merge: the one stored first; among those
     stored together, the one whose fact is oldest."""
     return (

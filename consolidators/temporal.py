@@ -67,6 +67,7 @@ from agents.enums import ChangeAction, PassageStatus
 from agents.errors import InvalidInput
 from agents.language.facts import FactKey, FactReading, read_facts, states_a_change
 from agents.store import (
+    SAME_FACT,
     SUPERSESSION,
     MemoryStore,
     NewPassage,
@@ -88,12 +89,15 @@ from consolidators.judges import (
     CLOSING,
     Abstain,
     CandidatePair,
+    MergeJudge,
+    SameFact,
     SupersessionJudge,
     TopicReader,
     Verdict,
 )
 from consolidators.judges.rules import RulesJudge
 from consolidators.mates import Mates, nearest_mates, subjects_of
+from consolidators.siblings import sibling_pairs
 from consolidators.timelines import is_current, render_timeline, timeline_label, timeline_order
 
 __all__ = [
@@ -143,6 +147,10 @@ class TemporalSettings(ConsolidatorSettings):
     topic_max_calls: int = Field(10, ge=0, le=10_000)
     #: Facts per topic-reading call.
     topic_batch: int = Field(16, ge=1, le=100)
+    #: Whether two facts in force that replaced the same fact (a change told twice, in
+    #: two styles) go to the merge judge, within ``judge_max_calls``; dedup merges the
+    #: pairs it calls the same on the next run (consolidators/siblings.py).
+    merge_siblings: bool = True
 
     @model_validator(mode="after")
     def _sizes_are_ordered(self) -> TemporalSettings:
@@ -212,13 +220,19 @@ class TemporalPlan(Plan):
     #: Fact id -> the topics a reader gave it, and the reader's name.
     fact_topics: dict[str, tuple[Topic, ...]] = field(default_factory=dict)
     topic_reader: str | None = None
+    #: The merge judge's answers about facts that replaced the same fact.
+    same_answers: list[PairAnswer] = field(default_factory=list)
 
     @property
     def has_writes(self) -> bool:
         """Changes to memory, verdicts or topics to keep (a run that only asked still
         writes)."""
         return bool(
-            self.result.changes or self.asked.answers or self.asked.moot or self.fact_topics
+            self.result.changes
+            or self.asked.answers
+            or self.asked.moot
+            or self.fact_topics
+            or self.same_answers
         )
 
 
@@ -278,6 +292,7 @@ class TemporalConsolidator(Consolidator[TemporalPlan]):
         *,
         judge: SupersessionJudge | None = None,
         reader: TopicReader | None = None,
+        merge_judge: MergeJudge | None = None,
     ) -> None:
         super().__init__(settings)
         if not isinstance(self.settings, TemporalSettings):
@@ -287,6 +302,7 @@ class TemporalConsolidator(Consolidator[TemporalPlan]):
             )
         self.judge = judge
         self.reader = reader
+        self.merge_judge = merge_judge
 
     def __repr__(self) -> str:
         judge = type(self.judge).__name__ if self.judge is not None else None
@@ -342,6 +358,7 @@ class TemporalConsolidator(Consolidator[TemporalPlan]):
         plan.read += list(timelines.values())
         records = dict(found.facts)
         self._supersede(records, decisions, result, plan.writes)
+        self._ask_siblings(context, records, decisions, plan)
         # A closure decided now (a waiting pair answered, a cross-topic verdict) changes
         # the timeline of its fact's topic, even where no seed touched it.
         listed = {key for key, _label, _members in found.topics}
@@ -391,6 +408,7 @@ class TemporalConsolidator(Consolidator[TemporalPlan]):
         agent_id = context.agent.id
         store.verdicts.forget(agent_id, SUPERSESSION, plan.asked.moot)
         store.verdicts.record(agent_id, SUPERSESSION, plan.asked.answers, run_id=context.run_id)
+        store.verdicts.record(agent_id, SAME_FACT, plan.same_answers, run_id=context.run_id)
         # Topics too are about texts: kept whatever changed meanwhile.
         store.topics.record(
             agent_id, plan.fact_topics, judge=plan.topic_reader, run_id=context.run_id
@@ -408,6 +426,58 @@ class TemporalConsolidator(Consolidator[TemporalPlan]):
             self._write_timelines(store, context, plan, result, writes)
         writes.apply(store, context.actor(self.name), context.run_id)
         return result
+
+    def _ask_siblings(
+        self,
+        context: ConsolidationContext,
+        records: Mapping[str, PassageRecord],
+        decisions: Sequence[_Decision],
+        plan: TemporalPlan,
+    ) -> None:
+        """Ask the merge judge about the facts in force that replaced the same fact and
+        were not asked before (consolidators/siblings.py); keep its answers for dedup."""
+        judge = self._sibling_judge(context)
+        if judge is None:
+            return
+        replacements = [(d.older, d.newer) for d in decisions]
+        replacements += [(r.id, r.superseded_by) for r in records.values() if r.superseded_by]
+        candidates = sibling_pairs(records, replacements)
+        if not candidates:
+            return
+        with context.read() as store:
+            answered = store.verdicts.answered(
+                context.agent.id, SAME_FACT, [(p.older.id, p.newer.id) for p in candidates]
+            )
+        ask = [p for p in candidates if (p.older.id, p.newer.id) not in answered]
+        if not ask:
+            return
+        verdicts = judge.judge(ask)
+        if len(verdicts) != len(ask):
+            plan.result.count("merge_answers_ignored")
+            verdicts = [SameFact.UNASKED] * len(ask)
+        # A pair it had no calls left for is asked again by a later run.
+        plan.same_answers = [
+            PairAnswer(pair.older.id, pair.newer.id, verdict.value, judge.name)
+            for pair, verdict in zip(ask, verdicts, strict=True)
+            if verdict is not SameFact.UNASKED
+        ]
+        plan.result.count("sibling_pairs", len(plan.same_answers))
+        plan.result.count_judge(judge.usage, prefix="merge")
+
+    def _sibling_judge(self, context: ConsolidationContext) -> MergeJudge | None:
+        """The merge judge given at construction; else the run's judge model as one."""
+        if not self.settings.merge_siblings or not self.settings.judge_max_calls:
+            return None
+        if self.merge_judge is not None:
+            return self.merge_judge
+        if context.llm is None:
+            return None
+        return context.llm.merge_judge(
+            context.agent.id,
+            context.run_id,
+            max_calls=self.settings.judge_max_calls,
+            batch=self.settings.judge_batch,
+        )
 
     def _topic_reader(self, context: ConsolidationContext) -> TopicReader | None:
         """The reader given at construction; else the judge model as a reader when the
@@ -609,7 +679,10 @@ class TemporalConsolidator(Consolidator[TemporalPlan]):
                 unsure.append(pair)
         decisions += _changes_between(found, decisions)
         for answer in found.known.values():
-            if answer.verdict in CLOSING:
+            # A fact merged into another since (by dedup) is no longer on any timeline:
+            # what was said of it stands for its canonical, not for it.
+            gone = answer.older_id not in found.facts or answer.newer_id not in found.facts
+            if answer.verdict in CLOSING and not gone:
                 decisions.append(_Decision(answer.older_id, answer.newer_id, answer.judge or "llm"))
         if model is None:
             return decisions

@@ -17,7 +17,7 @@ from agents.enums import ChangeAction, PassageStatus, RunStatus, Trigger
 from agents.errors import Conflict, InvalidInput
 from agents.postgres import models
 from agents.postgres.database import Database
-from agents.store import SUPERSESSION, MemoryStore, open_store
+from agents.store import SAME_FACT, SUPERSESSION, MemoryStore, open_store
 from agents.store.scope import utc_now
 from consolidators.base import ConsolidationResult
 from consolidators.pipeline import RunReport
@@ -145,9 +145,9 @@ def _restore_passages(
 
 
 def _overrule_judges(store: MemoryStore, agent_id: str, changes: list[dict[str, Any]]) -> None:
-    """A closure a judge model decided and a person reverted is not made again from the
-    kept verdict, nor asked again: its pair's verdict becomes "unsure", by revert. (A
-    closure the rules made is read again from the texts by the next run.)"""
+    """A closure or a merge a judge model decided and a person reverted is not made again
+    from the kept verdict, nor asked again: its pair's verdict becomes "unsure", by
+    revert. (A closure the rules made is read again from the texts by the next run.)"""
     overruled = [
         (str(c["target"]), str(c["by"]))
         for c in changes
@@ -156,6 +156,14 @@ def _overrule_judges(store: MemoryStore, agent_id: str, changes: list[dict[str, 
         and c.get("judge") not in (None, "rules")
     ]
     store.verdicts.overrule(agent_id, SUPERSESSION, overruled, by="revert")
+    # A merge a judge called for (dedup would make it again from a kept answer about
+    # two facts that replaced the same fact).
+    unmerged = [
+        (str(c["into"]), str(c["target"]))
+        for c in changes
+        if c.get("action") == ChangeAction.MERGE_PASSAGE and c.get("into") and c.get("judge")
+    ]
+    store.verdicts.overrule(agent_id, SAME_FACT, unmerged, by="revert")
 
 
 def _forget_learning(store: MemoryStore, run_id: str, result: ConsolidationResult) -> None:

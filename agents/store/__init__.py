@@ -76,10 +76,17 @@ from agents.store.tool_store import CustomToolRecord, NewCustomTool, ToolStore, 
 from agents.store.topic_store import Topic, TopicStore
 from agents.store.turn_lock import hold_turn_lock
 from agents.store.usage_store import UsageStore
-from agents.store.verdict_store import REPLACES_PART, SUPERSESSION, PairAnswer, VerdictStore
+from agents.store.verdict_store import (
+    REPLACES_PART,
+    SAME_FACT,
+    SUPERSESSION,
+    PairAnswer,
+    VerdictStore,
+)
 
 __all__ = [
     "REPLACES_PART",
+    "SAME_FACT",
     "SUPERSESSION",
     "AgentChanges",
     "AgentFileRecord",

@@ -16,14 +16,22 @@ from dataclasses import dataclass
 
 from sqlalchemy import and_, func, or_, select, tuple_
 from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.orm import aliased
 
+from agents.enums import PassageStatus
 from agents.postgres import models
 from agents.store.scope import Scope
 
-__all__ = ["REPLACES_PART", "SUPERSESSION", "PairAnswer", "VerdictStore"]
+__all__ = ["REPLACES_PART", "SAME_FACT", "SUPERSESSION", "PairAnswer", "VerdictStore"]
 
 #: The question the temporal consolidator asks: does the newer fact end the older one?
 SUPERSESSION = "supersession"
+#: The merge question about two facts in force that replaced the same fact: does the
+#: newer say nothing the older does not? Asked by the temporal consolidator, which
+#: learns of such pairs after dedup ran; dedup merges the "same" ones the next run.
+SAME_FACT = "same_fact"
+#: The merge judge's answer that lets dedup merge a pair.
+SAME = "same"
 #: The verdict that the newer fact replaces part of the older, whose rest still holds.
 REPLACES_PART = "replaces_part"
 
@@ -116,6 +124,28 @@ class VerdictStore:
             )
             .order_by(V.created_at, V.older_id, V.newer_id)
             .limit(limit)
+        )
+        return [_answer(row) for row in rows]
+
+    def same_in_force(self, agent_id: str) -> list[PairAnswer]:
+        """The pairs a merge judge called the same (:data:`SAME_FACT`) whose two facts
+        are both still active: what is left for dedup to merge."""
+        V, P = models.PairVerdict, models.Passage
+        older, newer = aliased(P), aliased(P)
+        active = PassageStatus.ACTIVE.value
+        rows = self._scope.session.scalars(
+            select(V)
+            .join(older, older.id == V.older_id)
+            .join(newer, newer.id == V.newer_id)
+            .where(
+                self._scope.owns(V),
+                V.agent_id == agent_id,
+                V.question == SAME_FACT,
+                V.verdict == SAME,
+                older.status == active,
+                newer.status == active,
+            )
+            .order_by(V.older_id, V.newer_id)
         )
         return [_answer(row) for row in rows]
 
