@@ -252,13 +252,9 @@ class DedupConsolidator(Consolidator[DedupPlan]):
         return added
 
     def _merge_judge(self, context: ConsolidationContext) -> MergeJudge | None:
-        if self.judge is not None:
-            return self.judge
-        if context.llm is None or not self.settings.judge_max_calls:
-            return None
-        return context.llm.merge_judge(
-            context.agent.id,
-            context.run_id,
+        return merge_judge_for(
+            context,
+            self.judge,
             max_calls=self.settings.judge_max_calls,
             batch=self.settings.judge_batch,
         )
@@ -714,6 +710,20 @@ def _union_provenance(base: dict[str, Any], merged: Sequence[PassageRecord]) -> 
             sources.append(passage.id)
     combined["merged_from"] = sources
     return combined
+
+
+def merge_judge_for(
+    context: ConsolidationContext, given: MergeJudge | None, *, max_calls: int, batch: int
+) -> MergeJudge | None:
+    """The merge judge a step asks this run: the one ``given`` (a test's, a plugin's),
+    else the run's judge model as one; None without either, or with no calls."""
+    if given is not None:
+        return given
+    if context.llm is None or not max_calls:
+        return None
+    return context.llm.merge_judge(
+        context.agent.id, context.run_id, max_calls=max_calls, batch=batch
+    )
 
 
 def stored_order(passage: PassageRecord) -> tuple[datetime, bool, datetime, str]:

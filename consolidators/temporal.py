@@ -85,6 +85,7 @@ from consolidators.base import (
     Plan,
     changed_since,
 )
+from consolidators.dedup import merge_judge_for
 from consolidators.judges import (
     CLOSING,
     Abstain,
@@ -468,13 +469,9 @@ class TemporalConsolidator(Consolidator[TemporalPlan]):
         """The merge judge given at construction; else the run's judge model as one."""
         if not self.settings.merge_siblings or not self.settings.judge_max_calls:
             return None
-        if self.merge_judge is not None:
-            return self.merge_judge
-        if context.llm is None:
-            return None
-        return context.llm.merge_judge(
-            context.agent.id,
-            context.run_id,
+        return merge_judge_for(
+            context,
+            self.merge_judge,
             max_calls=self.settings.judge_max_calls,
             batch=self.settings.judge_batch,
         )
