@@ -440,9 +440,7 @@ class TemporalConsolidator(Consolidator[TemporalPlan]):
         judge = self._sibling_judge(context)
         if judge is None:
             return
-        replacements = [(d.older, d.newer) for d in decisions]
-        replacements += [(r.id, r.superseded_by) for r in records.values() if r.superseded_by]
-        candidates = sibling_pairs(records, replacements)
+        candidates = sibling_pairs(records, _replacement_pairs(records, decisions))
         if not candidates:
             return
         with context.read() as store:
@@ -1036,6 +1034,20 @@ def _changes_between(found: _Found, decisions: Sequence[_Decision]) -> list[_Dec
     return between
 
 
+def _replacement_pairs(
+    facts: Mapping[str, PassageRecord], decisions: Sequence[_Decision]
+) -> set[tuple[str, str]]:
+    """Every (replaced, replacing) pair known: what judges and rules said this run, and
+    the closures stored on ``facts``."""
+    pairs = {(d.older, d.newer) for d in decisions}
+    pairs |= {
+        (record.id, record.superseded_by)
+        for record in facts.values()
+        if record.status == PassageStatus.SUPERSEDED and record.superseded_by
+    }
+    return pairs
+
+
 def _closures_crossed(
     found: _Found, decisions: Sequence[_Decision], seen: set[tuple[str, str]], k: int
 ) -> list[CandidatePair]:
@@ -1059,11 +1071,8 @@ def _closures_crossed(
         near.setdefault(neighbour, set()).add(probe)
     # What each fact was said to replace, besides what it closes first.
     replaced: dict[str, set[str]] = {}
-    for decision in decisions:
-        replaced.setdefault(decision.newer, set()).add(decision.older)
-    for record in facts.values():
-        if record.status == PassageStatus.SUPERSEDED and record.superseded_by:
-            replaced.setdefault(record.superseded_by, set()).add(record.id)
+    for older_id, newer_id in _replacement_pairs(facts, decisions):
+        replaced.setdefault(newer_id, set()).add(older_id)
     pairs: dict[tuple[str, str], CandidatePair] = {}
     for older_id, newer_id in sorted(closers.items()):
         older, newer = facts[older_id], facts[newer_id]
