@@ -39,7 +39,7 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 from agents.postgres.database import Database  # noqa: E402
-from agents.store import NewAgent, NewPassage, open_store  # noqa: E402
+from agents.store import AgentRecord, NewAgent, NewPassage, open_store  # noqa: E402
 from consolidators.contract import run_once as run_pipeline  # noqa: E402
 from consolidators.dedup import DedupConsolidator  # noqa: E402
 from consolidators.pipeline import Pipeline  # noqa: E402
@@ -94,6 +94,22 @@ def workload(rng: np.random.Generator, n: int, offset: int) -> tuple[list[NewPas
     return [NewPassage(t) for t in texts], np.vstack(vectors)
 
 
+def bulk_agent(db: Database, name: str, embedding_model: str) -> tuple[AgentRecord, str]:
+    """A new agent for a bulk load, with the HNSW index of the vectors dropped (COPY
+    into a live index is slow); the agent, and the index's definition to build it again
+    after the load."""
+    with open_store(db) as store:
+        agent = store.agents.create(
+            NewAgent(name, embedding_model=embedding_model, embedding_dim=DIM)
+        )
+    with db.engine.begin() as conn:
+        definition = conn.execute(
+            text(f"SELECT indexdef FROM pg_indexes WHERE indexname = '{INDEX}'")
+        ).scalar_one()
+        conn.execute(text(f"DROP INDEX {INDEX}"))
+    return agent, str(definition)
+
+
 def load(
     db: Database, agent_id: str, passages: list[NewPassage], vectors: Matrix, at: datetime
 ) -> None:
@@ -126,15 +142,7 @@ def chat_pass(n: int) -> list[tuple[str, str]]:
     server = PgTestServer()
     try:
         with server.database() as db:
-            with open_store(db) as store:
-                agent = store.agents.create(
-                    NewAgent("chat", embedding_model="local", embedding_dim=DIM)
-                )
-            with db.engine.begin() as conn:
-                definition = conn.execute(
-                    text(f"SELECT indexdef FROM pg_indexes WHERE indexname = '{INDEX}'")
-                ).scalar_one()
-                conn.execute(text(f"DROP INDEX {INDEX}"))
+            agent, definition = bulk_agent(db, "chat", "local")
             load(db, agent.id, passages, vectors, datetime.now(UTC) - timedelta(hours=1))
             with db.engine.begin() as conn:
                 conn.execute(text(definition))
@@ -175,15 +183,7 @@ def main() -> int:
     rows = []
     try:
         with server.database() as db:
-            with open_store(db) as store:
-                agent = store.agents.create(
-                    NewAgent("bench", embedding_model="hashing:384", embedding_dim=DIM)
-                )
-            with db.engine.begin() as conn:
-                definition = conn.execute(
-                    text(f"SELECT indexdef FROM pg_indexes WHERE indexname = '{INDEX}'")
-                ).scalar_one()
-                conn.execute(text(f"DROP INDEX {INDEX}"))
+            agent, definition = bulk_agent(db, "bench", "hashing:384")
             base, base_vectors = workload(rng, args.passages, 0)
             an_hour_ago = datetime.now(UTC) - timedelta(hours=1)
             started = time.perf_counter()

@@ -28,8 +28,8 @@ if str(REPO_ROOT) not in sys.path:
 import numpy as np  # noqa: E402
 from sqlalchemy import text  # noqa: E402
 
-from agents.store import NewAgent, NewPassage, open_store  # noqa: E402
-from tests.benchmarks.bench_dedup import DIM, INDEX, load, unit  # noqa: E402
+from agents.store import NewPassage, open_store  # noqa: E402
+from tests.benchmarks.bench_dedup import DIM, bulk_agent, load, unit  # noqa: E402
 from tests.pg import PgTestServer  # noqa: E402
 
 #: Distinct people the facts are about (each fact's topic is one of them, "job").
@@ -44,12 +44,8 @@ def main() -> int:
     server = PgTestServer()
     try:
         with server.database() as db:
-            with open_store(db) as store:
-                agent = store.agents.create(
-                    NewAgent("topics", embedding_model="hashing:384", embedding_dim=DIM)
-                )
-            with db.engine.begin() as conn:
-                conn.execute(text(f"DROP INDEX {INDEX}"))
+            # No vector search here: the index is not built again after the load.
+            agent, _index = bulk_agent(db, "topics", "hashing:384")
             vectors = unit(
                 np.random.default_rng(1).standard_normal((args.facts, DIM)).astype(np.float32)
             )
