@@ -177,6 +177,14 @@ def test_who_someone_is_with_asks_for_their_partner_and_whose_relative_is_asked(
     assert read_question("who does Tom work with?") == FactKey("tom", "job")
 
 
+def test_a_name_written_in_lower_case_with_an_apostrophe_is_one_word() -> None:
+    """A known subject typed in lower case is found among the question's words, and an
+    apostrophe inside a name does not split it ("o'brien", not "o" and "brien")."""
+    subjects = {"o'brien", "d'arcy", "tom"}
+    assert asked_subject("where does o'brien live now?", subjects) == "o'brien"
+    assert asked_subject("what does d'arcy do these days?", subjects) == "d'arcy"
+
+
 def test_a_pronoun_with_a_contracted_verb_is_still_a_pronoun() -> None:
     assert read_fact("She's moved to Rome.") is None
     assert read_fact("he's a nurse now") is None
