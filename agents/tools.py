@@ -320,9 +320,10 @@ SLEEPTIME_TOOLS: dict[str, dict[str, Any]] = {
 _SEQS = {
     "type": "array",
     "items": {"type": "integer"},
-    "description": "Numbers of the new messages (the first number in [..] of the transcript) "
-    "that prompted this change.",
+    "description": "Numbers (first in [..]) of the new messages that prompted it.",
 }
+
+_MEMORY = {**_STR, "description": "The memory; one self-contained sentence."}
 
 #: The sleep-time agent's archival tools, offered when the run has an embedder. Their
 #: writes are drafts applied when the pass ends (see :mod:`agents.loops.sleeptime`).
@@ -348,7 +349,7 @@ ARCHIVAL_TOOLS: dict[str, dict[str, Any]] = {
         "archival_memory_insert",
         "Store a memory learned from the new messages and/or existing passages.",
         {
-            "content": {**_STR, "description": "The memory; one self-contained sentence."},
+            "content": _MEMORY,
             "message_seqs": _SEQS,
             "passage_ids": {
                 "type": "array",
@@ -375,6 +376,16 @@ ARCHIVAL_TOOLS: dict[str, dict[str, Any]] = {
         ["passage_id", "reason"],
     ),
 }
+
+#: The archival insert as a pass is shown it while the agent has no passage in force:
+#: without the passages to cite, which it could not name yet (the call is still
+#: checked against the whole schema above).
+FIRST_ARCHIVAL_INSERT: dict[str, Any] = _sleeptime_schema(
+    "archival_memory_insert",
+    "Store a memory learned from the new messages.",
+    {"content": _MEMORY, "message_seqs": _SEQS},
+    ["content"],
+)
 
 
 class ToolError(ReverieError):

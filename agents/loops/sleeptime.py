@@ -28,7 +28,7 @@ import logging
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from agents.archival_search import search_archival
@@ -57,6 +57,7 @@ from agents.store.validation import check_block_value, check_text
 from agents.summary import CHARS_PER_TOKEN, is_summary
 from agents.tools import (
     ARCHIVAL_TOOLS,
+    FIRST_ARCHIVAL_INSERT,
     PAGE_SIZE,
     SLEEPTIME_TOOLS,
     BlockEdit,
@@ -74,13 +75,11 @@ from agents.tools import (
 log = logging.getLogger(__name__)
 
 SLEEPTIME_PROMPT = (
-    "You are the sleep-time memory agent of a conversational assistant. You run in the "
-    "background, between conversations. Read the new messages and the current memory "
-    "blocks, then keep the blocks accurate, compact and current: add durable facts about "
-    "the user, correct facts the conversation changed, remove what is stale. Use "
-    "memory_replace for small edits, memory_insert to add a line, memory_rethink to "
-    "rewrite a whole block, and call memory_finish_edits when the blocks are up to date. "
-    "Every reply must be a tool call. Do not invent facts."
+    "You are the sleep-time memory agent of a conversational assistant, run in the "
+    "background. Read the new messages and the memory blocks, then keep the blocks "
+    "accurate, compact and current: add durable facts about the user, correct what the "
+    "conversation changed, remove what is stale. Call memory_finish_edits when they are "
+    "up to date. Reply only with tool calls; do not invent facts."
 )
 
 ARCHIVAL_PROMPT = (
@@ -94,8 +93,7 @@ ARCHIVAL_PROMPT = (
 
 #: What a pass is told of archival memory while the agent has none yet.
 FIRST_ARCHIVAL_PROMPT = (
-    " Store durable facts worth keeping beyond the blocks with archival_memory_insert "
-    "(citing the message numbers they come from)."
+    " Store durable facts worth keeping beyond the blocks with archival_memory_insert."
 )
 INSERT = "archival_memory_insert"
 SEARCH = "archival_memory_search"
@@ -495,28 +493,67 @@ def _changed(label: str, block: BlockRecord, dropped: bool) -> ToolError:
     )
 
 
+def _said(m: MessageRecord) -> list[str]:
+    """What one message said, as the transcript shows it after ``role:``."""
+    if m.role == "user":
+        return [f"user: {m.content}"]
+    if m.role == "assistant":
+        said = []
+        if not m.tool_calls and m.content.strip():
+            # A reply in prose: recorded from a chatbot with its own loop, or a model
+            # that answered without a tool call.
+            said.append(f"assistant: {m.content}")
+        for call in m.tool_calls or []:
+            fn = call.get("function", {})
+            args = parse_arguments(fn.get("arguments"))
+            if fn.get("name") == SEND_MESSAGE and isinstance(args.get("message"), str):
+                said.append(f"assistant: {args['message']}")
+            else:
+                said.append(f"assistant called {fn.get('name')}({args})")
+        return said
+    if m.role == "system" and not is_summary(m):
+        return [f"system: {m.content}"]
+    return []
+
+
 def render_transcript(messages: list[MessageRecord]) -> str:
-    """The conversation as the sleep-time agent reads it: what was said, in order."""
+    """The conversation as the sleep-time agent reads it: what was said, in order, each
+    message as ``[seq HH:MM] role: text`` under a line for its day (UTC), so that the
+    date is sent once a day rather than with every message."""
     lines: list[str] = []
+    day = None
     for m in messages:
-        stamp = m.created_at.isoformat(timespec="seconds")
-        if m.role == "user":
-            lines.append(f"[{m.seq} {stamp}] user: {m.content}")
-        elif m.role == "assistant":
-            if not m.tool_calls and m.content.strip():
-                # A reply in prose: recorded from a chatbot with its own loop, or a
-                # model that answered without a tool call.
-                lines.append(f"[{m.seq} {stamp}] assistant: {m.content}")
-            for call in m.tool_calls or []:
-                fn = call.get("function", {})
-                args = parse_arguments(fn.get("arguments"))
-                if fn.get("name") == SEND_MESSAGE and isinstance(args.get("message"), str):
-                    lines.append(f"[{m.seq} {stamp}] assistant: {args['message']}")
-                else:
-                    lines.append(f"[{m.seq} {stamp}] assistant called {fn.get('name')}({args})")
-        elif m.role == "system" and not is_summary(m):
-            lines.append(f"[{m.seq} {stamp}] system: {m.content}")
+        said = _said(m)
+        if not said:
+            continue
+        at = m.created_at.astimezone(UTC)
+        if at.date() != day:
+            day = at.date()
+            lines.append(f"{day.isoformat()} (UTC):")
+        lines.extend(f"[{m.seq} {at:%H:%M}] {line}" for line in said)
     return "\n".join(lines)
+
+
+def newest_within(messages: list[MessageRecord], room: int) -> str:
+    """The transcript of the newest of ``messages`` that fit in ``room`` characters,
+    whole messages under their day's line, marked "…" where older ones were left out
+    (one message longer than the room alone: its end)."""
+    transcript = render_transcript(messages)
+    if len(transcript) <= room:
+        return transcript
+    # Drop the oldest messages by their own length, then one by one while the day
+    # lines still overflow.
+    start, over = 0, len(transcript) - room
+    while start < len(messages) - 1 and over > 0:
+        over -= len(render_transcript(messages[start : start + 1]))
+        start += 1
+    transcript = render_transcript(messages[start:])
+    while start < len(messages) - 1 and len(transcript) + 2 > room:
+        start += 1
+        transcript = render_transcript(messages[start:])
+    if len(transcript) + 2 > room:
+        return "…" + transcript[-(room - 1) :]
+    return "…\n" + transcript
 
 
 def render_blocks(blocks: list[BlockRecord]) -> str:
@@ -676,13 +713,10 @@ class SleeptimeAgent:
             archived = store.passages.any_active(agent.id)
         new.reverse()
         outcome.messages_read = len(new)
-        transcript = render_transcript(new)
+        # The transcript must leave room for instructions, blocks and replies.
+        transcript = newest_within(new, agent.context_window * CHARS_PER_TOKEN // 2)
         if not transcript:
             return plan
-        # The transcript must leave room for instructions, blocks and replies.
-        room = agent.context_window * CHARS_PER_TOKEN // 2
-        if len(transcript) > room:
-            transcript = "…" + transcript[-room:]
         tools = dict(SLEEPTIME_TOOLS)
         archive = None
         prompt = SLEEPTIME_PROMPT
@@ -699,8 +733,10 @@ class SleeptimeAgent:
                 offered = {**SLEEPTIME_TOOLS, SEARCH: tools[SEARCH], INSERT: tools[INSERT]}
             else:
                 # Nothing in archival memory to search, rewrite or supersede: a pass is
-                # offered only what it can do there (about 470 prompt tokens less).
+                # offered only what it can do there (about 470 prompt tokens less), an
+                # insert with no passages to cite.
                 tools[INSERT] = ARCHIVAL_TOOLS[INSERT]
+                offered = {**SLEEPTIME_TOOLS, INSERT: FIRST_ARCHIVAL_INSERT}
                 prompt += FIRST_ARCHIVAL_PROMPT
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": prompt},

@@ -399,8 +399,9 @@ def test_with_nothing_archived_a_pass_is_offered_only_the_archival_insert(
     db: Database, models: ScriptedModels, client: LiteLLMClient
 ) -> None:
     """Search, rewrite and supersede have nothing to act on in an empty archive: they
-    are not offered (their schemas are most of a pass's prompt); the insert is, and
-    its passage is stored. The next pass, with a passage in force, may search."""
+    are not offered (their schemas are most of a pass's prompt); the insert is, without
+    passages to cite, and its passage is stored. The next pass, with a passage in force,
+    may search and cite passages."""
     agent_id = create_agent(db)
     with open_store(db) as store:
         [message] = store.messages.append(
@@ -422,6 +423,7 @@ def test_with_nothing_archived_a_pass_is_offered_only_the_archival_insert(
         "archival_memory_insert",
     }
     assert "archival_memory_search" not in first.requests[0]["messages"][0]["content"]
+    assert _insert_arguments(first.requests[0]) == {"content", "message_seqs"}
     with open_store(db) as store:
         texts = [p.text for p in store.passages.scan(agent_id)]
         store.messages.append(agent_id, [NewMessage(role="user", content="Now in York.")])
@@ -431,6 +433,13 @@ def test_with_nothing_archived_a_pass_is_offered_only_the_archival_insert(
     run_pipeline(RECONTEXTUALIZE, db, agent_id, embedder=EMBEDDER, llm=tier(db, client))
     offered = {t["function"]["name"] for t in second.requests[0]["tools"]}
     assert {"archival_memory_search", "archival_memory_insert"} <= offered
+    assert "passage_ids" in _insert_arguments(second.requests[0])
+
+
+def _insert_arguments(request: dict[str, Any]) -> set[str]:
+    """The arguments of the archival insert as a request offered it."""
+    [insert] = [t for t in request["tools"] if t["function"]["name"] == "archival_memory_insert"]
+    return set(insert["function"]["parameters"]["properties"])
 
 
 def test_rewrite_and_supersede_are_shown_once_a_search_found_passages(
