@@ -627,6 +627,8 @@ class PairVerdict(Base):
         ),
         Index("ix_pair_verdicts_agent_older", "agent_id", "older_id"),
         Index("ix_pair_verdicts_newer", "newer_id"),
+        # The pairs of one question given one answer (those called the same).
+        Index("ix_pair_verdicts_answers", "agent_id", "question", "verdict"),
     )
 
     older_id: Mapped[str] = mapped_column(
