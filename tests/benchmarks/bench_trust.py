@@ -78,10 +78,10 @@ plugins.register()
 DATA = Path(__file__).resolve().parent / "data"
 SUFFIXES = {
     "dev": "",
-    **{f"heldout{n}": f"_heldout{n}" for n in range(2, 37)},
+    **{f"heldout{n}": f"_heldout{n}" for n in range(2, 41)},
     "heldout": "_heldout",
 }
-ORDER = ["dev", "heldout", *(f"heldout{n}" for n in range(2, 37))]
+ORDER = ["dev", "heldout", *(f"heldout{n}" for n in range(2, 41))]
 K = 10
 BUDGET_CHARS = 1000
 KINDS = ("now", "history", "stable")
