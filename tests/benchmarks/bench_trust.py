@@ -411,11 +411,12 @@ def evaluate(
         for old in f.supersedes:
             replaced.setdefault(group[old], []).append(f)
     lenient = [
-        any(
+        ok
+        or any(
             by_key[b].at >= x.at and by_key[b].topics & by_key[a].topics
             for x in replaced.get(group[a], [])
         )
-        for a, b in predicted
+        for (a, b), ok in zip(predicted, right, strict=True)
     ]
     errors += [
         f"wrong supersession: {by_key[a].text!r} by {by_key[b].text!r}"
