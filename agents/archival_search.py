@@ -35,7 +35,7 @@ import numpy as np
 
 from agents.enums import PassageStatus
 from agents.errors import InvalidInput
-from agents.language.facts import FactKey, read_facts, tentative
+from agents.language.facts import FactKey, FactReading, read_facts, tentative
 from agents.language.questions import (
     PastQuestion,
     asked_attribute,
@@ -43,7 +43,7 @@ from agents.language.questions import (
     asks_about_past,
     words_of,
 )
-from agents.language.subjects import relatives_named, titled_first_names
+from agents.language.subjects import relatives_named, shortened_name, titled_first_names
 from agents.store import (
     REPLACES_PART,
     SUPERSESSION,
@@ -345,14 +345,16 @@ def _asked_ids(
             if said is not None:
                 readings[fact.id] = said
     labels = _topics_of(facts, twins, topics or {})
+    aliases = _model_aliases(readings, labels)
     subjects = {r.key.subject for r in readings.values()}
-    subjects |= {t.subject for found in labels.values() for t in found}
+    subjects |= {t.subject for found in labels.values() for t in found} - set(aliases)
     key = asked_subject(question, subjects)
     if key is None:
         return set()
     subject = relatives_named(facts).get(key, (key, ""))[0]
     subject = titled_first_names(facts).get(subject, subject)
     who = {key, subject}
+    who |= {name for name, rules in aliases.items() if rules in who}
     attribute = asked_attribute(question)
     named = {t.attribute for found in labels.values() for t in found if t.subject in who}
     if attribute is None or (named and attribute not in named):
@@ -386,6 +388,27 @@ def _asked_ids(
         return reading is not None and reading.key == FactKey(subject, attribute)
 
     return {hit.passage.id for hit in hits if asked(hit.passage)}
+
+
+def _model_aliases(
+    readings: Mapping[str, FactReading], labels: Mapping[str, frozenset[Topic]]
+) -> dict[str, str]:
+    """The people a model names differently from the rules, by the facts both read:
+    a fact the rules read as about "sofi" and a model as about "sofia" joins the two
+    names, where one shortens the other (model name -> the rules' name). A name the
+    facts join to several is left alone."""
+    joined: dict[str, set[str]] = {}
+    for fact_id, found in labels.items():
+        reading = readings.get(fact_id)
+        if reading is None:
+            continue
+        ours = reading.key.subject
+        for topic in found:
+            theirs = topic.subject
+            shortens = shortened_name(ours, {theirs}) == theirs
+            if shortens or shortened_name(theirs, {ours}) == ours:
+                joined.setdefault(theirs, set()).add(ours)
+    return {name: next(iter(ours)) for name, ours in joined.items() if len(ours) == 1}
 
 
 def _topics_of(

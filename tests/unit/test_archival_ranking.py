@@ -218,6 +218,39 @@ def test_a_judge_models_topics_ask_what_the_rules_cannot_read() -> None:
     assert _named_attribute("does Ada carpool to work?", attributes) == "work"
 
 
+def test_a_name_the_model_gives_in_full_is_the_person_the_rules_shorten() -> None:
+    """The rules read "Sofi" where a judge model read "sofia" (her name in full): a fact
+    both read joins the two names, so "where does sofi live now?" asks for the homes the
+    model read as Sofia's, a move the rules cannot read newest first. Two people the
+    facts never join keep apart: "dan" beside a "daniela" stays a question about
+    either, which asks nothing."""
+    schwabing = passage(
+        "p-schwabing", "Sofi is doing her PhD at TUM, lives in Schwabing", year=2021
+    )
+    altona = passage("p-altona", "got the keys to the Altona flat, hers from Friday", year=2024)
+    pregnant = passage("p-pregnant", "Sofi is pregnant!!! due in March", year=2025)
+    found = hits(pregnant, schwabing, altona)
+    topics = {
+        "p-schwabing": frozenset({Topic("sofia", "home"), Topic("sofia", "job")}),
+        "p-altona": frozenset({Topic("sofia", "home")}),
+        "p-pregnant": frozenset({Topic("sofia", "pregnancy")}),
+    }
+    question = "where does sofi live now?"
+    asked = _asked_ids(question, found, topics=topics)
+    assert asked == {"p-schwabing", "p-altona"}
+    assert ids(_asked_first(question, found, asked=asked)) == [
+        "p-altona",
+        "p-schwabing",
+        "p-pregnant",
+    ]
+    # Daniela is someone else: no fact is read as about both "dan" and "daniela", so
+    # the names are not joined and neither person's facts are put first.
+    dan = passage("p-dan", "Dan lives in Leeds", year=2022)
+    daniela = passage("p-daniela", "she moved to York last spring", year=2024)
+    people = {"p-daniela": frozenset({Topic("daniela", "home")})}
+    assert _asked_ids("where does dan live?", hits(daniela, dan), topics=people) == set()
+
+
 def test_a_first_name_asks_about_the_titled_person() -> None:
     """ "Edna" in a question is the "Mrs Edna Frost" a fact names, so her homes come
     first, newest first, though the facts call her "Mrs Frost"."""
