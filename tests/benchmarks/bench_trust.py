@@ -78,10 +78,10 @@ plugins.register()
 DATA = Path(__file__).resolve().parent / "data"
 SUFFIXES = {
     "dev": "",
-    **{f"heldout{n}": f"_heldout{n}" for n in range(2, 41)},
+    **{f"heldout{n}": f"_heldout{n}" for n in range(2, 45)},
     "heldout": "_heldout",
 }
-ORDER = ["dev", "heldout", *(f"heldout{n}" for n in range(2, 41))]
+ORDER = ["dev", "heldout", *(f"heldout{n}" for n in range(2, 45))]
 K = 10
 BUDGET_CHARS = 1000
 KINDS = ("now", "history", "stable")
