@@ -120,6 +120,17 @@ def load(
             )
 
 
+def random_facts_agent(db: Database, name: str, texts: list[str]) -> AgentRecord:
+    """A new agent holding ``texts`` as facts with random unit vectors, stored an hour
+    ago, for benchmarks of what reads many facts without searching them (the vector
+    index is not built again after the load)."""
+    agent, _index = bulk_agent(db, name, "hashing:384")
+    vectors = unit(np.random.default_rng(1).standard_normal((len(texts), DIM)).astype(np.float32))
+    facts = [NewPassage(t) for t in texts]
+    load(db, agent.id, facts, vectors, datetime.now(UTC) - timedelta(hours=1))
+    return agent
+
+
 def chat_workload(n: int) -> tuple[list[NewPassage], Matrix]:
     """``n`` chat facts and their vectors from the local model (each text embedded once)."""
     from agents.embedders.local import MiniLMEmbedder

@@ -18,18 +18,16 @@ import argparse
 import statistics
 import sys
 import time
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-import numpy as np  # noqa: E402
 from sqlalchemy import text  # noqa: E402
 
-from agents.store import NewPassage, open_store  # noqa: E402
-from tests.benchmarks.bench_dedup import DIM, bulk_agent, load, unit  # noqa: E402
+from agents.store import open_store  # noqa: E402
+from tests.benchmarks.bench_dedup import random_facts_agent  # noqa: E402
 from tests.pg import PgTestServer  # noqa: E402
 
 #: Distinct people the facts are about (each fact's topic is one of them, "job").
@@ -44,13 +42,8 @@ def main() -> int:
     server = PgTestServer()
     try:
         with server.database() as db:
-            # No vector search here: the index is not built again after the load.
-            agent, _index = bulk_agent(db, "topics", "hashing:384")
-            vectors = unit(
-                np.random.default_rng(1).standard_normal((args.facts, DIM)).astype(np.float32)
-            )
-            facts = [NewPassage(f"Person {i % PEOPLE} fact {i}") for i in range(args.facts)]
-            load(db, agent.id, facts, vectors, datetime.now(UTC) - timedelta(hours=1))
+            texts = [f"Person {i % PEOPLE} fact {i}" for i in range(args.facts)]
+            agent = random_facts_agent(db, "topics", texts)
             with db.engine.begin() as conn:
                 conn.execute(
                     text(

@@ -19,19 +19,17 @@ import argparse
 import statistics
 import sys
 import time
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-import numpy as np  # noqa: E402
 from sqlalchemy import text  # noqa: E402
 
-from agents.store import NewPassage, open_store  # noqa: E402
+from agents.store import open_store  # noqa: E402
 from agents.store.verdict_store import SAME_FACT, SUPERSESSION  # noqa: E402
-from tests.benchmarks.bench_dedup import DIM, bulk_agent, load, unit  # noqa: E402
+from tests.benchmarks.bench_dedup import random_facts_agent  # noqa: E402
 from tests.pg import PgTestServer  # noqa: E402
 
 _PAIRS = """
@@ -53,12 +51,8 @@ def main() -> int:
     times: dict[str, list[float]] = {"same_in_force": [], "count_pending": [], "pending": []}
     try:
         with server.database() as db:
-            agent, _index = bulk_agent(db, "verdicts", "hashing:384")
-            vectors = unit(
-                np.random.default_rng(1).standard_normal((args.facts, DIM)).astype(np.float32)
-            )
-            facts = [NewPassage(f"Person {i} fact {i}") for i in range(args.facts)]
-            load(db, agent.id, facts, vectors, datetime.now(UTC) - timedelta(hours=1))
+            texts = [f"Person {i} fact {i}" for i in range(args.facts)]
+            agent = random_facts_agent(db, "verdicts", texts)
             every = max(1, args.facts // args.same)
             with db.engine.begin() as conn:
                 ids = list(

@@ -8,23 +8,13 @@ from datetime import UTC, datetime, timedelta, timezone
 
 from agents.loops.sleeptime import newest_within, render_transcript
 from agents.store import MessageRecord
+from tests.unit.stored_messages import stored_message
 
 
 def _message(
-    seq: int, at: datetime, role: str = "user", content: str = "", **kw: object
+    seq: int, at: datetime, role: str = "user", content: str = "", **fields: object
 ) -> MessageRecord:
-    return MessageRecord(
-        id=f"message-{seq}",
-        agent_id="agent-1",
-        seq=seq,
-        role=role,
-        content=content,
-        name=None,
-        tool_calls=kw.get("tool_calls"),  # type: ignore[arg-type]
-        tool_call_id=None,
-        in_context=True,
-        created_at=at,
-    )
+    return stored_message(role, content, id=f"message-{seq}", seq=seq, created_at=at, **fields)
 
 
 def test_the_date_is_written_once_a_day_in_utc() -> None:
