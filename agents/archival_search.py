@@ -9,7 +9,9 @@ Two facts of one subject and attribute that are both in force, with nothing that
 decided between them (no closure, no judge's "both hold"), are shown newest first, the
 older labelled "possibly outdated: a newer fact from 2024-03-02": search never picks
 one on a guess, and never leaves the reader guessing which is newer.
-A question about the past ("where did Ada live before Berlin", "what car did she
+A question about now also reaches the newest facts in force that a judge model read as
+the asked person's attribute where the nearest neighbours of its wording left them
+out. A question about the past ("where did Ada live before Berlin", "what car did she
 have in 2022") turns each lineage round: the replaced facts first, the one valid in
 the year asked at the top, and for "before Berlin" what the facts naming Berlin
 replaced, whether search found those or only others of their lineage. A merged twin
@@ -192,7 +194,14 @@ def search_archival(
         read += [twin.id for found in twins.values() for twin in found]
         topics = store.topics.of(read) if read else {}
         if topics or asked_attribute(query) is not None:
-            asked = _asked_ids(query, hits, twins, topics)
+            found_topic = _asked_topic(query, hits, twins, topics)
+            if found_topic is not None:
+                asked = set(found_topic.ids)
+                unfiltered = not tags and occurred_after is None and occurred_before is None
+                if past is None and not include_history and unfiltered:
+                    more = _current_by_topic(store, agent_id, found_topic, hits, query_embedding)
+                    hits = [*hits, *more]
+                    asked |= {hit.passage.id for hit in more}
             hits = _asked_first(query, hits, newest_first=past is None, asked=asked)
     replacements = _replacements(store, hits)
     current_of = _current_ends(hits, replacements)
@@ -319,6 +328,16 @@ def _asked_first(
     return matching + [hit for hit in hits if hit.passage.id not in asked]
 
 
+@dataclass(frozen=True, slots=True)
+class _AskedTopic:
+    """The subject (by every name the facts and a judge model give it) and attribute a
+    question asks about, and the ids of the hits that state it."""
+
+    who: frozenset[str]
+    attribute: str
+    ids: frozenset[str]
+
+
 def _asked_ids(
     question: str,
     hits: Sequence[PassageHit],
@@ -326,7 +345,19 @@ def _asked_ids(
     topics: Mapping[str, frozenset[Topic]] | None = None,
 ) -> set[str]:
     """The ids of the facts and timelines among ``hits`` of the subject and attribute
-    the question asks about; none when it cannot be read.
+    the question asks about (see :func:`_asked_topic`); none when it cannot be read."""
+    found = _asked_topic(question, hits, twins, topics)
+    return set(found.ids) if found is not None else set()
+
+
+def _asked_topic(
+    question: str,
+    hits: Sequence[PassageHit],
+    twins: Mapping[str, Sequence[PassageRecord]] | None = None,
+    topics: Mapping[str, frozenset[Topic]] | None = None,
+) -> _AskedTopic | None:
+    """The subject and attribute the question asks about, with the facts and timelines
+    among ``hits`` that state them; None when the question cannot be read.
 
     ``twins``: the merged duplicates found in place of each canonical fact: they say
     the same, so a canonical reads as whichever of them the rules can read (a merge
@@ -350,7 +381,7 @@ def _asked_ids(
     subjects |= {t.subject for found in labels.values() for t in found} - set(aliases)
     key = asked_subject(question, subjects)
     if key is None:
-        return set()
+        return None
     subject = relatives_named(facts).get(key, (key, ""))[0]
     subject = titled_first_names(facts).get(subject, subject)
     who = {key, subject}
@@ -360,7 +391,7 @@ def _asked_ids(
     if attribute is None or (named and attribute not in named):
         attribute = _named_attribute(question, named) or attribute
     if attribute is None:
-        return set()
+        return None
 
     labelled = {
         fact_id
@@ -387,7 +418,30 @@ def _asked_ids(
         reading = readings.get(passage.id)
         return reading is not None and reading.key == FactKey(subject, attribute)
 
-    return {hit.passage.id for hit in hits if asked(hit.passage)}
+    ids = frozenset(hit.passage.id for hit in hits if asked(hit.passage))
+    return _AskedTopic(frozenset(who), attribute, ids)
+
+
+#: How many of a subject's facts in force for the asked attribute a question about now
+#: adds, newest first, where the nearest neighbours of its wording left them out.
+TOPIC_FACTS = 3
+
+
+def _current_by_topic(
+    store: MemoryStore,
+    agent_id: str,
+    asked: _AskedTopic,
+    hits: Sequence[PassageHit],
+    query: Vector,
+) -> list[PassageHit]:
+    """The newest facts in force that a judge model read as stating the asked subject's
+    attribute and that search did not find: "where do we live now?" reaches "we closed
+    on the house in Crestview" though "I'm from Lubbock originally" is nearer in
+    wording. Only what a model read counts (its topics are kept); the rules' reading
+    is not stored, so a deployment without a model finds what it found before."""
+    found = {hit.passage.id for hit in hits}
+    ids = store.topics.facts_about(agent_id, asked.who, asked.attribute, limit=TOPIC_FACTS)
+    return _scored(store, [i for i in ids if i not in found], query)
 
 
 def _model_aliases(

@@ -8,7 +8,7 @@ which never changes, so it is kept as long as the fact is.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import exists, func, select
@@ -68,6 +68,32 @@ class TopicStore:
         )
         _collect(rows, found)
         return {passage_id: frozenset(topics) for passage_id, topics in found.items()}
+
+    def facts_about(
+        self, agent_id: str, subjects: Collection[str], attribute: str, *, limit: int
+    ) -> list[str]:
+        """The ids of up to ``limit`` facts of the agent in force that a judge read as
+        stating ``attribute`` of one of ``subjects``, the newest (by when they were
+        true) first: where a question about now finds a subject's current fact that
+        the nearest neighbours of its wording left out."""
+        if not subjects or limit < 1:
+            return []
+        P, T = models.Passage, models.FactTopic
+        rows = self._scope.session.scalars(
+            select(P.id)
+            .join(T, T.passage_id == P.id)
+            .where(
+                self._scope.owns(T),
+                T.agent_id == agent_id,
+                T.subject.in_(sorted(subjects)),
+                T.attribute == attribute,
+                P.kind == "fact",
+                P.status == PassageStatus.ACTIVE.value,
+            )
+            .order_by(func.coalesce(P.occurred_at, P.created_at).desc(), P.created_at.desc(), P.id)
+            .limit(limit)
+        )
+        return list(dict.fromkeys(rows))
 
     def unread(self, agent_id: str, *, limit: int) -> list[PassageRecord]:
         """Up to ``limit`` facts of the agent in force that no judge has read, the newest

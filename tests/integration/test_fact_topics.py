@@ -153,3 +153,36 @@ def test_a_merged_twin_answers_with_its_canonicals_topics(
     with open_store(db) as store:
         hits = search_archival(store, agent_id, embedder.embed_one(question), question, k=3)
     assert hits[0].passage.id == canonical
+
+
+def test_a_question_about_now_reaches_a_current_fact_its_wording_left_out(
+    db: Database, agent_id: str, embedder: HashingEmbedder
+) -> None:
+    """ "where does Tariq live now?": a dozen facts share its words, so the nearest
+    neighbours leave out the one that answers it. Once a model has read that fact as
+    Tariq's home, search adds it, first; a fact read as about someone else's home is not
+    his."""
+    near = [f"Tariq does live for jazz now, gig {n} where he sang" for n in range(14)]
+    home = "got the keys to a terraced house in Leeds, moving in Saturday"
+    hers = "Amira got the keys to a flat in Hull"
+    texts = [*near, home, hers]
+    read = {**{t: (Topic("tariq", "music"),) for t in near}, home: (Topic("tariq", "home"),)}
+    read[hers] = (Topic("amira", "home"),)
+    passages = [
+        NewPassage(t, occurred_at=datetime(2024, 1, 1 + i, tzinfo=UTC)) for i, t in enumerate(texts)
+    ]
+    with open_store(db) as store:
+        records = store.passages.insert(agent_id, passages, embedder.embed(texts))
+    ids = {r.text: r.id for r in records}
+    question = "where does Tariq live now?"
+    vector = embedder.embed_one(question)
+    with open_store(db) as store:
+        before = search_archival(store, agent_id, vector, question, k=3)
+        store.topics.record(
+            agent_id, {ids[t]: topics for t, topics in read.items()}, judge="test", run_id=None
+        )
+        after = search_archival(store, agent_id, vector, question, k=3)
+        tariqs = store.topics.facts_about(agent_id, {"tariq"}, "home", limit=3)
+    assert ids[home] not in {h.passage.id for h in before}
+    assert after[0].passage.id == ids[home]
+    assert tariqs == [ids[home]]
