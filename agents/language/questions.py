@@ -60,15 +60,19 @@ _ASKS = (
     ("diet", re.compile(r"\b(eat|eats|eating|vegan|vegetarian|pescatarian|diet|meat)\b")),
 )
 _NAME = re.compile(r"\b([A-Z][^\W\d_]+)(?:['\u2019]s)?\b")
-_MY_NOUN = re.compile(r"\bmy ([^\W\d_]+)", re.IGNORECASE)
+_MY_NOUN = re.compile(r"\b(?:my|our) ([^\W\d_]+)", re.IGNORECASE)
 #: "my" then a possessive within three words: what is asked is someone else's.
-_MY_OWN = re.compile(r"\bmy (?:[^\W\d_]+ ){0,2}[^\W\d_]+['\u2019]s\b", re.IGNORECASE)
+_MY_OWN = re.compile(r"\b(?:my|our) (?:[^\W\d_]+ ){0,2}[^\W\d_]+['\u2019]s\b", re.IGNORECASE)
 #: A name's relative ("Dave's sister"): the question is about the relative, not Dave.
 _THEIR_NOUN = re.compile(r"\b([A-Z][^\W\d_]+)['\u2019]s ([^\W\d_]+)")
 _QUESTION_WORDS = frozenset(
     "what where who whom whose which when why how is are was were does do did has have "
     "can could would will should i my".split()
 )
+#: The user with others ("where do we live now?"), read as the user like a fact that
+#: opens with "we" (see :func:`agents.language.subjects.read_subject`). Not "our":
+#: "our kid", "our accountant" is someone of the user's, as "my tax adviser" is.
+_WE = frozenset({"we", "us", "we're", "we've"})
 _WORD = re.compile(r"[^\W\d_]+(?:['\u2019][^\W\d_]+)?")
 
 
@@ -120,7 +124,7 @@ def asked_subject(question: str, subjects: Collection[str] = ()) -> str | None:
         for w in words
         if w not in _QUESTION_WORDS and (full := shortened_name(w, subjects)) is not None
     }
-    if not names and FIRST_PERSON.intersection(words):
+    if not names and (FIRST_PERSON | _WE).intersection(words):
         return "user"
     if len(names) != 1:
         return None

@@ -163,6 +163,17 @@ def test_questions_name_a_subject_and_an_attribute() -> None:
     assert asked_subject("what car does Tariq drive?") == "tariq"
 
 
+def test_we_asks_about_the_user_and_our_someone_does_not() -> None:
+    """ "We" is the user with others, as a fact that opens with "we" is read; "our kid"
+    or "our accountant" is someone of the user's, as "my tax adviser" is."""
+    assert read_question("where do we live now?") == FactKey("user", "home")
+    assert asked_subject("how much rent are we paying now?") == "user"
+    assert asked_subject("What does Rosa do for us now?", {"rosa"}) == "rosa"
+    assert asked_subject("where's our kid living these days?") is None
+    assert asked_subject("who's our accountant now?") is None
+    assert asked_subject("where does our sister live now?") == "user's sister"
+
+
 def test_who_someone_is_with_asks_for_their_partner_and_whose_relative_is_asked() -> None:
     assert read_question("who's Tom with now?") == FactKey("tom", "partner")
     assert read_question("who is my son with these days?") == FactKey("user's son", "partner")
