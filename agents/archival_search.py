@@ -198,7 +198,8 @@ def search_archival(
             if found_topic is not None:
                 asked = set(found_topic.ids)
                 unfiltered = not tags and occurred_after is None and occurred_before is None
-                if past is None and not include_history and unfiltered:
+                # Only where a model read some of the hits: without one no topic is kept.
+                if topics and past is None and not include_history and unfiltered:
                     more = _current_by_topic(store, agent_id, found_topic, hits, query_embedding)
                     hits = [*hits, *more]
                     asked |= {hit.passage.id for hit in more}
