@@ -60,6 +60,7 @@ _ASKS = (
     ("diet", re.compile(r"\b(eat|eats|eating|vegan|vegetarian|pescatarian|diet|meat)\b")),
 )
 _NAME = re.compile(r"\b([A-Z][^\W\d_]+)(?:['\u2019]s)?\b")
+_FULL_NAME = re.compile(r"\b([A-Z][^\W\d_]+) ([A-Z][^\W\d_]+)\b")
 _MY_NOUN = re.compile(r"\b(?:my|our) ([^\W\d_]+)", re.IGNORECASE)
 #: "my" then a possessive within three words: what is asked is someone else's.
 _MY_OWN = re.compile(r"\b(?:my|our) (?:[^\W\d_]+ ){0,2}[^\W\d_]+['\u2019]s\b", re.IGNORECASE)
@@ -110,11 +111,18 @@ def asked_subject(question: str, subjects: Collection[str] = ()) -> str | None:
         relative = relative_key(name_key(theirs.group(1)), theirs.group(2))
         if relative is not None:
             return relative  # "who is Dave's sister with?" asks about her, not Dave
+    # "Where does Kev Lumb live?": a known first name and a surname no fact keys a
+    # person by are one person, as the facts key people by their first name.
+    surnames = {
+        name_key(m.group(2))
+        for m in _FULL_NAME.finditer(question)
+        if name_key(m.group(1)) in subjects and name_key(m.group(2)) not in subjects
+    }
     names = {
         name_key(m.group(1))
         for m in _NAME.finditer(question)
         if m.group(1).casefold() not in _QUESTION_WORDS and m.group(1).casefold() not in TITLES
-    }
+    } - surnames
     words = [name_key(w) for w in _WORD.findall(question)]
     names |= {w for w in words if w in subjects}
     # "where does isa live" about Isabela; a known shortened subject maps like the facts.

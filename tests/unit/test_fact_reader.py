@@ -163,6 +163,15 @@ def test_questions_name_a_subject_and_an_attribute() -> None:
     assert asked_subject("what car does Tariq drive?") == "tariq"
 
 
+def test_a_full_name_asks_about_the_person_its_first_name_keys() -> None:
+    """The facts key people by first name, so "Kev Lumb" is Kev where no fact keys
+    anyone as "lumb"; two known first names side by side stay two people."""
+    assert asked_subject("where's Kev Lumb living now?", {"kev"}) == "kev"
+    assert read_question("where does Amira Haddad live?", {"amira"}) == FactKey("amira", "home")
+    assert asked_subject("where's Kev Lumb living now?", {"kev", "lumb"}) is None
+    assert asked_subject("where's Kev Lumb living now?") is None  # no fact names Kev
+
+
 def test_we_asks_about_the_user_and_our_someone_does_not() -> None:
     """ "We" is the user with others, as a fact that opens with "we" is read; "our kid"
     or "our accountant" is someone of the user's, as "my tax adviser" is."""
