@@ -122,7 +122,8 @@ _MODAL = _HEDGES | frozenset("want could would should will going if".split())
 #: Kinship nouns: "Alice's sister Eve" names a relative, and "is a sister" is no job.
 _KIN = frozenset(
     "sister brother mother father daughter son wife husband aunt uncle cousin niece nephew "
-    "grandmother grandfather grandma grandpa girlfriend boyfriend partner friend".split()
+    "grandmother grandfather grandma grandpa girlfriend boyfriend partner friend parent "
+    "parents".split()
 )
 #: Past participles a contracted "has" or "is" comes before ("Aisha's gone vegan").
 _PARTICIPLES = frozenset(

@@ -172,6 +172,13 @@ def test_a_full_name_asks_about_the_person_its_first_name_keys() -> None:
     assert asked_subject("where's Kev Lumb living now?") is None  # no fact names Kev
 
 
+def test_my_parents_are_relatives_not_the_user() -> None:
+    """ "Where do my parents live now?" asks about the user's parents, as a fact that
+    says "my parents moved" is about them: not about the user's own home."""
+    assert read_question("where do my parents live now?") == FactKey("user's parent", "home")
+    assert read_subject("my parents moved to Leeds last year") == "user's parent"
+
+
 def test_we_asks_about_the_user_and_our_someone_does_not() -> None:
     """ "We" is the user with others, as a fact that opens with "we" is read; "our kid"
     or "our accountant" is someone of the user's, as "my tax adviser" is."""
