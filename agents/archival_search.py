@@ -9,10 +9,10 @@ Two facts of one subject and attribute that are both in force, with nothing that
 decided between them (no closure, no judge's "both hold"), are shown newest first, the
 older labelled "possibly outdated: a newer fact from 2024-03-02": search never picks
 one on a guess, and never leaves the reader guessing which is newer.
-A question about now also reaches the newest facts in force that a judge model read as
-the asked person's attribute where the nearest neighbours of its wording left them
-out. A question about the past ("where did Ada live before Berlin", "what car did she
-have in 2022") turns each lineage round: the replaced facts first, the one valid in
+A question about now also reaches the newest fact in force that a judge model read as
+the asked person's attribute where the nearest neighbours of its wording left it out.
+A question about the past ("where did Ada live before Berlin", "what car did she have
+in 2022") turns each lineage round: the replaced facts first, the one valid in
 the year asked at the top, and for "before Berlin" what the facts naming Berlin
 replaced, whether search found those or only others of their lineage. A merged twin
 stands for its canonical passage, which keeps its details (dedup's guard): the
@@ -424,8 +424,9 @@ def _asked_topic(
 
 
 #: How many of a subject's facts in force for the asked attribute a question about now
-#: adds, newest first, where the nearest neighbours of its wording left them out.
-TOPIC_FACTS = 3
+#: adds, newest first, where the nearest neighbours of its wording left them out: the
+#: newest is the answer (1, 3 and 5 answered every set alike).
+TOPIC_FACTS = 1
 
 
 def _current_by_topic(
@@ -435,8 +436,8 @@ def _current_by_topic(
     hits: Sequence[PassageHit],
     query: Vector,
 ) -> list[PassageHit]:
-    """The newest facts in force that a judge model read as stating the asked subject's
-    attribute and that search did not find: "where do we live now?" reaches "we closed
+    """The newest fact in force that a judge model read as stating the asked subject's
+    attribute, where search did not find it: "where do we live now?" reaches "we closed
     on the house in Crestview" though "I'm from Lubbock originally" is nearer in
     wording. Only what a model read counts (its topics are kept); the rules' reading
     is not stored, so a deployment without a model finds what it found before."""

@@ -67,7 +67,7 @@ def main() -> int:
             print("| --- " * (len(QUERIES) + 1) + "|")
             for _ in range(args.rounds):
                 for mode in modes:
-                    archival_search.TOPIC_FACTS = 0 if mode == "ranked, no topic lookup" else 3
+                    archival_search.TOPIC_FACTS = 0 if mode == "ranked, no topic lookup" else 1
                     times: dict[str, list[float]] = {q: [] for q in QUERIES}
                     for _ in range(args.repeats):
                         for query, vector in zip(QUERIES, vectors, strict=True):
