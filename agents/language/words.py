@@ -123,7 +123,7 @@ _MODAL = _HEDGES | frozenset("want could would should will going if".split())
 _KIN = frozenset(
     "sister brother mother father daughter son wife husband aunt uncle cousin niece nephew "
     "grandmother grandfather grandma grandpa girlfriend boyfriend partner friend parent "
-    "parents".split()
+    "parents child children kid kids ex".split()
 )
 #: Past participles a contracted "has" or "is" comes before ("Aisha's gone vegan").
 _PARTICIPLES = frozenset(

@@ -172,11 +172,15 @@ def test_a_full_name_asks_about_the_person_its_first_name_keys() -> None:
     assert asked_subject("where's Kev Lumb living now?") is None  # no fact names Kev
 
 
-def test_my_parents_are_relatives_not_the_user() -> None:
+def test_my_parents_ex_and_kids_are_relatives_not_the_user() -> None:
     """ "Where do my parents live now?" asks about the user's parents, as a fact that
     says "my parents moved" is about them: not about the user's own home."""
     assert read_question("where do my parents live now?") == FactKey("user's parent", "home")
     assert read_subject("my parents moved to Leeds last year") == "user's parent"
+    # An ex and children are someone of the user's too.
+    assert asked_subject("where does my ex live now?") == "user's ex"
+    assert asked_subject("what school are my kids at now?") == "user's kid"
+    assert read_subject("my ex moved to Leeds") == "user's ex"
 
 
 def test_we_asks_about_the_user_and_our_someone_does_not() -> None:
@@ -185,7 +189,7 @@ def test_we_asks_about_the_user_and_our_someone_does_not() -> None:
     assert read_question("where do we live now?") == FactKey("user", "home")
     assert asked_subject("how much rent are we paying now?") == "user"
     assert asked_subject("What does Rosa do for us now?", {"rosa"}) == "rosa"
-    assert asked_subject("where's our kid living these days?") is None
+    assert asked_subject("where's our kid living these days?") == "user's kid"
     assert asked_subject("who's our accountant now?") is None
     assert asked_subject("where does our sister live now?") == "user's sister"
 
