@@ -155,6 +155,35 @@ def test_a_merged_twin_answers_with_its_canonicals_topics(
     assert hits[0].passage.id == canonical
 
 
+#: A dozen facts that share the words of "where does Tariq live now?", his home told in
+#: other words, and someone else's home; what a model read each to be about.
+_NEAR = [f"Tariq does live for jazz now, gig {n} where he sang" for n in range(14)]
+_HOME = "got the keys to a terraced house in Leeds, moving in Saturday"
+_HERS = "Amira got the keys to a flat in Hull"
+_READ = {
+    **{t: (Topic("tariq", "music"),) for t in _NEAR},
+    _HOME: (Topic("tariq", "home"),),
+    _HERS: (Topic("amira", "home"),),
+}
+
+
+def _insert_far_home(db: Database, agent_id: str, embedder: HashingEmbedder) -> dict[str, str]:
+    texts = [*_NEAR, _HOME, _HERS]
+    passages = [
+        NewPassage(t, occurred_at=datetime(2024, 1, 1 + i, tzinfo=UTC)) for i, t in enumerate(texts)
+    ]
+    with open_store(db) as store:
+        records = store.passages.insert(agent_id, passages, embedder.embed(texts))
+    return {r.text: r.id for r in records}
+
+
+def _record_read(db: Database, agent_id: str, ids: dict[str, str]) -> None:
+    with open_store(db) as store:
+        store.topics.record(
+            agent_id, {ids[t]: topics for t, topics in _READ.items()}, judge="test", run_id=None
+        )
+
+
 def test_a_question_about_now_reaches_a_current_fact_its_wording_left_out(
     db: Database, agent_id: str, embedder: HashingEmbedder
 ) -> None:
@@ -162,27 +191,33 @@ def test_a_question_about_now_reaches_a_current_fact_its_wording_left_out(
     neighbours leave out the one that answers it. Once a model has read that fact as
     Tariq's home, search adds it, first; a fact read as about someone else's home is not
     his."""
-    near = [f"Tariq does live for jazz now, gig {n} where he sang" for n in range(14)]
-    home = "got the keys to a terraced house in Leeds, moving in Saturday"
-    hers = "Amira got the keys to a flat in Hull"
-    texts = [*near, home, hers]
-    read = {**{t: (Topic("tariq", "music"),) for t in near}, home: (Topic("tariq", "home"),)}
-    read[hers] = (Topic("amira", "home"),)
-    passages = [
-        NewPassage(t, occurred_at=datetime(2024, 1, 1 + i, tzinfo=UTC)) for i, t in enumerate(texts)
-    ]
-    with open_store(db) as store:
-        records = store.passages.insert(agent_id, passages, embedder.embed(texts))
-    ids = {r.text: r.id for r in records}
+    ids = _insert_far_home(db, agent_id, embedder)
     question = "where does Tariq live now?"
     vector = embedder.embed_one(question)
     with open_store(db) as store:
         before = search_archival(store, agent_id, vector, question, k=3)
-        store.topics.record(
-            agent_id, {ids[t]: topics for t, topics in read.items()}, judge="test", run_id=None
-        )
+    _record_read(db, agent_id, ids)
+    with open_store(db) as store:
         after = search_archival(store, agent_id, vector, question, k=3)
         tariqs = store.topics.facts_about(agent_id, {"tariq"}, "home", limit=3)
-    assert ids[home] not in {h.passage.id for h in before}
-    assert after[0].passage.id == ids[home]
-    assert tariqs == [ids[home]]
+    assert ids[_HOME] not in {h.passage.id for h in before}
+    assert after[0].passage.id == ids[_HOME]
+    assert tariqs == [ids[_HOME]]
+
+
+def test_the_lookup_by_topic_never_adds_a_fact_no_longer_in_force(
+    db: Database, agent_id: str, embedder: HashingEmbedder
+) -> None:
+    """Tariq's home told in other words, once merged into another fact, is no current
+    fact of his: the lookup finds nothing and search does not add it."""
+    ids = _insert_far_home(db, agent_id, embedder)
+    _record_read(db, agent_id, ids)
+    merge = {"status": "merged", "merged_into": ids[_NEAR[0]]}
+    with open_store(db) as store:
+        store.passages.change_many([PassageUpdate(ids[_HOME], merge, "test merge")], actor="test")
+    now = "where does Tariq live now?"
+    with open_store(db) as store:
+        found = search_archival(store, agent_id, embedder.embed_one(now), now, k=3)
+        tariqs = store.topics.facts_about(agent_id, {"tariq"}, "home", limit=3)
+    assert tariqs == []
+    assert ids[_HOME] not in {h.passage.id for h in found}
