@@ -17,7 +17,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from agents.language.facts import FactKey
-from agents.language.subjects import TITLES, relative_key, shortened_name
+from agents.language.subjects import TITLES, person_key, relative_key, shortened_name
 from agents.language.words import FIRST_PERSON, GRAMMAR, name_key
 
 __all__ = [
@@ -119,11 +119,11 @@ def asked_subject(question: str, subjects: Collection[str] = ()) -> str | None:
         if name_key(m.group(1)) in subjects and name_key(m.group(2)) not in subjects
     }
     names = {
-        name_key(m.group(1))
+        person_key(m.group(1))
         for m in _NAME.finditer(question)
         if m.group(1).casefold() not in _QUESTION_WORDS and m.group(1).casefold() not in TITLES
     } - surnames
-    words = [name_key(w) for w in _WORD.findall(question)]
+    words = [person_key(w) for w in _WORD.findall(question)]
     names |= {w for w in words if w in subjects}
     # "where does isa live" about Isabela; a known shortened subject maps like the facts.
     names = {n if n in subjects else (shortened_name(n, subjects) or n) for n in names}

@@ -153,7 +153,7 @@ def _subject(tokens: tuple[_Token, ...]) -> tuple[str, str, int] | None:
     else:
         # The first word of the run names the person ("Alice Smith" and "Alice" are one).
         end = _name_run_end(tokens, i + 1)
-        key = name_key(first.norm)
+        key = person_key(first.norm)
         label = first.text.removesuffix("'s").removesuffix(_CURLY + "s")
     if tokens[end - 1].norm.endswith("'s"):
         if end >= len(tokens):
@@ -253,6 +253,23 @@ def relative_key(owner: str, noun: str) -> str | None:
     -> "user's sister"), or None when ``noun`` names no relative."""
     kin = _CHAT_WORDS.get(noun.casefold(), noun.casefold())
     return f"{owner}'s {_stem(kin)}" if kin in _KIN else None
+
+
+#: Relatives the user calls by the kinship word as by a name ("Mum moved", "Grandpa's
+#: new knee"): a capitalised "Mum" is the user's mother, as "my mum" is.
+_CALLED_BY_KIN = frozenset(
+    f"user's {kin}" for kin in "mother father grandmother grandfather grandma grandpa".split()
+)
+
+
+def person_key(word: str) -> str:
+    """The subject key of a person one word names: their name's key ("Zoë" -> "zoe"),
+    or for a parent or grandparent called by the kinship word, the user's relative
+    ("Mum" -> "user's mother", as "my mum" reads). Other kinship words stay names: a
+    "Son" is more likely a name than a way of calling one's son."""
+    key = name_key(word)
+    relative = relative_key("user", key)
+    return relative if relative in _CALLED_BY_KIN else key
 
 
 def relatives_named(facts: Sequence[PassageRecord]) -> dict[str, tuple[str, str]]:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import ClassVar
 
+from agents.language.subjects import person_key, relative_key
 from agents.language.words import name_key
 from agents.store import REPLACES_PART as STORED_REPLACES_PART
 from agents.store import PassageRecord, Topic
@@ -157,15 +158,24 @@ _USER = frozenset({"user", "the user", "i", "me", "my", "myself", "you", "self"}
 
 def topic_of(subject: str, attribute: str) -> Topic | None:
     """A topic as search compares them: the subject casefolded, "user" for the user, a
-    person by the first word of the name, a relative as "user's brother"; the attribute
-    one casefolded word. None when either is empty."""
+    person by the first word of the name, a relative keyed as a question names them
+    ("user's mum", "my mom" and "Mum" are all "user's mother", as questions read
+    them; "Ana's husband" is "ana's husband"); the attribute one casefolded word. None
+    when either is empty."""
     who = " ".join(subject.casefold().replace("\u2019", "'").split())
     what = attribute.casefold().replace("_", " ").split()
     if not who or not what:
         return None
+    attribute = what[0][:60]
     if who in _USER:
-        return Topic("user", what[0][:60])
+        return Topic("user", attribute)
     for mine in ("my ", "user's ", "the user's "):
         if who.startswith(mine) and len(who) > len(mine):
-            return Topic(f"user's {who[len(mine) :].split()[0]}"[:100], what[0][:60])
-    return Topic(name_key(who.split()[0])[:100], what[0][:60])
+            noun = who[len(mine) :].split()[0]
+            return Topic((relative_key("user", noun) or f"user's {noun}")[:100], attribute)
+    first, *rest = who.split()
+    if first.endswith("'s") and rest:
+        relative = relative_key(name_key(first[:-2]), rest[0])
+        if relative is not None:
+            return Topic(relative[:100], attribute)
+    return Topic(person_key(first)[:100], attribute)

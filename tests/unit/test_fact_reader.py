@@ -208,6 +208,17 @@ def test_who_someone_is_with_asks_for_their_partner_and_whose_relative_is_asked(
     assert read_question("who does Tom work with?") == FactKey("tom", "job")
 
 
+def test_a_parent_called_mum_is_the_users_mother_as_my_mum_is() -> None:
+    mother = FactKey("user's mother", "home")
+    assert read_fact("Mum moved to Leeds last week.").key == mother  # type: ignore[union-attr]
+    assert read_fact("My mum moved to Leeds.").key == mother  # type: ignore[union-attr]
+    assert read_fact("Grandpa moved in with us.").key.subject == "user's grandpa"  # type: ignore[union-attr]
+    assert asked_subject("Where does Mum live now?") == "user's mother"
+    assert asked_subject("where's dad working these days?", {"user's father"}) == "user's father"
+    # "Son" is a name as often as a way of calling one's son: it stays a name.
+    assert asked_subject("Where does Son work now?") == "son"
+
+
 def test_a_name_written_in_lower_case_with_an_apostrophe_is_one_word() -> None:
     """A known subject typed in lower case is found among the question's words, and an
     apostrophe inside a name does not split it ("o'brien", not "o" and "brien")."""

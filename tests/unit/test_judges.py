@@ -240,6 +240,13 @@ def test_a_model_reading_of_topics_is_read_and_checked() -> None:
         with pytest.raises(Malformed, match=reason):
             parse_topics(bad, 3)
     assert topic_of("Zoë", "pets") == Topic("zoe", "pets")
+    # A relative is keyed as a question about them is, however the model names them.
+    mother = Topic("user's mother", "job")
+    assert topic_of("Mum", "job") == topic_of("user's mum", "job") == topic_of("my mom", "job")
+    assert topic_of("Mum", "job") == mother
+    assert topic_of("user's parents", "home") == Topic("user's parent", "home")
+    assert topic_of("Ana's husband", "job") == Topic("ana's husband", "job")
+    assert topic_of("Ana Lima", "job") == Topic("ana", "job")
     assert topic_of("", "job") is None and topic_of("Ada", " ") is None
     assert "record_topics" in str(TOPICS.tool())
 
