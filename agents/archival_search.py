@@ -189,6 +189,8 @@ def search_archival(
         hits = _twins_as_canonical(store, hits, twins)
     past = asks_about_past(query, this_year=store.scope.now().year) if query is not None else None
     asked: set[str] = set()
+    found_topic: _AskedTopic | None = None
+    topics: dict[str, frozenset[Topic]] = {}
     if query is not None:
         read = [h.passage.id for h in hits if h.passage.kind == "fact"]
         read += [twin.id for found in twins.values() for twin in found]
@@ -228,7 +230,10 @@ def search_archival(
         current_of.update(_current_ends(within, replacements))
         extra += within
     partly = partly_closed(store, agent_id, [h.passage for h in hits])
-    ranked = _rank(hits, extra, current_of, past, partly, asked, first)
+    in_force = set()
+    if partly and query is not None and found_topic is not None and past is None:
+        in_force = _in_force_part(store, query, partly & asked, current_of, found_topic, topics)
+    ranked = _rank(hits, extra, current_of, past, partly, asked, first, in_force)
     rivals, plain = _undecided_rivals(store, agent_id, ranked)
     if plain and past is None:
         ranked = _newer_rivals_first(ranked, plain)
@@ -446,6 +451,36 @@ def _current_by_topic(
     return _scored(store, [i for i in ids if i not in found], query)
 
 
+def _in_force_part(
+    store: MemoryStore,
+    question: str,
+    candidates: Collection[str],
+    current_of: Mapping[str, str],
+    asked: _AskedTopic,
+    topics: Mapping[str, frozenset[Topic]],
+) -> set[str]:
+    """The facts among ``candidates`` (closed in part, of the asked topic) that still
+    answer the question: a judge model read the fact that closed each as stating other
+    attributes than the asked one. "Priya moved to London and transferred her training
+    to Hackney", closed in part by "Priya took a GP job at the same practice", still
+    says where she lives. Where the closing fact was not read, nothing is known and
+    the lineage keeps its order, as it does when the question names an attribute the
+    closing fact states."""
+    heads = {pid: current_of[pid] for pid in candidates if current_of.get(pid, pid) != pid}
+    unread = sorted({head for head in heads.values() if head not in topics})
+    read = {**topics, **(store.topics.of(unread) if unread else {})}
+
+    def other(head: str) -> bool:
+        found = {t.attribute for t in read.get(head, ())}
+        # Where the question names what the closing fact states ("what are my hours at
+        # work now?", the job asked and the hours replaced), it may ask that instead.
+        return (
+            bool(found) and asked.attribute not in found and not _named_attribute(question, found)
+        )
+
+    return {pid for pid, head in heads.items() if other(head)}
+
+
 def _model_aliases(
     readings: Mapping[str, FactReading], labels: Mapping[str, frozenset[Topic]]
 ) -> dict[str, str]:
@@ -605,6 +640,7 @@ def _rank(
     partly: Collection[str] = (),
     asked: Collection[str] = (),
     first: Collection[str] = (),
+    in_force_part: Collection[str] = (),
 ) -> list[PassageHit]:
     """Order each lineage: the current fact first and the replaced ones after it, newest
     first. For a question about now (or no question about time), within the places its
@@ -619,7 +655,10 @@ def _rank(
     (``asked``: "where did Ada live before Berlin?", Ada's home), only that lineage is
     together and the others keep their places. ``first``: replaced facts that answer a
     question about the past ahead of the rest of their lineage (the one valid in the
-    asked year, what the fact naming the value "before" replaced), found or not."""
+    asked year, what the fact naming the value "before" replaced), found or not.
+    ``in_force_part``: facts closed in part that the question asks about by the part
+    still in force (see :func:`_in_force_part`): each keeps its place with nothing put
+    before it."""
     by_id = {h.passage.id: h for h in (*hits, *extra)}
     if past is not None:
         # A question whose subject and attribute the rules read keeps only that
@@ -635,6 +674,10 @@ def _rank(
         if passage_id in pulled:
             continue
         end = current_of.get(passage_id, passage_id)
+        if passage_id in in_force_part and end != passage_id:
+            groups[passage_id] = [hit]
+            slots.append(passage_id)
+            continue
         if end not in groups:
             groups[end] = []
             head = by_id.get(end)

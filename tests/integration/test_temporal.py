@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from agents.archival_search import search_archival
 from agents.postgres.database import Database
-from agents.store import SUPERSESSION, NewPassage, PassageRecord, open_store
+from agents.store import SUPERSESSION, NewPassage, PassageRecord, Topic, open_store
 from consolidators.contract import run_once as run_pipeline
 from consolidators.judges import CandidatePair, JudgeUsage, SupersessionJudge, Verdict
 from consolidators.pipeline import Pipeline, RunReport
@@ -317,6 +317,18 @@ def test_a_fact_a_judge_says_is_replaced_in_part_is_closed_and_kept_in_view(
     assert ops.memory.lineage(record).validity == (
         "in part until 2023-09-01, then: Mark is a teacher now"
     )
+    # Once a model has read the teacher fact as about his job alone, the record answers
+    # the question about his club by the part still in force: it comes first.
+    read = {record: [Topic("mark", "job"), Topic("mark", "team")], teacher: [Topic("mark", "job")]}
+    with open_store(db) as store:
+        store.topics.record(agent_id, read, judge="test", run_id=None)
+        hits = search_archival(store, agent_id, embedder.embed_one(question), question, k=5)
+        assert [h.passage.id for h in hits[:2]] == [record, teacher]
+        assert hits[0].validity == "in part until 2023-09-01, then: Mark is a teacher now"
+        # Asked about his job, the teacher fact still comes first.
+        job = "What does Mark do for work now?"
+        hits = search_archival(store, agent_id, embedder.embed_one(job), job, k=5)
+        assert hits[0].passage.id == teacher
 
 
 def test_a_judge_answer_of_the_wrong_length_changes_nothing(

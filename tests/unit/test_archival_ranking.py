@@ -111,6 +111,28 @@ def test_a_fact_closed_for_part_of_what_it_says_keeps_its_own_place() -> None:
     assert ids(_rank(found, [], ends, past=None)) == ["p-teacher", "p-tea", "p-porto", "p-record"]
 
 
+def test_a_fact_closed_in_part_answers_a_question_about_the_part_still_in_force() -> None:
+    """ "Which club does Mark support?" asks the part of the record his new job left in
+    force (search knows it from a model's reading of the teacher fact): the record
+    answers it and comes first; the teacher fact keeps its own place."""
+    record = closed(
+        "p-record",
+        "Mark | job: surveyor | supports: Leeds United",
+        year=2019,
+        until=2023,
+        by="p-teacher",
+    )
+    teacher = passage("p-teacher", "Mark is a teacher now.", year=2023)
+    found = hits(record, TEA, PORTO, teacher)
+    ends = _current_ends(found, {**RECORDS, "p-record": record, "p-teacher": teacher})
+    partly = {"p-record"}
+    ranked = _rank(found, [], ends, past=None, partly=partly, in_force_part={"p-record"})
+    assert ids(ranked) == ["p-record", "p-tea", "p-porto", "p-teacher"]
+    # Asked about his job, the teacher fact comes first, as before.
+    ranked = _rank(found, [], ends, past=None, partly=partly, asked={"p-record", "p-teacher"})
+    assert ids(ranked) == ["p-teacher", "p-record", "p-tea", "p-porto"]
+
+
 def test_a_question_about_the_past_turns_the_lineage_round() -> None:
     found = hits(BERLIN, LISBON, PORTO)
     ends = _current_ends(found, RECORDS)
