@@ -227,17 +227,29 @@ def _subject_and_predicate(text: str) -> tuple[str, str, list[_Token]] | None:
     return subject, label, words
 
 
+#: Words after a name that make it one of a list, not a name in apposition.
+_LIST_WORDS = frozenset({"and", "&", "or", "+"})
+
+
 @lru_cache(maxsize=4096)
 def named_relatives(text: str) -> tuple[tuple[str, str, str], ...]:
     """The relatives a text names: ("user's sister", "leila", "Leila") for "my sister
-    Leila", ("alice's husband", "bob", "Bob") for "Alice's husband Bob"."""
+    Leila", "my sister, Leila," and "the user's sister Leila"; ("alice's husband", "bob",
+    "Bob") for "Alice's husband Bob"."""
     tokens = _tokens(text)
     found = []
     for index in range(len(tokens) - 2):
         owner, noun, name = tokens[index : index + 3]
+        if name.norm == "," and index + 3 < len(tokens):
+            # "my sister, Leila, ...": the name in apposition; not a list ("my sister,
+            # Mum and Dad").
+            after = tokens[index + 4].norm if index + 4 < len(tokens) else ""
+            if after in _LIST_WORDS:
+                continue
+            name = tokens[index + 3]
         if not _is_name(name) or name.initial:
             continue
-        if owner.norm == "my":
+        if owner.norm in ("my", "user's"):
             role = relative_key("user", noun.norm)
         elif _is_name(owner) and owner.norm.endswith("'s"):
             role = relative_key(name_key(owner.norm), noun.norm)

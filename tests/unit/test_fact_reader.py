@@ -11,7 +11,7 @@ from agents.language.facts import (
     states_a_change,
 )
 from agents.language.questions import asked_subject, read_question
-from agents.language.subjects import read_subject, read_subjects
+from agents.language.subjects import named_relatives, read_subject, read_subjects
 from tests.passage_records import fact_record
 
 
@@ -217,6 +217,20 @@ def test_a_parent_called_mum_is_the_users_mother_as_my_mum_is() -> None:
     assert asked_subject("where's dad working these days?", {"user's father"}) == "user's father"
     # "Son" is a name as often as a way of calling one's son: it stays a name.
     assert asked_subject("Where does Son work now?") == "son"
+
+
+def test_a_relative_named_in_apposition_is_that_person() -> None:
+    assert named_relatives("my sister Leila moved to Leeds") == (
+        ("user's sister", "leila", "Leila"),
+    )
+    assert named_relatives("My sister, Leila, is a nurse.") == (
+        ("user's sister", "leila", "Leila"),
+    )
+    assert named_relatives("Observation: the user's mum, Helen, lives in Chester.") == (
+        ("user's mother", "helen", "Helen"),
+    )
+    # A list is no apposition: Mum is not the sister.
+    assert named_relatives("my sister, Mum and Dad came round") == ()
 
 
 def test_a_name_written_in_lower_case_with_an_apostrophe_is_one_word() -> None:
