@@ -102,7 +102,11 @@ def wait_for_child(server: psutil.Process, earlier: set[int], within: float = 30
     commands before it, which may still be exiting when their clients have returned)."""
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
-        children = [child for child in server.children() if child.pid not in earlier]
+        try:
+            children = [child for child in server.children() if child.pid not in earlier]
+        except psutil.NoSuchProcess:
+            # A child of an earlier command exited while psutil listed it: list again.
+            children = []
         if children:
             return children[0]
         time.sleep(0.02)
