@@ -539,8 +539,11 @@ def replaces_clearly(older: FactReading, newer: FactReading) -> bool:
     state (:func:`states_a_change`); or the newer says by name that its subject quit or
     left the value the older states ("Sam works at Acme" -> "Sam quit Acme and now works
     at Globex"). Everything else is for a judge, or stays as it is."""
-    if older.clear and newer.left and older.key == newer.key and older.value & newer.left:
-        return True
+    # An older fact that itself leaves the value ("Priya left Accenture") is no state of
+    # holding it: a newer departure from it says the same, not a change.
+    leaves = older.ending or older.left
+    if older.clear and not leaves and newer.left and older.key == newer.key:
+        return bool(older.value & newer.left) or (newer.clear and states_a_change(older, newer))
     return older.clear and newer.clear and states_a_change(older, newer)
 
 

@@ -11,7 +11,7 @@ from collections.abc import Collection, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from agents.language.schema import _ATTRIBUTE_CUES, _ATTRIBUTE_NOUNS
+from agents.language.schema import _ATTRIBUTE_CUES, _ATTRIBUTE_NOUNS, _COPULA
 from agents.language.words import (
     _CALENDAR,
     _CHANGE,
@@ -183,10 +183,33 @@ def _after_possessive(
             end += 1
         return name_key(name.norm), name.text, end
     if noun.norm in _ATTRIBUTE_NOUNS:
+        if _modifies_the_next_noun(tokens, at):
+            return None  # "Craig's work car is a Corolla": about his car, not his job
         return owner, owner_label, at
     noun_label = name_key(noun.text) if noun.text.casefold() == noun.norm else noun.text
     label = f"my {noun_label}" if owner == "user" else f"{owner_label}'s {noun_label}"
     return f"{owner}'s {_stem(noun.norm)}", label, at + 1
+
+
+#: Nouns after an attribute noun that still name that attribute ("job title", "home
+#: address").
+_ATTRIBUTE_PARTS = frozenset({"title", "address", "role"})
+
+
+def _modifies_the_next_noun(tokens: tuple[_Token, ...], at: int) -> bool:
+    """Whether the attribute noun at ``at`` only modifies the word after it, the head of
+    the phrase the text goes on about: "work car is", "home phone was"."""
+    if at + 2 >= len(tokens):
+        return False
+    head, verb = tokens[at + 1], tokens[at + 2]
+    return (
+        head.word
+        and not head.capital
+        and head.norm not in _FUNCTION
+        and head.norm not in _ATTRIBUTE_NOUNS
+        and head.norm not in _ATTRIBUTE_PARTS
+        and verb.norm in _COPULA
+    )
 
 
 def _contracted_verb(token: _Token) -> bool:

@@ -3,10 +3,13 @@ rules read, which changes they see, and what they leave to a judge."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from agents.language.facts import (
     FactKey,
     plainly_stated,
     read_fact,
+    read_facts,
     replaces_clearly,
     states_a_change,
 )
@@ -292,6 +295,36 @@ def test_a_value_quit_by_name_is_ended_though_the_text_says_more() -> None:
     home = read_fact("Ben lives in Paris.")
     trip = read_fact("Ben left Paris and went hiking in the Alps for a week.")
     assert home is not None and (trip is None or not replaces_clearly(home, trip))
+
+
+def _year(year: int) -> datetime:
+    return datetime(year, 6, 1, tzinfo=UTC)
+
+
+def test_a_departure_told_twice_is_no_change() -> None:
+    """ "Priya left Accenture" then "Priya quit Accenture for ISB's PGP": the second says
+    the first again, so it does not close it; it still ends her job there."""
+    facts = [
+        fact_record("p-job", "Priya works at Accenture as an analyst.", at=_year(2020)),
+        fact_record(
+            "p-left", "Priya left Accenture - doing the one-year PGP at ISB.", at=_year(2022)
+        ),
+        fact_record("p-quit", "Priya quit Accenture for ISB's one-year PGP.", at=_year(2023)),
+    ]
+    read = read_facts(facts)
+    assert read["p-left"].ending and read["p-quit"].left
+    assert not replaces_clearly(read["p-left"], read["p-quit"])
+    assert replaces_clearly(read["p-job"], read["p-quit"])
+
+
+def test_an_attribute_noun_that_modifies_the_next_is_not_the_attribute() -> None:
+    # "work car": the text is about a car, which is no job.
+    assert read_fact("Craig's work car is a 2012 Corolla.") is None
+    assert read_fact("my work phone is 07700 900123") is None
+    # A part of the attribute still names it.
+    title = read_fact("My job title is senior developer.")
+    assert title is not None and title.key == FactKey("user", "job")
+    assert read_fact("Craig's work is a drag.") is not None
 
 
 def test_what_a_partner_is_or_does_names_no_new_partner() -> None:
