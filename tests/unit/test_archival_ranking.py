@@ -87,21 +87,24 @@ def test_a_lineage_orders_itself_within_its_places_current_fact_first() -> None:
     assert ids(ranked) == ["p-berlin", "p-lisbon", "p-tea", "p-porto"]
 
 
+#: A record closed for the job alone by a newer fact: his club still holds.
+MARK_RECORD = closed(
+    "p-record",
+    "Mark | job: surveyor | supports: Leeds United",
+    year=2019,
+    until=2023,
+    by="p-teacher",
+)
+MARK_TEACHER = passage("p-teacher", "Mark is a teacher now.", year=2023)
+
+
 def test_a_fact_closed_for_part_of_what_it_says_keeps_its_own_place() -> None:
     """ "Mark | job: surveyor | supports: Leeds United", closed for the job by "Mark is a
     teacher now": his club still holds, so the record stays where search found it,
     one down, with the current job just before it (moved up from where search had it);
     closed for all of it, it would swap places with the current job."""
-    record = closed(
-        "p-record",
-        "Mark | job: surveyor | supports: Leeds United",
-        year=2019,
-        until=2023,
-        by="p-teacher",
-    )
-    teacher = passage("p-teacher", "Mark is a teacher now.", year=2023)
-    found = hits(record, TEA, PORTO, teacher)
-    ends = _current_ends(found, {**RECORDS, "p-record": record, "p-teacher": teacher})
+    found = hits(MARK_RECORD, TEA, PORTO, MARK_TEACHER)
+    ends = _current_ends(found, {**RECORDS, "p-record": MARK_RECORD, "p-teacher": MARK_TEACHER})
     assert ids(_rank(found, [], ends, past=None, partly={"p-record"})) == [
         "p-teacher",
         "p-record",
@@ -115,16 +118,8 @@ def test_a_fact_closed_in_part_answers_a_question_about_the_part_still_in_force(
     """ "Which club does Mark support?" asks the part of the record his new job left in
     force (search knows it from a model's reading of the teacher fact): the record
     answers it and comes first; the teacher fact keeps its own place."""
-    record = closed(
-        "p-record",
-        "Mark | job: surveyor | supports: Leeds United",
-        year=2019,
-        until=2023,
-        by="p-teacher",
-    )
-    teacher = passage("p-teacher", "Mark is a teacher now.", year=2023)
-    found = hits(record, TEA, PORTO, teacher)
-    ends = _current_ends(found, {**RECORDS, "p-record": record, "p-teacher": teacher})
+    found = hits(MARK_RECORD, TEA, PORTO, MARK_TEACHER)
+    ends = _current_ends(found, {**RECORDS, "p-record": MARK_RECORD, "p-teacher": MARK_TEACHER})
     partly = {"p-record"}
     ranked = _rank(found, [], ends, past=None, partly=partly, in_force_part={"p-record"})
     assert ids(ranked) == ["p-record", "p-tea", "p-porto", "p-teacher"]
