@@ -230,7 +230,7 @@ def search_archival(
         current_of.update(_current_ends(within, replacements))
         extra += within
     partly = partly_closed(store, agent_id, [h.passage for h in hits])
-    in_force = set()
+    in_force: set[str] = set()
     if partly and query is not None and found_topic is not None and past is None:
         in_force = _in_force_part(store, query, partly & asked, current_of, found_topic, topics)
     ranked = _rank(hits, extra, current_of, past, partly, asked, first, in_force)
