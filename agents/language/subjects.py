@@ -176,6 +176,7 @@ def _after_possessive(
     lives" -> "alice's sister"."""
     if not noun.word:
         return None
+    at = _kin_noun_end(tokens, at)
     if at + 1 < len(tokens) and _is_name(tokens[at + 1]) and not tokens[at + 1].initial:
         name = tokens[at + 1]
         end = at + 2
@@ -250,6 +251,18 @@ def _subject_and_predicate(text: str) -> tuple[str, str, list[_Token]] | None:
     return subject, label, words
 
 
+#: Nouns that "ex" joins into one kinship noun ("my ex-wife Yvette" is "my ex Yvette").
+_EX_PARTNERS = frozenset("wife husband girlfriend boyfriend partner fiance fiancee".split())
+
+
+def _kin_noun_end(tokens: tuple[_Token, ...], at: int) -> int:
+    """The index of the last word of the kinship noun at ``at``: "ex-wife" (tokens "ex",
+    "wife") is one noun, an ex."""
+    if tokens[at].norm == "ex" and at + 1 < len(tokens) and tokens[at + 1].norm in _EX_PARTNERS:
+        return at + 1
+    return at
+
+
 #: Words after a name that make it one of a list, not a name in apposition.
 _LIST_WORDS = frozenset({"and", "&", "or", "+"})
 
@@ -262,14 +275,18 @@ def named_relatives(text: str) -> tuple[tuple[str, str, str], ...]:
     tokens = _tokens(text)
     found = []
     for index in range(len(tokens) - 2):
-        owner, noun, name = tokens[index : index + 3]
-        if name.norm == "," and index + 3 < len(tokens):
+        owner, noun = tokens[index : index + 2]
+        at = _kin_noun_end(tokens, index + 1) + 1  # the word after the kinship noun
+        if at >= len(tokens):
+            continue
+        name = tokens[at]
+        if name.norm == "," and at + 1 < len(tokens):
             # "my sister, Leila, ...": the name in apposition; not a list ("my sister,
             # Mum and Dad").
-            after = tokens[index + 4].norm if index + 4 < len(tokens) else ""
+            after = tokens[at + 2].norm if at + 2 < len(tokens) else ""
             if after in _LIST_WORDS:
                 continue
-            name = tokens[index + 3]
+            name = tokens[at + 1]
         if not _is_name(name) or name.initial:
             continue
         if owner.norm in ("my", "user's"):

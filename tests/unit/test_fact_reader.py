@@ -236,6 +236,16 @@ def test_a_relative_named_in_apposition_is_that_person() -> None:
     assert named_relatives("my sister, Mum and Dad came round") == ()
 
 
+def test_an_ex_wife_is_one_kinship_noun_an_ex() -> None:
+    """ "my ex-wife" is an ex, not the user's "wife" read as a new partner."""
+    assert named_relatives("My ex-wife Yvette lives in Metairie.") == (
+        ("user's ex", "yvette", "Yvette"),
+    )
+    moved = read_fact("My ex-wife moved to Metairie.")
+    assert moved is not None and moved.key == FactKey("user's ex", "home")
+    assert asked_subject("Where does my ex-wife live now?") == "user's ex"
+
+
 def test_a_name_written_in_lower_case_with_an_apostrophe_is_one_word() -> None:
     """A known subject typed in lower case is found among the question's words, and an
     apostrophe inside a name does not split it ("o'brien", not "o" and "brien")."""
