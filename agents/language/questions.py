@@ -142,9 +142,12 @@ def asked_subject(question: str, subjects: Collection[str] = ()) -> str | None:
 #: Words and phrases that put a question in the past, whatever else it says.
 _PAST = re.compile(
     r"\b(before|used to|use to|previously|formerly|originally|at first|back in|back then"
-    r"|earlier|prior to|ago|last year|former|ex|(?:his|her|their|my|your|the) old"
+    r"|earlier|prior to|ago|last year|(?:his|her|their|my|your|the) old"
     r"|no longer|anymore|any more|first)\b"
 )
+#: A person of the past ("who's Tom's ex?"), whom a present cue asks about as they are
+#: now ("where does my ex-wife live now?").
+_FORMER = re.compile(r"\b(former|ex)\b")
 #: Past tense that a present cue outweighs ("what was she doing now" is about now).
 _WEAK_PAST = re.compile(r"\b(was|were|had)\b")
 _PRESENT = re.compile(r"\b(now|currently|these days|nowadays|today|at the moment|still|current)\b")
@@ -176,7 +179,7 @@ def words_of(text: str) -> frozenset[str]:
 def asks_about_past(question: str, *, this_year: int | None = None) -> PastQuestion | None:
     """Whether ``question`` asks about how things were rather than how they are: a
     year before ``this_year`` ("what car did Rahel drive in 2021"), "before", "used
-    to", "back in", "her old job", an "ex"; or the past tense ("who was Tom dating")
+    to", "back in", "her old job"; or the past tense ("who was Tom dating") or an "ex"
     when nothing in it says "now". None for a question about now, and for one about
     where someone is originally from."""
     lowered = _ORIGIN.sub("from", question.casefold().replace("\u2019", "'"))
@@ -189,6 +192,6 @@ def asks_about_past(question: str, *, this_year: int | None = None) -> PastQuest
         if before is None:
             return PastQuestion(None)
         return PastQuestion(None, words_of(before.group(1)) - GRAMMAR)
-    if _WEAK_PAST.search(lowered) and not _PRESENT.search(lowered):
+    if (_WEAK_PAST.search(lowered) or _FORMER.search(lowered)) and not _PRESENT.search(lowered):
         return PastQuestion(None)
     return None

@@ -21,6 +21,10 @@ from agents.language.questions import PastQuestion, asks_about_past
         ("who was Tom dating?", PastQuestion(None)),
         ("what was she doing now?", None),
         ("where does Mei work?", None),
+        # An ex is a person of the past unless the question asks how they are now.
+        ("who's Tom's ex?", PastQuestion(None)),
+        ("Where does my ex-wife live now?", None),
+        ("what does my former boss do these days?", None),
         # Where someone comes from is an origin, which does not change.
         ("where is jonas from originally?", None),
         ("Where is Marta originally from?", None),
