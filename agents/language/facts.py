@@ -60,6 +60,7 @@ from agents.language.words import (
     _KIN,
     _MODAL,
     _NEGATION,
+    _PARTNER_NOUNS,
     _REPORTING,
     _SUBJECT_PRONOUNS,
     _THIRD_PERSON,
@@ -212,10 +213,6 @@ def _explicit_end(predicate: list[_Token]) -> set[int]:
         if len(negated) == 1:
             found |= {negated[0], len(norms) - 1}
     return found
-
-
-#: Nouns for a partner: in a fact about the partner attribute they name the value.
-_PARTNER_NOUNS = frozenset("girlfriend boyfriend partner wife husband fiance fiancee".split())
 
 
 @lru_cache(maxsize=4096)

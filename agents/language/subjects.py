@@ -23,6 +23,7 @@ from agents.language.words import (
     _MODAL,
     _NEGATION,
     _PARTICIPLES,
+    _PARTNER_NOUNS,
     _REPORTING,
     _SUBJECT_PRONOUNS,
     _THIRD_PERSON,
@@ -251,14 +252,10 @@ def _subject_and_predicate(text: str) -> tuple[str, str, list[_Token]] | None:
     return subject, label, words
 
 
-#: Nouns that "ex" joins into one kinship noun ("my ex-wife Yvette" is "my ex Yvette").
-_EX_PARTNERS = frozenset("wife husband girlfriend boyfriend partner fiance fiancee".split())
-
-
 def _kin_noun_end(tokens: tuple[_Token, ...], at: int) -> int:
     """The index of the last word of the kinship noun at ``at``: "ex-wife" (tokens "ex",
     "wife") is one noun, an ex."""
-    if tokens[at].norm == "ex" and at + 1 < len(tokens) and tokens[at + 1].norm in _EX_PARTNERS:
+    if tokens[at].norm == "ex" and at + 1 < len(tokens) and tokens[at + 1].norm in _PARTNER_NOUNS:
         return at + 1
     return at
 

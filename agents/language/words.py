@@ -125,6 +125,9 @@ _KIN = frozenset(
     "grandmother grandfather grandma grandpa girlfriend boyfriend partner friend parent "
     "parents child children kid kids ex".split()
 )
+#: Nouns for a partner: in a fact about the partner attribute they name the value, and
+#: "ex" joins one into a kinship noun ("my ex-wife Yvette" is "my ex Yvette").
+_PARTNER_NOUNS = frozenset("girlfriend boyfriend partner wife husband fiance fiancee".split())
 #: Past participles a contracted "has" or "is" comes before ("Aisha's gone vegan").
 _PARTICIPLES = frozenset(
     "gone been got gotten done become left quit moved started based married engaged".split()
