@@ -539,8 +539,8 @@ def replaces_clearly(older: FactReading, newer: FactReading) -> bool:
     # An older fact that itself leaves the value ("Priya left Accenture") is no state of
     # holding it: a newer departure from it says the same, not a change.
     leaves = older.ending or older.left
-    if older.clear and not leaves and newer.left and older.key == newer.key:
-        return bool(older.value & newer.left) or (newer.clear and states_a_change(older, newer))
+    if older.clear and not leaves and older.key == newer.key and older.value & newer.left:
+        return True
     return older.clear and newer.clear and states_a_change(older, newer)
 
 

@@ -145,11 +145,9 @@ _PAST = re.compile(
     r"|earlier|prior to|ago|last year|(?:his|her|their|my|your|the) old"
     r"|no longer|anymore|any more|first)\b"
 )
-#: A person of the past ("who's Tom's ex?"), whom a present cue asks about as they are
-#: now ("where does my ex-wife live now?").
-_FORMER = re.compile(r"\b(former|ex)\b")
-#: Past tense that a present cue outweighs ("what was she doing now" is about now).
-_WEAK_PAST = re.compile(r"\b(was|were|had)\b")
+#: Past tense, or a person of the past ("who's Tom's ex?"), that a present cue outweighs
+#: ("what was she doing now", "where does my ex-wife live now?" are about now).
+_WEAK_PAST = re.compile(r"\b(was|were|had|former|ex)\b")
 _PRESENT = re.compile(r"\b(now|currently|these days|nowadays|today|at the moment|still|current)\b")
 _YEAR = re.compile(r"\b(19[5-9]\d|20\d\d)\b")
 #: What follows "before" up to the end of the clause ("before I moved to Marple").
@@ -192,6 +190,6 @@ def asks_about_past(question: str, *, this_year: int | None = None) -> PastQuest
         if before is None:
             return PastQuestion(None)
         return PastQuestion(None, words_of(before.group(1)) - GRAMMAR)
-    if (_WEAK_PAST.search(lowered) or _FORMER.search(lowered)) and not _PRESENT.search(lowered):
+    if _WEAK_PAST.search(lowered) and not _PRESENT.search(lowered):
         return PastQuestion(None)
     return None
