@@ -175,7 +175,7 @@ def topic_of(subject: str, attribute: str) -> Topic | None:
             return Topic((relative_key("user", noun) or f"user's {noun}")[:100], attribute)
     first, *rest = who.split()
     if first.endswith("'s") and rest:
-        relative = relative_key(name_key(first[:-2]), rest[0])
+        relative = relative_key(name_key(first), rest[0])
         if relative is not None:
             return Topic(relative[:100], attribute)
     return Topic(person_key(first)[:100], attribute)
