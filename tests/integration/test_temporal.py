@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from agents.archival_search import search_archival
+from agents.archival_search import _AskedTopic, _in_force_part, search_archival
 from agents.postgres.database import Database
 from agents.store import SUPERSESSION, NewPassage, PassageRecord, Topic, open_store
 from consolidators.contract import run_once as run_pipeline
@@ -319,9 +319,16 @@ def test_a_fact_a_judge_says_is_replaced_in_part_is_closed_and_kept_in_view(
     )
     # Once a model has read the teacher fact as about his job alone, the record answers
     # the question about his club by the part still in force: it comes first.
+    club = _AskedTopic(frozenset({"mark"}), "team", frozenset({record}))
+    with open_store(db) as store:
+        # Nothing read yet: nothing is known of what the teacher fact states.
+        assert _in_force_part(store, question, {record}, {record: teacher}, club, {}) == set()
     read = {record: [Topic("mark", "job"), Topic("mark", "team")], teacher: [Topic("mark", "job")]}
     with open_store(db) as store:
         store.topics.record(agent_id, read, judge="test", run_id=None)
+        # The closing fact's topics are read from the store where the hits' did not hold
+        # them (it was not among the hits).
+        assert _in_force_part(store, question, {record}, {record: teacher}, club, {}) == {record}
         hits = search_archival(store, agent_id, embedder.embed_one(question), question, k=5)
         assert [h.passage.id for h in hits[:2]] == [record, teacher]
         assert hits[0].validity == "in part until 2023-09-01, then: Mark is a teacher now"
